@@ -1,0 +1,154 @@
+"""ModelConfig: every architectural choice of a decoder-only transformer, in one frozen dataclass.
+
+One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2 and the lab's tiny variants. The
+choices follow the seed's tutorial: attention heads and KV sharing (§1.4, §4.1), pre-norm blocks with
+RMSNorm or LayerNorm and a SwiGLU or GELU FFN (§2), positions (§3), dense or Mixture-of-Experts FFN
+(§4.2). Derived fields are filled in ``__post_init__``; bad combinations raise ``ConfigError`` with a
+message that says what to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Norm = Literal["rmsnorm", "layernorm"]
+FFN = Literal["swiglu", "gelu_mlp"]
+Positions = Literal["rope", "alibi", "learned", "none"]
+RopeScalingKind = Literal["none", "linear", "ntk", "yarn", "llama3"]
+RouterNorm = Literal["topk", "all"]
+
+
+class ConfigError(ValueError):
+    """A ModelConfig that cannot describe a working model."""
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """How RoPE frequencies are stretched for contexts longer than training (seed §3.2).
+
+    ``linear``: position interpolation, every frequency divided by ``factor`` (Chen et al. 2023).
+    ``ntk``: NTK-aware, the base raised to theta·factor^(d/(d-2)) (bloc97 2023).
+    ``yarn``: per-frequency blend of interpolation and extrapolation plus an attention temperature
+    (Peng et al. 2023). ``llama3``: low frequencies divided by ``factor``, high ones kept, a smooth
+    ramp between (Meta, Llama 3.1).
+    """
+
+    kind: RopeScalingKind = "none"
+    factor: float = 1.0
+    original_max_seq_len: int | None = None
+    low_freq_factor: float = 1.0  # llama3
+    high_freq_factor: float = 4.0  # llama3
+    beta_fast: float = 32.0  # yarn
+    beta_slow: float = 1.0  # yarn
+
+    def __post_init__(self) -> None:
+        if self.kind != "none" and self.factor <= 0:
+            raise ConfigError(f"rope scaling factor must be > 0, got {self.factor}")
+        if self.kind in ("yarn", "llama3") and not self.original_max_seq_len:
+            raise ConfigError(f"rope scaling '{self.kind}' needs original_max_seq_len")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer. ``n_kv_heads`` = ``n_heads`` is MHA, 1 is MQA, between is GQA."""
+
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    ffn_hidden: int
+    n_kv_heads: int | None = None  # None: same as n_heads (MHA)
+    head_dim: int | None = None  # None: d_model // n_heads
+    norm: Norm = "rmsnorm"
+    norm_eps: float = 1e-5
+    ffn: FFN = "swiglu"
+    gelu_approximate: Literal["none", "tanh"] = "tanh"  # GPT-2's "gelu_new" is the tanh form
+    n_experts: int = 0  # 0: dense FFN; >0: Mixture of Experts
+    top_k: int = 2
+    router_norm: RouterNorm = "topk"  # topk: gates renormalized over the chosen experts (Mixtral)
+    positions: Positions = "rope"
+    rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = field(default_factory=RopeScaling)
+    max_seq_len: int = 2048
+    sliding_window: int | None = None
+    tie_embeddings: bool = False
+    qkv_bias: bool = False
+    out_bias: bool = False  # attention output projection
+    mlp_bias: bool = False
+    name: str = "model"  # shown in the UI; never branched on
+    source: str = ""  # where the numbers came from (a path, a preset's citation)
+
+    def __post_init__(self) -> None:
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        if self.head_dim is None:
+            if self.d_model % self.n_heads:
+                raise ConfigError(
+                    f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                    "set head_dim explicitly"
+                )
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        if isinstance(self.rope_scaling, dict):
+            object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
+        self._check()
+
+    def _check(self) -> None:
+        positive = ("vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "n_kv_heads",
+                    "head_dim", "max_seq_len")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.n_heads % self.n_kv_heads:
+            raise ConfigError(
+                f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}: "
+                "each KV head must serve a whole group of query heads (GQA)"
+            )
+        if self.n_experts < 0:
+            raise ConfigError(f"n_experts must be >= 0, got {self.n_experts}")
+        if self.n_experts and not 1 <= self.top_k <= self.n_experts:
+            raise ConfigError(f"top_k={self.top_k} must be between 1 and n_experts={self.n_experts}")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ConfigError(f"RoPE rotates pairs of dimensions: head_dim={self.head_dim} must be even")
+        if self.rope_theta <= 0:
+            raise ConfigError(f"rope_theta must be > 0, got {self.rope_theta}")
+        if self.sliding_window is not None and self.sliding_window <= 0:
+            raise ConfigError(f"sliding_window must be positive or None, got {self.sliding_window}")
+        if self.norm_eps <= 0:
+            raise ConfigError(f"norm_eps must be > 0, got {self.norm_eps}")
+
+    # ---- derived quantities -------------------------------------------------------------------
+    @property
+    def n_groups(self) -> int:
+        """Query heads served by each KV head: 1 for MHA, n_heads for MQA."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def attention_kind(self) -> str:
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    def replace(self, **changes: Any) -> "ModelConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown ModelConfig fields: {sorted(unknown)}")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)

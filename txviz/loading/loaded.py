@@ -1,0 +1,31 @@
+"""LoadedModel: what every loader returns — the stateless model, its tokenizer, and where it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from txviz.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: "torch.nn.Module"  # txviz.model.Decoder, in eval mode
+    tokenizer: object | None  # txviz.loading.tokenizer.Tokenizer (None for config-only tiny models)
+    config: ModelConfig
+    source: str  # the path or name it was loaded from
+    format: str  # "gguf" | "hf" | "safetensors"
+    metadata: dict = field(default_factory=dict)  # quantization types, architecture, chat template…
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())

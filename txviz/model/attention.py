@@ -1,0 +1,114 @@
+"""Causal self-attention (seed §1.3–§1.4, §4.1, §5.1), one code path for MHA, GQA and MQA.
+
+    Attention(Q, K, V) = softmax(QKᵀ/√d_k + M) V,   M_ij = 0 if key j is visible to query i else −∞
+
+plus ALiBi's bias inside M when the model uses it. GQA/MQA only change ``n_kv_heads``: each KV head
+is repeated for its group of query heads (llama's ``repeat_kv``). When nobody asks for the
+probabilities the fused kernel (``scaled_dot_product_attention``, FlashAttention-style) computes the
+same output without materializing the T×S matrix; when a trace asks for them the eager path runs,
+in exactly the reference implementation's order of operations.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from txviz.config import ModelConfig
+from txviz.model.positions import apply_rotary
+
+
+class AttentionContext:
+    """What every layer needs about positions for one forward call, computed once.
+
+    q_pos (T,) are the positions of the new tokens, k_pos (S,) those of the keys attended to (cached
+    and new, in the cache's order). ``mask`` is the additive (1|H, T, S) mask with the causal rule,
+    the sliding window and ALiBi's bias folded in; None when plain ``is_causal`` says it all.
+    """
+
+    def __init__(self, positions: nn.Module, q_pos: torch.Tensor, k_pos: torch.Tensor,
+                 sliding_window: int | None, dtype: torch.dtype):
+        self.q_pos, self.k_pos = q_pos, k_pos
+        rotation = positions.rotation(q_pos)
+        self.cos, self.sin = (None, None) if rotation is None else (r.to(dtype) for r in rotation)
+        self.alibi = positions.bias(q_pos, k_pos)  # (H, T, S) or None
+        self.is_causal = (self.alibi is None and sliding_window is None
+                          and len(q_pos) == len(k_pos) and bool((q_pos == k_pos).all()))
+        self.mask = None if self.is_causal else self._build_mask(sliding_window, dtype)
+
+    def _build_mask(self, window: int | None, dtype: torch.dtype) -> torch.Tensor:
+        distance = self.q_pos[:, None] - self.k_pos[None, :]  # (T, S): how far back each key is
+        visible = distance >= 0
+        if window is not None:
+            visible &= distance < window
+        mask = torch.zeros(visible.shape, dtype=torch.float32, device=visible.device)
+        mask = mask.masked_fill(~visible, float("-inf"))[None]  # (1, T, S)
+        if self.alibi is not None:
+            mask = mask + self.alibi  # (H, T, S)
+        return mask.to(dtype)
+
+    def causal_mask(self, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask, materialized also where ``is_causal`` made it implicit."""
+        if self.mask is not None:
+            return self.mask
+        visible = self.k_pos[None, :] <= self.q_pos[:, None]
+        return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill(~visible, float("-inf"))[None]
+
+    def rotate(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.cos is None else apply_rotary(x, self.cos, self.sin)
+
+
+def repeat_kv(x: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """(B, Hkv, S, D) -> (B, Hkv·n_groups, S, D): KV head j serves query heads j·g … j·g+g−1."""
+    if n_groups == 1:
+        return x
+    b, h_kv, s, d = x.shape
+    return x[:, :, None].expand(b, h_kv, n_groups, s, d).reshape(b, h_kv * n_groups, s, d)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
+        self.n_groups = config.n_groups
+        self.scale = config.head_dim ** -0.5
+        d, h, h_kv = config.d_model, config.n_heads, config.n_kv_heads
+        self.q_proj = nn.Linear(d, h * self.head_dim, bias=config.qkv_bias)
+        self.k_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
+        self.v_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
+        self.o_proj = nn.Linear(h * self.head_dim, d, bias=config.out_bias)
+
+    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache=None, record=None) -> torch.Tensor:
+        # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
+        if cache is not None:
+            k_all, v_all = cache.update(int(ctx.q_pos[0]), k_rot, v)  # (B, Hkv, S, D)
+        else:
+            k_all, v_all = k_rot, v
+        if record is not None:
+            record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
+            record("kv_bytes", torch.tensor(cache.nbytes if cache is not None else k_all.nbytes + v_all.nbytes))
+        if record is not None and record.wants_any("attn_probs", "attn_scores", "attn_logits"):
+            out = self._eager(q_rot, k_all, v_all, ctx, record)
+        else:
+            out = F.scaled_dot_product_attention(
+                q_rot, k_all, v_all, attn_mask=ctx.mask, is_causal=ctx.is_causal,
+                scale=self.scale, enable_gqa=self.n_groups > 1)  # (B, H, T, D)
+        out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
+        return self.o_proj(out)
+
+    def _eager(self, q, k, v, ctx: AttentionContext, record) -> torch.Tensor:
+        """softmax(QKᵀ·scale + M)·V with every intermediate available to the recorder."""
+        k, v = repeat_kv(k, self.n_groups), repeat_kv(v, self.n_groups)  # (B, H, S, D)
+        logits = torch.matmul(q, k.transpose(2, 3)) * self.scale  # (B, H, T, S)
+        record("attn_logits", logits)
+        scores = logits + ctx.causal_mask(logits.dtype)  # (B, H, T, S), −inf where masked
+        record("attn_scores", scores)
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        record("attn_probs", probs)
+        return torch.matmul(probs, v)  # (B, H, T, D)

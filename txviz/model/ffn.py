@@ -1,0 +1,81 @@
+"""Position-wise feed-forward networks (seed §2) and the Mixture-of-Experts FFN (seed §4.2).
+
+SwiGLU: W_down(SiLU(x W_gate) ⊙ x W_up) (Shazeer 2020). GELU MLP: W_down(GELU(x W_up)) (GPT-2).
+MoE: a linear router scores every expert, the top-k are run and mixed by their gate weights
+(Shazeer et al. 2017; Mixtral, Jiang et al. 2024):  y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from txviz.config import ModelConfig
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model: int, hidden: int, bias: bool):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, hidden, bias=bias)
+        self.up_proj = nn.Linear(d_model, hidden, bias=bias)
+        self.down_proj = nn.Linear(hidden, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeluMLP(nn.Module):
+    def __init__(self, d_model: int, hidden: int, bias: bool, approximate: str):
+        super().__init__()
+        self.up_proj = nn.Linear(d_model, hidden, bias=bias)
+        self.down_proj = nn.Linear(hidden, d_model, bias=bias)
+        self.approximate = approximate
+
+    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+        return self.down_proj(F.gelu(self.up_proj(x), approximate=self.approximate))
+
+
+def make_expert(config: ModelConfig) -> nn.Module:
+    if config.ffn == "swiglu":
+        return SwiGLU(config.d_model, config.ffn_hidden, config.mlp_bias)
+    return GeluMLP(config.d_model, config.ffn_hidden, config.mlp_bias, config.gelu_approximate)
+
+
+class MoE(nn.Module):
+    """Top-k routed experts. ``router_norm='topk'`` renormalizes the chosen gates to sum to 1
+    (Mixtral); ``'all'`` keeps the softmax over all experts (Switch, Qwen-MoE)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.top_k = config.top_k
+        self.renormalize = config.router_norm == "topk"
+        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
+        self.experts = nn.ModuleList(make_expert(config) for _ in range(config.n_experts))
+
+    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+        # legend: B batch, T tokens, d model width, E experts, K chosen per token
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])  # (B*T, d)
+        logits = self.router(flat)  # (B*T, E)
+        probs = F.softmax(logits, dim=-1, dtype=torch.float32)
+        gates, chosen = torch.topk(probs, self.top_k, dim=-1)  # (B*T, K) each
+        if self.renormalize:
+            gates = gates / gates.sum(dim=-1, keepdim=True)
+        gates = gates.to(x.dtype)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):
+            token_idx, slot = torch.where(chosen == e)
+            if token_idx.numel():
+                out.index_add_(0, token_idx, expert(flat[token_idx]) * gates[token_idx, slot, None])
+        if record is not None:
+            lead = shape[:-1]
+            record("router_logits", logits.reshape(*lead, -1))
+            record("router_probs", probs.reshape(*lead, -1))
+            record("expert_ids", chosen.reshape(*lead, -1))
+            record("expert_gates", gates.reshape(*lead, -1))
+        return out.reshape(shape)
+
+
+def make_ffn(config: ModelConfig) -> nn.Module:
+    return MoE(config) if config.is_moe else make_expert(config)

@@ -1,0 +1,124 @@
+"""The KV cache (seed §5.2) and the formula for its size (seed §4.1).
+
+During generation the keys and values of past tokens never change, so they are kept instead of
+recomputed: each new token costs O(n) attention instead of O(n²). The price is memory:
+
+    kv_cache_bytes = 2 (K and V) × layers × kv_heads × head_dim × tokens × batch × bytes_per_element
+
+which is why GQA/MQA (fewer kv_heads) matter for long contexts. With a sliding window of W tokens a
+layer never needs more than W entries, so ``tokens`` is capped at W (a ring buffer here).
+Buffers are preallocated once (gpt-fast's ``KVCache``); ``nbytes`` reads the real tensors and a test
+holds it equal to ``kv_cache_bytes``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from txviz.config import ModelConfig
+
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+
+def kv_bytes_per_token(config: ModelConfig, bytes_per_element: float = 2.0) -> float:
+    """Bytes one token adds to the cache of a batch of one: 2 × layers × kv_heads × head_dim × bytes."""
+    return 2 * config.n_layers * config.n_kv_heads * config.head_dim * bytes_per_element
+
+
+def kv_cache_bytes(config: ModelConfig, tokens: int, batch: int = 1, bytes_per_element: float = 2.0) -> float:
+    """Bytes of the whole cache after ``tokens`` tokens; a sliding window caps the tokens kept."""
+    kept = min(tokens, config.sliding_window) if config.sliding_window else tokens
+    return kv_bytes_per_token(config, bytes_per_element) * kept * batch
+
+
+class LayerKVCache:
+    """Preallocated K and V of one layer: (B, Hkv, capacity, D) each, plus the position of each slot.
+
+    Without a window the slots are positions 0..capacity−1. With a window W the capacity is W and
+    position p lives in slot p mod W (a ring); keys are stored already rotated, so their order
+    does not matter to attention, only the mask (built from ``positions``) does.
+    """
+
+    def __init__(self, batch: int, n_kv_heads: int, capacity: int, head_dim: int, *,
+                 window: int | None, dtype: torch.dtype, device: torch.device | str):
+        shape = (batch, n_kv_heads, capacity, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.positions = torch.full((capacity,), -1, dtype=torch.long, device=device)
+        self.window = window
+
+    @property
+    def capacity(self) -> int:
+        return self.k.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+    def used_nbytes(self) -> int:
+        """Bytes of the slots holding a token (what the formula counts for the tokens seen so far)."""
+        filled = int((self.positions >= 0).sum())
+        return self.nbytes * filled // self.capacity
+
+    def key_positions(self, start: int, n_new: int) -> torch.Tensor:
+        """Positions of the keys ``update`` will return, in the order it returns them."""
+        new = torch.arange(start, start + n_new, device=self.positions.device)
+        if self.window is None:
+            return torch.arange(0, start + n_new, device=self.positions.device)
+        kept = self.positions[self.positions >= 0]
+        return torch.cat([kept, new])
+
+    def update(self, pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (B, Hkv, T, D) of positions pos..pos+T−1; return all keys/values to attend to."""
+        n_new = k.shape[2]
+        if self.window is None:
+            if pos + n_new > self.capacity:
+                raise ValueError(f"KV cache full: {pos + n_new} tokens > capacity {self.capacity}")
+            self.k[:, :, pos:pos + n_new] = k
+            self.v[:, :, pos:pos + n_new] = v
+            self.positions[pos:pos + n_new] = torch.arange(pos, pos + n_new, device=self.positions.device)
+            return self.k[:, :, :pos + n_new], self.v[:, :, :pos + n_new]
+        valid = self.positions >= 0
+        k_all = torch.cat([self.k[:, :, valid], k], dim=2)  # (B, Hkv, kept + T, D)
+        v_all = torch.cat([self.v[:, :, valid], v], dim=2)
+        keep = min(n_new, self.capacity)  # only the last W new tokens can ever be seen again
+        new_pos = torch.arange(pos + n_new - keep, pos + n_new, device=self.positions.device)
+        slots = new_pos % self.capacity
+        self.k[:, :, slots] = k[:, :, n_new - keep:]
+        self.v[:, :, slots] = v[:, :, n_new - keep:]
+        self.positions[slots] = new_pos
+        return k_all, v_all
+
+
+class KVCache:
+    """One LayerKVCache per layer and the number of tokens seen. Pass it to ``Decoder.forward``;
+    the model itself keeps no state between calls."""
+
+    def __init__(self, config: ModelConfig, max_tokens: int, *, batch: int = 1,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+        window = config.sliding_window
+        capacity = min(max_tokens, window) if window else max_tokens
+        self.layers = [
+            LayerKVCache(batch, config.n_kv_heads, capacity, config.head_dim,
+                         window=window if window and window < max_tokens else None,
+                         dtype=dtype, device=device)
+            for _ in range(config.n_layers)
+        ]
+        self.max_tokens = max_tokens
+        self.seq_len = 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(layer.nbytes for layer in self.layers)
+
+    def nbytes_per_layer(self) -> list[int]:
+        return [layer.nbytes for layer in self.layers]
+
+    def used_nbytes_per_layer(self) -> list[int]:
+        return [layer.used_nbytes() for layer in self.layers]
+
+    def key_positions(self, n_new: int) -> torch.Tensor:
+        return self.layers[0].key_positions(self.seq_len, n_new)
+
+    def advance(self, n_new: int) -> None:
+        self.seq_len += n_new

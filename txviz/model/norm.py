@@ -1,0 +1,44 @@
+"""Normalization layers of a pre-norm block (seed §2): RMSNorm (Zhang & Sennrich 2019) and LayerNorm.
+
+Both compute in float32 and cast back, as the reference implementations do, so bf16/fp16 models keep
+the reference's numbers.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from txviz.config import ModelConfig
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · w: no mean subtraction, no bias."""
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+class LayerNorm(nn.Module):
+    """(x − mean) / sqrt(var + eps) · w + b, as in GPT-2."""
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
+
+def make_norm(config: ModelConfig) -> nn.Module:
+    cls = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}[config.norm]
+    return cls(config.d_model, config.norm_eps)

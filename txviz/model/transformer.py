@@ -1,0 +1,135 @@
+"""The decoder (seed §2, §7): embeddings → L pre-norm blocks → final norm → logits.
+
+    h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
+
+Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
+caller wants to see is asked for per call through a recorder (txviz.trace); a KV cache is passed
+in explicitly (txviz.model.kv_cache).
+
+Parameter names (the loaders' target):
+  embed.weight · positions.weight (learned only) · final_norm.{weight,bias} · lm_head.weight (untied)
+  layers.{i}.attn_norm / ffn_norm .{weight,bias}
+  layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
+  layers.{i}.ffn.{gate,up,down}_proj (SwiGLU) · ffn.{up,down}_proj (GELU MLP)
+  layers.{i}.ffn.router.weight · ffn.experts.{e}.{gate,up,down}_proj (MoE)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from txviz.config import ModelConfig
+from txviz.model.attention import Attention, AttentionContext
+from txviz.model.ffn import make_ffn
+from txviz.model.norm import make_norm
+from txviz.model.positions import make_positions
+
+
+class InputError(ValueError):
+    """Token ids the model cannot run on (empty, out of vocabulary, longer than its context)."""
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attn_norm = make_norm(config)
+        self.attn = Attention(config)
+        self.ffn_norm = make_norm(config)
+        self.ffn = make_ffn(config)
+
+    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache=None, record=None) -> torch.Tensor:
+        attn_out = self.attn(self.attn_norm(x), ctx, cache, record)
+        h = x + attn_out
+        ffn_out = self.ffn(self.ffn_norm(h), record)
+        if record is not None:
+            record.many(attn_out=attn_out, ffn_out=ffn_out)
+        return h + ffn_out
+
+
+class Decoder(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.positions = make_positions(config)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.final_norm = make_norm(config)
+        self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
+
+    @property
+    def unembedding(self) -> torch.Tensor:
+        """(V, d): the matrix that turns the final residual into logits (tied to the embedding or not)."""
+        return self.embed.weight if self.lm_head is None else self.lm_head.weight
+
+    def check_ids(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor):
+            ids = torch.as_tensor(ids, dtype=torch.long)
+        if ids.dim() == 1:
+            ids = ids[None]
+        if ids.dim() != 2:
+            raise InputError(f"token ids must be (batch, tokens), got shape {tuple(ids.shape)}")
+        if ids.shape[1] == 0:
+            raise InputError("no tokens: the prompt is empty")
+        if ids.dtype not in (torch.int32, torch.int64):
+            raise InputError(f"token ids must be integers, got {ids.dtype}")
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= self.config.vocab_size:
+            raise InputError(f"token id out of range [0, {self.config.vocab_size}): found {low if low < 0 else high}")
+        if start + ids.shape[1] > self.config.max_seq_len:
+            raise InputError(f"{start + ids.shape[1]} tokens exceed the model's context of "
+                             f"{self.config.max_seq_len}")
+        return ids.long()
+
+    def forward(self, ids: torch.Tensor, *, cache=None, record=None, last_only: bool = False) -> torch.Tensor:
+        """ids (B, T) → logits (B, T, V), or (B, 1, V) with ``last_only``."""
+        start = cache.seq_len if cache is not None else 0
+        ids = self.check_ids(ids, start).to(self.embed.weight.device)
+        n_new = ids.shape[1]
+        q_pos = torch.arange(start, start + n_new, device=ids.device)
+        k_pos = cache.key_positions(n_new) if cache is not None else q_pos
+        x = self.positions.add_to_embeddings(self.embed(ids), q_pos)  # (B, T, d)
+        ctx = AttentionContext(self.positions, q_pos, k_pos, self.config.sliding_window, x.dtype)
+        if record is not None:
+            record.globals(ctx, self.positions)
+            record.residual(0, x)
+        for i, layer in enumerate(self.layers):
+            layer_record = record.layer(i) if record is not None else None
+            x = layer(x, ctx, cache.layers[i] if cache is not None else None, layer_record)
+            if record is not None:
+                record.residual(i + 1, x)
+        if cache is not None:
+            cache.advance(n_new)
+        if last_only:
+            x = x[:, -1:]
+        return F.linear(self.final_norm(x), self.unembedding)
+
+    @classmethod
+    def from_state_dict(cls, config: ModelConfig, state_dict: dict[str, torch.Tensor], *,
+                        device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> "Decoder":
+        """Build on the meta device and adopt the tensors (no second copy of the weights)."""
+        with torch.device("meta"):
+            model = cls(config)
+        expected = set(model.state_dict())
+        missing, unexpected = expected - set(state_dict), set(state_dict) - expected
+        if missing or unexpected:
+            raise ValueError(f"weights do not match the config: missing {sorted(missing)[:5]}, "
+                             f"unexpected {sorted(unexpected)[:5]}")
+        for name, param in model.state_dict().items():
+            tensor = state_dict[name]
+            if tuple(tensor.shape) != tuple(param.shape):
+                raise ValueError(f"{name}: shape {tuple(tensor.shape)} does not match the config's "
+                                 f"{tuple(param.shape)}")
+        converted = {k: v.to(device=device, dtype=dtype) for k, v in state_dict.items()}
+        model.load_state_dict(converted, assign=True)
+        for module in model.modules():  # buffers (RoPE frequencies, ALiBi slopes) are rebuilt, not loaded
+            for name, buf in list(module.named_buffers(recurse=False)):
+                if buf.is_meta:
+                    module.register_buffer(name, _rebuild_buffer(module, name, config).to(device), persistent=False)
+        return model.eval()
+
+
+def _rebuild_buffer(module: nn.Module, name: str, config: ModelConfig) -> torch.Tensor:
+    fresh = type(module)(config)
+    return getattr(fresh, name)

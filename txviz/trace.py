@@ -1,0 +1,180 @@
+"""Per-call capture: ask for named internals, get an immutable Trace on the CPU.
+
+    tr = trace(model, ids, capture=("attn_probs", "resid_norm"), layers=[0, 5])
+    tr["attn_probs"]          # (n_layers_captured, B, H, T, S), layers in tr.layers order
+    tr.attn(layer=5, head=3)  # (T, S) for the first sequence
+
+Nothing is attached to the model: a Recorder lives for one forward call and is handed down to the
+layers, which offer tensors to it; it keeps only what was asked for, detached and on the CPU. So
+one model can serve many sessions and threads at once. Unknown names raise ``CaptureError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+import torch
+
+LAYER_CAPTURES = {
+    "q": "queries before RoPE (B, H, T, D)",
+    "k": "keys before RoPE (B, Hkv, T, D)",
+    "v": "values (B, Hkv, T, D)",
+    "q_rot": "queries after RoPE (B, H, T, D)",
+    "k_rot": "keys after RoPE (B, Hkv, T, D)",
+    "attn_logits": "QKᵀ/√d before the mask (B, H, T, S)",
+    "attn_scores": "pre-softmax scores with mask and ALiBi bias added (B, H, T, S)",
+    "attn_probs": "attention probabilities (B, H, T, S)",
+    "kv_bytes": "bytes of K and V this layer keeps (scalar)",
+    "attn_out": "attention sublayer output added to the residual (B, T, d)",
+    "ffn_out": "FFN sublayer output added to the residual (B, T, d)",
+    "router_logits": "MoE router logits (B, T, E)",
+    "router_probs": "MoE router softmax over all experts (B, T, E)",
+    "expert_ids": "MoE experts chosen per token (B, T, K)",
+    "expert_gates": "MoE gate weights of the chosen experts (B, T, K)",
+}
+RESIDUAL_CAPTURES = {
+    "resid": "residual stream after the embedding (index 0) and after each layer (B, T, d)",
+    "resid_norm": "L2 norm of the residual stream per token, same indexing (B, T)",
+}
+GLOBAL_CAPTURES = {
+    "positions": "positions of the tokens of this call (T,)",
+    "rope_angles": "RoPE angles m·θ_i actually used (T, D/2)",
+    "rope_cos": "RoPE cos actually multiplied into q and k (T, D)",
+    "rope_sin": "RoPE sin actually multiplied into q and k (T, D)",
+    "alibi_bias": "ALiBi bias added to the scores (H, T, S)",
+    "logits": "output logits (B, T, V)",
+}
+CAPTURES = {**LAYER_CAPTURES, **RESIDUAL_CAPTURES, **GLOBAL_CAPTURES}
+
+
+class CaptureError(ValueError):
+    """A capture request naming something that cannot be captured."""
+
+
+def _keep(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().to("cpu", copy=True)
+
+
+class LayerRecorder:
+    """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted."""
+
+    def __init__(self, store: dict, wanted: frozenset[str]):
+        self._store, self._wanted = store, wanted
+
+    def wants(self, name: str) -> bool:
+        return name in self._wanted
+
+    def wants_any(self, *names: str) -> bool:
+        return any(n in self._wanted for n in names)
+
+    def __call__(self, name: str, tensor: torch.Tensor) -> None:
+        if name in self._wanted:
+            self._store[name] = _keep(tensor)
+
+    def many(self, **tensors: torch.Tensor) -> None:
+        for name, tensor in tensors.items():
+            self(name, tensor)
+
+
+class Recorder:
+    """Collects one forward call's captures. Create one per call; ``finish`` freezes it."""
+
+    def __init__(self, capture: Iterable[str], layers: Iterable[int] | None, n_layers: int):
+        names = frozenset(capture)
+        unknown = names - set(CAPTURES)
+        if unknown:
+            raise CaptureError(f"unknown capture names {sorted(unknown)}; known: {sorted(CAPTURES)}")
+        chosen = tuple(range(n_layers)) if layers is None else tuple(sorted(set(layers)))
+        bad = [i for i in chosen if not 0 <= i < n_layers]
+        if bad:
+            raise CaptureError(f"layers {bad} out of range: the model has {n_layers} layers (0..{n_layers - 1})")
+        self.names, self.layers, self.n_layers = names, chosen, n_layers
+        self._layer_names = names & set(LAYER_CAPTURES)
+        self._per_layer: dict[int, dict[str, torch.Tensor]] = {i: {} for i in chosen}
+        self._residual: dict[str, list] = {n: [None] * (n_layers + 1) for n in names & set(RESIDUAL_CAPTURES)}
+        self._globals: dict[str, torch.Tensor] = {}
+        self._none = LayerRecorder({}, frozenset())
+
+    def layer(self, index: int) -> LayerRecorder:
+        if index not in self._per_layer or not self._layer_names:
+            return self._none
+        return LayerRecorder(self._per_layer[index], self._layer_names)
+
+    def residual(self, index: int, x: torch.Tensor) -> None:
+        if "resid" in self._residual:
+            self._residual["resid"][index] = _keep(x)
+        if "resid_norm" in self._residual:
+            self._residual["resid_norm"][index] = _keep(x.float().norm(dim=-1))
+
+    def globals(self, ctx, positions) -> None:
+        wanted = self.names & set(GLOBAL_CAPTURES)
+        if "positions" in wanted:
+            self._globals["positions"] = _keep(ctx.q_pos)
+        if wanted & {"rope_angles", "rope_cos", "rope_sin"} and ctx.cos is not None:
+            self._globals.update(rope_angles=_keep(positions.angles(ctx.q_pos)),
+                                 rope_cos=_keep(ctx.cos), rope_sin=_keep(ctx.sin))
+        if "alibi_bias" in wanted and ctx.alibi is not None:
+            self._globals["alibi_bias"] = _keep(ctx.alibi)
+
+    def finish(self, ids: torch.Tensor, logits: torch.Tensor) -> "Trace":
+        data: dict[str, object] = {}
+        for name in self._layer_names:
+            per_layer = [self._per_layer[i].get(name) for i in self.layers]
+            if all(t is not None for t in per_layer):
+                data[name] = torch.stack(per_layer)
+        for name, values in self._residual.items():
+            data[name] = torch.stack(values)
+        data.update({k: v for k, v in self._globals.items() if k in self.names})
+        if "logits" in self.names:
+            data["logits"] = _keep(logits)
+        return Trace(ids=_keep(ids), layers=self.layers, data=MappingProxyType(data))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What one call captured. Per-layer entries are stacked over ``layers``; residual entries over
+    the L+1 points of the stream; globals as they were."""
+
+    ids: torch.Tensor  # (B, T)
+    layers: tuple[int, ...]
+    data: Mapping[str, torch.Tensor]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self.data:
+            if name not in CAPTURES:
+                raise CaptureError(f"unknown capture {name!r}; known: {sorted(CAPTURES)}")
+            raise CaptureError(f"{name!r} was not captured (or does not apply to this model); "
+                               f"captured: {sorted(self.data)}")
+        return self.data[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.data
+
+    def layer_index(self, layer: int) -> int:
+        if layer not in self.layers:
+            raise CaptureError(f"layer {layer} was not captured; captured layers: {list(self.layers)}")
+        return self.layers.index(layer)
+
+    def get(self, name: str, layer: int) -> torch.Tensor:
+        return self[name][self.layer_index(layer)]
+
+    def attn(self, layer: int, head: int, batch: int = 0) -> torch.Tensor:
+        """(T, S) attention probabilities of one head."""
+        return self.get("attn_probs", layer)[batch, head]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.ids.shape[-1]
+
+
+def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Iterable[int] | None = None) -> Trace:
+    """Run ``model`` once on ``ids`` and return what ``capture`` names. Logits are unchanged by it."""
+    if isinstance(capture, str):
+        capture = (capture,)
+    recorder = Recorder(capture, layers, model.config.n_layers)
+    with torch.inference_mode():
+        ids = model.check_ids(ids)
+        logits = model(ids, record=recorder)
+    return recorder.finish(ids, logits)
