@@ -1,0 +1,1 @@
+"""Analyses of traces: head metrics and detectors, coreference, memory, MoE routing, tradeoffs."""

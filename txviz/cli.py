@@ -1,0 +1,126 @@
+"""The ``txviz`` command line: fetch, info, trace, generate — each with ``--json`` for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+
+def _load(args):
+    from txviz.loading import load
+    return load(args.model, device=args.device, dtype=DTYPES[args.dtype])
+
+
+def cmd_fetch(args) -> dict:
+    from txviz.loading.fetch import ensure_default_model
+    path = ensure_default_model(progress=None if args.json else _progress)
+    return {"path": str(path), "bytes": path.stat().st_size}
+
+
+def cmd_info(args) -> dict:
+    from txviz.model.kv_cache import kv_bytes_per_token
+    loaded = _load(args)
+    config = loaded.config
+    element = torch.finfo(loaded.dtype).bits / 8
+    return {
+        "source": loaded.source, "format": loaded.format, "device": str(loaded.device),
+        "dtype": str(loaded.dtype).removeprefix("torch."), "n_params": loaded.n_params,
+        "attention": config.attention_kind, "kv_bytes_per_token": kv_bytes_per_token(config, element),
+        "config": config.to_dict(),
+    }
+
+
+def cmd_trace(args) -> dict:
+    from txviz.analysis.heads import head_table
+    from txviz.trace import trace
+    loaded = _load(args)
+    encoding = loaded.tokenizer.encode(args.prompt, bos=args.bos)
+    started = time.perf_counter()
+    tr = trace(loaded.model, torch.tensor(encoding.ids), capture=("attn_probs",))
+    seconds = time.perf_counter() - started
+    tokens = [{"index": i, "id": tid, "text": text, "start": start, "end": end}
+              for i, (tid, text, (start, end)) in enumerate(zip(encoding.ids, encoding.tokens, encoding.offsets))]
+    return {"model": loaded.source, "bos": args.bos, "n_tokens": len(tokens), "seconds": round(seconds, 4),
+            "tokens": tokens, "heads": head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers)}
+
+
+def cmd_generate(args) -> dict:
+    from txviz.generate import Sampling, generate
+    loaded = _load(args)
+    tokenizer = loaded.tokenizer
+    prompt = args.prompt
+    if args.chat:
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
+    ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
+    sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    result = generate(loaded.model, ids, args.max_new_tokens, sampling=sampling, stop_ids=stop)
+    new_ids = list(result.new_ids)
+    text = tokenizer.decode(new_ids, skip_special=True)
+    if not args.json:
+        print(text)
+    return {"prompt": prompt, "text": text, "new_ids": new_ids,
+            "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help: str, *, model: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        if model:
+            p.add_argument("--model", default=None, help="a .gguf file or HF checkpoint directory (default: SmolLM2-135M-Instruct)")
+            p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+            p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
+        return p
+
+    command("fetch", "download the default model into the cache (TXVIZ_HOME)", model=False).set_defaults(run=cmd_fetch)
+    command("info", "config, parameter count and KV bytes per token").set_defaults(run=cmd_info)
+    p = command("trace", "per-head attention table for a prompt")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--bos", choices=["none", "bos", "sink"], default="none", help="token prepended to the prompt")
+    p.set_defaults(run=cmd_trace)
+    p = command("generate", "generate text with the KV cache")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    p.add_argument("--bos", choices=["none", "bos", "sink"], default="none")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_generate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.run(args)
+    except (ValueError, FileNotFoundError) as error:  # our errors are ValueErrors with a message for people
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(error), "type": type(error).__name__}))
+        else:
+            print(f"txviz: error: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    elif args.command != "generate":
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Loading models: the default model, GGUF files and Hugging Face checkpoint directories.
+
+``load(source)`` picks the loader from what ``source`` is; each loader returns a LoadedModel.
+Only GGUF and safetensors are read; nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from txviz.loading.loaded import LoadedModel
+
+DEFAULT_MODEL = "default"
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load(source: str | Path | None = None, *, device: str | torch.device | None = None,
+         dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Load ``source``: None or "default" (SmolLM2-135M-Instruct, fetched on first use), a .gguf file,
+    or a directory with config.json + safetensors."""
+    from txviz.loading.errors import ModelLoadError
+
+    device = torch.device(device) if device is not None else default_device()
+    if source is None or str(source) == DEFAULT_MODEL:
+        from txviz.loading.fetch import load_default_model
+        return load_default_model(device=device, dtype=dtype)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"no such file or directory: {path}")
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from txviz.loading.gguf import load_gguf
+        return load_gguf(path, device=device, dtype=dtype)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelLoadError(f"{path} has no config.json: expected a Hugging Face checkpoint directory "
+                                 "(config.json + *.safetensors) or a .gguf file")
+        from txviz.loading.hf import load_hf_dir
+        return load_hf_dir(path, device=device, dtype=dtype)
+    raise ModelLoadError(f"cannot load {path}: give a .gguf file or a directory with config.json and "
+                         "safetensors weights (pickled .bin/.pt files are never loaded)")
+
+
+__all__ = ["DEFAULT_MODEL", "LoadedModel", "default_device", "load"]
