@@ -80,3 +80,12 @@ def head_table(probs: torch.Tensor, ids: torch.Tensor, layers: tuple[int, ...] |
                 row[name] = None if value != value else round(value, 6)
             table.append(row)
     return table
+
+
+def hide_sink(probs: torch.Tensor, sink: int = 0) -> torch.Tensor:
+    """Drop the attention on key ``sink`` and renormalize each row over the other keys, to see what a
+    head does besides parking attention on the first token. Rows with nothing left stay zero."""
+    kept = probs.float().clone()
+    kept[..., sink] = 0.0
+    total = kept.sum(dim=-1, keepdim=True)
+    return torch.where(total > 0, kept / total.clamp_min(1e-30), kept)

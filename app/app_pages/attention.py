@@ -1,0 +1,116 @@
+"""Attention page (seed §1–§2): every head of the loaded model on your prompt."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app import charts, resources, sidebar, state
+from txviz.analysis.heads import METRICS, hide_sink
+from txviz.analysis.steps import attention_steps, entropy
+
+METRIC_HELP = {
+    "entropy": "spread of the weights (nats); low = focused",
+    "first_token_mass": "weight on the first token (the attention sink)",
+    "prev_token": "weight on the token just before",
+    "duplicate_token": "weight on earlier copies of the same token",
+    "induction": "weight on the token after an earlier copy (induction heads)",
+    "max_weight": "largest weight per row",
+}
+
+st.title("🎯 Attention")
+st.markdown(
+    "Every token asks a question (its **query** q), every token advertises what it holds (its **key** k), "
+    "and the answer is a blend of the tokens' **values** v, weighted by how well query and key match. "
+    "A causal decoder may only look back, so the weights above the diagonal are forced to zero. "
+    "Each head does this with its own projections, so each can look for something different.")
+st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}}+M\Big)V,\qquad "
+         r"M_{ij}=\begin{cases}0 & j\le i\\ -\infty & j>i\end{cases}")
+
+source, loaded = sidebar.current()
+config = loaded.config
+prompt, bos = state.get("prompt"), state.get("bos")
+try:
+    traced = resources.get_trace(source, prompt, bos)
+except resources.PromptError as error:
+    st.warning(str(error))
+    st.stop()
+tokens = list(traced.tokens)
+st.markdown(charts.token_strip_html(tokens, list(traced.special)), unsafe_allow_html=True)
+st.caption(f"{traced.n_tokens} tokens · the whole model ran once in {traced.seconds * 1000:.0f} ms and every "
+           f"{config.n_layers} × {config.n_heads} map below comes from that run. "
+           f"Policy before the prompt: **{state.BOS_POLICIES[bos]}** (sidebar).")
+
+# A click on the overview grid picks a head: apply it before the layer/head widgets are drawn.
+selection = st.session_state.get("head_grid")
+points = selection.selection.points if selection is not None and selection.selection else []
+if points:
+    pick = tuple(int(v) for v in points[0]["customdata"])
+    if pick != st.session_state.get("_grid_pick"):
+        st.session_state["_grid_pick"] = pick
+        state.set_head(*pick)
+
+st.session_state["layer"] = min(int(state.get("layer")), config.n_layers - 1)
+st.session_state["head"] = min(int(state.get("head")), config.n_heads - 1)
+left, right = st.columns([1, 2], gap="large")
+with left:
+    st.subheader("All heads")
+    metric = st.selectbox("Colour by", METRICS, index=METRICS.index("first_token_mass"), key="grid_metric",
+                          format_func=lambda m: f"{m} — {METRIC_HELP[m]}")
+    table = resources.get_head_table(source, prompt, bos)
+    grid = resources.head_metric_grid(table, metric)
+    st.plotly_chart(charts.head_grid(grid, metric=metric, selected=(state.get("layer"), state.get("head"))),
+                    key="head_grid", on_select="rerun", selection_mode="points")
+    st.caption("Click a square to open that head.")
+with right:
+    c1, c2, c3 = st.columns([2, 1, 1])
+    c1.slider("Layer", 0, config.n_layers - 1, key="layer")
+    c2.number_input("Head", 0, config.n_heads - 1, key="head")
+    hide = c3.toggle("Hide sink", key="hide_sink",
+                     help="Drop the weight on the first token and renormalize the rest of each row.")
+    layer, head = int(state.get("layer")), int(state.get("head"))
+    probs = traced.trace.attn(layer, head)
+    shown = hide_sink(probs) if hide else probs
+    kv_head = head // config.n_groups
+    title = (f"Layer {layer}, head {head} (shares KV head {kv_head} with {config.n_groups - 1} other"
+             f"{'s' if config.n_groups != 2 else ''})" if config.n_groups > 1 else f"Layer {layer}, head {head}")
+    st.plotly_chart(charts.attention_heatmap(shown.numpy(), tokens, tokens, title=title), key="heatmap")
+    row = table[(table.layer == layer) & (table.head == head)].iloc[0]
+    st.caption(" · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] == row[m]))
+
+st.subheader("Head view")
+query = st.select_slider("Query token", options=list(range(len(tokens))), value=len(tokens) - 1, key="query_token",
+                         format_func=lambda i: f"{i}: {tokens[i]}")
+st.plotly_chart(charts.head_view(shown[query].numpy(), tokens, query), key="head_view")
+st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")
+
+with st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V", expanded=False):
+    layer_trace = resources.get_trace(source, prompt, bos, capture=("q_rot", "k_rot", "v", "attn_probs"),
+                                      layers=(layer,)).trace
+    steps = attention_steps(layer_trace.get("q_rot", layer)[0], layer_trace.get("k_rot", layer)[0],
+                            layer_trace.get("v", layer)[0], head, n_groups=config.n_groups)
+    diff = float((steps.probs - layer_trace.attn(layer, head)).abs().max())
+    t, d = steps.q.shape
+    st.markdown(
+        f"Q is **{t} × {d}** (tokens × d_k), K is **{steps.k.shape[0]} × {d}**, so QKᵀ is **{t} × {t}**; "
+        f"d_k = {d}, so the scores are multiplied by 1/√{d} = {steps.scale:.4f}. "
+        f"Recomputed from the captured q, k, v, the weights differ from the model's own by at most **{diff:.1e}**.")
+    a, b = st.columns(2)
+    a.plotly_chart(charts.matrix(steps.raw.numpy(), title="1. QKᵀ (raw dot products)"), key="step_raw")
+    b.plotly_chart(charts.matrix(steps.masked.numpy(), title="2–3. ÷√d_k, then the causal mask (grey = −∞)"),
+                   key="step_masked")
+    a.plotly_chart(charts.matrix(steps.probs.numpy(), title="4. softmax (rows sum to 1)", colorscale="Blues",
+                                 symmetric=False), key="step_probs")
+    b.plotly_chart(charts.matrix(steps.output.numpy(), title=f"5. weights · V → {t} × {d} output of this head"),
+                   key="step_out")
+    st.markdown(f"**Without the √d_k scaling**, row {query} ({tokens[query]!r}): the softmax gets sharper "
+                f"(entropy {float(entropy(steps.probs[query])):.2f} → {float(entropy(steps.unscaled_probs[query])):.2f} nats), "
+                "and saturated softmaxes have tiny gradients, which is why the scaling is there.")
+    st.plotly_chart(charts.softmax_with_and_without_scaling(steps.probs[query, : query + 1].numpy(),
+                                                            steps.unscaled_probs[query, : query + 1].numpy(),
+                                                            tokens[: query + 1]), key="step_softmax")
+
+st.subheader("Every head, sortable")
+st.dataframe(table, hide_index=True, key="head_table",
+             column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m], format="%.3f") for m in METRICS})
+st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv")

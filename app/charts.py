@@ -1,0 +1,152 @@
+"""Arrays → plotly figures. Pure functions (no streamlit), tested on their figure data."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+MASKED_COLOR = "#d9d9d9"  # cells the causal mask hides
+SCALE = "Blues"
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    """Unique axis labels: plotly merges equal category names, so prefix the position."""
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def attention_heatmap(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str], *,
+                      title: str = "", q_offset: int = 0) -> go.Figure:
+    """One head's (T, S) attention map; masked (future) cells are left empty and drawn grey.
+
+    ``q_offset`` is the position of the first query row (for a region of a larger map).
+    """
+    probs = np.asarray(probs, dtype=np.float32)
+    t, s = probs.shape
+    q_pos = np.arange(q_offset, q_offset + t)[:, None]
+    future = np.arange(s)[None, :] > q_pos
+    z = np.where(future, np.nan, probs)
+    q_labels, k_labels = _labels(q_tokens), _labels(k_tokens)
+    custom = np.dstack(np.broadcast_arrays(np.array(q_tokens, dtype=object)[:, None],
+                                           np.array(k_tokens, dtype=object)[None, :]))
+    fig = go.Figure(go.Heatmap(
+        z=z, x=k_labels, y=q_labels, customdata=custom, colorscale=SCALE, zmin=0, zmax=float(np.nanmax(z)) if t else 1,
+        hovertemplate="query %{customdata[0]!r}<br>key %{customdata[1]!r}<br>weight %{z:.4f}<extra></extra>",
+        colorbar=dict(title="weight"), hoverongaps=False))
+    fig.update_layout(title=title, plot_bgcolor=MASKED_COLOR, height=min(900, 220 + 16 * t),
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", title="query (attends from)", tickfont=dict(size=10))
+    fig.update_xaxes(title="key (attended to)", tickangle=-60, tickfont=dict(size=10), side="bottom")
+    return fig
+
+
+def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | None = None,
+              layers: list[int] | None = None) -> go.Figure:
+    """Layers × heads overview as clickable squares (a scatter, so a click selects a head)."""
+    values = np.asarray(values, dtype=float)
+    n_layers, n_heads = values.shape
+    layers = layers if layers is not None else list(range(n_layers))
+    layer_idx, head_idx = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    x, y = head_idx.ravel(), np.array(layers)[layer_idx.ravel()]
+    fig = go.Figure(go.Scatter(
+        x=x, y=y, mode="markers", customdata=np.stack([y, x], axis=1),
+        marker=dict(symbol="square", size=max(8, min(26, 520 // max(n_heads, n_layers))), color=values.ravel(),
+                    colorscale="Viridis", colorbar=dict(title=metric), line=dict(width=0)),
+        hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>" + metric + " %{marker.color:.3f}<extra></extra>"))
+    if selected is not None:
+        fig.add_trace(go.Scatter(x=[selected[1]], y=[selected[0]], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square-open", size=30, color="red", line=dict(width=3)),
+                                 showlegend=False))
+    fig.update_layout(height=max(300, 18 * n_layers + 120), showlegend=False, clickmode="event+select",
+                      margin=dict(l=10, r=10, t=30, b=10), dragmode=False)
+    fig.update_xaxes(title="head", dtick=1)
+    fig.update_yaxes(title="layer", autorange="reversed", dtick=max(1, n_layers // 15))
+    return fig
+
+
+def metric_heatmap(values: np.ndarray, *, title: str, zmin: float | None = 0.0, zmax: float | None = None) -> go.Figure:
+    """Layers × heads heatmap of one detector score."""
+    values = np.asarray(values, dtype=float)
+    fig = go.Figure(go.Heatmap(z=values, colorscale="Viridis", zmin=zmin, zmax=zmax,
+                               hovertemplate="layer %{y} head %{x}<br>score %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=max(260, 14 * values.shape[0] + 100), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(title="head", dtick=1)
+    fig.update_yaxes(title="layer", autorange="reversed")
+    return fig
+
+
+def head_view(weights: np.ndarray, tokens: list[str], query: int, *, top: int = 24) -> go.Figure:
+    """BertViz-style: lines from the query token (left) to the keys it attends to (right),
+    opacity and width proportional to the weight; the ``top`` strongest keys are drawn."""
+    weights = np.asarray(weights, dtype=float)[: query + 1]
+    n = len(tokens)
+    fig = go.Figure()
+    strongest = np.argsort(weights)[::-1][:top]
+    peak = float(weights.max()) if len(weights) else 1.0
+    for key in strongest:
+        w = float(weights[key])
+        if w <= 0:
+            continue
+        fig.add_trace(go.Scatter(x=[0, 1], y=[query, key], mode="lines", hoverinfo="text",
+                                 text=f"{tokens[query]!r} → {tokens[key]!r}: {w:.3f}",
+                                 line=dict(width=1 + 7 * w / peak, color=f"rgba(31,119,180,{0.15 + 0.85 * w / peak:.3f})")))
+    for side, anchor in ((0, "right"), (1, "left")):
+        colors = ["red" if (side == 0 and i == query) else "black" for i in range(n)]
+        fig.add_trace(go.Scatter(x=[side] * n, y=list(range(n)), mode="text", text=tokens,
+                                 textposition=f"middle {anchor}", textfont=dict(color=colors, size=12), hoverinfo="skip"))
+    fig.update_layout(showlegend=False, height=min(1200, 120 + 20 * n), margin=dict(l=10, r=10, t=10, b=10))
+    fig.update_xaxes(visible=False, range=[-0.8, 1.8])
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return fig
+
+
+def softmax_with_and_without_scaling(scaled: np.ndarray, unscaled: np.ndarray, tokens: list[str]) -> go.Figure:
+    """The same row of scores through softmax with and without the 1/√d_k factor."""
+    labels = _labels(tokens)
+    fig = go.Figure([
+        go.Bar(x=labels, y=scaled, name="softmax(QKᵀ/√d_k)"),
+        go.Bar(x=labels, y=unscaled, name="softmax(QKᵀ) — no scaling"),
+    ])
+    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="weight",
+                      legend=dict(orientation="h", y=1.15))
+    fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+def matrix(values: np.ndarray, *, title: str, x: list[str] | None = None, y: list[str] | None = None,
+           colorscale: str = "RdBu", symmetric: bool = True) -> go.Figure:
+    """A small generic heatmap for the step-by-step view (scores, V, outputs)."""
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    fig = go.Figure(go.Heatmap(z=values, x=x, y=y, colorscale=colorscale, zmid=0 if symmetric else None,
+                               zmin=-bound if symmetric else None, zmax=bound if symmetric else None,
+                               hoverongaps=False))
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR)
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
+    """‖x‖ of the residual stream per token after the embedding (0) and each layer."""
+    norms = np.asarray(norms, dtype=float)
+    fig = go.Figure(go.Heatmap(z=norms.T, x=list(range(norms.shape[0])), y=_labels(tokens), colorscale="Magma",
+                               hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{z:.1f}<extra></extra>"))
+    fig.update_layout(height=min(900, 200 + 16 * len(tokens)), margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_xaxes(title="layer (0 = embeddings)")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[int] | None = None) -> str:
+    """Tokens as boxes with their index; special tokens (BOS/sink) in orange, highlights in yellow."""
+    highlight = highlight or set()
+    boxes = []
+    for i, (token, is_special) in enumerate(zip(tokens, special)):
+        color = "#ffd8a8" if is_special else ("#fff3bf" if i in highlight else "#e7f5ff")
+        text = html.escape(token.replace(" ", "␣").replace("\n", "↵")) or "∅"
+        boxes.append(f"<span title='token {i}' style='display:inline-block;margin:2px;padding:2px 5px;"
+                     f"border-radius:4px;background:{color};font-family:monospace;font-size:13px'>"
+                     f"<sub style='color:#868e96'>{i}</sub>&nbsp;{text}</span>")
+    return "<div style='line-height:2.1'>" + "".join(boxes) + "</div>"

@@ -1,0 +1,30 @@
+"""txviz web app: ``streamlit run app/main.py``. Page config, the shared sidebar, navigation."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import sidebar, state  # noqa: E402
+
+st.set_page_config(page_title="txviz — inside a transformer", page_icon="🔬", layout="wide")
+state.init()
+
+PAGES = {
+    "Look inside": [
+        st.Page("app_pages/attention.py", title="Attention", icon="🎯", url_path="attention", default=True),
+        st.Page("app_pages/heads.py", title="Heads & coreference", icon="🧭", url_path="heads"),
+        st.Page("app_pages/block.py", title="One block, end to end", icon="🧱", url_path="block"),
+    ],
+}
+
+navigation = st.navigation(PAGES)
+sidebar.render()
+state.sync_url()
+navigation.run()

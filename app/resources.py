@@ -1,0 +1,92 @@
+"""Process-wide caches: one model per source (``st.cache_resource``), traces per (model, prompt, options).
+
+Traces are immutable, so they live in ``cache_resource`` too and are shared between sessions without
+the pickle round trip ``cache_data`` would make on every read (a full set of maps is megabytes to
+gigabytes). Changing layer or head therefore never reruns the model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from txviz.analysis.heads import head_table
+from txviz.loading import load
+from txviz.loading.loaded import LoadedModel
+from txviz.trace import Trace, trace
+
+MAX_TOKENS = int(os.environ.get("TXVIZ_MAX_TOKENS", "1024"))  # attention maps grow with T²
+
+
+@dataclass(frozen=True)
+class PromptTrace:
+    """A prompt's tokens and what the model did with them."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    offsets: tuple[tuple[int, int], ...]
+    special: tuple[bool, ...]
+    trace: Trace
+    seconds: float
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
+
+class PromptError(ValueError):
+    """A prompt the app cannot trace; the message says why and what to change."""
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def get_model(source: str) -> LoadedModel:
+    return load(None if source == "default" else source)
+
+
+def encode(source: str, prompt: str, bos: str):
+    if not prompt or not prompt.strip():
+        raise PromptError("The prompt is empty: type a sentence in the sidebar.")
+    encoding = get_model(source).tokenizer.encode(prompt, bos=bos)
+    limit = min(MAX_TOKENS, get_model(source).config.max_seq_len)
+    if len(encoding.ids) > limit:
+        raise PromptError(f"The prompt has {len(encoding.ids)} tokens; this page traces at most {limit} "
+                          "(TXVIZ_MAX_TOKENS). Shorten it or raise the limit.")
+    return encoding
+
+
+@st.cache_resource(show_spinner="Running the model…", max_entries=32)
+def get_trace(source: str, prompt: str, bos: str, capture: tuple[str, ...] = ("attn_probs",),
+              layers: tuple[int, ...] | None = None) -> PromptTrace:
+    encoding = encode(source, prompt, bos)
+    started = time.perf_counter()
+    tr = trace(get_model(source).model, torch.tensor(encoding.ids), capture=capture, layers=layers)
+    return PromptTrace(tuple(encoding.ids), tuple(encoding.tokens), tuple(encoding.offsets),
+                       tuple(encoding.special), tr, time.perf_counter() - started)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def get_head_table(source: str, prompt: str, bos: str) -> pd.DataFrame:
+    traced = get_trace(source, prompt, bos)
+    table = pd.DataFrame(head_table(traced.trace["attn_probs"][:, 0], traced.trace.ids[0], traced.trace.layers))
+    return table
+
+
+def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:
+    return table.pivot(index="layer", columns="head", values=metric).to_numpy()
+
+
+@st.cache_resource(show_spinner="Running the induction test (random tokens, repeated)…", max_entries=8)
+def get_induction_scores(source: str, length: int, seed: int) -> np.ndarray:
+    from txviz.analysis.detectors import induction_scores
+
+    loaded = get_model(source)
+    tokenizer = loaded.tokenizer
+    prefix = (tokenizer.sink_id,) if tokenizer is not None and tokenizer.sink_id is not None else ()
+    special = tuple(getattr(tokenizer, "special_ids", ()) or ())
+    return induction_scores(loaded.model, length, seed=seed, prefix=prefix, avoid=special + prefix).numpy()

@@ -1,0 +1,54 @@
+"""The few session-state keys the app shares between pages, mirrored in the URL query params so a
+view can be shared by link: prompt, model, bos policy, layer, head."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
+DEFAULTS = {"prompt": DEFAULT_PROMPT, "model": "default", "bos": "sink", "layer": 0, "head": 0}
+BOS_POLICIES = {"sink": "prepend <|endoftext|> as an attention sink", "none": "no extra token",
+                "bos": "prepend the model's BOS token"}
+URL_KEYS = tuple(DEFAULTS)
+
+
+def init() -> None:
+    """Fill session state from the URL on the first run of a session, else from the defaults."""
+    if st.session_state.get("_initialized"):
+        for key in URL_KEYS:  # keep widget-bound keys alive on pages that do not draw their widget
+            if key in st.session_state:
+                st.session_state[key] = st.session_state[key]
+        return
+    params = st.query_params
+    for key, default in DEFAULTS.items():
+        raw = params.get(key)
+        value = default
+        if raw is not None:
+            try:
+                value = type(default)(raw)
+            except ValueError:
+                value = default
+        st.session_state[key] = value
+    if st.session_state["bos"] not in BOS_POLICIES:
+        st.session_state["bos"] = DEFAULTS["bos"]
+    st.session_state["_initialized"] = True
+
+
+def sync_url() -> None:
+    """Write the shared keys back into the URL (only those that differ from the defaults)."""
+    for key in URL_KEYS:
+        value = st.session_state.get(key, DEFAULTS[key])
+        if value == DEFAULTS[key]:
+            if key in st.query_params:
+                del st.query_params[key]
+        elif st.query_params.get(key) != str(value):
+            st.query_params[key] = str(value)
+
+
+def get(key: str):
+    return st.session_state.get(key, DEFAULTS[key])
+
+
+def set_head(layer: int, head: int) -> None:
+    """Select a head from a click elsewhere (before the layer/head widgets are drawn)."""
+    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)

@@ -1,0 +1,313 @@
+"""Load a GGUF file (llama.cpp's model format) into a txviz Decoder, its config and its tokenizer.
+
+GGUF (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md) is one file: typed key/values
+("llama.block_count", "tokenizer.ggml.tokens", …) then tensors, most of them block-quantized. This
+loader is three small tables and one transform, read with the ``gguf`` package (no code execution,
+nothing unpickled):
+
+* metadata keys → ``ModelConfig`` (``config_from_header``);
+* GGUF tensor names → txviz parameter names (``LAYER_NAMES``, ``GLOBAL_NAMES``, ``EXPERT_NAMES``),
+  every tensor dequantized to float32 by ``gguf.quants.dequantize``;
+* ``unpermute_rope_rows``: llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``)
+  reorders the rows of each Q and K head so that RoPE can rotate *adjacent* pairs; txviz, like the
+  HuggingFace reference, rotates pairs (i, i + D/2). The rows are put back — transformers'
+  ``reverse_permute_weights`` does the same — or every attention map would be silently wrong.
+
+Anything the tables do not know (another architecture, an extra tensor such as llama 3.1's
+``rope_freqs``, a quantization type gguf cannot dequantize) is refused with a ``ModelLoadError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from txviz.config import ConfigError, ModelConfig, RopeScaling
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.loaded import LoadedModel
+from txviz.loading.tokenizer import Tokenizer, TokenizerError
+
+SUPPORTED_ARCHITECTURES = ("llama",)  # llama.cpp also writes Mistral and Mixtral as "llama"
+
+GLOBAL_NAMES = {
+    "token_embd.weight": "embed.weight",
+    "output_norm.weight": "final_norm.weight",
+    "output.weight": "lm_head.weight",
+}
+LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>
+    "attn_norm.weight": "attn_norm.weight",
+    "attn_q.weight": "attn.q_proj.weight",
+    "attn_k.weight": "attn.k_proj.weight",
+    "attn_v.weight": "attn.v_proj.weight",
+    "attn_q.bias": "attn.q_proj.bias",
+    "attn_k.bias": "attn.k_proj.bias",
+    "attn_v.bias": "attn.v_proj.bias",
+    "attn_output.weight": "attn.o_proj.weight",
+    "ffn_norm.weight": "ffn_norm.weight",
+    "ffn_gate.weight": "ffn.gate_proj.weight",
+    "ffn_up.weight": "ffn.up_proj.weight",
+    "ffn_down.weight": "ffn.down_proj.weight",
+    "ffn_gate_inp.weight": "ffn.router.weight",
+}
+EXPERT_NAMES = {  # blk.{i}.<key> of shape (E, out, in) → layers.{i}.ffn.experts.{e}.<value>
+    "ffn_gate_exps.weight": "gate_proj.weight",
+    "ffn_up_exps.weight": "up_proj.weight",
+    "ffn_down_exps.weight": "down_proj.weight",
+}
+LAYER_TENSOR = re.compile(r"blk\.(\d+)\.(.+)")
+
+
+# ---- the named transform -----------------------------------------------------------------------
+def unpermute_rope_rows(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's Q/K row permutation, head by head.
+
+    llama.cpp writes, per head, rows (0, D/2, 1, D/2+1, …) so that rows 2j, 2j+1 form a RoPE pair; the
+    reference layout has the pair at rows (j, j + D/2). Works on weights (rows, in) and biases (rows,).
+    Use ``n_heads`` for q and ``n_kv_heads`` for k.
+    """
+    rows = weight.shape[0]
+    if rows % (2 * n_heads):
+        raise ModelLoadError(f"cannot unpermute {rows} rows into {n_heads} heads of RoPE pairs")
+    pairs = rows // n_heads // 2
+    # (H, D/2, 2, …): stored as pair j's two members side by side; swap to (H, 2, D/2, …): halves
+    return weight.reshape(n_heads, pairs, 2, *weight.shape[1:]).transpose(1, 2).reshape(weight.shape)
+
+
+# ---- the header: metadata and tensor types ------------------------------------------------------
+@dataclass(frozen=True)
+class GGUFHeader:
+    """Everything in a GGUF file except the tensor data: key/values and each tensor's type."""
+
+    path: str
+    metadata: Mapping[str, Any]  # key → plain Python value (str, int, float, bool, list)
+    tensor_types: Mapping[str, str]  # tensor name → quantization type ("Q4_1", "F32", …)
+
+    @property
+    def architecture(self) -> str:
+        return str(self.metadata.get("general.architecture", ""))
+
+    def arch_key(self, key: str, default: Any = None) -> Any:
+        return self.metadata.get(f"{self.architecture}.{key}", default)
+
+    def to_json(self) -> str:
+        return json.dumps({"path": self.path, "metadata": dict(self.metadata),
+                           "tensor_types": dict(self.tensor_types)})
+
+    @classmethod
+    def from_json(cls, text: str) -> "GGUFHeader":
+        data = json.loads(text)
+        return cls(path=data["path"], metadata=data["metadata"], tensor_types=data["tensor_types"])
+
+
+def open_gguf(path: str | Path):
+    """A ``gguf.GGUFReader`` over the file, or a ModelLoadError saying why the file is unusable."""
+    from gguf import GGUFReader
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelLoadError(f"no GGUF file at {path}")
+    try:
+        reader = GGUFReader(path)
+    except Exception as exc:  # the reader fails with ValueError/IndexError/struct errors deep inside numpy
+        raise ModelLoadError(f"{path} is not a readable GGUF file (truncated or corrupt?): "
+                             f"{type(exc).__name__}: {exc}") from exc
+    for tensor in reader.tensors:
+        if tensor.data.nbytes != tensor.n_bytes:
+            raise ModelLoadError(f"{path}: tensor {tensor.name} is cut short "
+                                 f"({tensor.data.nbytes} of {tensor.n_bytes} bytes): the file is truncated")
+    return reader
+
+
+def header_from_reader(reader, path: str | Path) -> GGUFHeader:
+    metadata = {}
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF."):  # the file's own bookkeeping (version, counts)
+            continue
+        try:
+            metadata[key] = field.contents()
+        except Exception as exc:
+            raise ModelLoadError(f"{path}: metadata key {key!r} is unreadable: {exc}") from exc
+    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    return GGUFHeader(path=str(path), metadata=metadata, tensor_types=types)
+
+
+def read_gguf_header(path: str | Path) -> GGUFHeader:
+    return header_from_reader(open_gguf(path), path)
+
+
+# ---- metadata → ModelConfig ---------------------------------------------------------------------
+def _rope_scaling(h: GGUFHeader) -> RopeScaling:
+    kind = h.arch_key("rope.scaling.type", "none")
+    factor = float(h.arch_key("rope.scaling.factor", 1.0) or 1.0)
+    if kind == "none" and h.arch_key("rope.scale_linear"):  # older files: a bare linear factor
+        kind, factor = "linear", float(h.arch_key("rope.scale_linear"))
+    if kind == "none" or (kind == "linear" and factor == 1.0):
+        return RopeScaling()
+    original = h.arch_key("rope.scaling.original_context_length")
+    if kind == "linear":
+        return RopeScaling(kind="linear", factor=factor)
+    if kind == "yarn":
+        return RopeScaling(kind="yarn", factor=factor, original_max_seq_len=original,
+                           beta_fast=float(h.arch_key("rope.scaling.yarn_beta_fast", 32.0)),
+                           beta_slow=float(h.arch_key("rope.scaling.yarn_beta_slow", 1.0)))
+    raise ModelLoadError(f"{h.path}: RoPE scaling type {kind!r} is not supported (linear, yarn)")
+
+
+def _required(h: GGUFHeader, key: str) -> int:
+    value = h.arch_key(key)
+    if value is None:
+        raise ModelLoadError(f"{h.path}: metadata key '{h.architecture}.{key}' is missing")
+    return int(value)
+
+
+def config_from_header(h: GGUFHeader) -> ModelConfig:
+    if h.architecture not in SUPPORTED_ARCHITECTURES:
+        raise ModelLoadError(f"{h.path}: GGUF architecture {h.architecture!r} is not supported; "
+                             f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    d_model, n_heads = _required(h, "embedding_length"), _required(h, "attention.head_count")
+    head_dim = int(h.arch_key("attention.key_length", 0)) or d_model // n_heads
+    value_dim = int(h.arch_key("attention.value_length", head_dim))
+    rotary_dims = int(h.arch_key("rope.dimension_count", head_dim))
+    if value_dim != head_dim or rotary_dims != head_dim:
+        raise ModelLoadError(f"{h.path}: key/value/rotary dims {head_dim}/{value_dim}/{rotary_dims} differ; "
+                             "only full-width RoPE with equal key and value sizes is supported")
+    tokens = h.metadata.get("tokenizer.ggml.tokens")
+    vocab = h.arch_key("vocab_size") or (len(tokens) if tokens else None)
+    n_experts = int(h.arch_key("expert_count", 0))
+    ffn_key = "expert_feed_forward_length" if n_experts and h.arch_key("expert_feed_forward_length") else \
+        "feed_forward_length"
+    try:
+        return ModelConfig(
+            vocab_size=int(vocab) if vocab else 0, d_model=d_model, n_layers=_required(h, "block_count"),
+            n_heads=n_heads, n_kv_heads=int(h.arch_key("attention.head_count_kv", n_heads)), head_dim=head_dim,
+            ffn_hidden=_required(h, ffn_key), norm="rmsnorm", ffn="swiglu",
+            norm_eps=float(h.arch_key("attention.layer_norm_rms_epsilon", 1e-5)),
+            n_experts=n_experts, top_k=int(h.arch_key("expert_used_count", 2)) if n_experts else 2,
+            router_norm="topk", positions="rope", rope_theta=float(h.arch_key("rope.freq_base", 10000.0)),
+            rope_scaling=_rope_scaling(h), max_seq_len=_required(h, "context_length"),
+            tie_embeddings="output.weight" not in h.tensor_types,
+            qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
+            name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
+        )
+    except ConfigError as exc:
+        raise ModelLoadError(f"{h.path}: the metadata does not describe a valid model: {exc}") from exc
+
+
+def read_gguf_config(path: str | Path) -> ModelConfig:
+    """The ModelConfig of a GGUF file, without dequantizing anything."""
+    return config_from_header(read_gguf_header(path))
+
+
+def tokenizer_from_header(h: GGUFHeader) -> Tokenizer | None:
+    if "tokenizer.ggml.tokens" not in h.metadata:
+        return None
+    try:
+        return Tokenizer.from_gguf_metadata(h.metadata)
+    except TokenizerError as exc:
+        raise ModelLoadError(f"{h.path}: {exc}") from exc
+
+
+# ---- tensors → state dict -----------------------------------------------------------------------
+def dequantize_tensor(tensor) -> torch.Tensor:
+    """One GGUF tensor as float32, in PyTorch's (rows, columns) order (GGUF lists dims reversed)."""
+    from gguf.quants import dequantize
+
+    try:
+        values = dequantize(tensor.data, tensor.tensor_type)
+    except NotImplementedError as exc:
+        raise ModelLoadError(f"tensor {tensor.name}: quantization type {tensor.tensor_type.name} cannot be "
+                             "dequantized by the gguf package") from exc
+    shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
+    if np.may_share_memory(values, tensor.data):  # F32 is a view into the read-only file mapping
+        values = values.copy()
+    return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(shape))
+
+
+def txviz_names(gguf_name: str, config: ModelConfig) -> dict[str, str | int] | None:
+    """Where a GGUF tensor goes: {"name": …} or, for stacked experts, {"expert_param": …, "layer": i}."""
+    if gguf_name in GLOBAL_NAMES:
+        return {"name": GLOBAL_NAMES[gguf_name]}
+    match = LAYER_TENSOR.fullmatch(gguf_name)
+    if not match or int(match[1]) >= config.n_layers:
+        return None
+    layer, key = int(match[1]), match[2]
+    if key in LAYER_NAMES:
+        return {"name": f"layers.{layer}.{LAYER_NAMES[key]}"}
+    if key in EXPERT_NAMES:
+        return {"expert_param": EXPERT_NAMES[key], "layer": layer}
+    return None
+
+
+def _unpermute_if_rope(name: str, weight: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+    if ".attn.q_proj." in name:
+        return unpermute_rope_rows(weight, config.n_heads)
+    if ".attn.k_proj." in name:
+        return unpermute_rope_rows(weight, config.n_kv_heads)
+    return weight
+
+
+def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Every tensor of the file, dequantized to float32 on the CPU, under txviz's parameter names."""
+    state: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        target = txviz_names(tensor.name, config)
+        if target is None:
+            raise ModelLoadError(f"tensor {tensor.name} ({tensor.tensor_type.name}) has no place in a "
+                                 f"{config.n_layers}-layer llama decoder; this GGUF variant is not supported")
+        weight = dequantize_tensor(tensor)
+        if "expert_param" in target:  # (E, out, in): one slice per expert
+            for e in range(weight.shape[0]):
+                state[f"layers.{target['layer']}.ffn.experts.{e}.{target['expert_param']}"] = weight[e]
+        else:
+            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config)
+    return state
+
+
+# ---- the public entry points --------------------------------------------------------------------
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def assemble(header: GGUFHeader, state_dict: Mapping[str, torch.Tensor], *, device=None,
+             dtype: torch.dtype = torch.float32, weights_from: str | None = None) -> LoadedModel:
+    """A LoadedModel from a header and already-dequantized weights (the file's own or a cached copy)."""
+    from txviz.model import Decoder
+
+    config = config_from_header(header)
+    try:
+        model = Decoder.from_state_dict(config, dict(state_dict), device=device or default_device(), dtype=dtype)
+    except ValueError as exc:
+        raise ModelLoadError(f"{header.path}: {exc}") from exc
+    metadata = {
+        "architecture": header.architecture,
+        "name": config.name,
+        "tensor_types": _count(header.tensor_types.values()),
+        "file_type": header.metadata.get("general.file_type"),
+        "tokenizer_pre": header.metadata.get("tokenizer.ggml.pre"),
+        "chat_template": header.metadata.get("tokenizer.chat_template"),
+        "weights_from": weights_from or header.path,
+    }
+    return LoadedModel(model=model, tokenizer=tokenizer_from_header(header), config=config,
+                       source=header.path, format="gguf", metadata=metadata)
+
+
+def _count(values) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def load_gguf(path: str | Path, *, device: torch.device | str | None = None,
+              dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Read, dequantize and un-permute a GGUF file. ``device`` None: CUDA if available, else CPU."""
+    reader = open_gguf(path)
+    header = header_from_reader(reader, path)
+    state = dequantized_state_dict(reader, config_from_header(header))
+    return assemble(header, state, device=device, dtype=dtype)

@@ -1,0 +1,290 @@
+"""Hugging Face ``config.json`` → ModelConfig, one small reader per supported family.
+
+A family is picked by ``model_type`` (what transformers' Auto classes use) and checked against
+``architectures``; anything else is refused with the list of what is supported. Each reader is a few
+lines of field names, with the transformers class defaults for fields a config may leave out, so
+the numbers a reader sees are exactly those transformers would build the reference model from.
+
+RoPE parameters come in two spellings: transformers 4.x writes ``rope_theta`` plus a ``rope_scaling``
+dict keyed ``type``/``rope_type``; transformers 5 writes one ``rope_parameters`` dict that holds
+``rope_theta`` too. Both are read the way ``PreTrainedConfig.convert_rope_params_to_dict`` reads them.
+Only the config is read here: no weights, so published configs of 70B models are fine for the memory
+calculators; malformed, oversized or absurd input raises ModelLoadError naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from txviz.config import ConfigError, ModelConfig, RopeScaling
+from txviz.loading.errors import ModelLoadError
+
+MAX_CONFIG_BYTES = 1 << 20  # real config.json files are a few KiB
+MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
+
+# model_type → the causal-LM class of that family (what ``architectures[0]`` must say, if given)
+SUPPORTED = {
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+    "gpt2": "GPT2LMHeadModel",
+}
+
+
+# ---- reading and checking fields ----------------------------------------------------------------
+def _count(raw: dict, key: str) -> int:
+    if key not in raw or raw[key] is None:
+        raise ModelLoadError(f"config.json has no {key!r}, which a {raw.get('model_type')} model needs")
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+        raise ModelLoadError(f"config.json: {key} must be a positive integer below 2^31, got {value!r}")
+    return value
+
+
+def _positive(raw: dict, key: str) -> float:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ModelLoadError(f"config.json: {key} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _flag(raw: dict, key: str) -> bool:
+    value = raw[key]
+    if not isinstance(value, bool):
+        raise ModelLoadError(f"config.json: {key} must be true or false, got {value!r}")
+    return value
+
+
+def _with_defaults(raw: dict, defaults: dict) -> dict:
+    """The config as transformers would see it: the class defaults under what the file says (an
+    explicit null stays null: ``"sliding_window": null`` means no window)."""
+    return {**defaults, **raw}
+
+
+# ---- RoPE -----------------------------------------------------------------------------------------
+def _no_scaling(params: dict, max_len: int) -> RopeScaling:
+    return RopeScaling()
+
+
+def _dynamic_ntk(params: dict, max_len: int) -> RopeScaling:
+    """transformers' dynamic NTK only changes the base once a sequence outgrows
+    max_position_embeddings; txviz never runs past that (it is ``max_seq_len``), so within the
+    context it is plain RoPE, exactly."""
+    return RopeScaling()
+
+
+def _linear(params: dict, max_len: int) -> RopeScaling:
+    return RopeScaling("linear", factor=_positive(params, "factor"))
+
+
+def _llama3(params: dict, max_len: int) -> RopeScaling:
+    return RopeScaling("llama3", factor=_positive(params, "factor"),
+                       original_max_seq_len=params.get("original_max_position_embeddings", max_len),
+                       low_freq_factor=_positive(params, "low_freq_factor"),
+                       high_freq_factor=_positive(params, "high_freq_factor"))
+
+
+def _yarn(params: dict, max_len: int) -> RopeScaling:
+    original = params.get("original_max_position_embeddings") or max_len
+    factor = params.get("factor") or max_len / original
+    if params.get("mscale") and params.get("mscale_all_dim"):
+        raise ModelLoadError("yarn rope with mscale/mscale_all_dim (DeepSeek style) is not supported")
+    if params.get("truncate", True) is not True:
+        raise ModelLoadError("yarn rope with truncate=false is not supported")
+    scaling = RopeScaling("yarn", factor=float(factor), original_max_seq_len=int(original),
+                          beta_fast=float(params.get("beta_fast") or 32), beta_slow=float(params.get("beta_slow") or 1))
+    default_attention = 0.1 * math.log(scaling.factor) + 1.0 if scaling.factor > 1 else 1.0
+    given = params.get("attention_factor")
+    if given is not None and not math.isclose(given, default_attention, rel_tol=1e-6):
+        raise ModelLoadError(f"yarn rope with attention_factor={given} (not the paper's "
+                             f"{default_attention:.6f}) is not supported")
+    return scaling
+
+
+ROPE_TYPES: dict[str, Callable[[dict, int], RopeScaling]] = {
+    "default": _no_scaling, "dynamic": _dynamic_ntk, "linear": _linear, "llama3": _llama3, "yarn": _yarn,
+}
+
+
+def read_rope(raw: dict, max_len: int) -> tuple[float, RopeScaling]:
+    """(rope_theta, RopeScaling) from either spelling; ``raw`` already carries the class defaults."""
+    params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
+    if not isinstance(params, dict):
+        raise ModelLoadError(f"config.json: rope parameters must be an object, got {params!r}")
+    params = {**params, "rope_theta": params.get("rope_theta", raw.get("rope_theta"))}
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise ModelLoadError(f"config.json: rope type {kind!r} is not supported; "
+                             f"supported: {sorted(ROPE_TYPES)}")
+    if params.get("partial_rotary_factor", raw.get("partial_rotary_factor", 1.0)) != 1.0:
+        raise ModelLoadError("config.json: partial_rotary_factor != 1 (RoPE on part of each head) is not supported")
+    return _positive(params, "rope_theta"), ROPE_TYPES[kind](params, max_len)
+
+
+# ---- one reader per family ----------------------------------------------------------------------
+LLAMA_DEFAULTS = {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 2048,
+                  "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+                  "hidden_act": "silu"}
+MISTRAL_DEFAULTS = {**LLAMA_DEFAULTS, "num_key_value_heads": 8, "max_position_embeddings": 4096 * 32,
+                    "sliding_window": 4096}
+MIXTRAL_DEFAULTS = {**MISTRAL_DEFAULTS, "rms_norm_eps": 1e-5, "rope_theta": 1e6, "sliding_window": None,
+                    "num_local_experts": 8, "num_experts_per_tok": 2}
+QWEN2_DEFAULTS = {**LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False,
+                  "sliding_window": 4096, "max_window_layers": 28}
+GPT2_DEFAULTS = {"n_positions": 1024, "n_inner": None, "layer_norm_epsilon": 1e-5,
+                 "activation_function": "gelu_new", "tie_word_embeddings": True,
+                 "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False}
+GELU_FORMS = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "none"}
+
+
+def _llama_fields(raw: dict) -> dict[str, Any]:
+    """Llama and the families built on it: RMSNorm, SwiGLU, RoPE, optional biases and head_dim."""
+    if raw["hidden_act"] not in ("silu", "swish"):
+        raise ModelLoadError(f"config.json: hidden_act {raw['hidden_act']!r} is not supported; the "
+                             "SwiGLU FFN uses silu")
+    max_len = _count(raw, "max_position_embeddings")
+    theta, scaling = read_rope(raw, max_len)
+    n_heads = _count(raw, "num_attention_heads")
+    bias = _flag(raw, "attention_bias")
+    return dict(vocab_size=_count(raw, "vocab_size"), d_model=_count(raw, "hidden_size"),
+                n_layers=_count(raw, "num_hidden_layers"), n_heads=n_heads,
+                n_kv_heads=_count(raw, "num_key_value_heads") if raw.get("num_key_value_heads") else n_heads,
+                head_dim=_count(raw, "head_dim") if raw.get("head_dim") else None,
+                ffn_hidden=_count(raw, "intermediate_size"), norm="rmsnorm",
+                norm_eps=_positive(raw, "rms_norm_eps"), ffn="swiglu", positions="rope", rope_theta=theta,
+                rope_scaling=scaling, max_seq_len=max_len, tie_embeddings=_flag(raw, "tie_word_embeddings"),
+                qkv_bias=bias, out_bias=bias, mlp_bias=_flag(raw, "mlp_bias"))
+
+
+def llama_config(raw: dict) -> dict[str, Any]:
+    return _llama_fields(_with_defaults(raw, LLAMA_DEFAULTS))
+
+
+def mistral_config(raw: dict) -> dict[str, Any]:
+    """Llama without biases, plus one sliding window for every layer (Jiang et al. 2023)."""
+    raw = _with_defaults(raw, MISTRAL_DEFAULTS)
+    window = _count(raw, "sliding_window") if raw.get("sliding_window") is not None else None
+    return {**_llama_fields({**raw, "attention_bias": False, "mlp_bias": False}), "sliding_window": window}
+
+
+def mixtral_config(raw: dict) -> dict[str, Any]:
+    """Mistral with a top-k routed MoE FFN whose chosen gates are renormalized (Jiang et al. 2024)."""
+    raw = _with_defaults(raw, MIXTRAL_DEFAULTS)
+    return {**mistral_config(raw), "n_experts": _count(raw, "num_local_experts"),
+            "top_k": _count(raw, "num_experts_per_tok"), "router_norm": "topk"}
+
+
+def _qwen2_window(raw: dict, n_layers: int) -> int | None:
+    """Qwen2 slides only layers ``>= max_window_layers`` and only with ``use_sliding_window``;
+    transformers 5 writes the outcome as ``layer_types``. txviz has one window for all layers."""
+    window = raw.get("sliding_window") if _flag(raw, "use_sliding_window") else None
+    types = raw.get("layer_types") or [
+        "sliding_attention" if window is not None and i >= raw["max_window_layers"] else "full_attention"
+        for i in range(n_layers)]
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise ModelLoadError(f"config.json: layer_types must be a list of names, got {types!r}")
+    if set(types) == {"full_attention"}:
+        return None
+    if set(types) == {"sliding_attention"} and window is not None:
+        return _count(raw, "sliding_window")
+    raise ModelLoadError(f"config.json: layer types {sorted(set(types))} with sliding_window={window}: "
+                         "a sliding window on only some layers is not supported")
+
+
+def qwen2_config(raw: dict) -> dict[str, Any]:
+    """Llama with biases on q, k and v (not on the output projection)."""
+    raw = _with_defaults(raw, QWEN2_DEFAULTS)
+    fields = _llama_fields({**raw, "attention_bias": False, "mlp_bias": False})
+    return {**fields, "qkv_bias": True, "sliding_window": _qwen2_window(raw, fields["n_layers"])}
+
+
+def gpt2_config(raw: dict) -> dict[str, Any]:
+    """GPT-2 (Radford et al. 2019): LayerNorm, GELU MLP, learned positions, biases everywhere."""
+    raw = _with_defaults(raw, GPT2_DEFAULTS)
+    if raw["activation_function"] not in GELU_FORMS:
+        raise ModelLoadError(f"config.json: activation_function {raw['activation_function']!r} is not "
+                             f"supported; supported: {sorted(GELU_FORMS)}")
+    if not _flag(raw, "scale_attn_weights") or _flag(raw, "scale_attn_by_inverse_layer_idx"):
+        raise ModelLoadError("config.json: GPT-2 attention scaled other than by 1/sqrt(head_dim) is not supported")
+    d_model = _count(raw, "n_embd")
+    return dict(vocab_size=_count(raw, "vocab_size"), d_model=d_model, n_layers=_count(raw, "n_layer"),
+                n_heads=_count(raw, "n_head"),
+                ffn_hidden=_count(raw, "n_inner") if raw["n_inner"] is not None else 4 * d_model,
+                norm="layernorm", norm_eps=_positive(raw, "layer_norm_epsilon"), ffn="gelu_mlp",
+                gelu_approximate=GELU_FORMS[raw["activation_function"]], positions="learned",
+                max_seq_len=_count(raw, "n_positions"), tie_embeddings=_flag(raw, "tie_word_embeddings"),
+                qkv_bias=True, out_bias=True, mlp_bias=True)
+
+
+CONFIG_READERS: dict[str, Callable[[dict], dict[str, Any]]] = {
+    "llama": llama_config, "mistral": mistral_config, "qwen2": qwen2_config,
+    "mixtral": mixtral_config, "gpt2": gpt2_config,
+}
+
+
+# ---- entry points -------------------------------------------------------------------------------
+def model_type_of(raw: dict) -> str:
+    """The family key, from ``model_type`` or else ``architectures``; unsupported ones are refused."""
+    architectures = raw.get("architectures") or []
+    if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        raise ModelLoadError(f"config.json: architectures must be a list of names, got {architectures!r}")
+    by_class = {cls: kind for kind, cls in SUPPORTED.items()}
+    kind = raw.get("model_type") or (by_class.get(architectures[0]) if architectures else None)
+    supported = ", ".join(f"{cls} ({kind})" for kind, cls in SUPPORTED.items())
+    if kind not in SUPPORTED:
+        named = kind or (architectures[0] if architectures else "no model_type or architectures")
+        raise ModelLoadError(f"unsupported model {named!r}; supported: {supported}")
+    if architectures and architectures[0] != SUPPORTED[kind]:
+        raise ModelLoadError(f"unsupported architecture {architectures[0]!r} for model_type {kind!r}: "
+                             f"only causal language models are loaded; supported: {supported}")
+    return kind
+
+
+def parse_config_json(source: dict | bytes | str | os.PathLike) -> tuple[dict, str]:
+    """(the config as a dict, where it came from). Accepts a dict, JSON text or bytes, a config.json
+    path, or a directory holding one."""
+    if isinstance(source, dict):
+        return dict(source), "config dict"
+    if isinstance(source, (bytes, bytearray)) or (isinstance(source, str) and source.lstrip().startswith("{")):
+        text, origin = source, "config.json text"
+    else:
+        path = Path(source)
+        path = path / "config.json" if path.is_dir() else path
+        if not path.is_file():
+            raise ModelLoadError(f"no config.json at {path}")
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json")
+        text, origin = path.read_bytes(), str(path)
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {MAX_CONFIG_BYTES})")
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ModelLoadError(f"{origin} is not valid JSON: {str(exc)[:200]}") from exc
+    if not isinstance(raw, dict):
+        raise ModelLoadError(f"{origin} must hold a JSON object, got {type(raw).__name__}")
+    return raw, origin
+
+
+def config_from_dict(raw: dict, *, name: str, source: str) -> ModelConfig:
+    """The ModelConfig of a parsed config.json; ModelLoadError if it is unsupported or inconsistent."""
+    fields = CONFIG_READERS[model_type_of(raw)](raw)
+    try:
+        return ModelConfig(**fields, name=name, source=source)
+    except ConfigError as exc:
+        raise ModelLoadError(f"{source} describes a model txviz cannot build: {exc}") from exc
+
+
+def read_hf_config(source: dict | bytes | str | os.PathLike, *, name: str | None = None) -> ModelConfig:
+    """A ModelConfig from a Hugging Face config.json: a dict, its text or bytes, its path, or the
+    checkpoint directory. Needs no weights."""
+    raw, origin = parse_config_json(source)
+    if name is None:
+        from_path = not isinstance(source, (dict, bytes, bytearray)) and origin != "config.json text"
+        name = Path(origin).parent.name if from_path else str(raw.get("_name_or_path") or raw.get("model_type"))
+    return config_from_dict(raw, name=name, source=origin)

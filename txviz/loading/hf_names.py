@@ -1,0 +1,181 @@
+"""Hugging Face checkpoint tensor names → txviz parameter names (transformer.py lists the targets).
+
+Per family: a few small named transforms that bring every supported on-disk layout to the family's
+classic one, then a name table that renames it one to one (gpt-fast ``convert_hf_checkpoint.py``).
+Nothing else touches the weights: no permutes, no folding, no rescaling. In the tables ``{i}`` is a
+layer, ``{e}`` an expert and ``{p}`` ``weight`` or ``bias``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import torch
+
+from txviz.config import ModelConfig
+from txviz.loading.errors import ModelLoadError
+
+Tensors = dict[str, torch.Tensor]
+Transform = Callable[[Tensors, ModelConfig], Tensors]
+
+LLAMA_NAMES = {
+    "model.embed_tokens.weight": "embed.weight",
+    "model.norm.weight": "final_norm.weight",
+    "lm_head.weight": "lm_head.weight",
+    "model.layers.{i}.input_layernorm.weight": "layers.{i}.attn_norm.weight",
+    "model.layers.{i}.post_attention_layernorm.weight": "layers.{i}.ffn_norm.weight",
+    "model.layers.{i}.self_attn.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",
+    "model.layers.{i}.self_attn.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
+    "model.layers.{i}.self_attn.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
+    "model.layers.{i}.self_attn.o_proj.{p}": "layers.{i}.attn.o_proj.{p}",
+    "model.layers.{i}.mlp.gate_proj.{p}": "layers.{i}.ffn.gate_proj.{p}",
+    "model.layers.{i}.mlp.up_proj.{p}": "layers.{i}.ffn.up_proj.{p}",
+    "model.layers.{i}.mlp.down_proj.{p}": "layers.{i}.ffn.down_proj.{p}",
+}
+
+MIXTRAL_NAMES = {
+    **{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf},
+    "model.layers.{i}.block_sparse_moe.gate.weight": "layers.{i}.ffn.router.weight",
+    "model.layers.{i}.block_sparse_moe.experts.{e}.w1.weight": "layers.{i}.ffn.experts.{e}.gate_proj.weight",
+    "model.layers.{i}.block_sparse_moe.experts.{e}.w3.weight": "layers.{i}.ffn.experts.{e}.up_proj.weight",
+    "model.layers.{i}.block_sparse_moe.experts.{e}.w2.weight": "layers.{i}.ffn.experts.{e}.down_proj.weight",
+}
+
+GPT2_NAMES = {
+    "transformer.wte.weight": "embed.weight",
+    "transformer.wpe.weight": "positions.weight",
+    "transformer.ln_f.{p}": "final_norm.{p}",
+    "lm_head.weight": "lm_head.weight",
+    "transformer.h.{i}.ln_1.{p}": "layers.{i}.attn_norm.{p}",
+    "transformer.h.{i}.ln_2.{p}": "layers.{i}.ffn_norm.{p}",
+    "transformer.h.{i}.attn.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",  # from c_attn, see split_fused_qkv
+    "transformer.h.{i}.attn.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
+    "transformer.h.{i}.attn.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
+    "transformer.h.{i}.attn.c_proj.{p}": "layers.{i}.attn.o_proj.{p}",
+    "transformer.h.{i}.mlp.c_fc.{p}": "layers.{i}.ffn.up_proj.{p}",
+    "transformer.h.{i}.mlp.c_proj.{p}": "layers.{i}.ffn.down_proj.{p}",
+}
+
+
+# ---- transforms: every supported layout → the family's classic one ---------------------------
+def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """With tied embeddings transformers ignores a stored ``lm_head.weight``; so do we."""
+    if not config.tie_embeddings:
+        return tensors
+    return {name: t for name, t in tensors.items() if name != "lm_head.weight"}
+
+
+def drop_rotary_buffers(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """Old Llama checkpoints store ``rotary_emb.inv_freq``: a buffer txviz derives from the config."""
+    return {name: t for name, t in tensors.items() if not name.endswith("rotary_emb.inv_freq")}
+
+
+def unfuse_experts(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """transformers 5 keeps Mixtral's experts as 3-D tensors, ``mlp.experts.gate_up_proj`` (E, 2F, d)
+    = [w1; w3] per expert and ``mlp.experts.down_proj`` (E, d, F) = w2, router ``mlp.gate``; published
+    checkpoints (and its save_pretrained) use ``block_sparse_moe.experts.{e}.w1/w2/w3``."""
+    out: Tensors = {}
+    for name, tensor in tensors.items():
+        prefix, mlp, leaf = name.rpartition(".mlp.")
+        if not mlp:
+            out[name] = tensor
+        elif leaf == "gate.weight":
+            out[f"{prefix}.block_sparse_moe.gate.weight"] = tensor
+        elif leaf in ("experts.gate_up_proj", "experts.down_proj"):
+            _check_fused(name, tensor, config)
+            for e, expert in enumerate(tensor.unbind(0)):
+                experts = f"{prefix}.block_sparse_moe.experts.{e}"
+                if leaf == "experts.down_proj":
+                    out[f"{experts}.w2.weight"] = expert
+                else:
+                    out[f"{experts}.w1.weight"], out[f"{experts}.w3.weight"] = expert.chunk(2, dim=0)
+        else:
+            out[name] = tensor
+    return out
+
+
+def _check_fused(name: str, tensor: torch.Tensor, config: ModelConfig) -> None:
+    d, f, e = config.d_model, config.ffn_hidden, config.n_experts
+    expected = (e, 2 * f, d) if name.endswith("gate_up_proj") else (e, d, f)
+    if tuple(tensor.shape) != expected:
+        raise ModelLoadError(f"{name}: shape {tuple(tensor.shape)} does not match config.json's {expected}")
+
+
+def add_transformer_prefix(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """The original GPT-2 checkpoints name the trunk without the ``transformer.`` prefix."""
+    return {name if name.startswith(("transformer.", "lm_head.")) else f"transformer.{name}": t
+            for name, t in tensors.items()}
+
+
+def drop_attention_mask_buffers(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """Old GPT-2 checkpoints store the causal mask (``attn.bias``, ``attn.masked_bias``): not weights."""
+    return {name: t for name, t in tensors.items() if not name.endswith((".attn.bias", ".attn.masked_bias"))}
+
+
+def conv1d_to_linear(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """GPT-2's Conv1D computes x·W + b with W stored (in, out); nn.Linear stores (out, in)."""
+    conv1d = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
+    return {name: t.t() if name.endswith(conv1d) else t for name, t in tensors.items()}
+
+
+def split_fused_qkv(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """GPT-2's ``c_attn`` (3d, d) after conv1d_to_linear stacks q, k and v rows (its
+    ``split(d, dim=2)``): split into the q_proj/k_proj/v_proj names the table lists."""
+    out: Tensors = {}
+    for name, tensor in tensors.items():
+        if ".attn.c_attn." not in name:
+            out[name] = tensor
+            continue
+        width = config.n_heads * config.head_dim
+        if tensor.shape[0] != 3 * width:
+            raise ModelLoadError(f"{name}: shape {tuple(tensor.shape)} does not match config.json's "
+                                 f"fused q/k/v of {3 * width} rows")
+        for part, chunk in zip(("q_proj", "k_proj", "v_proj"), tensor.split(width, dim=0)):
+            out[name.replace(".c_attn.", f".{part}.")] = chunk
+    return out
+
+
+# ---- the families -------------------------------------------------------------------------------
+LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
+    "llama": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
+    "mistral": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
+    "qwen2": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
+    "mixtral": ((drop_rotary_buffers, drop_tied_lm_head, unfuse_experts), MIXTRAL_NAMES),
+    "gpt2": ((add_transformer_prefix, drop_attention_mask_buffers, drop_tied_lm_head, conv1d_to_linear,
+              split_fused_qkv), GPT2_NAMES),
+}
+
+
+def _compile(template: str) -> re.Pattern:
+    pattern = re.escape(template)
+    for key, allowed in (("i", r"\d+"), ("e", r"\d+"), ("p", "weight|bias")):
+        pattern = pattern.replace(re.escape("{" + key + "}"), f"(?P<{key}>{allowed})")
+    return re.compile(pattern)
+
+
+def rename(tensors: Tensors, table: dict[str, str]) -> Tensors:
+    """Apply a name table; a tensor no entry matches is refused, by name."""
+    compiled = [(_compile(hf), ours) for hf, ours in table.items()]
+    out: Tensors = {}
+    unknown = []
+    for name, tensor in tensors.items():
+        for pattern, target in compiled:
+            match = pattern.fullmatch(name)
+            if match:
+                out[target.format(**match.groupdict())] = tensor
+                break
+        else:
+            unknown.append(name)
+    if unknown:
+        raise ModelLoadError(f"{len(unknown)} checkpoint tensors have no place in this architecture, "
+                             f"e.g. {sorted(unknown)[:5]}")
+    return out
+
+
+def to_txviz_names(kind: str, tensors: Tensors, config: ModelConfig) -> tuple[Tensors, list[str]]:
+    """The family's transforms, then its table. Returns the renamed tensors and the transforms run."""
+    transforms, table = LAYOUTS[kind]
+    for transform in transforms:
+        tensors = transform(tensors, config)
+    return rename(tensors, table), [t.__name__ for t in transforms]

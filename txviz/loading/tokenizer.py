@@ -1,0 +1,317 @@
+"""Text ⇄ token ids, with an explicit BOS policy and offsets the UI can map back onto the prompt.
+
+A thin wrapper around a HuggingFace ``tokenizers.Tokenizer`` (the Rust BPE). Two rules keep what the
+model sees visible (STYLE habit 6; TransformerLens issues #74, #1418 are what happens otherwise):
+
+* Nothing is added behind the caller's back: the backend's post-processor is removed and the only
+  thing that prepends a token is the ``bos`` policy of ``encode``: "none", "bos" (the tokenizer's
+  BOS token) or "sink" (a document-boundary token the model saw at the start of pretraining
+  documents, which then absorbs the attention that would otherwise pile onto the first word; Xiao et
+  al. 2024, "Efficient Streaming Language Models with Attention Sinks").
+* Every token carries its character span in the text and a human-readable string: byte-level BPE
+  tokens ("Ġworld") are turned back into the bytes they stand for (" world"); a token holding only
+  part of a multi-byte character shows its dangling bytes as ``\\x..`` escapes.
+
+GGUF files carry no tokenizer.json, only vocabulary, merges and a pre-tokenizer *name*; the second
+half of this file rebuilds the byte-level BPE from those fields the way llama.cpp's ``llama-vocab.cpp``
+reads them. Chat templates are rendered in Jinja's immutable sandbox (they come from model files).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import tokenizers
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+
+BosPolicy = Literal["none", "bos", "sink"]
+BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
+
+# Tokens that mark a document boundary in pretraining data, in order of preference. A chat model's
+# BOS is often a chat marker instead (SmolLM2's is <|im_start|>), so the sink is looked up separately.
+DOCUMENT_BOUNDARY_TOKENS = ("<|endoftext|>", "<|begin_of_text|>", "<s>", "<bos>")
+
+
+class TokenizerError(ValueError):
+    """Input the tokenizer cannot handle: not a string, an unknown policy or id, no chat template."""
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One tokenized text. ``offsets[i]`` is the (start, end) character span of token i in ``text``
+    ((0, 0) for a prepended BOS/sink token); tokens that split one character share its span."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]  # human-readable: " world", not "Ġworld"
+    offsets: tuple[tuple[int, int], ...]
+    special: tuple[bool, ...]
+    text: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@functools.lru_cache(maxsize=1)
+def byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's printable stand-ins for the 256 byte values (Radford et al. 2019, ``bytes_to_unicode``),
+    inverted: stand-in character → byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    stand_ins, shift = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            stand_ins[chr(byte)] = byte
+        else:
+            stand_ins[chr(256 + shift)] = byte
+            shift += 1
+    return stand_ins
+
+
+class Tokenizer:
+    def __init__(self, backend: tokenizers.Tokenizer, *, bos_token: str | None = None,
+                 eos_token: str | None = None, sink_token: str | None = None,
+                 chat_template: str | None = None):
+        self._backend = tokenizers.Tokenizer.from_str(backend.to_str())  # a copy we may change
+        self._backend.post_processor = None  # the BOS policy alone adds tokens
+        self.bos_token, self.eos_token = bos_token, eos_token
+        self.sink_token = sink_token or self._default_sink()
+        self.chat_template = chat_template
+        for role, token in (("bos", bos_token), ("eos", eos_token), ("sink", self.sink_token)):
+            if token is not None and self._backend.token_to_id(token) is None:
+                raise TokenizerError(f"{role} token {token!r} is not in the vocabulary")
+        added = self._backend.get_added_tokens_decoder()
+        self._special_ids = frozenset(i for i, tok in added.items() if tok.special)
+        self._byte_level = "ByteLevel" in json.dumps(json.loads(self._backend.to_str()).get("decoder"))
+
+    def _default_sink(self) -> str | None:
+        for token in DOCUMENT_BOUNDARY_TOKENS:
+            if self._backend.token_to_id(token) is not None:
+                return token
+        return self.bos_token
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_file(cls, tokenizer_json_path: str | Path, *, bos_token: str | None = None,
+                  eos_token: str | None = None, sink_token: str | None = None,
+                  chat_template: str | None = None) -> "Tokenizer":
+        """A HuggingFace ``tokenizer.json``; the special tokens come from ``tokenizer_config.json``."""
+        try:
+            backend = tokenizers.Tokenizer.from_file(str(tokenizer_json_path))
+        except Exception as exc:  # the Rust side raises a bare Exception on malformed JSON
+            raise TokenizerError(f"cannot read tokenizer {tokenizer_json_path}: {exc}") from exc
+        return cls(backend, bos_token=bos_token, eos_token=eos_token, sink_token=sink_token,
+                   chat_template=chat_template)
+
+    @classmethod
+    def from_gguf_metadata(cls, metadata: Mapping[str, Any]) -> "Tokenizer":
+        """Rebuild from a GGUF file's ``tokenizer.*`` key/values (plain Python values)."""
+        tokens = list(metadata["tokenizer.ggml.tokens"])
+
+        def token_at(key: str) -> str | None:
+            index = metadata.get(key)
+            return tokens[int(index)] if index is not None and 0 <= int(index) < len(tokens) else None
+
+        backend = build_gguf_backend(
+            model=str(metadata.get("tokenizer.ggml.model", "gpt2")),
+            pre=str(metadata.get("tokenizer.ggml.pre", "default")),
+            tokens=tokens,
+            merges=list(metadata.get("tokenizer.ggml.merges", [])),
+            token_types=list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))),
+        )
+        return cls(backend, bos_token=token_at("tokenizer.ggml.bos_token_id"),
+                   eos_token=token_at("tokenizer.ggml.eos_token_id"),
+                   chat_template=metadata.get("tokenizer.chat_template"))
+
+    # ---- ids ----------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self._backend.get_vocab_size(with_added_tokens=True)
+
+    def _id_of(self, token: str | None) -> int | None:
+        return None if token is None else self._backend.token_to_id(token)
+
+    @property
+    def bos_id(self) -> int | None:
+        return self._id_of(self.bos_token)
+
+    @property
+    def eos_id(self) -> int | None:
+        return self._id_of(self.eos_token)
+
+    @property
+    def sink_id(self) -> int | None:
+        return self._id_of(self.sink_token)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return self._special_ids
+
+    def id_to_token(self, token_id: int) -> str:
+        """The vocabulary entry itself (byte-level form, e.g. "Ġworld")."""
+        self._check_ids([token_id])
+        return self._backend.id_to_token(int(token_id))
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._backend.token_to_id(token)
+
+    def display(self, token_id: int) -> str:
+        """The token as text a person can read (" world"); dangling UTF-8 bytes as ``\\x..``."""
+        token = self.id_to_token(token_id)
+        if token_id in self._special_ids:
+            return token
+        if self._byte_level:
+            alphabet = byte_level_alphabet()
+            if all(ch in alphabet for ch in token):
+                return bytes(alphabet[ch] for ch in token).decode("utf-8", errors="backslashreplace")
+            return token
+        return self._backend.decode([int(token_id)], skip_special_tokens=False) or token
+
+    def _check_ids(self, ids: Sequence[int]) -> list[int]:
+        out = []
+        for token_id in ids:
+            if isinstance(token_id, bool) or not hasattr(token_id, "__index__"):
+                raise TokenizerError(f"token ids must be integers, got {token_id!r}")
+            if not 0 <= int(token_id) < self.vocab_size:
+                raise TokenizerError(f"token id {int(token_id)} is outside the vocabulary [0, {self.vocab_size})")
+            out.append(int(token_id))
+        return out
+
+    # ---- text ---------------------------------------------------------------------------------
+    def encode(self, text: str, bos: BosPolicy = "none") -> Encoding:
+        if not isinstance(text, str):
+            raise TokenizerError(f"text must be a str, got {type(text).__name__}")
+        prefix = self._prefix_id(bos)
+        raw = self._backend.encode(text, add_special_tokens=False)
+        ids = ([prefix] if prefix is not None else []) + list(raw.ids)
+        offsets = ([(0, 0)] if prefix is not None else []) + [tuple(o) for o in raw.offsets]
+        return Encoding(ids=tuple(ids), tokens=tuple(self.display(i) for i in ids),
+                        offsets=tuple(offsets), special=tuple(i in self._special_ids for i in ids), text=text)
+
+    def _prefix_id(self, bos: str) -> int | None:
+        if bos not in BOS_POLICIES:
+            raise TokenizerError(f"unknown BOS policy {bos!r}; choose one of {BOS_POLICIES}")
+        if bos == "none":
+            return None
+        token_id = self.bos_id if bos == "bos" else self.sink_id
+        if token_id is None:
+            raise TokenizerError(f"this tokenizer has no {bos} token; use bos='none'")
+        return token_id
+
+    def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
+        if isinstance(ids, (str, bytes)):
+            raise TokenizerError(f"decode takes token ids, got {type(ids).__name__}")
+        if hasattr(ids, "tolist"):  # a tensor or an array
+            ids = ids.tolist()
+        return self._backend.decode(self._check_ids(list(ids)), skip_special_tokens=skip_special)
+
+    # ---- chat ---------------------------------------------------------------------------------
+    def apply_chat_template(self, messages: Sequence[Mapping[str, str]], add_generation_prompt: bool = True,
+                            **extra: Any) -> str:
+        """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's own template."""
+        if not self.chat_template:
+            raise TokenizerError("this tokenizer has no chat template; encode plain text instead")
+        _check_messages(messages)
+        template = compile_chat_template(self.chat_template)
+        return template.render(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
+                               bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
+
+    def __repr__(self) -> str:
+        return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "
+                f"sink={self.sink_token!r}, chat_template={'yes' if self.chat_template else 'no'})")
+
+
+def _check_messages(messages: Any) -> None:
+    if isinstance(messages, (str, Mapping)) or not isinstance(messages, Sequence):
+        raise TokenizerError("messages must be a list of {'role': ..., 'content': ...} dicts")
+    for m in messages:
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise TokenizerError(f"each message needs string 'role' and 'content', got {m!r}")
+
+
+# ---- chat templates ------------------------------------------------------------------------------
+def _raise_exception(message: str) -> None:
+    raise TokenizerError(f"chat template refused the messages: {message}")
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators=None,
+            sort_keys: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+@functools.lru_cache(maxsize=16)
+def compile_chat_template(source: str):
+    """The same environment transformers uses (trim_blocks, lstrip_blocks, loopcontrols, helpers), but
+    always sandboxed and immutable: a template from a model file must not reach Python objects."""
+    import jinja2
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateError as exc:
+        raise TokenizerError(f"the chat template does not compile: {exc}") from exc
+
+
+# ---- rebuilding a byte-level BPE from GGUF metadata ----------------------------------------------
+# GPT-2's pre-tokenizer regex (what ByteLevel(use_regex=True) applies) and the ones llama.cpp names.
+GPT2_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _byte_level_after(split: str | None) -> pre_tokenizers.PreTokenizer:
+    """ByteLevel with GPT-2's own regex (split=None), or after a custom regex split."""
+    if split is None:
+        return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(split), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+
+
+def _digits_then_gpt2() -> pre_tokenizers.PreTokenizer:
+    # llama.cpp's regex list {"\p{N}", GPT-2's}: every digit alone, then GPT-2's split
+    return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), _byte_level_after(None)])
+
+
+# tokenizer.ggml.pre → pre-tokenizer, following llama-vocab.cpp's groups of names. Unknown names are
+# refused: a wrong split gives plausible-looking but different ids.
+GGUF_PRE_TOKENIZERS = {
+    **{name: lambda: _byte_level_after(None) for name in ("default", "gpt-2", "gpt2", "phi-2", "jina-es")},
+    **{name: _digits_then_gpt2 for name in ("smollm", "starcoder", "refact", "command-r", "codeshell",
+                                             "exaone", "minerva-7b")},
+    **{name: lambda: _byte_level_after(LLAMA3_SPLIT) for name in ("llama3", "llama-v3", "llama-bpe",
+                                                                  "falcon3", "pixtral")},
+    **{name: lambda: _byte_level_after(QWEN2_SPLIT) for name in ("qwen2", "deepseek-r1-qwen")},
+}
+GGUF_CONTROL, GGUF_USER_DEFINED = 3, 4  # llama.cpp's token types
+
+
+def build_gguf_backend(*, model: str, pre: str, tokens: list[str], merges: list[str],
+                       token_types: list[int]) -> tokenizers.Tokenizer:
+    if model != "gpt2":
+        raise TokenizerError(f"GGUF tokenizer model {model!r} is not supported (only byte-level BPE, 'gpt2')")
+    if pre not in GGUF_PRE_TOKENIZERS:
+        raise TokenizerError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {sorted(GGUF_PRE_TOKENIZERS)}")
+    vocab = {token: index for index, token in enumerate(tokens)}
+    pairs = [tuple(merge.split(" ", 1)) for merge in merges]
+    # llama.cpp looks a whole word up in the vocabulary before merging only for llama3-style vocabularies
+    bpe = models.BPE(vocab=vocab, merges=pairs, ignore_merges=pre in ("llama3", "llama-v3", "llama-bpe"))
+    backend = tokenizers.Tokenizer(bpe)
+    backend.pre_tokenizer = GGUF_PRE_TOKENIZERS[pre]()
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t, kind in zip(tokens, token_types) if kind == GGUF_CONTROL])
+    backend.add_tokens([AddedToken(t, special=False, normalized=False)
+                        for t, kind in zip(tokens, token_types) if kind == GGUF_USER_DEFINED])
+    return backend
