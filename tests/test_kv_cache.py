@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import KVCache, kv_cache_bytes
 
 N_TOKENS = 12  # longer than the sliding window (5), so the ring buffer wraps

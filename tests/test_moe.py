@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tiny import random_decoder, random_ids, tiny_config
+from tests.tiny import random_decoder, random_ids, tiny_config
 from txviz import trace
 from txviz.model.ffn import MoE, make_expert
 

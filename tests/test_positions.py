@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tiny import (alibi_slopes_reference, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference,
-                  tiny_config)
+from tests.tiny import (alibi_slopes_reference, default_inv_freq, random_decoder, random_ids,
+                        rotate_pairs_reference, tiny_config)
 from txviz import RopeScaling, trace
 from txviz.model.positions import RoPE, alibi_slopes, apply_rotary, rope_inv_freq
 

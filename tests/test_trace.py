@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tiny import VARIANTS, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference, tiny_config
+from tests.tiny import VARIANTS, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference, tiny_config
 from txviz import CAPTURES, CaptureError, kv_cache_bytes, trace
 
 ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs")

@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate — each with ``--json`` for scripts."""
+"""The ``txviz`` command line: fetch, info, trace, generate, coref — each with ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -73,6 +73,27 @@ def cmd_generate(args) -> dict:
             "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
 
 
+def cmd_coref(args) -> dict:
+    from txviz.analysis.coref import BUILTIN_PATH, evaluate, parse_cases
+    path = args.data or BUILTIN_PATH
+    cases = parse_cases(path)  # a bad file fails here, before the model loads
+    loaded = _load(args)
+    started = time.perf_counter()
+    result = {**evaluate(loaded, cases, bos=args.bos), "data": str(path)}
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    if not args.json:
+        baselines = result["baselines"]
+        print(f"{result['n_cases']} cases from {path}, bos={args.bos}, {result['seconds']} s")
+        print(f"baselines: nearest {baselines['nearest']:.3f}, first {baselines['first']:.3f}")
+        if result["n_after_pronoun"]:
+            print(f"note: {result['n_after_pronoun']} case(s) have a candidate after the pronoun, "
+                  "which a causal model's pronoun cannot attend to")
+        print("layer  head  accuracy  margin")
+        for row in result["heads"][:args.top]:
+            print(f"{row['layer']:5d}  {row['head']:4d}  {row['accuracy']:8.3f}  {row['margin']:+.4f}")
+    return result
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_generate)
+    p = command("coref", "rank heads by pronoun→antecedent attention on labeled sentences")
+    p.add_argument("--data", default=None, help="JSONL of cases (default: the built-in agreement set)")
+    p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to each sentence")
+    p.add_argument("--top", type=int, default=10, help="heads to print without --json")
+    p.set_defaults(run=cmd_coref)
     return parser
 
 
@@ -117,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(result))
-    elif args.command != "generate":
+    elif args.command not in ("generate", "coref"):  # these print their own text
         print(json.dumps(result, indent=2))
     return 0
 

@@ -18,7 +18,7 @@ METRIC_HELP = {
     "max_weight": "largest weight per row",
 }
 
-st.title("🎯 Attention")
+st.title("Attention")
 st.markdown(
     "Every token asks a question (its **query** q), every token advertises what it holds (its **key** k), "
     "and the answer is a blend of the tokens' **values** v, weighted by how well query and key match. "
@@ -75,8 +75,8 @@ with right:
     title = (f"Layer {layer}, head {head} (shares KV head {kv_head} with {config.n_groups - 1} other"
              f"{'s' if config.n_groups != 2 else ''})" if config.n_groups > 1 else f"Layer {layer}, head {head}")
     st.plotly_chart(charts.attention_heatmap(shown.numpy(), tokens, tokens, title=title), key="heatmap")
-    row = table[(table.layer == layer) & (table.head == head)].iloc[0]
-    st.caption(" · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] == row[m]))
+    row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
+    st.caption(" · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m]))
 
 st.subheader("Head view")
 query = st.select_slider("Query token", options=list(range(len(tokens))), value=len(tokens) - 1, key="query_token",

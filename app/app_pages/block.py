@@ -9,7 +9,7 @@ import streamlit as st
 from app import charts, resources, sidebar, state
 from txviz.analysis.block import block_walkthrough, logit_lens
 
-st.title("🧱 One block, end to end")
+st.title("One block, end to end")
 st.markdown(
     "A decoder block reads the **residual stream** x, normalizes it, lets attention mix information "
     "across positions, adds the result back, normalizes again, and runs a per-token feed-forward network "

@@ -8,7 +8,7 @@ import torch
 from app import charts, resources, sidebar, state
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
 
-st.title("🧭 Heads & coreference")
+st.title("Heads & coreference")
 st.markdown(
     "Heads specialize. Some always look one token back, some look at earlier copies of the current token, "
     "some complete patterns (**induction**: after *A B … A*, attend to *B*), many park their attention on "

@@ -30,9 +30,9 @@ FEMALE_NAMES = ("Mary", "Anna", "Sarah", "Emma", "Laura", "Alice", "Julia", "Hel
                 "Rachel", "Emily", "Grace", "Lucy", "Susan", "Linda", "Kate", "Jane")
 MALE_NAMES = ("John", "David", "Peter", "James", "Mark", "Paul", "Robert", "Thomas",
               "Daniel", "Michael", "George", "Henry", "Frank", "Jack", "Simon", "Adam")
-GENDERED_NOUNS = (("woman", "man"), ("girl", "boy"), ("mother", "father"), ("sister", "brother"),
-                  ("aunt", "uncle"), ("queen", "king"), ("grandmother", "grandfather"), ("wife", "husband"))
-SINGULAR_OBJECTS = ("lamp", "chair", "table", "bottle", "basket", "clock", "mirror", "bag",
+GENDERED_NOUNS = (("woman", "man"), ("girl", "boy"), ("mother", "father"), ("lady", "gentleman"),
+                  ("aunt", "uncle"), ("queen", "king"), ("grandmother", "grandfather"), ("princess", "prince"))
+SINGULAR_OBJECTS = ("lamp", "teapot", "box", "bottle", "basket", "clock", "mirror", "bag",
                     "cup", "plate", "kettle", "vase", "jar", "bucket", "radio", "suitcase")
 PLURAL_OBJECTS = ("books", "stones", "candles", "shoes", "papers", "apples", "coins", "bowls",
                   "bricks", "pencils", "spoons", "glasses", "towels", "keys", "tools", "blankets")
@@ -103,13 +103,12 @@ def _record(written: tuple[str, str], candidates: tuple[str, str], answer: str, 
 def _gender_case(rng: random.Random, answer_first: bool, answer_female: bool) -> dict:
     template, continuations = rng.choice(GENDER_TEMPLATES)
     first_female = answer_female if answer_first else not answer_female
-    first_start, _, first_word = _person(rng, first_female)
-    _, second_mention, second_word = _person(rng, not first_female)
+    first_mention, first = _person(rng, first_female)
+    second_mention, second = _person(rng, not first_female)
     objective = "heard {p}" in template or "answered {p}" in template
     pronoun = ("her" if objective else "she") if answer_female else ("him" if objective else "he")
-    text = _fill(template, first_start, second_mention, pronoun, rng.choice(continuations))
-    answer = first_word if answer_first else second_word
-    return _record(text, pronoun, (first_word, second_word), answer, "gender")
+    written = _fill(template, first_mention, second_mention, pronoun, rng.choice(continuations))
+    return _record(written, (first, second), first if answer_first else second, "gender")
 
 
 def _number_case(rng: random.Random, answer_first: bool, answer_plural: bool) -> dict:
@@ -118,24 +117,22 @@ def _number_case(rng: random.Random, answer_first: bool, answer_plural: bool) ->
     first = rng.choice(PLURAL_OBJECTS if first_plural else SINGULAR_OBJECTS)
     second = rng.choice(SINGULAR_OBJECTS if first_plural else PLURAL_OBJECTS)
     pronoun = "they" if answer_plural else "it"
-    text = _fill(template, first, second, pronoun, rng.choice(continuations[pronoun]))
-    return _record(text, pronoun, (first, second), first if answer_first else second, "number")
+    written = _fill(template, first, second, pronoun, rng.choice(continuations[pronoun]))
+    return _record(written, (first, second), first if answer_first else second, "number")
 
 
 def _animacy_case(rng: random.Random, answer_first: bool, person_first: bool) -> dict:
-    templates = PERSON_FIRST_TEMPLATES if person_first else OBJECT_FIRST_TEMPLATES
-    template, continuations = rng.choice(templates)
+    template, continuations = rng.choice(PERSON_FIRST_TEMPLATES if person_first else OBJECT_FIRST_TEMPLATES)
     female = rng.random() < 0.5
-    start, mention, person = _person(rng, female)
+    mention, person = _person(rng, female)
     thing = rng.choice(SINGULAR_OBJECTS)
     answer_is_person = answer_first == person_first
     pronoun = ("she" if female else "he") if answer_is_person else "it"
     continuation = rng.choice(continuations["person" if answer_is_person else "it"])
-    if person_first:
-        text, candidates = _fill(template, start, thing, pronoun, continuation), (person, thing)
-    else:
-        text, candidates = _fill(template, thing, mention, pronoun, continuation), (thing, person)
-    return _record(text, pronoun, candidates, person if answer_is_person else thing, "animacy")
+    first, second = (mention, thing) if person_first else (thing, mention)
+    candidates = (person, thing) if person_first else (thing, person)
+    written = _fill(template, first, second, pronoun, continuation)
+    return _record(written, candidates, person if answer_is_person else thing, "animacy")
 
 
 def generate_cases(seed: int = SEED, per_kind: int = CASES_PER_KIND) -> list[dict]:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from txviz.config import ConfigError, ModelConfig, RopeScaling
+from txviz.loading import default_device
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer import Tokenizer, TokenizerError
@@ -263,17 +264,14 @@ def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tenso
         weight = dequantize_tensor(tensor)
         if "expert_param" in target:  # (E, out, in): one slice per expert
             for e in range(weight.shape[0]):
-                state[f"layers.{target['layer']}.ffn.experts.{e}.{target['expert_param']}"] = weight[e]
+                # a copy, not a view: serializers refuse tensors that share storage
+                state[f"layers.{target['layer']}.ffn.experts.{e}.{target['expert_param']}"] = weight[e].clone()
         else:
             state[target["name"]] = _unpermute_if_rope(target["name"], weight, config)
     return state
 
 
 # ---- the public entry points --------------------------------------------------------------------
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def assemble(header: GGUFHeader, state_dict: Mapping[str, torch.Tensor], *, device=None,
              dtype: torch.dtype = torch.float32, weights_from: str | None = None) -> LoadedModel:
     """A LoadedModel from a header and already-dequantized weights (the file's own or a cached copy)."""

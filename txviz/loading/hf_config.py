@@ -37,24 +37,24 @@ SUPPORTED = {
 
 
 # ---- reading and checking fields ----------------------------------------------------------------
-def _count(raw: dict, key: str) -> int:
-    if key not in raw or raw[key] is None:
-        raise ModelLoadError(f"config.json has no {key!r}, which a {raw.get('model_type')} model needs")
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
-        raise ModelLoadError(f"config.json: {key} must be a positive integer below 2^31, got {value!r}")
+def _count(raw: dict, key: str, minimum: int = 1) -> int:
+    value = raw.get(key)
+    if value is None:
+        raise ModelLoadError(f"config.json has no {key!r}, which a {raw.get('model_type', 'model')} config needs")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_COUNT:
+        raise ModelLoadError(f"config.json: {key} must be an integer from {minimum} to 2^31, got {value!r}")
     return value
 
 
-def _positive(raw: dict, key: str) -> float:
-    value = raw[key]
+def _positive(raw: dict, key: str, default: float | None = None) -> float:
+    value = raw.get(key) if raw.get(key) is not None else default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ModelLoadError(f"config.json: {key} must be a positive finite number, got {value!r}")
     return float(value)
 
 
 def _flag(raw: dict, key: str) -> bool:
-    value = raw[key]
+    value = raw.get(key)
     if not isinstance(value, bool):
         raise ModelLoadError(f"config.json: {key} must be true or false, got {value!r}")
     return value
@@ -82,22 +82,28 @@ def _linear(params: dict, max_len: int) -> RopeScaling:
     return RopeScaling("linear", factor=_positive(params, "factor"))
 
 
+def _original_length(params: dict, max_len: int) -> int:
+    """The pretraining context the scaling stretches (transformers: max_position_embeddings if unset)."""
+    has_it = params.get("original_max_position_embeddings") is not None
+    return _count(params, "original_max_position_embeddings") if has_it else max_len
+
+
 def _llama3(params: dict, max_len: int) -> RopeScaling:
     return RopeScaling("llama3", factor=_positive(params, "factor"),
-                       original_max_seq_len=params.get("original_max_position_embeddings", max_len),
+                       original_max_seq_len=_original_length(params, max_len),
                        low_freq_factor=_positive(params, "low_freq_factor"),
                        high_freq_factor=_positive(params, "high_freq_factor"))
 
 
 def _yarn(params: dict, max_len: int) -> RopeScaling:
-    original = params.get("original_max_position_embeddings") or max_len
-    factor = params.get("factor") or max_len / original
+    original = _original_length(params, max_len)
+    factor = _positive(params, "factor") if params.get("factor") is not None else max_len / original
     if params.get("mscale") and params.get("mscale_all_dim"):
         raise ModelLoadError("yarn rope with mscale/mscale_all_dim (DeepSeek style) is not supported")
     if params.get("truncate", True) is not True:
         raise ModelLoadError("yarn rope with truncate=false is not supported")
-    scaling = RopeScaling("yarn", factor=float(factor), original_max_seq_len=int(original),
-                          beta_fast=float(params.get("beta_fast") or 32), beta_slow=float(params.get("beta_slow") or 1))
+    scaling = RopeScaling("yarn", factor=factor, original_max_seq_len=original,
+                          beta_fast=_positive(params, "beta_fast", 32.0), beta_slow=_positive(params, "beta_slow", 1.0))
     default_attention = 0.1 * math.log(scaling.factor) + 1.0 if scaling.factor > 1 else 1.0
     given = params.get("attention_factor")
     if given is not None and not math.isclose(given, default_attention, rel_tol=1e-6):
@@ -184,7 +190,7 @@ def _qwen2_window(raw: dict, n_layers: int) -> int | None:
     transformers 5 writes the outcome as ``layer_types``. txviz has one window for all layers."""
     window = raw.get("sliding_window") if _flag(raw, "use_sliding_window") else None
     types = raw.get("layer_types") or [
-        "sliding_attention" if window is not None and i >= raw["max_window_layers"] else "full_attention"
+        "sliding_attention" if window is not None and i >= _count(raw, "max_window_layers", 0) else "full_attention"
         for i in range(n_layers)]
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise ModelLoadError(f"config.json: layer_types must be a list of names, got {types!r}")

@@ -126,6 +126,11 @@ class Tokenizer:
                    eos_token=token_at("tokenizer.ggml.eos_token_id"),
                    chat_template=metadata.get("tokenizer.chat_template"))
 
+    @property
+    def backend(self) -> tokenizers.Tokenizer:
+        """The underlying ``tokenizers.Tokenizer`` (post-processor removed), for inspection."""
+        return self._backend
+
     # ---- ids ----------------------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
@@ -214,10 +219,15 @@ class Tokenizer:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's own template."""
         if not self.chat_template:
             raise TokenizerError("this tokenizer has no chat template; encode plain text instead")
+        import jinja2
+
         _check_messages(messages)
         template = compile_chat_template(self.chat_template)
-        return template.render(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
-                               bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
+        try:
+            return template.render(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
+                                   bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
+        except jinja2.TemplateError as exc:  # includes the sandbox's SecurityError
+            raise TokenizerError(f"the chat template failed: {type(exc).__name__}: {exc}") from exc
 
     def __repr__(self) -> str:
         return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "

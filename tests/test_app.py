@@ -1,0 +1,123 @@
+"""Every page through Streamlit's AppTest on the default model: no exception, and widgets change what
+is shown. Charts are read back from their plotly spec."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.app_fixtures import default_model_home  # noqa: F401
+
+pytestmark = pytest.mark.default_model
+
+MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+
+
+@pytest.fixture
+def app(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    return AppTest.from_file(MAIN, default_timeout=300)
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        spec = json.loads(element.proto.spec)
+        if element.proto.id and key in element.proto.id:
+            return spec
+    raise AssertionError(f"no plotly chart with key {key!r}")
+
+
+def decode(array) -> np.ndarray:
+    """plotly ≥ 6 ships arrays as {"dtype", "bdata", "shape"}."""
+    if isinstance(array, dict) and "bdata" in array:
+        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        shape = array.get("shape")
+        if shape:
+            values = values.reshape([int(s) for s in str(shape).split(",")])
+        return values
+    return np.array(array, dtype=object)
+
+
+def no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_attention_page_shows_the_prompt_and_follows_the_head(app):
+    at = app.run()
+    no_errors(at)
+    heat = chart(at, "heatmap")["data"][0]
+    assert any("trophy" in label for label in heat["x"])
+    assert "Layer 0, head 0" in chart(at, "heatmap")["layout"]["title"]["text"]
+    first = decode(heat["z"])
+
+    at.number_input(key="head").set_value(5).run()
+    no_errors(at)
+    moved = chart(at, "heatmap")
+    assert "head 5" in moved["layout"]["title"]["text"]
+    assert not np.array_equal(decode(moved["data"][0]["z"]), first, equal_nan=True)
+    assert at.query_params["head"] == ["5"] or at.query_params["head"] == "5"
+
+
+def test_sink_toggle_renormalizes_without_the_first_token(app):
+    at = app.run()
+    at.toggle(key="hide_sink").set_value(True).run()
+    no_errors(at)
+    z = decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+    assert np.nansum(z[1:, 0]) == 0
+    np.testing.assert_allclose(np.nansum(z[1:], axis=1), 1.0, atol=1e-3)
+
+
+def test_new_prompt_retokenizes_and_empty_prompt_warns(app):
+    at = app.run()
+    at.sidebar.text_area(key="prompt").input("Paris is the capital of France.").run()
+    no_errors(at)
+    assert any("Paris" in label for label in chart(at, "heatmap")["data"][0]["x"])
+    at.sidebar.text_area(key="prompt").input("   ").run()
+    no_errors(at)
+    assert any("empty" in w.value for w in at.warning)
+
+
+def test_prompt_from_the_url(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["prompt"] = "Shared by link."
+    at.query_params["layer"] = "3"
+    at.run()
+    no_errors(at)
+    assert at.sidebar.text_area(key="prompt").value == "Shared by link."
+    assert "Layer 3" in chart(at, "heatmap")["layout"]["title"]["text"]
+
+
+def test_heads_page_detectors_and_custom_pattern(app):
+    at = app.run()
+    at.switch_page("app_pages/heads.py").run()
+    no_errors(at)
+    induction = decode(chart(at, "det_ind")["data"][0]["z"]).astype(float)
+    assert induction.shape == (30, 9) and induction.max() > 0.3  # SmolLM2 has strong induction heads
+    before = decode(chart(at, "det_custom")["data"][0]["z"]).astype(float)
+    at.number_input(key="pattern_offset").set_value(1).run()
+    no_errors(at)
+    after = decode(chart(at, "det_custom")["data"][0]["z"]).astype(float)
+    assert not np.allclose(before, after)
+
+
+def test_block_page_layers_and_logit_lens(app):
+    at = app.run()
+    at.switch_page("app_pages/block.py").run()
+    no_errors(at)
+    steps = at.dataframe[0].value
+    assert list(steps["step"])[0] == "input x" and len(steps) == 7
+    assert any("reproduces the model's own output" in c.value for c in at.caption)
+    lens = at.dataframe[1].value
+    assert len(lens) == 31
+    at.slider(key="layer").set_value(12).run()
+    no_errors(at)

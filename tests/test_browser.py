@@ -1,0 +1,69 @@
+"""The real app in a real browser: type a prompt, see the heatmap, switch heads, rank coreference heads.
+
+Runs ``streamlit run app/main.py`` and Debian's chromium through playwright. Screenshots go to
+``TXVIZ_ARTIFACTS`` (default: the test's tmp dir); the time from Enter to the redrawn heatmap is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.app_fixtures import default_model_home  # noqa: F401
+from tests.browser import CHART, ERROR, browser_available, chromium_page, streamlit_server, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.default_model]
+
+reason = browser_available()
+if reason:
+    pytestmark.append(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="module")
+def server(default_model_home):
+    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
+        yield url
+
+
+def artifacts(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def heatmap_text(page) -> str:
+    return page.locator(".st-key-heatmap").inner_text()
+
+
+def test_attention_page_type_prompt_switch_head(server, tmp_path):
+    with chromium_page() as page:
+        page.goto(server)
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+
+        prompt = page.locator(".st-key-prompt textarea")
+        prompt.fill("Alice thanked Bob because she had finished the report.")
+        started = time.perf_counter()
+        prompt.press("Control+Enter")
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
+                               timeout=60_000)
+        page.wait_for_selector(f".st-key-heatmap {CHART}")
+        seconds = time.perf_counter() - started
+        wait_idle(page)
+        print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
+        assert page.locator(ERROR).count() == 0
+        assert "prompt=" in page.url  # the view is in the URL
+
+        head = page.locator(".st-key-head input")
+        head.fill("4")
+        head.press("Enter")
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
+                               timeout=60_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        assert "head=4" in page.url
+        page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)

@@ -1,0 +1,307 @@
+"""Coreference heads (txviz.analysis.coref): reading cases, locating spans, scoring heads, the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers.pre_tokenizers import ByteLevel
+
+from txviz import cli
+from txviz.analysis import coref_data
+from txviz.analysis.coref import (BUILTIN_PATH, CorefCase, CorefDataError, answer_margin, baseline_accuracy,
+                                  builtin_cases, evaluate, locate, parse_cases, rank_for_sentence, rank_heads,
+                                  score_heads, token_span)
+from txviz.config import ModelConfig
+from txviz.loading.loaded import LoadedModel
+from txviz.model.transformer import Decoder
+
+SINK = "<|endoftext|>"
+
+
+# ---- a real byte-level BPE tokenizer and a tiny random model ---------------------------------------
+
+@dataclass(frozen=True)
+class Encoding:
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    offsets: tuple[tuple[int, int], ...]
+    special: tuple[bool, ...]
+
+
+class ByteLevelTokenizer:
+    """Byte-level BPE like SmolLM2's (Digits + ByteLevel pre-tokenizer), with a few merges so that
+    "Mary" and " she" are one token each and "John" is four."""
+
+    def __init__(self):
+        vocab = {ch: i for i, ch in enumerate(sorted(ByteLevel.alphabet()))}
+        merges = [("M", "a"), ("Ma", "r"), ("Mar", "y"), ("Ġ", "s"), ("Ġs", "h"), ("Ġsh", "e")]
+        for a, b in merges:
+            vocab[a + b] = len(vocab)
+        self._tokenizer = Tokenizer(models.BPE(vocab, merges))
+        self._tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Digits(individual_digits=True), ByteLevel(add_prefix_space=False)])
+        self._tokenizer.add_special_tokens([SINK])
+        self.vocab_size = self._tokenizer.get_vocab_size()
+
+    def encode(self, text: str, bos: str = "none") -> Encoding:
+        e = self._tokenizer.encode(text, add_special_tokens=False)
+        ids, tokens, offsets, special = list(e.ids), list(e.tokens), list(e.offsets), [False] * len(e.ids)
+        if bos != "none":  # the test model has no BOS of its own: both prepend the sink
+            ids, tokens = [self._tokenizer.token_to_id(SINK)] + ids, [SINK] + tokens
+            offsets, special = [(0, 0)] + offsets, [True] + special
+        return Encoding(tuple(ids), tuple(tokens), tuple(offsets), tuple(special))
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return ByteLevelTokenizer()
+
+
+@pytest.fixture(scope="module")
+def tiny(tokenizer):
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
+                         ffn_hidden=64, name="tiny")
+    model = Decoder(config).eval()
+    return LoadedModel(model=model, tokenizer=tokenizer, config=config, source="tiny", format="test")
+
+
+def line(**fields) -> str:
+    record = {"text": "Mary called John because she was late.", "pronoun": "she",
+              "candidates": ["Mary", "John"], "answer": "Mary"}
+    record.update(fields)
+    return json.dumps({k: v for k, v in record.items() if v is not None})
+
+
+# ---- reading cases ---------------------------------------------------------------------------------
+
+def test_parse_cases_reads_lines_and_files(tmp_path):
+    lines = [line(), "", line(text="John met Mary. She smiled and she left.", pronoun="she",
+                              pronoun_occurrence=0, answer="Mary", kind="gender")]
+    cases = parse_cases(lines)
+    assert [c.answer for c in cases] == ["Mary", "Mary"]
+    assert cases[0].candidates == ("Mary", "John") and cases[1].kind == "gender"
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert parse_cases(path) == cases == parse_cases(str(path))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('{"text": "Mary called John because she was late."', "line 2: malformed JSON"),
+    ('["a list"]', "line 2: expected a JSON object"),
+    (line(answer=None), "line 2: missing field(s) 'answer'"),
+    (line(answers="Mary"), "line 2: unknown field(s) 'answers'"),
+    (line(answer="Sue"), "answer 'Sue' is not among the candidates"),
+    (line(candidates=["Mary"]), "need at least 2 candidates"),
+    (line(candidates=["Mary", "Mary"]), "candidates repeat"),
+    (line(candidates="Mary"), "'candidates' must be a list"),
+    (line(pronoun="he"), "pronoun 'he' occurs 0 time(s)"),
+    (line(pronoun="She"), "case-sensitive"),
+    (line(pronoun_occurrence=1), "pronoun_occurrence=1 needs at least 2"),
+    (line(pronoun_occurrence=-1), "must be an integer >= 0"),
+    (line(pronoun_occurrence=True), "must be an integer >= 0"),
+    (line(candidates=["Mary", "Jo"]), "candidate 'Jo' is not in the text as a whole word"),
+    (line(candidates=["Mary", "Mary called"]), "overlap"),
+    (line(text=""), "'text' must be a non-empty string"),
+])
+def test_parse_cases_rejects_with_the_line_number(bad, message):
+    with pytest.raises(CorefDataError, match="line 2") as error:
+        parse_cases([line(), bad])
+    assert message in str(error.value)
+
+
+def test_parse_cases_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such coreference data file"):
+        parse_cases(tmp_path / "missing.jsonl")
+    with pytest.raises(CorefDataError, match="not a file"):
+        parse_cases(tmp_path)
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    with pytest.raises(CorefDataError, match="no cases"):
+        parse_cases(tmp_path / "empty.jsonl")
+    (tmp_path / "latin1.jsonl").write_bytes('{"text": "Zoë"}'.encode("latin-1"))
+    with pytest.raises(CorefDataError, match="not UTF-8"):
+        parse_cases(tmp_path / "latin1.jsonl")
+
+
+def test_candidates_after_the_pronoun_are_allowed_but_flagged():
+    case = CorefCase("Before she left, Mary called John.", "she", ("Mary", "John"), "Mary")
+    assert case.after_pronoun == ("Mary", "John")
+    assert baseline_accuracy([case]) == {"nearest": 0.0, "first": 1.0}
+    assert parse_cases([line()])[0].after_pronoun == ()
+
+
+def test_whole_word_matching_and_occurrence():
+    case = CorefCase("Ann saw Anna, and then she saw her; she waved.", "she", ("Ann", "Anna"), "Anna",
+                     pronoun_occurrence=1)
+    assert case.candidate_chars == ((0, 3), (8, 12))
+    assert case.pronoun_chars == (36, 39)
+
+
+# ---- from characters to tokens ---------------------------------------------------------------------
+
+def test_locate_covers_every_token_of_a_candidate(tokenizer):
+    case = CorefCase("Mary met John; she smiled.", "she", ("Mary", "John"), "John")
+    encoding = tokenizer.encode(case.text, bos="sink")
+    spans = locate(case, encoding)
+    assert encoding.tokens[0] == SINK
+    assert [encoding.tokens[i] for i in spans.candidates[0]] == ["Mary"]
+    assert [encoding.tokens[i] for i in spans.candidates[1]] == ["J", "o", "h", "n"]  # not the space before
+    assert encoding.tokens[spans.pronoun_row] == "Ġshe"
+    assert spans.answer == 1
+    unshifted = locate(case, tokenizer.encode(case.text, bos="none"))
+    assert unshifted.pronoun_row == spans.pronoun_row - 1
+
+
+def test_locate_takes_the_pronouns_last_token_and_multibyte_characters(tokenizer):
+    case = CorefCase("Zoë met Mary, then Zoë left.", "Zoë", ("Mary", "met"), "Mary", pronoun_occurrence=1)
+    encoding = tokenizer.encode(case.text)
+    spans = locate(case, encoding)
+    pronoun_tokens = token_span(encoding.offsets, *case.pronoun_chars)
+    assert len(pronoun_tokens) == 4  # "Z", "o", and the two bytes of "ë" (not the space before)
+    assert spans.pronoun_row == pronoun_tokens[-1]
+    assert token_span(encoding.offsets, 0, 3) == (0, 1, 2, 3)  # first "Zoë", both bytes of "ë"
+
+
+def test_token_span_skips_special_and_empty_tokens():
+    offsets = [(0, 0), (0, 4), (4, 9)]
+    assert token_span(offsets, 0, 4) == (1,)
+    assert token_span(offsets, 0, 4, special=[False, True, False]) == ()
+
+
+# ---- scoring heads ---------------------------------------------------------------------------------
+
+def one_hot_rows(n_layers: int, n_heads: int, t: int, row: int, targets: dict) -> torch.Tensor:
+    """(L, H, T, T) uniform causal attention, except row ``row`` of each (layer, head) in ``targets``
+    puts its weights on the given keys."""
+    probs = torch.tril(torch.ones(t, t))
+    probs = (probs / probs.sum(-1, keepdim=True)).expand(n_layers, n_heads, t, t).clone()
+    for (layer, head), weights in targets.items():
+        probs[layer, head, row] = 0
+        for key, weight in weights.items():
+            probs[layer, head, row, key] = weight
+    return probs
+
+
+def test_rank_heads_sums_over_candidate_tokens():
+    probs = one_hot_rows(2, 3, 6, row=5, targets={(0, 1): {1: 0.3, 2: 0.3, 4: 0.4}, (1, 2): {3: 0.9, 0: 0.1}})
+    mass = rank_heads(probs, 5, [(1, 2), (3, 4)])
+    assert mass.shape == (2, 3, 2)
+    torch.testing.assert_close(mass[0, 1], torch.tensor([0.6, 0.4]))
+    torch.testing.assert_close(mass[1, 2], torch.tensor([0.0, 0.9]))
+    torch.testing.assert_close(mass[0, 0], torch.tensor([2 / 6, 2 / 6]))
+    margin = answer_margin(mass, 0)
+    assert margin[0, 1] == pytest.approx(0.2) and margin[1, 2] == pytest.approx(-0.9)
+    assert margin[0, 0] == 0  # a tie: counted as wrong
+    with pytest.raises(ValueError, match="out of range"):
+        rank_heads(probs, 5, [(1,), (6,)])
+    with pytest.raises(ValueError, match="empty"):
+        rank_heads(probs, 5, [(1,), ()])
+
+
+def test_score_heads_ranks_by_margin_for_the_target():
+    probs = one_hot_rows(2, 2, 6, row=5, targets={(1, 0): {1: 0.8, 3: 0.2}, (0, 1): {1: 0.5, 3: 0.5},
+                                                  (1, 1): {1: 0.1, 3: 0.7, 4: 0.2}})
+    heads = score_heads(probs, 5, [(1,), (3,)], target=0)
+    assert (heads[0].layer, heads[0].head, heads[0].predicted) == (1, 0, 0)
+    assert heads[0].mass == pytest.approx((0.8, 0.2)) and heads[0].margin == pytest.approx(0.6)
+    tie = next(h for h in heads if (h.layer, h.head) == (0, 1))
+    assert tie.predicted is None and tie.margin == 0
+    assert [h.margin for h in heads] == sorted((h.margin for h in heads), reverse=True)
+    best_for_second = score_heads(probs, 5, [(1,), (3,)], target=1)[0]
+    assert (best_for_second.layer, best_for_second.head, best_for_second.predicted) == (1, 1, 1)
+    with pytest.raises(ValueError, match="share token"):
+        score_heads(probs, 5, [(1, 2), (2, 3)])
+    with pytest.raises(ValueError, match="pronoun's token"):
+        score_heads(probs, 5, [(1,), (5,)])
+    with pytest.raises(ValueError, match="at least 2"):
+        score_heads(probs, 5, [(1,)])
+
+
+def test_evaluate_schema_and_sorting(tiny):
+    cases = builtin_cases()[::8]
+    result = evaluate(tiny, cases, bos="sink")
+    assert set(result) >= {"n_cases", "baselines", "heads"} and result["n_cases"] == len(cases)
+    assert set(result["baselines"]) == {"nearest", "first"}
+    assert len(result["heads"]) == 2 * 4
+    assert all(set(row) == {"layer", "head", "accuracy", "margin"} for row in result["heads"])
+    keys = [(-row["accuracy"], -row["margin"]) for row in result["heads"]]
+    assert keys == sorted(keys)
+    assert all(0 <= row["accuracy"] <= 1 and -1 <= row["margin"] <= 1 for row in result["heads"])
+
+
+def test_evaluate_batching_changes_nothing(tiny):
+    """Right padding is invisible to a causal model's real rows."""
+    cases = builtin_cases()[::12]
+    one, many = (evaluate(tiny, cases, batch_size=size) for size in (1, 7))
+    for a, b in zip(sorted(one["heads"], key=lambda r: (r["layer"], r["head"])),
+                    sorted(many["heads"], key=lambda r: (r["layer"], r["head"]))):
+        assert a["accuracy"] == b["accuracy"] and a["margin"] == pytest.approx(b["margin"], abs=1e-5)
+
+
+def test_evaluate_agrees_with_one_sentence_ranking(tiny):
+    case = CorefCase("Mary met John; she smiled.", "she", ("Mary", "John"), "Mary")
+    spans = locate(case, tiny.tokenizer.encode(case.text, bos="sink"))
+    ranking = rank_for_sentence(tiny, case.text, spans.pronoun_row, spans.candidates, target=0)
+    result = evaluate((tiny.model, tiny.tokenizer), [case])
+    by_head = {(h.layer, h.head): h for h in ranking.heads}
+    for row in result["heads"]:
+        assert row["margin"] == pytest.approx(by_head[row["layer"], row["head"]].margin, abs=1e-5)
+    assert ranking.tokens[0] == SINK and len(ranking.heads) == 8
+
+
+# ---- the built-in set ------------------------------------------------------------------------------
+
+def test_generator_reproduces_the_shipped_file():
+    assert coref_data.to_jsonl(coref_data.generate_cases()) == BUILTIN_PATH.read_text(encoding="utf-8")
+
+
+def test_builtin_set_is_balanced_and_decidable_from_the_left():
+    cases = builtin_cases()
+    assert 150 <= len(cases) <= 300 and len({c.text for c in cases}) == len(cases)
+    assert baseline_accuracy(cases) == {"nearest": 0.5, "first": 0.5}
+    for kind in ("gender", "number", "animacy"):
+        subset = [c for c in cases if c.kind == kind]
+        assert len(subset) >= 50 and baseline_accuracy(subset) == {"nearest": 0.5, "first": 0.5}
+    assert not any(c.after_pronoun for c in cases)
+
+
+# ---- the CLI ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_cli(tiny, monkeypatch):
+    monkeypatch.setattr(cli, "_load", lambda args: tiny)
+
+
+def test_cli_coref_json(tiny_cli, capsys, tmp_path):
+    assert cli.main(["coref", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_cases"] == len(builtin_cases()) and result["bos"] == "sink"
+    assert result["baselines"] == {"nearest": 0.5, "first": 0.5} and len(result["heads"]) == 8
+    path = tmp_path / "mine.jsonl"
+    path.write_text(line() + "\n" + line(answer="John", pronoun="was", text="Mary called John, who was late.") + "\n")
+    assert cli.main(["coref", "--data", str(path), "--bos", "none", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_cases"] == 2 and result["bos"] == "none" and result["data"] == str(path)
+
+
+def test_cli_coref_table_respects_top(tiny_cli, capsys):
+    assert cli.main(["coref", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "baselines: nearest 0.500, first 0.500" in out
+    assert len(out.strip().splitlines()) == 3 + 3
+
+
+@pytest.mark.parametrize("content, message", [("{not json\n", "line 1: malformed JSON"),
+                                              (line(answer="Sue") + "\n", "line 1: answer 'Sue'")])
+def test_cli_coref_bad_file_exits_2(tiny_cli, capsys, tmp_path, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    assert cli.main(["coref", "--data", str(path), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)
+    assert message in error["error"] and error["type"] == "CorefDataError"
+    assert cli.main(["coref", "--data", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such coreference data file" in capsys.readouterr().err

@@ -1,0 +1,373 @@
+"""The HF loader against transformers itself: tiny random checkpoints of every supported family are
+saved with ``save_pretrained`` (safetensors), loaded through txviz, and must give the same logits and
+the same attention map in every layer and head. Then the layouts (sharded, fused Mixtral experts,
+the transformers 4.x config spelling), the errors, and config-only reading of published configs."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+pytest.importorskip("transformers")
+
+from tests.tiny_hf import (SLIDING, VARIANTS, WINDOW, build, edit_config, legacy_rope_spelling,  # noqa: E402
+                           random_ids, save, save_state_dict)
+from txviz.loading.errors import ModelLoadError  # noqa: E402
+from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
+from txviz.loading.hf_config import CONFIG_READERS, SUPPORTED  # noqa: E402
+from txviz.loading.hf_names import LAYOUTS  # noqa: E402
+from txviz.trace import trace  # noqa: E402
+
+ROPE_VARIANTS = sorted(v for v in VARIANTS if "rope" in v or "theta" in v)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy machine the spinning threads
+    make every forward ~100x slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def reference(hf_model, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' logits (B, T, V) and attention maps stacked over layers (L, B, H, T, S)."""
+    with torch.no_grad():
+        out = hf_model(ids, output_attentions=True)
+    return out.logits, torch.stack(out.attentions)
+
+
+def ours(loaded, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    tr = trace(loaded.model, ids, capture=["logits", "attn_probs"])
+    return tr["logits"], tr["attn_probs"]
+
+
+def assert_parity(hf_model, loaded, seed: int = 0) -> None:
+    ids = random_ids(hf_model.config.vocab_size, seed=seed)
+    expected_logits, expected_attn = reference(hf_model, ids)
+    logits, attn = ours(loaded, ids)
+    assert attn.shape == expected_attn.shape
+    assert_close(attn, expected_attn)
+    assert_close(logits, expected_logits)
+
+
+# ---- parity -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_logits_and_every_attention_map_match_transformers(variant, tmp_path):
+    hf_model = build(variant)
+    loaded = load_hf_dir(save(hf_model, tmp_path), device="cpu")
+    assert loaded.format == "hf" and loaded.tokenizer is None
+    assert loaded.metadata["architecture"] == hf_model.config.architectures[0]
+    assert_parity(hf_model, loaded)
+
+
+@pytest.mark.parametrize("variant", sorted(SLIDING))
+def test_sliding_window_is_in_force(variant, tmp_path):
+    loaded = load_hf_dir(save(build(variant), tmp_path), device="cpu")
+    assert loaded.config.sliding_window == WINDOW
+    probs = ours(loaded, random_ids(loaded.config.vocab_size))[1]  # (L, B, H, T, S)
+    query, key = torch.meshgrid(torch.arange(probs.shape[-2]), torch.arange(probs.shape[-1]), indexing="ij")
+    too_far = query - key >= WINDOW
+    assert too_far.any()
+    assert (probs[..., too_far] == 0).all()
+
+
+@pytest.mark.parametrize("variant", ROPE_VARIANTS)
+def test_transformers_4_rope_spelling_loads_the_same(variant, tmp_path):
+    hf_model = build(variant)
+    save(hf_model, tmp_path)
+    modern = load_hf_dir(tmp_path, device="cpu").config
+    edit_config(tmp_path, legacy_rope_spelling)
+    assert "rope_parameters" not in json.loads((tmp_path / "config.json").read_text())
+    loaded = load_hf_dir(tmp_path, device="cpu")
+    assert (loaded.config.rope_theta, loaded.config.rope_scaling) == (modern.rope_theta, modern.rope_scaling)
+    assert_parity(hf_model, loaded)
+
+
+def test_mixtral_fused_expert_layout_loads_like_the_per_expert_one(tmp_path):
+    hf_model = build("mixtral")
+    fused = load_hf_dir(save_state_dict(hf_model, tmp_path / "fused"), device="cpu")
+    classic = load_hf_dir(save(hf_model, tmp_path / "classic"), device="cpu")
+    assert any(".mlp.experts.gate_up_proj" in name for name in hf_model.state_dict())  # the premise
+    assert "unfuse_experts" in fused.metadata["transforms"]
+    for name, tensor in classic.model.state_dict().items():
+        assert torch.equal(fused.model.state_dict()[name], tensor), name
+    assert_parity(hf_model, fused)
+
+
+@pytest.mark.parametrize("variant", ["llama_gqa", "mixtral", "gpt2"])
+def test_sharded_checkpoint_loads_identically(variant, tmp_path):
+    hf_model = build(variant)
+    single = load_hf_dir(save(hf_model, tmp_path / "single"), device="cpu")
+    sharded = load_hf_dir(save(hf_model, tmp_path / "sharded", max_shard_size="40KB"), device="cpu")
+    assert len(sharded.metadata["files"]) > 1
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
+    assert single.model.state_dict().keys() == sharded.model.state_dict().keys()
+    for name, tensor in single.model.state_dict().items():
+        assert torch.equal(sharded.model.state_dict()[name], tensor), name
+
+
+def test_dtype_and_device_are_honoured(tmp_path):
+    loaded = load_hf_dir(save(build("qwen2"), tmp_path), device="cpu", dtype=torch.bfloat16)
+    assert loaded.dtype == torch.bfloat16 and loaded.device == torch.device("cpu")
+
+
+def test_tokenizer_and_its_special_tokens_come_along(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<s>": 0, "</s>": 1, "[unk]": 2, "hello": 3, "world": 4}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="[unk]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    save(build("llama_gqa"), tmp_path)
+    backend.save(str(tmp_path / "tokenizer.json"))
+    template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
+        "bos_token": {"content": "<s>", "special": True}, "eos_token": "</s>",
+        "chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": template}]}))
+    loaded = load_hf_dir(tmp_path, device="cpu")
+    assert (loaded.tokenizer.bos_token, loaded.tokenizer.eos_token) == ("<s>", "</s>")
+    assert loaded.tokenizer.chat_template == template == loaded.metadata["chat_template"]
+    assert loaded.tokenizer.encode("hello world").ids == (3, 4)
+
+
+def test_the_family_tables_agree():
+    assert set(SUPPORTED) == set(CONFIG_READERS) == set(LAYOUTS)
+
+
+# ---- errors -------------------------------------------------------------------------------------
+def _no_config(d):
+    save(build("llama_gqa"), d)
+    (d / "config.json").unlink()
+
+
+def _no_weights(d):
+    build("llama_gqa").config.save_pretrained(d)
+
+
+def _only_pickle(d):
+    class Trap:  # unpickling this would create a file: it must never happen
+        def __reduce__(self):
+            return (open, (str(d / "UNPICKLED"), "w"))
+
+    build("llama_gqa").config.save_pretrained(d)
+    (d / "pytorch_model.bin").write_bytes(pickle.dumps(Trap()))
+
+
+def _other_safetensors_name(d):
+    save(build("llama_gqa"), d)
+    (d / "model.safetensors").rename(d / "consolidated.safetensors")
+
+
+def _architecture(name, model_type):
+    def setup(d):
+        save(build("llama_gqa"), d)
+        edit_config(d, lambda c: {**c, "architectures": [name], "model_type": model_type})
+    return setup
+
+
+def _config_edit(variant, **changes):
+    def setup(d):
+        save(build(variant), d)
+        edit_config(d, lambda c: {**c, **changes})
+    return setup
+
+
+def _config_text(text):
+    def setup(d):
+        save(build("llama_gqa"), d)
+        (d / "config.json").write_text(text)
+    return setup
+
+
+def _fused_mismatch(d):
+    save_state_dict(build("mixtral"), d)
+    edit_config(d, lambda c: {**c, "intermediate_size": 80})
+
+
+def _missing_shard(d):
+    save(build("llama_gqa"), d, max_shard_size="40KB")
+    sorted(d.glob("model-*.safetensors"))[-1].unlink()
+
+
+def _corrupt_weights(d):
+    save(build("llama_gqa"), d)
+    (d / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not a header")
+
+
+def _extra_tensor(d):
+    hf_model = build("llama_gqa")
+    hf_model.register_parameter("stray", torch.nn.Parameter(torch.zeros(3)))
+    save_state_dict(hf_model, d)
+
+
+def _partial_window(d):
+    save(build("qwen2"), d)
+    edit_config(d, lambda c: {**c, "layer_types": ["full_attention", "sliding_attention"],
+                              "use_sliding_window": True, "sliding_window": 4})
+
+
+BROKEN = {
+    "no_config_json": (_no_config, "no config.json"),
+    "no_weights": (_no_weights, "has no weights"),
+    "only_pytorch_model_bin": (_only_pickle, "loads only safetensors"),
+    "unlisted_safetensors": (_other_safetensors_name, "consolidated.safetensors"),
+    "unsupported_architecture": (_architecture("BertForMaskedLM", "bert"), "MixtralForCausalLM"),
+    "classifier_head": (_architecture("LlamaForSequenceClassification", "llama"), "only causal"),
+    "kv_heads_mismatch": (_config_edit("llama_gqa", num_key_value_heads=1), "k_proj"),
+    "ffn_width_mismatch": (_config_edit("llama_gqa", intermediate_size=80), "do not match config.json"),
+    "gpt2_fused_qkv_mismatch": (_config_edit("gpt2", n_embd=32), "c_attn"),
+    "mixtral_fused_mismatch": (_fused_mismatch, r"mlp\.experts\..*does not match"),
+    "config_not_json": (_config_text("{not json"), "not valid JSON"),
+    "config_not_an_object": (_config_text("[1, 2, 3]"), "JSON object"),
+    "config_number_as_text": (_config_edit("llama_gqa", hidden_size="64"), "hidden_size"),
+    "config_huge": (_config_text("{" + " " * (2 << 20) + "}"), "too large"),
+    "config_impossible_heads": (_config_edit("llama_gqa", num_key_value_heads=3), "n_kv_heads"),
+    "unsupported_rope": (_config_edit("llama_gqa", rope_parameters={"rope_type": "longrope", "rope_theta": 1e4}),
+                         "longrope"),
+    "missing_shard": (_missing_shard, "missing"),
+    "corrupt_safetensors": (_corrupt_weights, "not a readable safetensors file"),
+    "stray_tensor": (_extra_tensor, "stray"),
+    "window_on_some_layers": (_partial_window, "only some layers"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_checkpoints_raise_a_clear_error(case, tmp_path):
+    setup, message = BROKEN[case]
+    setup(tmp_path)
+    with pytest.raises(ModelLoadError, match=message):
+        load_hf_dir(tmp_path, device="cpu")
+    assert not (tmp_path / "UNPICKLED").exists()
+
+
+# ---- config.json only ---------------------------------------------------------------------------
+LLAMA_2_7B = {"architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+              "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
+              "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 32,
+              "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+              "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
+              "transformers_version": "4.31.0.dev0", "use_cache": True, "vocab_size": 32000}
+LLAMA_3_8B = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+              "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+              "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
+              "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+              "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 500000.0,
+              "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+              "use_cache": True, "vocab_size": 128256}
+LLAMA_3_1_8B = {**LLAMA_3_8B, "eos_token_id": [128001, 128008, 128009], "max_position_embeddings": 131072,
+                "mlp_bias": False, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                    "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+SMOLLM2_135M = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 0,
+                "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 576, "intermediate_size": 1536,
+                "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 9,
+                "num_hidden_layers": 30, "num_key_value_heads": 3, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+                "rope_scaling": None, "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+                "vocab_size": 49152}
+MISTRAL_7B_V01 = {"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+                  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+                  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+                  "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+                  "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                  "use_cache": True, "vocab_size": 32000}
+MISTRAL_7B_V03 = {**MISTRAL_7B_V01, "rope_theta": 1000000.0, "sliding_window": None, "vocab_size": 32768}
+MIXTRAL_8X7B = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+                "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+                "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mixtral",
+                "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+                "num_key_value_heads": 8, "num_local_experts": 8, "output_router_logits": False,
+                "rms_norm_eps": 1e-05, "rope_theta": 1e6, "router_aux_loss_coef": 0.02, "sliding_window": None,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 32000}
+QWEN2_7B = {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+            "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+            "intermediate_size": 18944, "max_position_embeddings": 131072, "max_window_layers": 28,
+            "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+            "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16", "use_cache": True, "use_sliding_window": False, "vocab_size": 152064}
+QWEN2_0_5B = {**QWEN2_7B, "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14,
+              "num_hidden_layers": 24, "num_key_value_heads": 2, "max_window_layers": 24,
+              "max_position_embeddings": 32768, "sliding_window": 32768, "tie_word_embeddings": True,
+              "vocab_size": 151936}
+QWEN2_5_7B_YARN = {**QWEN2_7B, "max_position_embeddings": 32768,
+                   "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}}
+GPT2_SMALL = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+              "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+              "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+              "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "summary_activation": None,
+              "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
+              "summary_use_proj": True, "vocab_size": 50257}
+TRANSFORMERS_5_LLAMA = {**{k: v for k, v in LLAMA_3_1_8B.items() if k not in ("rope_scaling", "rope_theta")},
+                        "rope_parameters": {**LLAMA_3_1_8B["rope_scaling"], "rope_theta": 500000.0}}
+
+PUBLISHED = {  # config → the fields it must give
+    "llama-2-7b": (LLAMA_2_7B, dict(n_layers=32, n_heads=32, n_kv_heads=32, d_model=4096, ffn_hidden=11008,
+                                    vocab_size=32000, max_seq_len=4096, rope_theta=10000.0, norm_eps=1e-5)),
+    "llama-3-8b": (LLAMA_3_8B, dict(n_layers=32, n_heads=32, n_kv_heads=8, d_model=4096, ffn_hidden=14336,
+                                    head_dim=128, rope_theta=500000.0, vocab_size=128256, attention_kind="GQA")),
+    "llama-3.1-8b": (LLAMA_3_1_8B, dict(rope_theta=500000.0, max_seq_len=131072,
+                                        rope_scaling=dict(kind="llama3", factor=8.0, original_max_seq_len=8192,
+                                                          low_freq_factor=1.0, high_freq_factor=4.0))),
+    "llama-3.1-8b-transformers-5": (TRANSFORMERS_5_LLAMA, dict(rope_theta=500000.0, n_kv_heads=8,
+                                                               rope_scaling=dict(kind="llama3", factor=8.0))),
+    "smollm2-135m": (SMOLLM2_135M, dict(n_layers=30, n_heads=9, n_kv_heads=3, d_model=576, head_dim=64,
+                                        tie_embeddings=True, rope_theta=100000.0)),
+    "mistral-7b-v0.1": (MISTRAL_7B_V01, dict(n_kv_heads=8, sliding_window=4096, ffn_hidden=14336, qkv_bias=False)),
+    "mistral-7b-v0.3": (MISTRAL_7B_V03, dict(sliding_window=None, rope_theta=1e6, vocab_size=32768)),
+    "mixtral-8x7b": (MIXTRAL_8X7B, dict(n_experts=8, top_k=2, router_norm="topk", ffn_hidden=14336,
+                                        rope_theta=1e6, sliding_window=None, is_moe=True)),
+    "qwen2-7b": (QWEN2_7B, dict(n_heads=28, n_kv_heads=4, d_model=3584, qkv_bias=True, out_bias=False,
+                                sliding_window=None, norm_eps=1e-6, vocab_size=152064)),
+    "qwen2-0.5b": (QWEN2_0_5B, dict(n_heads=14, n_kv_heads=2, head_dim=64, tie_embeddings=True, qkv_bias=True)),
+    "qwen2.5-7b-yarn": (QWEN2_5_7B_YARN, dict(rope_scaling=dict(kind="yarn", factor=4.0,
+                                                                original_max_seq_len=32768))),
+    "gpt2": (GPT2_SMALL, dict(n_layers=12, n_heads=12, d_model=768, ffn_hidden=3072, positions="learned",
+                              norm="layernorm", ffn="gelu_mlp", gelu_approximate="tanh", max_seq_len=1024,
+                              tie_embeddings=True, qkv_bias=True, out_bias=True, mlp_bias=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_read_hf_config_on_published_configs(name):
+    raw, expected = PUBLISHED[name]
+    config = read_hf_config(raw)
+    for field, value in expected.items():
+        actual = getattr(config, field)
+        if field == "rope_scaling":
+            actual = {key: getattr(actual, key) for key in value}
+        assert actual == value, field
+
+
+@pytest.mark.parametrize("form", ["dict", "file", "directory", "bytes", "text"])
+def test_read_hf_config_takes_every_form_of_a_config(form, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_3_8B))
+    source = {"dict": LLAMA_3_8B, "file": tmp_path / "config.json", "directory": str(tmp_path),
+              "bytes": json.dumps(LLAMA_3_8B).encode(), "text": json.dumps(LLAMA_3_8B)}[form]
+    assert read_hf_config(source) == read_hf_config(LLAMA_3_8B).replace(
+        name=read_hf_config(source).name, source=read_hf_config(source).source)
+
+
+BAD_CONFIGS = {
+    "no_layers": ({**LLAMA_3_8B, "num_hidden_layers": None}, "num_hidden_layers"),
+    "bool_as_count": ({**LLAMA_3_8B, "num_hidden_layers": True}, "num_hidden_layers"),
+    "absurd_size": ({**LLAMA_3_8B, "hidden_size": 10 ** 30}, "hidden_size"),
+    "negative_heads": ({**LLAMA_3_8B, "num_attention_heads": -4}, "num_attention_heads"),
+    "nan_eps": ({**LLAMA_3_8B, "rms_norm_eps": float("nan")}, "rms_norm_eps"),
+    "gelu_llama": ({**LLAMA_3_8B, "hidden_act": "gelu"}, "hidden_act"),
+    "no_model_type": ({k: v for k, v in LLAMA_3_8B.items() if k not in ("model_type", "architectures")},
+                      "supported"),
+    "unknown_family": ({"model_type": "falcon", "architectures": ["FalconForCausalLM"]}, "LlamaForCausalLM"),
+    "rope_not_a_dict": ({**LLAMA_3_8B, "rope_scaling": "linear"}, "rope"),
+    "gpt2_inverse_layer_scaling": ({**GPT2_SMALL, "scale_attn_by_inverse_layer_idx": True}, "1/sqrt"),
+    "deep_nesting": (b"[" * 100_000 + b"]" * 100_000, "JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_read_hf_config_refuses_malformed_configs(case):
+    source, message = BAD_CONFIGS[case]
+    with pytest.raises(ModelLoadError, match=message):
+        read_hf_config(source)
