@@ -150,3 +150,35 @@ def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[i
                      f"border-radius:4px;background:{color};font-family:monospace;font-size:13px'>"
                      f"<sub style='color:#868e96'>{i}</sub>&nbsp;{text}</span>")
     return "<div style='line-height:2.1'>" + "".join(boxes) + "</div>"
+
+
+def lines(x, series: dict[str, np.ndarray], *, title: str = "", x_title: str = "", y_title: str = "",
+          log_y: bool = False, log_x: bool = False, height: int = 340, mode: str = "lines") -> go.Figure:
+    """Several named series over one x axis."""
+    fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, dtype=float), name=name, mode=mode)
+                     for name, y in series.items()])
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    return fig
+
+
+def rotation_path(points: np.ndarray, *, title: str, labels: list[str] | None = None) -> go.Figure:
+    """A 2-D pair of coordinates as its position changes: RoPE turns it on a circle."""
+    points = np.asarray(points, dtype=float)
+    fig = go.Figure(go.Scatter(x=points[:, 0], y=points[:, 1], mode="lines+markers",
+                               text=labels or [f"position {i}" for i in range(len(points))],
+                               marker=dict(color=np.arange(len(points)), colorscale="Viridis", size=7,
+                                           colorbar=dict(title="position")),
+                               hovertemplate="%{text}<br>(%{x:.3f}, %{y:.3f})<extra></extra>"))
+    fig.update_layout(title=title, height=380, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(scaleanchor="x", scaleratio=1)
+    return fig
+
+
+def bars(labels: list[str], values: np.ndarray, *, title: str = "", y_title: str = "", log_y: bool = False) -> go.Figure:
+    fig = go.Figure(go.Bar(x=list(labels), y=np.asarray(values, dtype=float)))
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    return fig

@@ -22,6 +22,9 @@ PAGES = {
         st.Page("app_pages/heads.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
         st.Page("app_pages/block.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
     ],
+    "Positions & memory": [
+        st.Page("app_pages/positions.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),
+    ],
 }
 
 navigation = st.navigation(PAGES)

@@ -90,3 +90,37 @@ def get_induction_scores(source: str, length: int, seed: int) -> np.ndarray:
     prefix = (tokenizer.sink_id,) if tokenizer is not None and tokenizer.sink_id is not None else ()
     special = tuple(getattr(tokenizer, "special_ids", ()) or ())
     return induction_scores(loaded.model, length, seed=seed, prefix=prefix, avoid=special + prefix).numpy()
+
+
+TEXTS_DIR = __import__("pathlib").Path(__file__).resolve().parents[1] / "assets" / "texts"
+
+
+def shipped_texts() -> dict[str, str]:
+    """The license-clean texts the project ships, by file name."""
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(TEXTS_DIR.glob("*.txt"))}
+
+
+@st.cache_resource(show_spinner="Scoring the text under each RoPE scaling…", max_entries=8)
+def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
+    from txviz.analysis.positions import SCALING_KINDS, scaling_for, token_losses, variant
+
+    loaded = get_model(source)
+    ids = loaded.tokenizer.encode(shipped_texts()[text_name], bos="sink").ids[:max_tokens]
+    ids = torch.tensor(ids)
+    config = loaded.config
+    losses = {}
+    for kind in SCALING_KINDS:
+        model = loaded.model if kind == "none" else variant(
+            loaded.model, rope_scaling=scaling_for(kind, factor, config.max_seq_len))
+        losses[kind] = token_losses(model, ids).numpy()
+    return losses
+
+
+@st.cache_resource(show_spinner="Shuffling the prompt…", max_entries=8)
+def get_permutation_check(source: str, prompt: str, bos: str) -> dict[str, tuple]:
+    from txviz.analysis.positions import layer0_score_sets, variant
+
+    loaded = get_model(source)
+    ids = torch.tensor(encode(source, prompt, bos).ids)
+    models = {"with the model's positions": loaded.model, "positions removed": variant(loaded.model, positions="none")}
+    return {name: layer0_score_sets(model, ids) for name, model in models.items()}

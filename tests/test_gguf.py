@@ -9,23 +9,12 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from gguf import GGUFValueType
 
-from tests.tiny import random_decoder, random_ids, rotate_pairs_reference, default_inv_freq
-from tests.tiny_gguf import CONTROL_TOKENS, llamacpp_permute, quantize_roundtrip, tiny_vocab, write_gguf
+from tests.tiny import default_inv_freq, random_ids, rotate_pairs_reference
+from tests.tiny_gguf import (CONTROL_TOKENS, llamacpp_permute, quantize_roundtrip, tiny, tiny_vocab, weights_of,
+                              write_gguf)
 from txviz import Decoder, ModelConfig
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.gguf import load_gguf, read_gguf_config, unpermute_rope_rows
-
-# d_model, ffn_hidden and n_heads·head_dim are multiples of 32: every block quantization applies
-TINY = dict(vocab_size=len(tiny_vocab()), d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_hidden=96,
-            max_seq_len=64, rope_theta=5000.0, norm_eps=2.0 ** -20, name="tiny-llama")  # float32-exact
-
-
-def tiny(**overrides) -> ModelConfig:
-    return ModelConfig(**{**TINY, **overrides})
-
-
-def weights_of(config: ModelConfig, seed: int = 0) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in random_decoder(config, seed).state_dict().items()}
 
 
 def logits(model: Decoder, config: ModelConfig) -> torch.Tensor:

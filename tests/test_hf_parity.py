@@ -10,10 +10,14 @@ import pickle
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from torch.testing import assert_close
 
 pytest.importorskip("transformers")
 
+from tests.published_hf_configs import (GPT2_SMALL, LLAMA_2_7B, LLAMA_3_1_8B, LLAMA_3_8B,  # noqa: E402
+                                         MISTRAL_7B_V01, MISTRAL_7B_V03, MIXTRAL_8X7B, QWEN2_0_5B, QWEN2_5_7B_YARN,
+                                         QWEN2_7B, SMOLLM2_135M, TRANSFORMERS_5_LLAMA)
 from tests.tiny_hf import (SLIDING, VARIANTS, WINDOW, build, edit_config, legacy_rope_spelling,  # noqa: E402
                            random_ids, save, save_state_dict)
 from txviz.loading.errors import ModelLoadError  # noqa: E402
@@ -100,6 +104,40 @@ def test_mixtral_fused_expert_layout_loads_like_the_per_expert_one(tmp_path):
     assert_parity(hf_model, fused)
 
 
+def _bare_gpt2_with_mask_buffers(tensors: dict, config) -> dict:
+    """openai-community/gpt2's layout: no ``transformer.`` prefix, causal-mask buffers stored."""
+    n = config.n_positions
+    out = {name.removeprefix("transformer."): t for name, t in tensors.items()}
+    for i in range(config.n_layer):
+        out[f"h.{i}.attn.bias"] = torch.tril(torch.ones(n, n)).view(1, 1, n, n)
+        out[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    return out
+
+
+def _rotary_buffers(tensors: dict, config) -> dict:
+    """Early Llama conversions stored each layer's RoPE inv_freq."""
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, 16, 2).float() / 16)
+    return {**tensors, **{f"model.layers.{i}.self_attn.rotary_emb.inv_freq": inv_freq.clone()
+                          for i in range(config.num_hidden_layers)}}
+
+
+def _stored_tied_head(tensors: dict, config) -> dict:
+    """Some tied checkpoints store the embedding a second time, as lm_head.weight."""
+    return {**tensors, "lm_head.weight": tensors["model.embed_tokens.weight"].clone()}
+
+
+OLD_LAYOUTS = {"gpt2": _bare_gpt2_with_mask_buffers, "llama_gqa": _rotary_buffers, "llama_tied": _stored_tied_head}
+
+
+@pytest.mark.parametrize("variant", sorted(OLD_LAYOUTS))
+def test_older_checkpoint_layouts_load(variant, tmp_path):
+    hf_model = build(variant)
+    save(hf_model, tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    save_file(OLD_LAYOUTS[variant](tensors, hf_model.config), tmp_path / "model.safetensors")
+    assert_parity(hf_model, load_hf_dir(tmp_path, device="cpu"))
+
+
 @pytest.mark.parametrize("variant", ["llama_gqa", "mixtral", "gpt2"])
 def test_sharded_checkpoint_loads_identically(variant, tmp_path):
     hf_model = build(variant)
@@ -133,6 +171,16 @@ def test_tokenizer_and_its_special_tokens_come_along(tmp_path):
     assert (loaded.tokenizer.bos_token, loaded.tokenizer.eos_token) == ("<s>", "</s>")
     assert loaded.tokenizer.chat_template == template == loaded.metadata["chat_template"]
     assert loaded.tokenizer.encode("hello world").ids == (3, 4)
+
+
+def test_chat_template_jinja_file_is_read(tmp_path):
+    from tokenizers import Tokenizer, models
+
+    save(build("qwen2"), tmp_path)
+    Tokenizer(models.WordLevel({"a": 0, "[unk]": 1}, unk_token="[unk]")).save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "chat_template.jinja").write_text("{{ messages[0]['content'] }}")
+    tokenizer = load_hf_dir(tmp_path, device="cpu").tokenizer
+    assert tokenizer.bos_token is None and tokenizer.chat_template == "{{ messages[0]['content'] }}"
 
 
 def test_the_family_tables_agree():
@@ -205,6 +253,13 @@ def _extra_tensor(d):
     save_state_dict(hf_model, d)
 
 
+def _untied_head_in_tied_model(d):
+    save(build("llama_tied"), d)
+    tensors = load_file(d / "model.safetensors")
+    save_file({**tensors, "lm_head.weight": torch.randn_like(tensors["model.embed_tokens.weight"])},
+              d / "model.safetensors")
+
+
 def _partial_window(d):
     save(build("qwen2"), d)
     edit_config(d, lambda c: {**c, "layer_types": ["full_attention", "sliding_attention"],
@@ -233,6 +288,8 @@ BROKEN = {
     "corrupt_safetensors": (_corrupt_weights, "not a readable safetensors file"),
     "stray_tensor": (_extra_tensor, "stray"),
     "window_on_some_layers": (_partial_window, "only some layers"),
+    "tied_but_different_lm_head": (_untied_head_in_tied_model, "different lm_head"),
+    "quantized": (_config_edit("llama_gqa", quantization_config={"quant_method": "gptq", "bits": 4}), "gptq"),
 }
 
 
@@ -246,63 +303,6 @@ def test_broken_checkpoints_raise_a_clear_error(case, tmp_path):
 
 
 # ---- config.json only ---------------------------------------------------------------------------
-LLAMA_2_7B = {"architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
-              "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
-              "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 32,
-              "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
-              "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
-              "transformers_version": "4.31.0.dev0", "use_cache": True, "vocab_size": 32000}
-LLAMA_3_8B = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-              "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
-              "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
-              "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
-              "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 500000.0,
-              "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
-              "use_cache": True, "vocab_size": 128256}
-LLAMA_3_1_8B = {**LLAMA_3_8B, "eos_token_id": [128001, 128008, 128009], "max_position_embeddings": 131072,
-                "mlp_bias": False, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                                    "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
-SMOLLM2_135M = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 0,
-                "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 576, "intermediate_size": 1536,
-                "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 9,
-                "num_hidden_layers": 30, "num_key_value_heads": 3, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
-                "rope_scaling": None, "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-                "vocab_size": 49152}
-MISTRAL_7B_V01 = {"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
-                  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
-                  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
-                  "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
-                  "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-                  "use_cache": True, "vocab_size": 32000}
-MISTRAL_7B_V03 = {**MISTRAL_7B_V01, "rope_theta": 1000000.0, "sliding_window": None, "vocab_size": 32768}
-MIXTRAL_8X7B = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
-                "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
-                "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mixtral",
-                "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
-                "num_key_value_heads": 8, "num_local_experts": 8, "output_router_logits": False,
-                "rms_norm_eps": 1e-05, "rope_theta": 1e6, "router_aux_loss_coef": 0.02, "sliding_window": None,
-                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 32000}
-QWEN2_7B = {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
-            "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
-            "intermediate_size": 18944, "max_position_embeddings": 131072, "max_window_layers": 28,
-            "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
-            "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": False,
-            "torch_dtype": "bfloat16", "use_cache": True, "use_sliding_window": False, "vocab_size": 152064}
-QWEN2_0_5B = {**QWEN2_7B, "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14,
-              "num_hidden_layers": 24, "num_key_value_heads": 2, "max_window_layers": 24,
-              "max_position_embeddings": 32768, "sliding_window": 32768, "tie_word_embeddings": True,
-              "vocab_size": 151936}
-QWEN2_5_7B_YARN = {**QWEN2_7B, "max_position_embeddings": 32768,
-                   "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}}
-GPT2_SMALL = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
-              "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
-              "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
-              "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "summary_activation": None,
-              "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
-              "summary_use_proj": True, "vocab_size": 50257}
-TRANSFORMERS_5_LLAMA = {**{k: v for k, v in LLAMA_3_1_8B.items() if k not in ("rope_scaling", "rope_theta")},
-                        "rope_parameters": {**LLAMA_3_1_8B["rope_scaling"], "rope_theta": 500000.0}}
-
 PUBLISHED = {  # config → the fields it must give
     "llama-2-7b": (LLAMA_2_7B, dict(n_layers=32, n_heads=32, n_kv_heads=32, d_model=4096, ffn_hidden=11008,
                                     vocab_size=32000, max_seq_len=4096, rope_theta=10000.0, norm_eps=1e-5)),
@@ -346,8 +346,10 @@ def test_read_hf_config_takes_every_form_of_a_config(form, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_3_8B))
     source = {"dict": LLAMA_3_8B, "file": tmp_path / "config.json", "directory": str(tmp_path),
               "bytes": json.dumps(LLAMA_3_8B).encode(), "text": json.dumps(LLAMA_3_8B)}[form]
-    assert read_hf_config(source) == read_hf_config(LLAMA_3_8B).replace(
-        name=read_hf_config(source).name, source=read_hf_config(source).source)
+    config = read_hf_config(source, name="llama-3-8b")
+    assert config == read_hf_config(LLAMA_3_8B, name="llama-3-8b").replace(source=config.source)
+    if form in ("file", "directory"):
+        assert read_hf_config(source).name == tmp_path.name
 
 
 BAD_CONFIGS = {

@@ -37,13 +37,14 @@ def test_prefill_then_token_by_token_equals_full_forward(variant, prompt_len):
 
 
 @pytest.mark.parametrize("variant", ["mha", "sliding_window", "alibi", "moe"])
-def test_chunked_prefill_equals_full_forward(variant):
+@pytest.mark.parametrize("chunks", [[3, 3, 2, 4], [2, 7, 3]])  # 7 > window: a chunk wraps the ring
+def test_chunked_prefill_equals_full_forward(variant, chunks):
     config = tiny_config(**VARIANTS[variant])
     model = random_decoder(config)
     ids = random_ids(config, N_TOKENS)
     with torch.inference_mode():
         full = model(ids)
-        cached = decode_in_chunks(model, ids, [3, 3, 2, 4])
+        cached = decode_in_chunks(model, ids, chunks)
     assert_close(cached, full, rtol=1e-5, atol=1e-5)
 
 

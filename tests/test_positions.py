@@ -12,7 +12,7 @@ from tests.tiny import (alibi_slopes_reference, default_inv_freq, random_decoder
 from txviz import RopeScaling, trace
 from txviz.model.positions import RoPE, alibi_slopes, apply_rotary, rope_inv_freq
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 from transformers import LlamaConfig  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 

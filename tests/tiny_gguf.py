@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from gguf import GGMLQuantizationType as Q
 
+from tests.tiny import random_decoder
 from txviz import ModelConfig
 
 # a byte-level vocabulary: three control tokens, the 256 byte stand-ins, three merges
@@ -33,6 +34,19 @@ def byte_tokens() -> list[str]:
 
 def tiny_vocab() -> list[str]:
     return CONTROL_TOKENS + byte_tokens() + [m.replace(" ", "") for m in MERGES]
+
+
+# d_model, ffn_hidden and n_heads·head_dim are multiples of 32: every block quantization applies
+TINY = dict(vocab_size=len(tiny_vocab()), d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_hidden=96,
+            max_seq_len=64, rope_theta=5000.0, norm_eps=2.0 ** -20, name="tiny-llama")  # float32-exact
+
+
+def tiny(**overrides) -> ModelConfig:
+    return ModelConfig(**{**TINY, **overrides})
+
+
+def weights_of(config: ModelConfig, seed: int = 0) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in random_decoder(config, seed).state_dict().items()}
 
 
 def llamacpp_permute(weights: np.ndarray, n_head: int, n_head_kv: int | None = None) -> np.ndarray:

@@ -136,18 +136,29 @@ def read_tokenizer(directory: Path):
 
 
 # ---- the whole directory ------------------------------------------------------------------------
-def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = None,
-                dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load a checkpoint directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
-    directory = Path(path).expanduser()
+def _read_directory_config(directory: Path) -> tuple[dict, str]:
+    """(config.json as a dict, its family) for a directory that can be loaded, else ModelLoadError."""
     if not directory.is_dir():
         raise ModelLoadError(f"{directory} is not a directory: expected a Hugging Face checkpoint "
                              "directory with config.json and safetensors weights")
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} has no config.json: expected a Hugging Face checkpoint directory")
-    device = torch.device(device) if device is not None else default_device()
     raw, _ = parse_config_json(directory / "config.json")
     kind = model_type_of(raw)
+    quantization = raw.get("quantization_config")
+    if quantization:
+        method = quantization.get("quant_method", "?") if isinstance(quantization, dict) else "?"
+        raise ModelLoadError(f"{directory} is a quantized checkpoint ({method}); txviz loads unquantized "
+                             "safetensors weights (or GGUF files)")
+    return raw, kind
+
+
+def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = None,
+                dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Load a checkpoint directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
+    directory = Path(path).expanduser()
+    raw, kind = _read_directory_config(directory)
+    device = torch.device(device) if device is not None else default_device()
     config = config_from_dict(raw, name=directory.name, source=str(directory))
     files = checkpoint_files(directory)
     tensors, transforms = to_txviz_names(kind, read_tensors(files, device, dtype), config)

@@ -97,16 +97,17 @@ def _llama3(params: dict, max_len: int) -> RopeScaling:
 
 def _yarn(params: dict, max_len: int) -> RopeScaling:
     original = _original_length(params, max_len)
-    factor = _positive(params, "factor") if params.get("factor") is not None else max_len / original
+    factor = _positive(params, "factor", max_len / original)
     if params.get("mscale") and params.get("mscale_all_dim"):
         raise ModelLoadError("yarn rope with mscale/mscale_all_dim (DeepSeek style) is not supported")
     if params.get("truncate", True) is not True:
         raise ModelLoadError("yarn rope with truncate=false is not supported")
     scaling = RopeScaling("yarn", factor=factor, original_max_seq_len=original,
-                          beta_fast=_positive(params, "beta_fast", 32.0), beta_slow=_positive(params, "beta_slow", 1.0))
+                          beta_fast=_positive(params, "beta_fast", 32.0),
+                          beta_slow=_positive(params, "beta_slow", 1.0))
     default_attention = 0.1 * math.log(scaling.factor) + 1.0 if scaling.factor > 1 else 1.0
-    given = params.get("attention_factor")
-    if given is not None and not math.isclose(given, default_attention, rel_tol=1e-6):
+    given = _positive(params, "attention_factor", default_attention)
+    if not math.isclose(given, default_attention, rel_tol=1e-6):
         raise ModelLoadError(f"yarn rope with attention_factor={given} (not the paper's "
                              f"{default_attention:.6f}) is not supported")
     return scaling

@@ -60,9 +60,17 @@ GPT2_NAMES = {
 
 # ---- transforms: every supported layout → the family's classic one ---------------------------
 def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
-    """With tied embeddings transformers ignores a stored ``lm_head.weight``; so do we."""
-    if not config.tie_embeddings:
+    """With tied embeddings a stored ``lm_head.weight`` must be the embedding's copy. A different one
+    is refused: transformers 4 would overwrite it with the embedding, transformers 5 would untie."""
+    head = tensors.get("lm_head.weight")
+    if not config.tie_embeddings or head is None:
         return tensors
+    embedding = next((t for name, t in tensors.items() if name.endswith(("embed_tokens.weight", "wte.weight"))), None)
+    if embedding is None:  # from_state_dict will name what is missing
+        return tensors
+    if not torch.equal(head, embedding):
+        raise ModelLoadError("config.json ties the embeddings but the checkpoint holds a different lm_head.weight; "
+                             "set tie_word_embeddings to false to use it")
     return {name: t for name, t in tensors.items() if name != "lm_head.weight"}
 
 

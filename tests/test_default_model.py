@@ -1,0 +1,80 @@
+"""The default model (SmolLM2-135M-Instruct from its GGUF) against transformers' own GGUF loading:
+config, logits, all 30×9 attention maps, greedy generation; and the cached float32 copy against the GGUF."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from txviz.generate import generate
+from txviz.loading.gguf import load_gguf
+from txviz.trace import trace
+
+pytestmark = pytest.mark.default_model
+TOLERANCE = 1e-4  # fp32; the eager paths agree far more closely in practice
+
+
+@pytest.fixture(scope="module")
+def hf_model(default_gguf_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate", reason="transformers needs accelerate to load GGUF files")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        default_gguf_path.parent, gguf_file=default_gguf_path.name, attn_implementation="eager",
+        dtype=torch.float32)
+    return model.eval()
+
+
+def prompts(tokenizer) -> dict[str, tuple[int, ...]]:
+    chat = tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}])
+    return {
+        "chat": tokenizer.encode(chat).ids,
+        "sink": tokenizer.encode("The trophy didn't fit in the suitcase because it was too big.", bos="sink").ids,
+        "digits_no_bos": tokenizer.encode("In 1969, 3 astronauts flew 384400 km to the Moon.").ids,
+    }
+
+
+def test_config_agrees_with_transformers(default_model, hf_model):
+    ours, theirs = default_model.config, hf_model.config
+    assert (ours.n_layers, ours.d_model, ours.ffn_hidden) == (theirs.num_hidden_layers, theirs.hidden_size,
+                                                              theirs.intermediate_size)
+    assert (ours.n_heads, ours.n_kv_heads, ours.head_dim) == (theirs.num_attention_heads, theirs.num_key_value_heads,
+                                                              theirs.head_dim)
+    assert ours.vocab_size == theirs.vocab_size and ours.tie_embeddings == theirs.tie_word_embeddings
+    assert ours.rope_theta == pytest.approx(theirs.rope_parameters["rope_theta"])
+    assert ours.norm_eps == pytest.approx(theirs.rms_norm_eps)
+    assert ours.max_seq_len == theirs.max_position_embeddings
+
+
+@pytest.mark.parametrize("name", ["chat", "sink", "digits_no_bos"])
+def test_logits_and_every_attention_map_match_transformers(default_model, hf_model, name):
+    ids = torch.tensor([prompts(default_model.tokenizer)[name]])
+    ours = trace(default_model.model, ids, capture=("attn_probs", "logits"))
+    with torch.inference_mode():
+        theirs = hf_model(ids, output_attentions=True)
+    reference_maps = torch.stack(theirs.attentions)  # (L, B, H, T, S)
+    config = default_model.config
+    assert ours["attn_probs"].shape == reference_maps.shape == (config.n_layers, 1, config.n_heads,
+                                                                ids.shape[1], ids.shape[1])
+    logit_diff = (ours["logits"] - theirs.logits).abs().max().item()
+    map_diff = (ours["attn_probs"] - reference_maps).abs().max().item()
+    assert logit_diff <= TOLERANCE and map_diff <= TOLERANCE, (logit_diff, map_diff)
+
+
+def test_greedy_generation_matches_transformers(default_model, hf_model):
+    tokenizer = default_model.tokenizer
+    ids = prompts(tokenizer)["chat"]
+    ours = generate(default_model.model, ids, 20, stop_ids=[tokenizer.eos_id])
+    with torch.inference_mode():
+        theirs = hf_model.generate(torch.tensor([ids]), max_new_tokens=20, do_sample=False,
+                                   eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.eos_id)
+    assert list(ours.new_ids) == theirs[0, len(ids):].tolist()
+    assert "Paris" in tokenizer.decode(ours.new_ids)
+
+
+def test_cached_float32_copy_equals_the_gguf(default_model, default_gguf_path):
+    fresh = load_gguf(default_gguf_path, device="cpu")
+    cached = default_model.model.state_dict()
+    assert fresh.config == default_model.config
+    for name, value in fresh.model.state_dict().items():
+        assert torch.equal(value, cached[name]), name
+    assert fresh.tokenizer.encode("Hello 123 😀").ids == default_model.tokenizer.encode("Hello 123 😀").ids

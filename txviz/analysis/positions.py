@@ -1,0 +1,113 @@
+"""Positions measured on a loaded model (seed §3).
+
+* the RoPE angle table m·θ_i the model really uses, the wavelength 2π/θ_i of each pair, and the
+  path of one real query pair as its position changes;
+* RoPE's relative property on real vectors: q_m·k_n depends only on m − n;
+* RoPE scaling variants (linear, NTK-aware, YaRN, Llama 3) on the angle table and on the model's
+  per-token loss over a text;
+* ALiBi's slopes and bias, and what it would add to a head's real scores;
+* permutation (seed §3.1): without positions, layer 0's scores of a shuffled prompt are the same set.
+
+Variants of a loaded model (other positions, other scaling) are new Decoders that share the
+original's weight tensors (nothing is copied or mutated).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.nn import functional as F
+
+from txviz.config import RopeScaling
+from txviz.model.positions import alibi_slopes, apply_rotary, rope_inv_freq
+from txviz.model.transformer import Decoder
+from txviz.trace import trace
+
+SCALING_KINDS = ("none", "linear", "ntk", "yarn", "llama3")
+
+
+def wavelengths(inv_freq: torch.Tensor) -> torch.Tensor:
+    """Tokens per full turn of each pair: 2π/θ_i."""
+    return 2 * math.pi / inv_freq
+
+
+def angle_table(inv_freq: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """(positions, D/2) angles m·θ_i, wrapped to [0, 2π) for display."""
+    angles = torch.arange(n_positions, dtype=torch.float32)[:, None] * inv_freq.float()[None, :]
+    return torch.remainder(angles, 2 * math.pi)
+
+
+def scaling_for(kind: str, factor: float, original_context: int) -> RopeScaling:
+    if kind == "none":
+        return RopeScaling()
+    return RopeScaling(kind=kind, factor=factor, original_max_seq_len=original_context)
+
+
+def scaled_inv_freqs(config, factor: float) -> dict[str, torch.Tensor]:
+    """Each scaling kind's frequencies for this model's head_dim and θ (original context = its own)."""
+    return {kind: rope_inv_freq(config.head_dim, config.rope_theta,
+                                scaling_for(kind, factor, config.max_seq_len))[0] for kind in SCALING_KINDS}
+
+
+def pair_trajectory(vector: torch.Tensor, inv_freq: torch.Tensor, pair: int, positions: torch.Tensor) -> torch.Tensor:
+    """(P, 2): where the pair (x_i, x_{i+D/2}) of a real vector lands when placed at each position."""
+    half = vector.shape[-1] // 2
+    x, y = float(vector[pair]), float(vector[pair + half])
+    angle = positions.double() * float(inv_freq[pair])
+    return torch.stack([x * angle.cos() - y * angle.sin(), x * angle.sin() + y * angle.cos()], dim=-1)
+
+
+def rotate_at(x: torch.Tensor, inv_freq: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Rotate one vector x (D,) to each of ``positions``: (P, D)."""
+    angles = positions.double()[:, None] * inv_freq.double()[None, :]
+    emb = torch.cat([angles, angles], dim=-1)
+    return apply_rotary(x.double()[None], emb.cos(), emb.sin())
+
+
+def relative_scores(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """(P, P) matrix of q rotated to m dotted with k rotated to n, for m, n < n_positions."""
+    positions = torch.arange(n_positions)
+    return rotate_at(q, inv_freq, positions) @ rotate_at(k, inv_freq, positions).T
+
+
+def spread_per_offset(scores: torch.Tensor) -> float:
+    """Largest (max − min) over the entries of each diagonal m − n = const: 0 when the score depends
+    only on the offset."""
+    n = scores.shape[0]
+    return max(float(scores.diagonal(off).max() - scores.diagonal(off).min()) for off in range(-n + 1, n))
+
+
+def variant(model: Decoder, **changes) -> Decoder:
+    """The same weights under a config with ``changes`` (e.g. positions="none", rope_scaling=...)."""
+    config = model.config.replace(**changes)
+    weights = model.state_dict()
+    if config.positions != "learned":
+        weights.pop("positions.weight", None)
+    device, dtype = model.embed.weight.device, model.embed.weight.dtype
+    return Decoder.from_state_dict(config, weights, device=device, dtype=dtype)
+
+
+@torch.inference_mode()
+def token_losses(model: Decoder, ids: torch.Tensor) -> torch.Tensor:
+    """(T−1,) next-token negative log-likelihood at each position."""
+    ids = model.check_ids(ids).to(model.embed.weight.device)
+    logits = model(ids)[0, :-1].float()
+    return F.cross_entropy(logits, ids[0, 1:], reduction="none").cpu()
+
+
+def layer0_score_sets(model: Decoder, ids: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sorted layer-0 scores QKᵀ/√d (all heads, all pairs, before the mask) for the prompt and a
+    shuffle of it, and the permutation used."""
+    ids = model.check_ids(ids)
+    order = torch.randperm(ids.shape[1], generator=torch.Generator().manual_seed(seed))
+    scores = [trace(model, x, ("attn_logits",), layers=[0])["attn_logits"][0].flatten().sort().values
+              for x in (ids, ids[:, order])]
+    return scores[0], scores[1], order
+
+
+def alibi_bias_matrix(n_heads: int, n_tokens: int) -> torch.Tensor:
+    """(H, T, T): −slope_h·(i − j) on and below the diagonal, −inf above."""
+    distance = torch.arange(n_tokens)[:, None] - torch.arange(n_tokens)[None, :]
+    bias = -alibi_slopes(n_heads)[:, None, None] * distance.float()
+    return bias.masked_fill(distance < 0, float("-inf"))
