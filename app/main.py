@@ -24,6 +24,7 @@ PAGES = {
     ],
     "Positions & memory": [
         st.Page("app_pages/positions.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),
+        st.Page("app_pages/kv_cache.py", title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
     ],
 }
 

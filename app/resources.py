@@ -124,3 +124,26 @@ def get_permutation_check(source: str, prompt: str, bos: str) -> dict[str, tuple
     ids = torch.tensor(encode(source, prompt, bos).ids)
     models = {"with the model's positions": loaded.model, "positions removed": variant(loaded.model, positions="none")}
     return {name: layer0_score_sets(model, ids) for name, model in models.items()}
+
+
+def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_cache: bool, chat: bool,
+                   on_step=None):
+    """Greedy generation from the prompt, remembered per session (it is deterministic, and a cached
+    function may not draw the progress bar that ``on_step`` updates)."""
+    from txviz.generate import generate
+
+    memo = st.session_state.setdefault("_generations", {})
+    key = (source, prompt, bos, max_new_tokens, use_cache, chat)
+    if key in memo:
+        return memo[key]
+
+    loaded = get_model(source)
+    tokenizer = loaded.tokenizer
+    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}]) if chat else prompt
+    ids = torch.tensor(tokenizer.encode(text, bos=bos).ids)
+    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    result = generate(loaded.model, ids, max_new_tokens, stop_ids=stop, on_step=on_step, use_cache=use_cache)
+    if len(memo) >= 8:
+        memo.pop(next(iter(memo)))
+    memo[key] = result
+    return result

@@ -365,6 +365,9 @@ BAD_CONFIGS = {
     "rope_not_a_dict": ({**LLAMA_3_8B, "rope_scaling": "linear"}, "rope"),
     "gpt2_inverse_layer_scaling": ({**GPT2_SMALL, "scale_attn_by_inverse_layer_idx": True}, "1/sqrt"),
     "deep_nesting": (b"[" * 100_000 + b"]" * 100_000, "JSON"),
+    "not_utf8": (b"{\xff\xfe}", "JSON"),
+    "nul_in_path": ("models/\x00config.json", "no config.json"),
+    "no_such_path": ("/nonexistent/config.json", "no config.json"),
 }
 
 

@@ -252,6 +252,19 @@ def model_type_of(raw: dict) -> str:
     return kind
 
 
+def _read_config_file(source: str | os.PathLike) -> tuple[bytes, str]:
+    path = Path(source)
+    path = path / "config.json" if path.is_dir() else path
+    if not path.is_file():  # also for paths the OS cannot take (a NUL in them)
+        raise ModelLoadError(f"no config.json at {str(path)[:200]!r}")
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json")
+        return path.read_bytes(), str(path)
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+
+
 def parse_config_json(source: dict | bytes | str | os.PathLike) -> tuple[dict, str]:
     """(the config as a dict, where it came from). Accepts a dict, JSON text or bytes, a config.json
     path, or a directory holding one."""
@@ -260,13 +273,7 @@ def parse_config_json(source: dict | bytes | str | os.PathLike) -> tuple[dict, s
     if isinstance(source, (bytes, bytearray)) or (isinstance(source, str) and source.lstrip().startswith("{")):
         text, origin = source, "config.json text"
     else:
-        path = Path(source)
-        path = path / "config.json" if path.is_dir() else path
-        if not path.is_file():
-            raise ModelLoadError(f"no config.json at {path}")
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json")
-        text, origin = path.read_bytes(), str(path)
+        text, origin = _read_config_file(source)
     if len(text) > MAX_CONFIG_BYTES:
         raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {MAX_CONFIG_BYTES})")
     try:

@@ -1,0 +1,291 @@
+"""How much memory a model needs to serve (seed §4.1, §5.2, §6): weights plus the KV cache.
+
+Per token and layer the cache keeps K and V for every KV head (MHA: one per query head; GQA: one per
+group; MQA: one), or, with DeepSeek's multi-head latent attention (MLA), one compressed latent plus
+one small RoPE key shared by all heads (DeepSeek-AI 2024):
+
+    KV bytes = layers × tokens_kept × batch × bytes_per_element × (2·kv_heads·head_dim   | MHA/GQA/MQA
+                                                                   latent_dim + rope_dim) | MLA
+
+A layer with a sliding window of W keeps at most W tokens; when every layer has one the cache stops
+growing. Weights take n_params × bytes_per_weight: all experts of a MoE stay in memory although
+only top-k run per token. Quantized sizes are ideal (no scales or zero points; real int4 formats add
+a few percent). For a ModelConfig these equal ``txviz.model.kv_cache``'s formula and the bytes of a
+real KVCache (tests/test_memory.py). Presets: ``txviz.analysis.presets``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal, Mapping, Sequence
+
+from txviz.analysis.presets import PRESETS
+from txviz.config import ModelConfig
+from txviz.model.kv_cache import DTYPE_BYTES
+
+Kind = Literal["MHA", "GQA", "MQA", "MLA"]
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int4")
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """What sets a model's memory, for models txviz can run (``from_config``) and those it cannot (MLA).
+
+    For MLA, ``kv_heads``·``head_dim`` describe attention after the latent is expanded (informative
+    only); the cache holds ``latent_dim + rope_dim`` elements per token and layer. ``window_layers``:
+    how many layers use ``sliding_window`` (None: all of them).
+    """
+
+    name: str
+    n_layers: int
+    n_heads: int
+    kv_heads: int
+    head_dim: int
+    n_params: int
+    latent_dim: int = 0  # MLA: width of the compressed KV latent (DeepSeek's kv_lora_rank)
+    rope_dim: int = 0  # MLA: the decoupled RoPE key, one per token shared by all heads
+    sliding_window: int | None = None
+    window_layers: int | None = None
+    active_params: int | None = None  # per token (MoE); None: all of n_params
+    max_context: int | None = None  # what the model was built for (max_position_embeddings)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        if self.latent_dim == 0 and self.n_heads % self.kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not divisible by kv_heads={self.kv_heads}")
+        if self.latent_dim < 0 or self.rope_dim < 0 or (self.rope_dim and not self.latent_dim):
+            raise ValueError("latent_dim and rope_dim describe MLA: rope_dim needs latent_dim > 0")
+        if self.sliding_window is not None and self.sliding_window <= 0:
+            raise ValueError(f"sliding_window must be positive or None, got {self.sliding_window}")
+        if self.window_layers is None and self.sliding_window:
+            object.__setattr__(self, "window_layers", self.n_layers)
+        if self.window_layers is not None and not 0 <= self.window_layers <= self.n_layers:
+            raise ValueError(f"window_layers={self.window_layers} must be between 0 and n_layers={self.n_layers}")
+
+    @property
+    def kind(self) -> Kind:
+        if self.latent_dim:
+            return "MLA"
+        if self.kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.kv_heads == 1 else "GQA"
+
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """Elements one token adds to one layer's cache."""
+        return self.latent_dim + self.rope_dim if self.latent_dim else 2 * self.kv_heads * self.head_dim
+
+    @property
+    def n_window_layers(self) -> int:
+        return self.window_layers if self.sliding_window else 0
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> "MemoryModel":
+        return cls(name=config.name, n_layers=config.n_layers, n_heads=config.n_heads,
+                   kv_heads=config.n_kv_heads, head_dim=config.head_dim, n_params=count_params(config),
+                   active_params=count_active_params(config), sliding_window=config.sliding_window,
+                   max_context=config.max_seq_len, source=config.source or "computed from its ModelConfig")
+
+
+Spec = MemoryModel | ModelConfig
+
+
+def as_memory_model(spec: Spec) -> MemoryModel:
+    return spec if isinstance(spec, MemoryModel) else MemoryModel.from_config(spec)
+
+
+def preset(name: str) -> MemoryModel:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}")
+    return MemoryModel(**PRESETS[name])
+
+
+def list_presets() -> list[dict]:
+    """One row per preset: key, name, kind, KV bytes per token in bf16, parameters."""
+    rows = []
+    for key in PRESETS:
+        model = preset(key)
+        rows.append({"preset": key, "name": model.name, "kind": model.kind, "n_params": model.n_params,
+                     "kv_bytes_per_token_bf16": kv_bytes_per_token(model, "bf16"),
+                     "sliding_window": model.sliding_window, "max_context": model.max_context})
+    return rows
+
+
+# ---- parameters -----------------------------------------------------------------------------------
+def _expert_params(c: ModelConfig) -> int:
+    matrices = 3 if c.ffn == "swiglu" else 2  # gate, up, down | up, down
+    bias = (2 * c.ffn_hidden + c.d_model if c.ffn == "swiglu" else c.ffn_hidden + c.d_model) if c.mlp_bias else 0
+    return matrices * c.d_model * c.ffn_hidden + bias
+
+
+def _attention_params(c: ModelConfig) -> int:
+    q_width, kv_width = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    weights = c.d_model * (q_width + 2 * kv_width) + q_width * c.d_model
+    return weights + (q_width + 2 * kv_width if c.qkv_bias else 0) + (c.d_model if c.out_bias else 0)
+
+
+def _params(c: ModelConfig, experts_used: int) -> int:
+    norm = c.d_model * (2 if c.norm == "layernorm" else 1)  # LayerNorm has a bias, RMSNorm does not
+    ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
+    layer = 2 * norm + _attention_params(c) + ffn
+    embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
+    positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
+    return embeddings + positions + c.n_layers * layer + norm
+
+
+def count_params(config: ModelConfig) -> int:
+    """Exactly ``sum(p.numel() for p in Decoder(config).parameters())``, without building it."""
+    return _params(config, config.n_experts)
+
+
+def count_active_params(config: ModelConfig) -> int:
+    """Parameters one token runs through: a MoE counts its router and top_k experts per layer."""
+    return _params(config, config.top_k if config.is_moe else 0)
+
+
+# ---- bytes ----------------------------------------------------------------------------------------
+def dtype_bits(dtype: str) -> int:
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose from: {', '.join(DTYPE_BYTES)}")
+    return int(DTYPE_BYTES[dtype] * 8)
+
+
+def _bytes(elements: int, dtype: str) -> int:
+    return -(-elements * dtype_bits(dtype) // 8)  # packed sub-byte types round up to whole bytes
+
+
+def kv_bytes_per_token(spec: Spec, kv_dtype: str = "bf16") -> int:
+    """Bytes one token adds to the cache of a batch of one, while no window has filled."""
+    model = as_memory_model(spec)
+    return _bytes(model.n_layers * model.kv_elements_per_token_layer, kv_dtype)
+
+
+def kv_cache_bytes(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
+    """Bytes of the cache holding ``tokens`` tokens for each of ``batch`` sequences."""
+    model = as_memory_model(spec)
+    if tokens < 0 or batch < 0:
+        raise ValueError(f"tokens and batch must be >= 0, got {tokens} and {batch}")
+    windowed = model.n_window_layers
+    kept = (model.n_layers - windowed) * tokens + windowed * min(tokens, model.sliding_window or tokens)
+    return _bytes(kept * batch * model.kv_elements_per_token_layer, kv_dtype)
+
+
+def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
+    return _bytes(as_memory_model(spec).n_params, weight_dtype)
+
+
+# ---- what fits ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ContextFit:
+    """The longest context whose KV cache fits next to the weights. ``max_tokens`` None: the cache
+    stops growing (a window on every layer) before it fills the memory, so KV memory sets no limit."""
+
+    gpu_bytes: int
+    weight_bytes: int
+    free_bytes: int  # after weights and reserve; negative when the weights alone do not fit
+    max_tokens: int | None
+    model_max_context: int | None
+    note: str
+
+    @property
+    def unbounded_by_kv(self) -> bool:
+        return self.max_tokens is None
+
+    @property
+    def usable_tokens(self) -> int | None:
+        """What fits and what the model was built for, whichever is shorter (None: neither limits)."""
+        limits = [n for n in (self.max_tokens, self.model_max_context) if n is not None]
+        return min(limits) if limits else None
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "unbounded_by_kv": self.unbounded_by_kv, "usable_tokens": self.usable_tokens}
+
+
+def _longest_fit(model: MemoryModel, free_bits: int, batch: int, bits: int) -> int | None:
+    """Largest t with kv_cache_bits(t) <= free_bits; None if no t ever exceeds it."""
+    per_layer = batch * model.kv_elements_per_token_layer * bits  # bits per token per layer
+    all_growing = free_bits // (per_layer * model.n_layers)
+    window, windowed = model.sliding_window, model.n_window_layers
+    if not windowed or all_growing < window:
+        return all_growing
+    full_layers = model.n_layers - windowed
+    if not full_layers:
+        return None
+    return (free_bits - per_layer * windowed * window) // (per_layer * full_layers)
+
+
+def max_context(spec: Spec, gpu_gib: float, *, batch: int = 1, kv_dtype: str = "bf16",
+                weight_dtype: str = "bf16", reserve_gib: float = 0.0) -> ContextFit:
+    """Longest context for ``batch`` sequences on a GPU of ``gpu_gib`` GiB, after the weights and a
+    ``reserve_gib`` for activations and the runtime (which a real server also needs)."""
+    model = as_memory_model(spec)
+    if gpu_gib <= 0 or batch < 1 or reserve_gib < 0:
+        raise ValueError(f"need gpu_gib > 0, batch >= 1, reserve_gib >= 0; got {gpu_gib}, {batch}, {reserve_gib}")
+    gpu, weights = int(gpu_gib * GIB), weight_bytes(model, weight_dtype)
+    free = gpu - int(reserve_gib * GIB) - weights
+    tokens = 0 if free < 0 else _longest_fit(model, free * 8, batch, dtype_bits(kv_dtype))
+    return ContextFit(gpu, weights, free, tokens, model.max_context,
+                      _fit_note(model, weights, free, tokens, batch, kv_dtype))
+
+
+def _fit_note(model: MemoryModel, weights: int, free: int, tokens: int | None, batch: int, kv_dtype: str) -> str:
+    trained = f" (it was built for {model.max_context:,})" if model.max_context else ""
+    if free < 0:
+        return f"The weights alone ({weights / GIB:.1f} GiB) do not fit."
+    if tokens is None:
+        cap = kv_cache_bytes(model, model.sliding_window, batch, kv_dtype)
+        return (f"Every layer keeps only the last {model.sliding_window:,} tokens, so the {kv_dtype} cache "
+                f"stops growing at {cap / GIB:.2f} GiB: context length is unbounded by KV memory, "
+                f"though each layer sees only its window{trained}.")
+    windows = ""
+    if model.n_window_layers and tokens > model.sliding_window:
+        windows = f" ({model.n_window_layers} of {model.n_layers} layers keep only {model.sliding_window:,})"
+    return (f"Weights take {weights / GIB:.1f} GiB; the {free / GIB:.1f} GiB left hold a {kv_dtype} KV cache "
+            f"of {tokens:,} tokens per sequence for a batch of {batch}{windows}{trained}.")
+
+
+# ---- series for charts ----------------------------------------------------------------------------
+def context_lengths(max_tokens: int, start: int = 256) -> list[int]:
+    """Powers of two from ``start`` up to ``max_tokens``, plus ``max_tokens`` itself."""
+    lengths = [start]
+    while lengths[-1] * 2 <= max_tokens:
+        lengths.append(lengths[-1] * 2)
+    return lengths + ([max_tokens] if lengths[-1] != max_tokens else [])
+
+
+def kv_vs_context(models: Mapping[str, Spec], lengths: Sequence[int], *, batch: int = 1,
+                  kv_dtype: str = "bf16") -> dict:
+    """{"tokens": [...], "bytes": {label: [KV bytes at each length]}, ...} for a line chart."""
+    return {"tokens": list(lengths), "batch": batch, "kv_dtype": kv_dtype,
+            "bytes": {label: [kv_cache_bytes(m, t, batch, kv_dtype) for t in lengths] for label, m in models.items()}}
+
+
+def kv_vs_batch(spec: Spec, batches: Sequence[int], *, tokens: int, kv_dtype: str = "bf16",
+                weight_dtype: str = "bf16") -> dict:
+    """KV bytes grow with the batch, weights do not: {"batch", "kv_bytes", "weight_bytes", "total_bytes"}."""
+    weights = weight_bytes(spec, weight_dtype)
+    kv = [kv_cache_bytes(spec, tokens, b, kv_dtype) for b in batches]
+    return {"batch": list(batches), "tokens": tokens, "kv_bytes": kv, "weight_bytes": weights,
+            "total_bytes": [weights + k for k in kv]}
+
+
+def kind_variants(spec: Spec, gqa_kv_heads: int | None = None) -> dict[str, MemoryModel]:
+    """The same model with MHA, GQA and MQA caches (only kv_heads changes). GQA keeps the model's own
+    kv_heads if it has GQA, else ``gqa_kv_heads`` or the divisor of n_heads nearest n_heads/4;
+    it is left out when n_heads has no divisor between 1 and n_heads (e.g. Falcon's 71)."""
+    model = as_memory_model(spec)
+    if model.kind == "MLA":
+        raise ValueError("an MLA model caches a latent, not per-head K and V; compare presets instead")
+    h = model.n_heads
+    middle = [d for d in range(2, h) if h % d == 0]
+    gqa = model.kv_heads if model.kind == "GQA" else gqa_kv_heads or (
+        min(middle, key=lambda d: abs(d - h / 4)) if middle else None)
+    counts = {"MHA": h, "GQA": gqa, "MQA": 1}
+    return {kind: replace(model, kv_heads=n, name=f"{model.name} as {kind} ({n} KV heads)")
+            for kind, n in counts.items() if n is not None}
