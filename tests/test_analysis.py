@@ -126,3 +126,15 @@ def test_user_patterns():
     assert offset_pattern(4, 0).equal(torch.eye(4, dtype=torch.bool))
     pattern = token_pattern(["a", " b", "c", " b"], "b")
     assert pattern[1, 1] and pattern[3, 1] and pattern[3, 3] and not pattern[0, 1] and not pattern[2, 3]
+
+
+def test_trace_json_round_trips():
+    import json
+
+    from txviz.analysis.export import trace_json
+
+    probs = torch.tensor([[1.0, 0.0], [0.25, 0.75]])
+    doc = json.loads(trace_json(model="m", prompt="ab", bos="none", ids=[3, 4], tokens=["a", "b"],
+                                offsets=[(0, 1), (1, 2)], head_rows=[{"layer": 0, "head": 1}], maps={(0, 1): probs}))
+    assert doc["tokens"][1] == {"index": 1, "id": 4, "text": "b", "start": 1, "end": 2}
+    assert doc["attention"][0]["weights"] == [[1.0, 0.0], [0.25, 0.75]]

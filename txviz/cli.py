@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate, coref — each with ``--json`` for scripts."""
+"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory — each with ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -94,6 +94,33 @@ def cmd_coref(args) -> dict:
     return result
 
 
+def cmd_memory(args) -> dict:
+    from txviz.analysis import memory
+    if args.list:
+        return {"presets": memory.list_presets()}
+    if args.preset:
+        model, origin = memory.preset(args.preset), {"preset": args.preset}
+    else:
+        from pathlib import Path
+        from txviz.loading.hf_config import read_hf_config
+        model, origin = memory.MemoryModel.from_config(read_hf_config(Path(args.config))), {"config": args.config}
+    seq = args.seq if args.seq is not None else model.max_context
+    if seq is None or seq < 1 or args.batch < 1:
+        raise ValueError(f"--seq and --batch must be positive integers, got {seq} and {args.batch}")
+    result = {**origin, "model": model.name, "kind": model.kind, "source": model.source,
+              "n_params": model.n_params, "active_params": model.active_params,
+              "sliding_window": model.sliding_window, "window_layers": model.window_layers,
+              "seq": seq, "batch": args.batch, "kv_dtype": args.kv_dtype, "weight_dtype": args.weight_dtype,
+              "kv_bytes_per_token": memory.kv_bytes_per_token(model, args.kv_dtype),
+              "kv_cache_bytes": memory.kv_cache_bytes(model, seq, args.batch, args.kv_dtype),
+              "weight_bytes": memory.weight_bytes(model, args.weight_dtype)}
+    if args.gpu_gib is not None:
+        fit = memory.max_context(model, args.gpu_gib, batch=args.batch, kv_dtype=args.kv_dtype,
+                                 weight_dtype=args.weight_dtype)
+        result["max_context"] = fit.to_dict()
+    return result
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -128,6 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to each sentence")
     p.add_argument("--top", type=int, default=10, help="heads to print without --json")
     p.set_defaults(run=cmd_coref)
+    from txviz.analysis.memory import KV_DTYPES, WEIGHT_DTYPES
+    p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--preset", help="a published model (see --list)")
+    which.add_argument("--config", help="a Hugging Face config.json (or the directory holding it)")
+    which.add_argument("--list", action="store_true", help="list the presets")
+    p.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: the model's context)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
+    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
+    p.add_argument("--gpu-gib", type=float, default=None, help="GPU memory: report the longest context that fits")
+    p.set_defaults(run=cmd_memory)
     return parser
 
 

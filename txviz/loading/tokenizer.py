@@ -72,10 +72,17 @@ def byte_level_alphabet() -> dict[str, int]:
 
 
 class Tokenizer:
+    """``encode``/``decode`` with an explicit BOS policy, special-token ids and the chat template.
+
+    ``backend`` is copied and its post-processor dropped. ``sink_token`` defaults to the first
+    document-boundary token the vocabulary has (DOCUMENT_BOUNDARY_TOKENS), else the BOS token.
+    """
+
     def __init__(self, backend: tokenizers.Tokenizer, *, bos_token: str | None = None,
                  eos_token: str | None = None, sink_token: str | None = None,
                  chat_template: str | None = None):
-        self._backend = tokenizers.Tokenizer.from_str(backend.to_str())  # a copy we may change
+        spec = backend.to_str()
+        self._backend = tokenizers.Tokenizer.from_str(spec)  # a copy we may change
         self._backend.post_processor = None  # the BOS policy alone adds tokens
         self.bos_token, self.eos_token = bos_token, eos_token
         self.sink_token = sink_token or self._default_sink()
@@ -85,7 +92,7 @@ class Tokenizer:
                 raise TokenizerError(f"{role} token {token!r} is not in the vocabulary")
         added = self._backend.get_added_tokens_decoder()
         self._special_ids = frozenset(i for i, tok in added.items() if tok.special)
-        self._byte_level = "ByteLevel" in json.dumps(json.loads(self._backend.to_str()).get("decoder"))
+        self._byte_level = "ByteLevel" in json.dumps(json.loads(spec).get("decoder"))
 
     def _default_sink(self) -> str | None:
         for token in DOCUMENT_BOUNDARY_TOKENS:
