@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal, Mapping, Sequence
 
-from txviz.analysis.presets import PRESETS
+from txviz.analysis.presets import KIND_EXAMPLES, PRESETS  # noqa: F401  (re-exported for pages)
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import DTYPE_BYTES
 

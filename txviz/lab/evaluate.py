@@ -1,0 +1,89 @@
+"""Held-out evaluation of a lab model: validation loss at the training context and beyond, and
+how evenly a Mixture of Experts spreads its tokens.
+
+Extrapolation (seed §3.2): the same weights are scored on validation windows of 2× and 4× the
+training context. RoPE, ALiBi and no-position models need no new parameters for that (the Decoder is
+rebuilt with a longer ``max_seq_len``); learned absolute positions have no vector past their table,
+so their longer-context losses are recorded as null, with the reason. Besides the mean over every
+token of the longer windows, the loss over the positions the model never saw in training (those at
+or past the training context) is reported, where the schemes differ most.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from txviz.config import ModelConfig
+from txviz.lab.balancing import effective_experts, expert_load
+from txviz.lab.data import LabData
+from txviz.lab.recorder import LiveRecorder
+from txviz.model import Decoder
+
+EVAL_BATCH = 8
+
+
+def with_context(model: Decoder, context: int) -> Decoder | None:
+    """The same weights with room for ``context`` tokens; None if the positions cannot be extended."""
+    config = model.config
+    if context <= config.max_seq_len:
+        return model
+    if config.positions == "learned":
+        return None
+    state = {name: tensor.detach() for name, tensor in model.state_dict().items()}
+    return Decoder.from_state_dict(config.replace(max_seq_len=context), state)
+
+
+@torch.inference_mode()
+def token_losses(model: Decoder, windows: torch.Tensor) -> torch.Tensor:
+    """(W, T) next-token cross-entropy at every position of every (W, T + 1) window."""
+    out = []
+    for chunk in windows.split(EVAL_BATCH):
+        logits = model(chunk[:, :-1])  # (b, T, V)
+        out.append(F.cross_entropy(logits.float().transpose(1, 2), chunk[:, 1:], reduction="none"))
+    return torch.cat(out)
+
+
+def extrapolation(model: Decoder, data: LabData, context: int, factors=(2, 4)) -> dict:
+    """Validation loss at ``context`` and at each ``factor`` × ``context`` (null where impossible)."""
+    result = {"context": context, "loss_at": {}, "loss_beyond_context_at": {}, "why_null": None}
+    for factor in (1, *factors):
+        length = factor * context
+        extended = with_context(model, length)
+        if extended is None:
+            result["loss_at"][str(length)] = result["loss_beyond_context_at"][str(length)] = None
+            result["why_null"] = (f"learned absolute positions: the table has {model.config.max_seq_len} rows, "
+                                  f"so positions {model.config.max_seq_len} and later have no embedding")
+            continue
+        losses = token_losses(extended, data.val_windows(length))  # (W, length)
+        result["loss_at"][str(length)] = round(float(losses.mean()), 4)
+        if factor > 1:
+            result["loss_beyond_context_at"][str(length)] = round(float(losses[:, context:].mean()), 4)
+    return result
+
+
+@torch.inference_mode()
+def routing_load(model: Decoder, data: LabData, context: int) -> dict | None:
+    """Per MoE layer, the fraction of routing assignments each expert got on the validation windows."""
+    config: ModelConfig = model.config
+    if not config.is_moe:
+        return None
+    counts = [torch.zeros(config.n_experts) for _ in range(config.n_layers)]
+    for chunk in data.val_windows(context).split(EVAL_BATCH):
+        recorder = LiveRecorder(("expert_ids",), config.n_layers)
+        model(chunk[:, :-1], record=recorder)
+        for i, ids in enumerate(recorder["expert_ids"]):
+            counts[i] += torch.bincount(ids.reshape(-1), minlength=config.n_experts).float()
+    loads = [c / c.sum() for c in counts]
+    mean = torch.stack(loads).mean(0)
+    return {"per_layer": [[round(float(v), 4) for v in load] for load in loads],
+            "mean": [round(float(v), 4) for v in mean],
+            "effective_experts_per_layer": [round(effective_experts(load), 3) for load in loads],
+            "top_k": config.top_k, "router_norm": config.router_norm}
+
+
+def evaluate(model: Decoder, data: LabData, context: int) -> dict:
+    ext = extrapolation(model, data, context)
+    return {"val_loss": ext["loss_at"][str(context)], "val_loss_2x": ext["loss_at"][str(2 * context)],
+            "val_loss_4x": ext["loss_at"][str(4 * context)], "extrapolation": ext,
+            "val_tokens": len(data.val), "expert_load": routing_load(model, data, context)}
