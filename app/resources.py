@@ -147,3 +147,23 @@ def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_
         memo.pop(next(iter(memo)))
     memo[key] = result
     return result
+
+
+@st.cache_resource(show_spinner="Converting the KV heads and measuring the quality change…", max_entries=6)
+def get_kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_tokens: int):
+    """The loaded model with ``n_kv_heads`` KV heads (repeated for more, mean-pooled for fewer),
+    compared with the original on a shipped text."""
+    from txviz.analysis.kv_sharing import quality_vs_original, to_kv_groups, to_mha
+
+    loaded = get_model(source)
+    config = loaded.config
+    if n_kv_heads == config.n_kv_heads:
+        variant = loaded.model  # the original itself: the reference row, nothing converted
+    elif n_kv_heads == config.n_heads:
+        variant = to_mha(loaded.model)
+    else:
+        variant = to_kv_groups(loaded.model, n_kv_heads)
+    ids = torch.tensor(loaded.tokenizer.encode(shipped_texts()[text_name], bos="sink").ids[:max_tokens])
+    report = quality_vs_original(loaded.model, variant, ids)
+    del variant  # the converted weights are not kept: only the numbers are
+    return report

@@ -121,3 +121,41 @@ def test_block_page_layers_and_logit_lens(app):
     assert len(lens) == 31
     at.slider(key="layer").set_value(12).run()
     no_errors(at)
+
+
+def test_positions_page_relative_property_and_permutation(app):
+    at = app.run()
+    at.switch_page("app_pages/positions.py").run()
+    no_errors(at)
+    relative = next(m.value for m in at.markdown if "largest spread along a diagonal" in m.value)
+    spread = float(relative.split("**")[1])
+    assert spread < 1e-9  # q_m·k_n depends only on m − n, on the model's real vectors
+    losses, perm = at.dataframe[0].value, at.dataframe[1].value
+    removed = perm[perm["model"] == "positions removed"].iloc[0, 1]
+    kept = perm[perm["model"] != "positions removed"].iloc[0, 1]
+    assert removed < 1e-4 < kept
+    assert set(losses["scaling"]) == {"none", "linear", "ntk", "yarn", "llama3"}
+    mean = losses.set_index("scaling")["mean loss (nats)"]
+    # linear interpolation slows every pair, including the fast ones word order depends on: the worst
+    # inside the trained context; the frequency-aware schemes stay close to the unscaled model
+    assert mean.idxmax() == "linear" and mean["linear"] > mean["none"] + 0.5
+    assert all(abs(mean[k] - mean["none"]) < 0.3 for k in ("ntk", "yarn", "llama3"))
+
+
+def test_kv_page_cache_matches_formula_and_live_kv_toggle(app):
+    at = app.run()
+    at.switch_page("app_pages/kv_cache.py").run()
+    no_errors(at)
+    growth = next(m.value for m in at.markdown if "largest difference over all steps" in m.value)
+    assert "**0 bytes**" in growth
+    spec = chart(at, "kv_growth")
+    measured, formula = (decode(trace["y"]).astype(float) for trace in spec["data"])
+    np.testing.assert_array_equal(measured, formula)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Top-1 agreement"] == "100.0%"
+    original_mib = float(metrics["KV cache (measured)"].split()[0])
+    at.get("segmented_control")[1].set_value(9).run()  # MHA: repeat the KV heads
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["KV cache (measured)"].split()[0]) == pytest.approx(3 * original_mib, rel=1e-3)
+    assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory

@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory — each with ``--json`` for scripts."""
+"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory, lab — each with ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
     p.add_argument("--gpu-gib", type=float, default=None, help="GPU memory: report the longest context that fits")
     p.set_defaults(run=cmd_memory)
+    from txviz.lab.cli import add_lab_commands
+    add_lab_commands(sub)  # lab list / lab train
     return parser
 
 

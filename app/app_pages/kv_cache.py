@@ -75,3 +75,85 @@ with tab_speed:
                                      x_title="sequence length", y_title="ms", mode="lines+markers"), key="kv_speed")
         means = {name: float(v.mean()) for name, v in series.items()}
         st.caption(" · ".join(f"{name}: {ms:.1f} ms/token" for name, ms in means.items()))
+
+with tab_kinds:
+    from txviz.analysis import memory
+    from txviz.analysis.kv_sharing import describe_regrouping, kv_head_options
+    from txviz.loading.errors import ModelLoadError
+    from txviz.loading.hf_config import read_hf_config
+
+    st.markdown(
+        "**MHA** gives every query head its own K and V; **GQA** lets a group of query heads share one K/V "
+        "head; **MQA** shares one K/V head among all. Only the number of KV heads changes — and with it the "
+        "cache. Below: first the calculator for well-known models (or your own config.json), then the same "
+        "toggle applied for real to the loaded model.")
+    names = {p["name"]: p["preset"] for p in memory.list_presets()}
+    c1, c2, c3, c4 = st.columns(4)
+    chosen = c1.selectbox("Model", list(names), index=list(names.values()).index("llama-3-8b"), key="mem_preset")
+    kv_dtype = c2.selectbox("KV dtype", list(memory.KV_DTYPES), index=list(memory.KV_DTYPES).index("bf16"),
+                            key="mem_kv_dtype")
+    batch = c3.number_input("Batch", 1, 1024, 1, key="mem_batch")
+    gpu_gib = c4.number_input("GPU memory (GiB)", 1.0, 2048.0, 80.0, key="mem_gpu")
+    upload = st.file_uploader("…or upload a Hugging Face config.json", type=["json"], key="mem_upload",
+                              help="Llama, Mistral, Qwen2, Mixtral and GPT-2 families; at most 1 MB.")
+    spec = memory.preset(names[chosen])
+    if upload is not None:
+        try:
+            spec = memory.MemoryModel.from_config(read_hf_config(upload.getvalue()))
+        except (ModelLoadError, ValueError) as error:
+            st.error(f"Could not read that config.json: {error}")
+    model_spec = memory.as_memory_model(spec)
+    st.caption(f"**{model_spec.name}** — {model_spec.kind}: {model_spec.n_layers} layers, {model_spec.n_heads} query "
+               f"heads, {model_spec.kv_heads} KV heads, head_dim {model_spec.head_dim}"
+               + (f", sliding window {model_spec.sliding_window}" if model_spec.sliding_window else "")
+               + (f". Source: {model_spec.source}" if model_spec.source else "."))
+    max_tokens = int(model_spec.max_context or 131072)
+    lengths = memory.context_lengths(max_tokens)
+    try:
+        variants = memory.kind_variants(model_spec)
+    except ValueError as error:  # MLA caches a latent: compare it with the other presets instead
+        st.info(str(error))
+        variants = {model_spec.kind: model_spec}
+    kind = st.segmented_control("Attention kind", list(variants), default=model_spec.kind
+                                if model_spec.kind in variants else list(variants)[0], key="mem_kind")
+    kind = kind or list(variants)[0]
+    series = memory.kv_vs_context(variants, lengths, batch=int(batch), kv_dtype=kv_dtype)
+    gib = {label: np.array(values) / memory.GIB for label, values in series["bytes"].items()}
+    st.plotly_chart(charts.lines(lengths, gib, title=f"KV cache vs context (batch {batch}, {kv_dtype})",
+                                 x_title="tokens", y_title="GiB", log_x=True, mode="lines+markers"), key="mem_context")
+    selected = variants[kind]
+    a, b = st.columns(2)
+    per_token = memory.kv_bytes_per_token(selected, kv_dtype)
+    fit = memory.max_context(selected, float(gpu_gib), batch=int(batch), kv_dtype=kv_dtype)
+    a.metric(f"KV bytes per token ({kind})", f"{per_token / 1024:,.1f} KiB")
+    a.metric("Longest context that fits", "not limited by KV" if fit.max_tokens is None else f"{fit.max_tokens:,} tokens")
+    a.caption(fit.note)
+    weights = {dtype: memory.weight_bytes(selected, dtype) / memory.GIB for dtype in memory.WEIGHT_DTYPES}
+    b.plotly_chart(charts.bars(list(weights), np.array(list(weights.values())), title="Weights by dtype",
+                               y_title="GiB"), key="mem_weights")
+    batches = [1, 2, 4, 8, 16, 32, 64]
+    by_batch = memory.kv_vs_batch(selected, batches, tokens=min(8192, max_tokens), kv_dtype=kv_dtype)
+    st.plotly_chart(charts.lines(batches, {"KV cache": np.array(by_batch["kv_bytes"]) / memory.GIB,
+                                           "weights (bf16)": np.full(len(batches), by_batch["weight_bytes"] / memory.GIB)},
+                                 title=f"Memory vs batch at {by_batch['tokens']:,} tokens ({kind})", x_title="batch",
+                                 y_title="GiB", mode="lines+markers"), key="mem_batch_chart")
+
+    st.subheader(f"Live, on the loaded model ({config.name})")
+    options = kv_head_options(config)
+    n_kv = st.segmented_control("KV heads", list(options), default=config.n_kv_heads, key="live_kv",
+                                format_func=lambda n: f"{n} ({'MHA' if n == config.n_heads else 'MQA' if n == 1 else 'GQA'})")
+    n_kv = int(n_kv or config.n_kv_heads)
+    st.caption(describe_regrouping(config.n_kv_heads, n_kv))
+    texts = resources.shipped_texts()
+    text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], value=256, key="live_tokens")
+    report = resources.get_kv_counterfactual(source, n_kv, next(iter(texts)), int(text_tokens))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("KV cache (measured)", f"{report.kv_bytes_variant / 2**20:.2f} MiB",
+              delta=f"{(report.kv_bytes_variant / report.kv_bytes_original - 1) * 100:+.0f}%", delta_color="inverse")
+    m2.metric("Perplexity", f"{report.perplexity_variant:.2f}", delta=f"original {report.perplexity_original:.2f}",
+              delta_color="off")
+    m3.metric("Top-1 agreement", f"{report.top1_agreement * 100:.1f}%")
+    m4.metric("Mean KL(original‖variant)", f"{report.mean_kl:.3g} nats")
+    if n_kv < config.n_kv_heads:
+        st.warning("Mean-pooling KV heads without further training (Ainslie et al. train 5% more after converting) "
+                   "shows how much each head's own keys and values matter: the quality loss above is the real one.")

@@ -15,7 +15,7 @@ import torch
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
-from txviz.lab.balancing import effective_experts, expert_load
+from txviz.lab.balancing import effective_experts
 from txviz.lab.data import LabData
 from txviz.lab.recorder import LiveRecorder
 from txviz.model import Decoder

@@ -74,10 +74,10 @@ def init_weights(model: Decoder) -> None:
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layers)
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if "norm" in name:
-                nn.init.ones_(param) if name.endswith("weight") else nn.init.zeros_(param)
-            elif name.endswith("bias"):
+            if name.endswith("bias"):
                 nn.init.zeros_(param)
+            elif "norm" in name:
+                nn.init.ones_(param)
             else:
                 std = residual_std if name.endswith(("o_proj.weight", "down_proj.weight")) else INIT_STD
                 nn.init.normal_(param, std=std)
@@ -110,6 +110,18 @@ def losses(model: Decoder, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tens
     return ce, torch.stack(per_layer).mean()
 
 
+def _step(model: Decoder, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
+          s: TrainSettings) -> tuple[float, float | None]:
+    """One AdamW update on the batch; (cross-entropy, load-balancing loss or None) before it."""
+    ce, aux = losses(model, x, y)
+    loss = ce if aux is None else ce + s.aux_weight * aux
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
+    optimizer.step()
+    return ce.item(), None if aux is None else aux.item()
+
+
 def train(config: ModelConfig, data: LabData, settings: TrainSettings,
           progress: Callable[[StepReport], None] | None = None) -> TrainResult:
     torch.manual_seed(settings.seed)
@@ -118,28 +130,22 @@ def train(config: ModelConfig, data: LabData, settings: TrainSettings,
     model.train()
     optimizer = make_optimizer(model, settings)
     order = torch.Generator().manual_seed(settings.seed)
+    tokens_per_step = settings.batch_size * settings.context
     curve, aux_curve, lrs = [], [], []
     started = time.perf_counter()
     for step in range(settings.steps):
-        lr = lr_at(step, settings)
+        lrs.append(lr_at(step, settings))
         for group in optimizer.param_groups:
-            group["lr"] = lr
-        x, y = data.batch(order, settings.batch_size, settings.context)
-        ce, aux = losses(model, x, y)
-        loss = ce if aux is None else ce + settings.aux_weight * aux
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-        optimizer.step()
-        curve.append(ce.item())
-        aux_curve.append(None if aux is None else aux.item())
-        lrs.append(lr)
+            group["lr"] = lrs[-1]
+        ce, aux = _step(model, optimizer, *data.batch(order, settings.batch_size, settings.context), settings)
+        curve.append(ce)
+        aux_curve.append(aux)
         if progress is not None and ((step + 1) % settings.log_every == 0 or step + 1 == settings.steps):
             seconds = time.perf_counter() - started
-            tokens = (step + 1) * settings.batch_size * settings.context
-            progress(StepReport(step + 1, settings.steps, curve[-1], aux_curve[-1], lr, tokens / seconds, seconds))
+            progress(StepReport(step + 1, settings.steps, ce, aux, lrs[-1],
+                                (step + 1) * tokens_per_step / seconds, seconds))
     seconds = time.perf_counter() - started
-    tokens = settings.steps * settings.batch_size * settings.context
+    tokens = settings.steps * tokens_per_step
     curves = {"loss": curve, "aux_loss": aux_curve, "lr": lrs, "tokens": tokens, "seconds": round(seconds, 3),
               "tokens_per_second": round(tokens / seconds, 1), "seed": settings.seed,
               "train_settings": settings.to_dict(), "corpus": data.settings.to_dict()}

@@ -1,4 +1,5 @@
-"""Loading models: the default model, GGUF files and Hugging Face checkpoint directories.
+"""Loading models: the default model, GGUF files, Hugging Face checkpoint directories and the lab's
+own directories (txviz.loading.zoo: config.json marked "txviz_format").
 
 ``load(source)`` picks the loader from what ``source`` is; each loader returns a LoadedModel.
 Only GGUF and safetensors are read; nothing is ever unpickled.
@@ -22,7 +23,7 @@ def default_device() -> torch.device:
 def load(source: str | Path | None = None, *, device: str | torch.device | None = None,
          dtype: torch.dtype = torch.float32) -> LoadedModel:
     """Load ``source``: None or "default" (SmolLM2-135M-Instruct, fetched on first use), a .gguf file,
-    or a directory with config.json + safetensors."""
+    a directory with config.json + safetensors (Hugging Face), or a txviz lab directory."""
     from txviz.loading.errors import ModelLoadError
 
     device = torch.device(device) if device is not None else default_device()
@@ -36,6 +37,9 @@ def load(source: str | Path | None = None, *, device: str | torch.device | None 
         from txviz.loading.gguf import load_gguf
         return load_gguf(path, device=device, dtype=dtype)
     if path.is_dir():
+        from txviz.loading.zoo import is_txviz_dir, load_zoo_model
+        if is_txviz_dir(path):
+            return load_zoo_model(path, device=device, dtype=dtype)
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path} has no config.json: expected a Hugging Face checkpoint directory "
                                  "(config.json + *.safetensors) or a .gguf file")

@@ -1,10 +1,10 @@
 """Where models may come from: the default model, the cache, and directories an operator allows.
 
-A shared app must not open arbitrary paths. ``allowed_roots()`` are the cache directory and the
-directories in ``TXVIZ_MODEL_DIRS`` (separated by ``os.pathsep``); ``confine(path)`` resolves a
-user-typed path (following symlinks, collapsing ``..``) and refuses it unless it lies inside one of
-them. ``discover()`` lists the loadable models found there: .gguf files and directories with a
-config.json.
+A shared app must not open arbitrary paths. ``allowed_roots()`` are the cache directory, the lab's
+shipped zoo (``assets/zoo``) and the directories in ``TXVIZ_MODEL_DIRS`` (separated by
+``os.pathsep``); ``confine(path)`` resolves a user-typed path (following symlinks, collapsing ``..``)
+and refuses it unless it lies inside one of them. ``discover()`` lists the loadable models found
+there: .gguf files and directories with a config.json.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.zoo import SHIPPED_ZOO
 
 
 def cache_dir() -> Path:
@@ -21,7 +22,7 @@ def cache_dir() -> Path:
 
 
 def allowed_roots() -> list[Path]:
-    roots = [cache_dir()]
+    roots = [cache_dir(), SHIPPED_ZOO]
     for entry in os.environ.get("TXVIZ_MODEL_DIRS", "").split(os.pathsep):
         if entry.strip():
             roots.append(Path(entry.strip()).expanduser())

@@ -1,0 +1,235 @@
+"""The lab (txviz.lab): story corpus, tokenizer, load-balancing loss, the gradient-keeping recorder,
+seeded training, the saved run format, and the shipped zoo loaded through ``txviz.loading.load``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from tests.tiny import random_decoder, random_ids, tiny_config
+from txviz import cli, trace
+from txviz.lab import zoo
+from txviz.lab.balancing import effective_experts, expert_load, load_balancing_loss
+from txviz.lab.corpus import DOCUMENT_SEPARATOR, CorpusSettings, stories, story
+from txviz.lab.data import prepare_data
+from txviz.lab.recorder import LiveRecorder
+from txviz.lab.train import TrainSettings, lr_at, train
+from txviz.loading import load
+from txviz.loading.sources import discover
+from txviz.loading.zoo import SHIPPED_ZOO, is_txviz_dir
+from txviz.trace import CaptureError
+
+SMALL_CORPUS = CorpusSettings(seed=0, n_train=200, n_val=12)
+SMALL_MODEL = dict(d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_hidden=48, max_seq_len=32,
+                   tie_embeddings=True)
+SHORT_RUN = TrainSettings(steps=30, batch_size=8, context=32, lr=1e-2, log_every=10)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return prepare_data(SMALL_CORPUS)
+
+
+def small_config(data, **changes):
+    return tiny_config(vocab_size=data.vocab_size, **{**SMALL_MODEL, **changes})
+
+
+# ---- corpus and tokenizer -----------------------------------------------------------------------
+def test_the_corpus_is_a_function_of_its_seed():
+    assert stories("train", SMALL_CORPUS) == stories("train", SMALL_CORPUS)
+    assert story(0, "train", 3) != story(1, "train", 3)
+    assert not set(stories("val", SMALL_CORPUS)) & set(stories("train", SMALL_CORPUS))
+
+
+def test_stories_refer_back_with_pronouns_and_repeat_names():
+    text = story(0, "train", 0)
+    words = text.replace(".", " ").replace(",", " ").split()
+    assert {"he", "she", "He", "She"} & set(words) and ("it" in words or "They" in words)
+    first_name = words[0]
+    assert words.count(first_name) >= 2  # names recur: material for induction heads
+
+
+def test_the_tokenizer_is_word_level_with_the_separator_first(data):
+    tokenizer = data.tokenizer
+    assert 100 <= data.vocab_size <= 500
+    assert tokenizer.token_to_id(DOCUMENT_SEPARATOR) == 0
+    text = story(0, "val", 1)
+    encoding = tokenizer.encode(text, add_special_tokens=False)
+    assert tokenizer.decode(encoding.ids) == text
+    assert len(encoding.ids) == len(text.replace(".", " .").replace(",", " ,").split())
+    assert prepare_data(SMALL_CORPUS).tokenizer.to_str() == tokenizer.to_str()
+
+
+def test_every_story_starts_with_the_separator(data):
+    separators = (data.train == 0).nonzero().flatten()
+    assert len(separators) == SMALL_CORPUS.n_train and separators[0] == 0
+
+
+# ---- load balancing -----------------------------------------------------------------------------
+def test_uniform_routing_costs_one():
+    logits = torch.zeros(8, 4)  # P_e = 1/4
+    chosen = torch.arange(8)[:, None] % 4  # f_e = 1/4
+    assert_close(load_balancing_loss(logits, chosen), torch.tensor(1.0))
+
+
+def test_all_tokens_on_one_expert_cost_n_experts_times_its_probability():
+    logits = torch.tensor([[2.0, 0.0, 0.0, 0.0], [1.0, 0.5, 0.0, -1.0], [3.0, 1.0, 1.0, 1.0]])
+    chosen = torch.zeros(3, 1, dtype=torch.long)  # every token to expert 0: f = (1, 0, 0, 0)
+    p0 = torch.softmax(logits, dim=-1)[:, 0].mean()
+    assert_close(load_balancing_loss(logits, chosen), 4 * p0)
+
+
+def test_top_k_assignments_are_counted_and_normalized():
+    chosen = torch.tensor([[0, 1], [0, 2], [0, 1]])  # 6 assignments: expert 0 three, 1 two, 2 one
+    assert_close(expert_load(chosen, 4), torch.tensor([3, 2, 1, 0]) / 6)
+    logits = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.1]])).expand(3, 4)
+    expected = 4 * (0.5 * 0.4 + (2 / 6) * 0.3 + (1 / 6) * 0.2)
+    assert_close(load_balancing_loss(logits, chosen), torch.tensor(expected))
+
+
+def test_effective_experts():
+    assert effective_experts(torch.full((4,), 0.25)) == pytest.approx(4.0)
+    assert effective_experts(torch.tensor([1.0, 0.0, 0.0, 0.0])) == pytest.approx(1.0)
+
+
+def test_the_balancing_gradient_moves_probability_off_the_busy_expert():
+    logits = torch.tensor([[1.0, 0.0, 0.0, 0.0]] * 4, requires_grad=True)
+    load_balancing_loss(logits, torch.zeros(4, 1, dtype=torch.long)).backward()
+    assert (logits.grad[:, 0] > 0).all() and (logits.grad[:, 1:] < 0).all()
+
+
+# ---- the recorder that keeps gradients ----------------------------------------------------------
+def test_live_recorder_leaves_logits_identical_and_keeps_the_graph():
+    config = tiny_config(n_kv_heads=2, n_experts=4, top_k=2)
+    model, ids = random_decoder(config), random_ids(config, 9, batch=2)
+    plain = model(ids)
+    recorder = LiveRecorder(("router_logits", "expert_ids"), config.n_layers)
+    recorded = model(ids, record=recorder)
+    assert torch.equal(recorded, plain)
+    router_logits = recorder["router_logits"]
+    assert len(router_logits) == config.n_layers and router_logits[0].shape == (2, 9, 4)
+    assert all(t.requires_grad for t in router_logits)
+    traced = trace(model, ids, capture=("router_logits",))["router_logits"]
+    assert torch.equal(torch.stack([t.detach() for t in router_logits]), traced)
+
+
+def test_live_recorder_refuses_unknown_or_unasked_names():
+    with pytest.raises(CaptureError, match="per-layer captures only"):
+        LiveRecorder(("resid",), 2)
+    with pytest.raises(CaptureError, match="not asked for"):
+        LiveRecorder(("router_logits",), 2)["expert_ids"]
+
+
+# ---- training -----------------------------------------------------------------------------------
+def test_the_schedule_warms_up_then_decays_to_its_floor():
+    s = TrainSettings(steps=100, lr=1e-3, warmup_fraction=0.1, min_lr_ratio=0.1)
+    rates = [lr_at(step, s) for step in range(100)]
+    assert rates[0] == pytest.approx(1e-4) and max(rates) == pytest.approx(1e-3)
+    assert rates[-1] == pytest.approx(1e-4) and rates[10:] == sorted(rates[10:], reverse=True)
+
+
+def test_a_few_steps_lower_the_loss(data):
+    curve = train(small_config(data), data, SHORT_RUN).curves["loss"]
+    assert sum(curve[-5:]) / 5 < 0.7 * sum(curve[:5]) / 5
+
+
+def test_the_same_seed_reproduces_the_same_losses(data):
+    config = small_config(data, n_experts=4, top_k=2)
+    settings = TrainSettings(steps=6, batch_size=4, context=32, aux_weight=0.01)
+    first, second = train(config, data, settings), train(config, data, settings)
+    assert first.curves["loss"] == second.curves["loss"]
+    assert first.curves["aux_loss"] == second.curves["aux_loss"]
+    other = train(config, data, TrainSettings(steps=6, batch_size=4, context=32, aux_weight=0.01, seed=1))
+    assert other.curves["loss"] != first.curves["loss"]
+
+
+def test_progress_reports_steps_loss_and_speed(data):
+    reports = []
+    train(small_config(data), data, TrainSettings(steps=4, batch_size=2, context=16, log_every=2), reports.append)
+    assert [r.step for r in reports] == [2, 4] and all(r.tokens_per_second > 0 for r in reports)
+    assert reports[0].aux_loss is None
+
+
+# ---- a trained run on disk, through the loader --------------------------------------------------
+@pytest.fixture(scope="module")
+def learned_run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("zoo")
+    zoo.train_variant("learned", out, data, steps=3)
+    return out / "learned"
+
+
+def test_a_run_writes_safetensors_config_tokenizer_curves_and_eval(learned_run):
+    assert sorted(p.name for p in learned_run.iterdir()) == [
+        "config.json", "curves.json", "eval.json", "model.safetensors", "tokenizer.json"]
+    curves = json.loads((learned_run / "curves.json").read_text())
+    assert len(curves["loss"]) == 3 and curves["seed"] == 0 and curves["corpus"]["n_train"] == 200
+    evaluation = json.loads((learned_run / "eval.json").read_text())
+    assert evaluation["val_loss"] > 0 and evaluation["val_loss_2x"] is None and evaluation["val_loss_4x"] is None
+    assert "table has 128 rows" in evaluation["extrapolation"]["why_null"]
+
+
+def test_a_run_loads_through_load_with_the_sink_token(learned_run):
+    loaded = load(learned_run, device="cpu")
+    assert loaded.format == "txviz" and loaded.config.positions == "learned"
+    assert loaded.tokenizer.sink_token == DOCUMENT_SEPARATOR == loaded.tokenizer.bos_token
+    assert loaded.metadata["eval"]["val_loss"] > 0 and loaded.metadata["training"]["train_settings"]["steps"] == 3
+    ids = loaded.tokenizer.encode("Mary had a red kite.", bos="sink").ids
+    assert ids[0] == 0 and loaded.model(torch.tensor(ids)).shape == (1, len(ids), loaded.config.vocab_size)
+
+
+def test_hugging_face_directories_are_not_taken_for_lab_ones(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert not is_txviz_dir(tmp_path)
+
+
+def test_cli_lab_train_and_list(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(zoo, "CORPUS", SMALL_CORPUS)
+    assert cli.main(["lab", "train", "--variant", "mqa", "--steps", "2", "--out", str(tmp_path), "--json"]) == 0
+    trained = json.loads(capsys.readouterr().out)["variants"]
+    assert [row["variant"] for row in trained] == ["mqa"] and trained[0]["steps"] == 2
+    assert cli.main(["lab", "list", "--out", str(tmp_path), "--json"]) == 0
+    rows = {row["variant"]: row for row in json.loads(capsys.readouterr().out)["variants"]}
+    assert set(rows) == set(zoo.VARIANTS) and rows["mqa"]["trained"] and not rows["mha"]["trained"]
+    assert rows["mqa"]["kv_bytes_per_token_fp32"] == 2 * 4 * 1 * 16 * 4
+
+
+# ---- the shipped zoo ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(zoo.VARIANTS))
+def test_every_shipped_variant_loads_and_its_config_matches_its_name(name):
+    loaded = load(SHIPPED_ZOO / name, device="cpu")
+    config = loaded.config
+    assert loaded.format == "txviz" and config.name == name
+    expected = {**zoo.BASE, **zoo.VARIANTS[name].changes}
+    assert {key: getattr(config, key) for key in expected} == expected
+    assert json.loads((SHIPPED_ZOO / name / "curves.json").read_text())["train_settings"]["aux_weight"] == \
+        zoo.VARIANTS[name].aux_weight
+
+
+def test_shipped_names_say_what_they_are():
+    config = {name: load(SHIPPED_ZOO / name, device="cpu").config for name in
+              ("base", "mha", "mqa", "alibi", "learned", "no_positions", "moe_top2_balanced", "moe_top1")}
+    assert (config["base"].n_kv_heads, config["mha"].n_kv_heads, config["mqa"].n_kv_heads) == (2, 4, 1)
+    assert [config[n].positions for n in ("base", "alibi", "learned", "no_positions")] == \
+        ["rope", "alibi", "learned", "none"]
+    assert (config["moe_top2_balanced"].n_experts, config["moe_top2_balanced"].top_k) == (4, 2)
+    assert (config["moe_top1"].n_experts, config["moe_top1"].top_k, config["base"].n_experts) == (4, 1, 0)
+
+
+@pytest.mark.parametrize("name", [n for n, v in zoo.VARIANTS.items() if "n_experts" in v.changes])
+def test_shipped_moe_gates_are_normalized_as_configured(name):
+    loaded = load(SHIPPED_ZOO / name, device="cpu")
+    ids = torch.tensor(loaded.tokenizer.encode(story(0, "val", 0), bos="sink").ids)
+    tr = trace(loaded.model, ids, capture=("router_probs", "expert_ids", "expert_gates"))
+    gates = tr["expert_gates"]  # (L, B, T, K)
+    if loaded.config.router_norm == "topk":
+        assert_close(gates.sum(-1), torch.ones(gates.shape[:-1]))
+    else:
+        assert_close(gates, tr["router_probs"].gather(-1, tr["expert_ids"]))
+
+
+def test_the_shipped_zoo_is_discovered_for_the_model_picker():
+    paths = {source.path for source in discover()}
+    assert {str(SHIPPED_ZOO / name) for name in zoo.VARIANTS} <= paths

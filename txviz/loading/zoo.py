@@ -1,0 +1,112 @@
+"""Load a model the lab trained (txviz.lab): a directory with config.json, model.safetensors and
+tokenizer.json.
+
+    loaded = load_zoo_model("assets/zoo/mqa")      # LoadedModel, format "txviz"
+
+config.json is ``ModelConfig.to_dict()`` plus the marker ``"txviz_format": 1``, which is what tells
+such a directory from a Hugging Face checkpoint (whose config.json has ``model_type`` instead). The
+weights use the Decoder's own parameter names, so no name table or transform is involved. The
+tokenizer is the lab's word-level tokenizer; ``<|endoftext|>`` opens every training story and is the
+model's BOS, EOS and sink token. eval.json and curves.json, when present, are summarized in the
+metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from txviz.config import ConfigError, ModelConfig
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.loaded import LoadedModel
+
+FORMAT_KEY, FORMAT_VERSION = "txviz_format", 1
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
+EVAL_FILE, CURVES_FILE = "eval.json", "curves.json"
+DOCUMENT_TOKEN = "<|endoftext|>"
+SHIPPED_ZOO = Path(__file__).resolve().parents[2] / "assets" / "zoo"
+MAX_JSON_BYTES = 16 << 20
+
+__all__ = ["SHIPPED_ZOO", "config_json", "is_txviz_dir", "load_zoo_model", "read_txviz_config"]
+
+
+def config_json(config: ModelConfig) -> str:
+    """What the lab writes as config.json: the ModelConfig with the format marker first."""
+    return json.dumps({FORMAT_KEY: FORMAT_VERSION, **config.to_dict()}, indent=2)
+
+
+def _read_json(path: Path) -> dict:
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise ModelLoadError(f"{path} is too large ({path.stat().st_size} bytes)")
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise ModelLoadError(f"{path} is not valid JSON: {str(exc)[:200]}") from exc
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def is_txviz_dir(path: str | os.PathLike) -> bool:
+    """True for a directory whose config.json carries the txviz marker."""
+    config = Path(path) / CONFIG_FILE
+    if not config.is_file():
+        return False
+    try:
+        return FORMAT_KEY in _read_json(config)
+    except ModelLoadError:
+        return False
+
+
+def read_txviz_config(directory: Path) -> ModelConfig:
+    raw = _read_json(directory / CONFIG_FILE)
+    version = raw.pop(FORMAT_KEY, None)
+    if version != FORMAT_VERSION:
+        raise ModelLoadError(f"{directory / CONFIG_FILE}: txviz format {version!r} is not supported "
+                             f"(this txviz reads {FORMAT_VERSION})")
+    try:
+        return ModelConfig.from_dict(raw)
+    except (ConfigError, TypeError) as exc:
+        raise ModelLoadError(f"{directory / CONFIG_FILE}: {exc}") from exc
+
+
+def _metadata(directory: Path) -> dict:
+    metadata: dict = {"files": sorted(p.name for p in directory.iterdir() if p.is_file())}
+    if (directory / EVAL_FILE).is_file():
+        metadata["eval"] = _read_json(directory / EVAL_FILE)
+    if (directory / CURVES_FILE).is_file():
+        curves = _read_json(directory / CURVES_FILE)
+        metadata["training"] = {k: v for k, v in curves.items() if k not in ("loss", "aux_loss", "lr")}
+    return metadata
+
+
+def load_zoo_model(path: str | os.PathLike, *, device: str | torch.device | None = None,
+                   dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Load a lab directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
+    from txviz.loading import default_device
+    from txviz.loading.hf import read_tensors
+    from txviz.loading.tokenizer import Tokenizer, TokenizerError
+    from txviz.model import Decoder
+
+    directory = Path(path).expanduser()
+    config = read_txviz_config(directory)
+    if not (directory / WEIGHTS_FILE).is_file():
+        raise ModelLoadError(f"{directory} has no {WEIGHTS_FILE}")
+    device = torch.device(device) if device is not None else default_device()
+    tensors = read_tensors([directory / WEIGHTS_FILE], device, dtype)
+    try:
+        model = Decoder.from_state_dict(config, tensors, device=device, dtype=dtype)
+    except ValueError as exc:
+        raise ModelLoadError(f"{directory}: the weights do not match config.json: {exc}") from exc
+    tokenizer = None
+    if (directory / TOKENIZER_FILE).is_file():
+        try:
+            tokenizer = Tokenizer.from_file(directory / TOKENIZER_FILE, bos_token=DOCUMENT_TOKEN,
+                                            eos_token=DOCUMENT_TOKEN, sink_token=DOCUMENT_TOKEN)
+        except TokenizerError as exc:
+            raise ModelLoadError(f"{directory / TOKENIZER_FILE}: {exc}") from exc
+    return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=str(directory),
+                       format="txviz", metadata=_metadata(directory))
