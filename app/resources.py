@@ -49,6 +49,13 @@ def get_model(source: str) -> LoadedModel:
     return load(None if source == "default" else source)
 
 
+def display_name(loaded: LoadedModel) -> str:
+    """The file or directory name: GGUF ``general.name`` fields are often training-run labels."""
+    from pathlib import Path
+
+    return Path(loaded.source).name or loaded.config.name
+
+
 def encode(source: str, prompt: str, bos: str):
     if not prompt or not prompt.strip():
         raise PromptError("The prompt is empty: type a sentence in the sidebar.")

@@ -80,7 +80,7 @@ def render() -> None:
             pass
         config = loaded.config
         st.caption(
-            f"**{config.name}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
+            f"**{resources.display_name(loaded)}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
             f"{config.n_layers} layers · {config.n_heads} heads · {config.n_kv_heads} KV heads "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"

@@ -28,3 +28,11 @@ def default_model(default_gguf_path):
     from txviz.loading.fetch import load_default_model
 
     return load_default_model(device="cpu")  # the fetch already happened in default_gguf_path
+
+
+@pytest.fixture(scope="session")
+def default_model_home(default_gguf_path):
+    """The cache directory holding the default model, for app tests that start from TXVIZ_HOME."""
+    from txviz.loading.fetch import txviz_home
+
+    return txviz_home()

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.app_fixtures import default_model_home  # noqa: F401
 
 pytestmark = pytest.mark.default_model
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_fixtures import default_model_home  # noqa: F401
 from tests.browser import CHART, ERROR, browser_available, chromium_page, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]

@@ -18,7 +18,6 @@ from txviz.analysis.coref import (BUILTIN_PATH, _batches, CorefCase, CorefDataEr
 from txviz.config import ModelConfig
 from txviz.loading.loaded import LoadedModel
 from txviz.model.transformer import Decoder
-from tests.app_fixtures import default_model_home  # noqa: F401  (fetches the default model once)
 
 SINK = "<|endoftext|>"
 

@@ -138,7 +138,7 @@ with tab_kinds:
                                  title=f"Memory vs batch at {by_batch['tokens']:,} tokens ({kind})", x_title="batch",
                                  y_title="GiB", mode="lines+markers"), key="mem_batch_chart")
 
-    st.subheader(f"Live, on the loaded model ({config.name})")
+    st.subheader(f"Live, on the loaded model ({resources.display_name(loaded)})")
     options = kv_head_options(config)
     n_kv = st.segmented_control("KV heads", list(options), default=config.n_kv_heads, key="live_kv",
                                 format_func=lambda n: f"{n} ({'MHA' if n == config.n_heads else 'MQA' if n == 1 else 'GQA'})")
