@@ -4,6 +4,14 @@
     tr["attn_probs"]          # (n_layers_captured, B, H, T, S), layers in tr.layers order
     tr.attn(layer=5, head=3)  # (T, S) for the first sequence
 
+At long contexts ask for the summaries instead of the maps: every head's metrics per query row,
+computed block by block during the pass (txviz.head_summaries), and q_rot/k_rot, from which any
+head's map (or a band of its rows) is rebuilt exactly on demand (txviz.maps):
+
+    tr = trace(model, ids, capture=SUMMARY_CAPTURE)  # no T×T map is ever held
+    tr.head_metrics()["induction"]                    # (L, H)
+    tr.attn(layer=5, head=3)                          # rebuilt from q_rot, k_rot
+
 Nothing is attached to the model: a Recorder lives for one forward call and is handed down to the
 layers, which offer tensors to it; it keeps only what was asked for, detached and on the CPU. So
 one model can serve many sessions and threads at once. Unknown names raise ``CaptureError``.
@@ -17,6 +25,9 @@ from typing import Iterable, Mapping
 
 import torch
 
+from txviz.head_summaries import LayerSummaries, TokenPatterns, head_metrics
+from txviz.maps import AttentionRecipe, MapStorage, rebuild_attention
+
 LAYER_CAPTURES = {
     "q": "queries before RoPE (B, H, T, D)",
     "k": "keys before RoPE (B, Hkv, T, D)",
@@ -25,7 +36,9 @@ LAYER_CAPTURES = {
     "k_rot": "keys after RoPE (B, Hkv, T, D)",
     "attn_logits": "QKᵀ/√d before the mask (B, H, T, S)",
     "attn_scores": "pre-softmax scores with mask and ALiBi bias added (B, H, T, S)",
-    "attn_probs": "attention probabilities (B, H, T, S)",
+    "attn_probs": "attention probabilities (B, H, T, S); packed (B, H, T(T+1)/2) with lower-triangle storage",
+    "head_summaries": "per-head metrics per query row (B, H, T, M), M = head_summaries.METRICS, NaN where "
+                      "undefined; computed block by block, no T×S map kept",
     "kv_bytes": "bytes of K and V this layer keeps (scalar)",
     "attn_out": "attention sublayer output added to the residual (B, T, d)",
     "ffn_out": "FFN sublayer output added to the residual (B, T, d)",
@@ -47,6 +60,8 @@ GLOBAL_CAPTURES = {
     "logits": "output logits (B, T, V)",
 }
 CAPTURES = {**LAYER_CAPTURES, **RESIDUAL_CAPTURES, **GLOBAL_CAPTURES}
+# Everything a long-context trace needs: all heads' summaries, and any map rebuildable on demand.
+SUMMARY_CAPTURE = ("head_summaries", "q_rot", "k_rot")
 
 
 class CaptureError(ValueError):
@@ -60,8 +75,9 @@ def _keep(tensor: torch.Tensor) -> torch.Tensor:
 class LayerRecorder:
     """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted."""
 
-    def __init__(self, store: dict, wanted: frozenset[str]):
-        self._store, self._wanted = store, wanted
+    def __init__(self, store: dict, wanted: frozenset[str], maps: MapStorage = MapStorage(),
+                 summaries: LayerSummaries | None = None):
+        self._store, self._wanted, self._maps, self._summaries = store, wanted, maps, summaries
 
     def wants(self, name: str) -> bool:
         return name in self._wanted
@@ -71,7 +87,12 @@ class LayerRecorder:
 
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:
-            self._store[name] = _keep(tensor)
+            self._store[name] = self._maps.store(_keep(tensor)) if name == "attn_probs" else _keep(tensor)
+
+    def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
+        """A block of query rows of this layer's attention: probs and finite scores (B, H, R, K)."""
+        if self._summaries is not None:
+            self._summaries.add(rows, keys, probs, scores)
 
     def many(self, **tensors: torch.Tensor) -> None:
         for name, tensor in tensors.items():
@@ -81,7 +102,8 @@ class LayerRecorder:
 class Recorder:
     """Collects one forward call's captures. Create one per call; ``finish`` freezes it."""
 
-    def __init__(self, capture: Iterable[str], layers: Iterable[int] | None, n_layers: int):
+    def __init__(self, capture: Iterable[str], layers: Iterable[int] | None, n_layers: int, *,
+                 ids: torch.Tensor | None = None, maps: MapStorage = MapStorage()):
         names = frozenset(capture)
         unknown = names - set(CAPTURES)
         if unknown:
@@ -90,9 +112,13 @@ class Recorder:
         bad = [i for i in chosen if not 0 <= i < n_layers]
         if bad:
             raise CaptureError(f"layers {bad} out of range: the model has {n_layers} layers (0..{n_layers - 1})")
-        self.names, self.layers, self.n_layers = names, chosen, n_layers
+        if "head_summaries" in names and ids is None:
+            raise CaptureError("head_summaries needs the token ids (duplicate/induction): pass ids=")
+        self.names, self.layers, self.n_layers, self.maps = names, chosen, n_layers, maps
         self._layer_names = names & set(LAYER_CAPTURES)
         self._per_layer: dict[int, dict[str, torch.Tensor]] = {i: {} for i in chosen}
+        patterns = TokenPatterns(ids.cpu()) if "head_summaries" in names else None
+        self._summaries = {i: LayerSummaries(patterns) for i in chosen} if patterns is not None else {}
         self._residual: dict[str, list] = {n: [None] * (n_layers + 1) for n in names & set(RESIDUAL_CAPTURES)}
         self._globals: dict[str, torch.Tensor] = {}
         self._none = LayerRecorder({}, frozenset())
@@ -100,7 +126,7 @@ class Recorder:
     def layer(self, index: int) -> LayerRecorder:
         if index not in self._per_layer or not self._layer_names:
             return self._none
-        return LayerRecorder(self._per_layer[index], self._layer_names)
+        return LayerRecorder(self._per_layer[index], self._layer_names, self.maps, self._summaries.get(index))
 
     def residual(self, index: int, x: torch.Tensor) -> None:
         if "resid" in self._residual:
@@ -118,7 +144,9 @@ class Recorder:
         if "alibi_bias" in wanted and ctx.alibi is not None:
             self._globals["alibi_bias"] = _keep(ctx.alibi)
 
-    def finish(self, ids: torch.Tensor, logits: torch.Tensor) -> "Trace":
+    def finish(self, ids: torch.Tensor, logits: torch.Tensor, recipe: AttentionRecipe | None = None) -> "Trace":
+        for index, summaries in self._summaries.items():
+            self._per_layer[index]["head_summaries"] = summaries.rows
         data: dict[str, object] = {}
         for name in self._layer_names:
             per_layer = [self._per_layer[i].get(name) for i in self.layers]
@@ -129,7 +157,9 @@ class Recorder:
         data.update({k: v for k, v in self._globals.items() if k in self.names})
         if "logits" in self.names:
             data["logits"] = _keep(logits)
-        return Trace(ids=_keep(ids), layers=self.layers, data=MappingProxyType(data))
+        rebuildable = recipe is not None and {"q_rot", "k_rot"} <= self.names
+        return Trace(ids=_keep(ids), layers=self.layers, data=MappingProxyType(data), maps=self.maps,
+                     recipe=recipe if rebuildable else None)
 
 
 @dataclass(frozen=True)
@@ -140,6 +170,8 @@ class Trace:
     ids: torch.Tensor  # (B, T)
     layers: tuple[int, ...]
     data: Mapping[str, torch.Tensor]
+    maps: MapStorage = MapStorage()  # how attn_probs is kept
+    recipe: AttentionRecipe | None = None  # set when q_rot and k_rot were captured: maps are rebuildable
 
     def __getitem__(self, name: str) -> torch.Tensor:
         if name not in self.data:
@@ -160,21 +192,40 @@ class Trace:
     def get(self, name: str, layer: int) -> torch.Tensor:
         return self[name][self.layer_index(layer)]
 
-    def attn(self, layer: int, head: int, batch: int = 0) -> torch.Tensor:
-        """(T, S) attention probabilities of one head."""
-        return self.get("attn_probs", layer)[batch, head]
+    def attn(self, layer: int, head: int, batch: int = 0, rows: slice = slice(None)) -> torch.Tensor:
+        """(T, S) attention probabilities of one head (or rows ``rows`` of them): the stored map when
+        ``attn_probs`` was captured, else rebuilt from ``q_rot``/``k_rot``."""
+        if "attn_probs" in self.data:
+            stored = self.get("attn_probs", layer)[batch, head]
+            return stored[rows] if self.maps.is_default else self.maps.rows(stored, self.n_tokens, rows)
+        if self.recipe is not None:
+            self.layer_index(layer)
+            return rebuild_attention(self, layer, head, rows=rows, batch=batch)
+        raise CaptureError("no attention maps in this trace: capture attn_probs, or q_rot and k_rot to "
+                           f"rebuild them; captured: {sorted(self.data)}")
+
+    def head_metrics(self, batch: int = 0) -> dict[str, torch.Tensor]:
+        """Every head's metrics (L, H) from ``head_summaries``, as analysis.heads.head_metrics gives them
+        from full maps."""
+        return head_metrics(self["head_summaries"][:, batch])
 
     @property
     def n_tokens(self) -> int:
         return self.ids.shape[-1]
 
 
-def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Iterable[int] | None = None) -> Trace:
-    """Run ``model`` once on ``ids`` and return what ``capture`` names. Logits are unchanged by it."""
+def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Iterable[int] | None = None,
+          maps: MapStorage = MapStorage()) -> Trace:
+    """Run ``model`` once on ``ids`` and return what ``capture`` names. Logits are unchanged by it.
+    ``maps`` says how ``attn_probs`` is kept (fp16, lower triangle); see txviz.capture_cost for what a
+    request costs before running it."""
     if isinstance(capture, str):
         capture = (capture,)
-    recorder = Recorder(capture, layers, model.config.n_layers)
+    capture = tuple(capture)
     with torch.inference_mode():
         ids = model.check_ids(ids)
-        logits = model(ids, record=recorder)
-    return recorder.finish(ids, logits)
+        recorder = Recorder(capture, layers, model.config.n_layers, ids=ids, maps=maps)
+        # Logits of every position are (T, vocab): at 8192 tokens 1.6 GB; compute them only if kept.
+        logits = model(ids, record=recorder, last_only="logits" not in capture)
+    recipe = AttentionRecipe.of(model, torch.arange(ids.shape[1])) if {"q_rot", "k_rot"} <= set(capture) else None
+    return recorder.finish(ids, logits, recipe)

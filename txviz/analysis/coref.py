@@ -361,8 +361,8 @@ class SentenceRanking:
 
 def score_heads(probs: torch.Tensor, pronoun_index: int, candidate_spans: Sequence[Sequence[int]], *,
                 target: int = 0) -> tuple[HeadScore, ...]:
-    """probs (L, H, T, T) → every head, ranked by how much more it attends from the pronoun to
-    candidate ``target`` than to the best other candidate. Spans after the pronoun get no attention."""
+    """probs (L, H, T, T) of layers 0…L−1 → every head, ranked by how much more it attends from the
+    pronoun to candidate ``target`` than to the best other one. Spans after the pronoun get no attention."""
     spans = tuple(tuple(int(i) for i in span) for span in candidate_spans)
     if len(spans) < 2:
         raise ValueError(f"need at least 2 candidate spans, got {len(spans)}")

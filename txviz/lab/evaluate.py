@@ -1,5 +1,5 @@
-"""Held-out evaluation of a lab model: validation loss at the training context and beyond, and
-how evenly a Mixture of Experts spreads its tokens.
+"""Held-out evaluation of a lab model: validation loss at the training context and beyond, how evenly
+a Mixture of Experts spreads its tokens, and the copy/pronoun probes (txviz.lab.probes).
 
 Extrapolation (seed §3.2): the same weights are scored on validation windows of 2× and 4× the
 training context. RoPE, ALiBi and no-position models need no new parameters for that (the Decoder is
@@ -17,6 +17,7 @@ from torch.nn import functional as F
 from txviz.config import ModelConfig
 from txviz.lab.balancing import effective_experts
 from txviz.lab.data import LabData
+from txviz.lab.probes import probes
 from txviz.lab.recorder import LiveRecorder
 from txviz.model import Decoder
 
@@ -86,4 +87,5 @@ def evaluate(model: Decoder, data: LabData, context: int) -> dict:
     ext = extrapolation(model, data, context)
     return {"val_loss": ext["loss_at"][str(context)], "val_loss_2x": ext["loss_at"][str(2 * context)],
             "val_loss_4x": ext["loss_at"][str(4 * context)], "extrapolation": ext,
-            "val_tokens": len(data.val), "expert_load": routing_load(model, data, context)}
+            "val_tokens": len(data.val), "expert_load": routing_load(model, data, context),
+            "probes": probes(model, data, context)}

@@ -42,6 +42,8 @@ class TrainSettings:
     weight_decay: float = 0.1  # on matrices and embeddings, not on norms
     grad_clip: float = 1.0
     aux_weight: float = 0.0  # load-balancing loss weight (Switch uses 0.01); MoE only
+    router_init_std: float = 0.02  # MoE router weights; larger starts the routing further from uniform
+    router_lr_scale: float = 1.0  # MoE routers learn at lr × this
     seed: int = 0
     log_every: int = 25
 
@@ -68,9 +70,10 @@ class TrainResult:
     curves: dict = field(default_factory=dict)
 
 
-def init_weights(model: Decoder) -> None:
+def init_weights(model: Decoder, router_std: float = INIT_STD) -> None:
     """N(0, 0.02) for every matrix and embedding, N(0, 0.02/√(2L)) for the projections that write
-    into the residual stream (GPT-2), ones for norm weights, zeros for biases."""
+    into the residual stream (GPT-2), N(0, ``router_std``) for MoE routers, ones for norm weights,
+    zeros for biases."""
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layers)
     with torch.no_grad():
         for name, param in model.named_parameters():
@@ -80,6 +83,7 @@ def init_weights(model: Decoder) -> None:
                 nn.init.ones_(param)
             else:
                 std = residual_std if name.endswith(("o_proj.weight", "down_proj.weight")) else INIT_STD
+                std = router_std if name.endswith("router.weight") else std
                 nn.init.normal_(param, std=std)
 
 
@@ -92,10 +96,21 @@ def lr_at(step: int, s: TrainSettings) -> float:
     return s.lr * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def _group_of(name: str, param: torch.Tensor) -> str:
+    if name.endswith("router.weight"):
+        return "router"
+    return "decay" if param.dim() >= 2 and "norm" not in name else "no_decay"
+
+
 def make_optimizer(model: Decoder, s: TrainSettings) -> torch.optim.AdamW:
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "norm" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "norm" not in n)]
-    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    """AdamW with weight decay on matrices and embeddings; MoE routers get ``router_lr_scale`` × the
+    learning rate and no decay. Each group's ``lr_scale`` is applied by the schedule."""
+    params: dict[str, list] = {"decay": [], "no_decay": [], "router": []}
+    for name, param in model.named_parameters():
+        params[_group_of(name, param)].append(param)
+    settings = {"decay": (s.weight_decay, 1.0), "no_decay": (0.0, 1.0), "router": (0.0, s.router_lr_scale)}
+    groups = [{"params": params[g], "weight_decay": wd, "lr_scale": scale}
+              for g, (wd, scale) in settings.items() if params[g]]
     return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95))
 
 
@@ -126,7 +141,7 @@ def train(config: ModelConfig, data: LabData, settings: TrainSettings,
           progress: Callable[[StepReport], None] | None = None) -> TrainResult:
     torch.manual_seed(settings.seed)
     model = Decoder(config)
-    init_weights(model)
+    init_weights(model, settings.router_init_std)
     model.train()
     optimizer = make_optimizer(model, settings)
     order = torch.Generator().manual_seed(settings.seed)
@@ -134,15 +149,16 @@ def train(config: ModelConfig, data: LabData, settings: TrainSettings,
     curve, aux_curve, lrs = [], [], []
     started = time.perf_counter()
     for step in range(settings.steps):
-        lrs.append(lr_at(step, settings))
+        lr = lr_at(step, settings)
         for group in optimizer.param_groups:
-            group["lr"] = lrs[-1]
+            group["lr"] = lr * group["lr_scale"]
         ce, aux = _step(model, optimizer, *data.batch(order, settings.batch_size, settings.context), settings)
-        curve.append(ce)
-        aux_curve.append(aux)
+        curve.append(round(ce, 5))
+        aux_curve.append(None if aux is None else round(aux, 5))
+        lrs.append(float(f"{lr:.6g}"))
         if progress is not None and ((step + 1) % settings.log_every == 0 or step + 1 == settings.steps):
             seconds = time.perf_counter() - started
-            progress(StepReport(step + 1, settings.steps, ce, aux, lrs[-1],
+            progress(StepReport(step + 1, settings.steps, ce, aux, lr,
                                 (step + 1) * tokens_per_step / seconds, seconds))
     seconds = time.perf_counter() - started
     tokens = settings.steps * tokens_per_step

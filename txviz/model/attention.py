@@ -5,8 +5,15 @@
 plus ALiBi's bias inside M when the model uses it. GQA/MQA only change ``n_kv_heads``: each KV head
 is repeated for its group of query heads (llama's ``repeat_kv``). When nobody asks for the
 probabilities the fused kernel (``scaled_dot_product_attention``, FlashAttention-style) computes the
-same output without materializing the T×S matrix; when a trace asks for them the eager path runs,
-in exactly the reference implementation's order of operations.
+same output without materializing the T×S matrix. What a recorder asks for picks one of three paths:
+
+* ``_fused``: nothing about the weights is wanted: the fused kernel, O(T) memory.
+* ``_eager``: whole T×S matrices are wanted (logits, scores, probabilities): the reference
+  implementation's order of operations, O(H·T·S) memory per layer.
+* ``_blockwise``: only per-row facts are wanted (``head_summaries``): the eager arithmetic one block
+  of query rows at a time, like FlashAttention's tiling in plain torch, each block handed to the
+  recorder before it is dropped: O(H·rows·S) memory, and keys no query of the block can see
+  (the future, or beyond a sliding window) are never multiplied.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ from torch.nn import functional as F
 
 from txviz.config import ModelConfig
 from txviz.model.positions import apply_rotary
+
+# Scores per block of the blockwise path (B·H·rows·keys elements): 2M fp32 = 8 MB stays in the L3
+# cache and under glibc's mmap threshold, so blocks reuse memory instead of page-faulting afresh.
+BLOCK_ELEMENTS = 1 << 21
+MIN_BLOCK_ROWS = 16
 
 
 class AttentionContext:
@@ -29,12 +41,13 @@ class AttentionContext:
 
     def __init__(self, positions: nn.Module, q_pos: torch.Tensor, k_pos: torch.Tensor,
                  sliding_window: int | None, dtype: torch.dtype):
-        self.q_pos, self.k_pos = q_pos, k_pos
+        self.q_pos, self.k_pos, self.window = q_pos, k_pos, sliding_window
         rotation = positions.rotation(q_pos)
         self.cos, self.sin = (None, None) if rotation is None else (r.to(dtype) for r in rotation)
         self.alibi = positions.bias(q_pos, k_pos)  # (H, T, S) or None
-        self.is_causal = (self.alibi is None and sliding_window is None
-                          and len(q_pos) == len(k_pos) and bool((q_pos == k_pos).all()))
+        # No cache: key j is token j, so the keys a block of queries can see form a known range.
+        self.keys_are_queries = len(q_pos) == len(k_pos) and bool((q_pos == k_pos).all())
+        self.is_causal = self.alibi is None and sliding_window is None and self.keys_are_queries
         self.mask = None if self.is_causal else self._build_mask(sliding_window, dtype)
 
     def _build_mask(self, window: int | None, dtype: torch.dtype) -> torch.Tensor:
@@ -57,6 +70,29 @@ class AttentionContext:
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.cos is None else apply_rotary(x, self.cos, self.sin)
+
+    def row_blocks(self, n_rows: int, n_keys: int, batch_heads: int) -> list[slice]:
+        """Query rows cut into blocks of about BLOCK_ELEMENTS scores each (the last may be shorter)."""
+        size = max(MIN_BLOCK_ROWS, BLOCK_ELEMENTS // max(1, batch_heads * n_keys))
+        return [slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
+
+    def key_range(self, rows: slice) -> slice:
+        """The keys that queries ``rows`` may see: without a cache, query i sees keys ≤ i (and only the
+        last W with a sliding window); with one, all keys in the cache's order."""
+        if not self.keys_are_queries:
+            return slice(0, len(self.k_pos))
+        start = 0 if self.window is None else max(0, rows.start - self.window + 1)
+        return slice(start, rows.stop)
+
+    def block_mask(self, rows: slice, keys: slice, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask of one block, (1|H, rows, keys), with the dtype's most negative finite
+        number standing in for −∞: softmax gives the same exact zeros, and 0·min is 0 where 0·(−∞)
+        would be NaN in the sums the recorder takes over a row."""
+        lowest = torch.finfo(dtype).min
+        if self.mask is not None:
+            return self.mask[:, rows, keys].clamp(min=lowest)
+        visible = self.k_pos[None, keys] <= self.q_pos[rows, None]  # (rows, keys)
+        return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, lowest)[None]
 
 
 def repeat_kv(x: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -93,14 +129,24 @@ class Attention(nn.Module):
         if record is not None:
             record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
             record("kv_bytes", torch.tensor(cache.nbytes if cache is not None else k_all.nbytes + v_all.nbytes))
-        if record is not None and record.wants_any("attn_probs", "attn_scores", "attn_logits"):
-            out = self._eager(q_rot, k_all, v_all, ctx, record)
-        else:
-            out = F.scaled_dot_product_attention(
-                q_rot, k_all, v_all, attn_mask=ctx.mask, is_causal=ctx.is_causal,
-                scale=self.scale, enable_gqa=self.n_groups > 1)  # (B, H, T, D)
+        attend = self._path(record)
+        out = attend(q_rot, k_all, v_all, ctx, record)  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
         return self.o_proj(out)
+
+    def _path(self, record):
+        if record is None:
+            return self._fused
+        if record.wants_any("attn_probs", "attn_scores", "attn_logits"):
+            return self._eager
+        if record.wants("head_summaries"):
+            return self._blockwise
+        return self._fused
+
+    def _fused(self, q, k, v, ctx: AttentionContext, record=None) -> torch.Tensor:
+        """The fused kernel: the weights are never materialized."""
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal,
+                                              scale=self.scale, enable_gqa=self.n_groups > 1)
 
     def _eager(self, q, k, v, ctx: AttentionContext, record) -> torch.Tensor:
         """softmax(QKᵀ·scale + M)·V with every intermediate available to the recorder."""
@@ -111,4 +157,26 @@ class Attention(nn.Module):
         record("attn_scores", scores)
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         record("attn_probs", probs)
+        if record.wants("head_summaries"):  # the whole matrix is one block (finite, see block_mask)
+            record.attention_rows(slice(0, q.shape[2]), slice(0, k.shape[2]), probs,
+                                  scores.clamp(min=torch.finfo(scores.dtype).min))
         return torch.matmul(probs, v)  # (B, H, T, D)
+
+    def _blockwise(self, q, k, v, ctx: AttentionContext, record) -> torch.Tensor:
+        """The eager arithmetic one block of query rows at a time; each block of probabilities goes
+        to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
+        one matrix product instead of copying K and V g times."""
+        b, h, t, d = q.shape
+        h_kv, g = self.n_kv_heads, self.n_groups
+        out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
+        for rows in ctx.row_blocks(t, k.shape[2], b * h):
+            keys = ctx.key_range(rows)
+            n = rows.stop - rows.start
+            q_block = q[:, :, rows].reshape(b, h_kv, g * n, d)  # (B, Hkv, g·rows, D): a group's heads stacked
+            scores = torch.matmul(q_block, k[:, :, keys].transpose(2, 3)).view(b, h, n, -1)  # (B, H, rows, keys)
+            scores.mul_(self.scale).add_(ctx.block_mask(rows, keys, scores.dtype))
+            probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+            record.attention_rows(rows, keys, probs, scores)
+            grouped = torch.matmul(probs.view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
+            out[:, :, rows] = grouped.view(b, h, n, d)
+        return out

@@ -1,0 +1,107 @@
+"""Attention maps at scale: how stored maps are kept, and how any map is rebuilt from q and k.
+
+All maps of a model grow as layers × heads × T² (30 × 9 × 8192² fp32 = 72 GB for SmolLM2 at its full
+context), so a trace can keep them in a smaller form or not at all:
+
+* ``MapStorage``: keep ``attn_probs`` in fp16 and/or only the lower triangle (a causal map is zero
+  above the diagonal), row-major packed: row i holds keys 0..i at offset i(i+1)/2.
+* ``AttentionRecipe`` + ``rebuild_attention``: keep only the rotated queries and keys (O(T·D) per
+  head) and recompute any head's map, or any band of its rows, on demand, with the same operations
+  the eager path runs (QKᵀ·scale, the same mask built by ``AttentionContext``, softmax in fp32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from txviz.model.attention import AttentionContext
+
+
+def _tril_offset(row: int) -> int:
+    return row * (row + 1) // 2
+
+
+@dataclass(frozen=True)
+class MapStorage:
+    """How ``attn_probs`` is kept: ``dtype`` None keeps the model's dtype; ``lower_triangle`` packs
+    each (T, T) map into its T(T+1)/2 causal entries (for maps without a cache, S == T)."""
+
+    dtype: torch.dtype | None = None
+    lower_triangle: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.dtype is None and not self.lower_triangle
+
+    def bytes_per_map(self, t: int, s: int, model_bytes: int = 4) -> int:
+        element = torch.finfo(self.dtype).bits // 8 if self.dtype is not None else model_bytes
+        return element * (_tril_offset(t) if self.lower_triangle else t * s)
+
+    def store(self, probs: torch.Tensor) -> torch.Tensor:
+        """(..., T, S) → what is kept: (..., T, S) or packed (..., T(T+1)/2), in ``dtype``."""
+        if self.dtype is not None:
+            probs = probs.to(self.dtype)
+        if not self.lower_triangle:
+            return probs
+        t, s = probs.shape[-2:]
+        if t != s:
+            raise ValueError(f"lower-triangle storage needs square maps (no KV cache), got {t}×{s}")
+        below = torch.ones(t, t, dtype=torch.bool, device=probs.device).tril()
+        return probs[..., below]  # boolean indexing walks the rows in order: the packed layout
+
+    def rows(self, stored: torch.Tensor, n_keys: int, rows: slice = slice(None)) -> torch.Tensor:
+        """One stored map (T, S) or (T(T+1)/2,) → rows ``rows`` as a dense (R, S) fp32 tensor."""
+        if not self.lower_triangle:
+            return stored[rows].float()
+        start, stop, _ = rows.indices(n_keys)
+        band = stored[_tril_offset(start):_tril_offset(stop)].float()
+        out = torch.zeros(stop - start, n_keys, dtype=torch.float32)
+        below = torch.arange(n_keys)[None, :] <= torch.arange(start, stop)[:, None]
+        out[below] = band
+        return out
+
+
+@dataclass(frozen=True)
+class AttentionRecipe:
+    """What turns captured ``q_rot``/``k_rot`` back into attention weights: the layer's scale, the
+    GQA grouping, the positions of queries and keys, the sliding window, and the model's positions
+    module (for ALiBi's bias; RoPE is already inside q_rot and k_rot)."""
+
+    scale: float
+    n_groups: int
+    q_pos: torch.Tensor  # (T,)
+    k_pos: torch.Tensor  # (S,)
+    sliding_window: int | None
+    positions: torch.nn.Module
+
+    @classmethod
+    def of(cls, model, q_pos: torch.Tensor) -> "AttentionRecipe":
+        """The recipe for a call of ``model`` on one sequence without a cache (as ``trace`` runs it)."""
+        attention = model.layers[0].attn
+        return cls(scale=attention.scale, n_groups=attention.n_groups, q_pos=q_pos.cpu(), k_pos=q_pos.cpu(),
+                   sliding_window=model.config.sliding_window, positions=model.positions)
+
+    def mask_rows(self, rows: slice, head: int, dtype: torch.dtype) -> torch.Tensor:
+        """The additive mask (R, S) of one head's rows, built by the model's own ``AttentionContext``."""
+        device = next(iter(self.positions.buffers()), self.q_pos).device
+        ctx = AttentionContext(self.positions, self.q_pos[rows].to(device), self.k_pos.to(device),
+                               self.sliding_window, dtype)
+        mask = ctx.causal_mask(dtype)  # (1|H, R, S)
+        return mask[head if mask.shape[0] > 1 else 0].cpu()
+
+
+def rebuild_attention(trace, layer: int, head: int, rows: slice = slice(None), batch: int = 0) -> torch.Tensor:
+    """Attention weights (R, S) of one head's query rows, recomputed from the trace's ``q_rot`` and
+    ``k_rot``: softmax(q kᵀ·scale + M) exactly as the eager path computes them. Rebuilding a band of
+    rows of an 8192-token map costs O(R·S), not the whole map."""
+    recipe = trace.recipe
+    if recipe is None:
+        raise ValueError("this trace has no attention recipe: capture q_rot and k_rot with trace()")
+    q = trace.get("q_rot", layer)[batch, head, rows]  # (R, D)
+    k = trace.get("k_rot", layer)[batch, head // recipe.n_groups]  # (S, D)
+    logits = torch.matmul(q, k.transpose(0, 1)) * recipe.scale  # (R, S)
+    scores = logits + recipe.mask_rows(rows, head, logits.dtype)
+    return F.softmax(scores, dim=-1, dtype=torch.float32)
