@@ -51,17 +51,17 @@ def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | No
     x, y = head_idx.ravel(), np.array(layers)[layer_idx.ravel()]
     fig = go.Figure(go.Scatter(
         x=x, y=y, mode="markers", customdata=np.stack([y, x], axis=1),
-        marker=dict(symbol="square", size=max(8, min(26, 520 // max(n_heads, n_layers))), color=values.ravel(),
+        marker=dict(symbol="square", size=max(10, min(26, 660 // max(n_heads, n_layers))), color=values.ravel(),
                     colorscale="Viridis", colorbar=dict(title=metric), line=dict(width=0)),
         hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>" + metric + " %{marker.color:.3f}<extra></extra>"))
     if selected is not None:
         fig.add_trace(go.Scatter(x=[selected[1]], y=[selected[0]], mode="markers", hoverinfo="skip",
                                  marker=dict(symbol="square-open", size=30, color="red", line=dict(width=3)),
                                  showlegend=False))
-    fig.update_layout(height=max(300, 18 * n_layers + 120), showlegend=False, clickmode="event+select",
+    fig.update_layout(height=max(300, 24 * n_layers + 120), showlegend=False, clickmode="event+select",
                       margin=dict(l=10, r=10, t=30, b=10), dragmode=False)
-    fig.update_xaxes(title="head", dtick=1)
-    fig.update_yaxes(title="layer", autorange="reversed", dtick=max(1, n_layers // 15))
+    fig.update_xaxes(title="head", dtick=1, range=[-0.6, n_heads - 0.4])
+    fig.update_yaxes(title="layer", range=[max(layers) + 0.6, min(layers) - 0.6], dtick=max(1, n_layers // 15))
     return fig
 
 

@@ -174,3 +174,10 @@ def get_kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_toke
     report = quality_vs_original(loaded.model, variant, ids)
     del variant  # the converted weights are not kept: only the numbers are
     return report
+
+
+@st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
+def get_coref_evaluation(source: str, bos: str) -> dict:
+    from txviz.analysis.coref import builtin_cases, evaluate
+
+    return evaluate(get_model(source), builtin_cases(), bos=bos)

@@ -158,3 +158,22 @@ def test_kv_page_cache_matches_formula_and_live_kv_toggle(app):
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["KV cache (measured)"].split()[0]) == pytest.approx(3 * original_mib, rel=1e-3)
     assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
+
+
+def test_coreference_tab_ranks_heads_and_scores_the_builtin_set(app):
+    at = app.run()
+    at.switch_page("app_pages/heads.py").run()
+    no_errors(at)
+    ranking = at.dataframe[0].value
+    assert len(ranking) == 15 and list(ranking.columns[:4]) == ["layer", "head", "margin", "predicts"]
+    assert ranking["margin"].is_monotonic_decreasing
+    assert ranking["predicts"].iloc[0] == "Mary"  # the best head for "she" → Mary does prefer Mary
+    at.radio(key="coref_target").set_value(1).run()  # rank for John instead: another order
+    no_errors(at)
+    assert at.dataframe[0].value["predicts"].iloc[0] == "John"
+    at.button(key="coref_builtin").click().run()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Nearest-candidate baseline"] == "50.0%"
+    best = float(at.metric[0].proto.delta.split()[-1].rstrip("%"))
+    assert best > 80.0

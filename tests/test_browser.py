@@ -66,3 +66,21 @@ def test_attention_page_type_prompt_switch_head(server, tmp_path):
         assert page.locator(ERROR).count() == 0
         assert "head=4" in page.url
         page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)
+
+
+def test_heads_page_coreference_ranking(server, tmp_path):
+    with chromium_page() as page:
+        page.goto(f"{server}/heads")
+        wait_idle(page)
+        page.get_by_role("tab", name="Coreference").click()
+        sentence = page.locator(".st-key-coref_text input")
+        sentence.fill("Anna called Peter because she needed help.")
+        sentence.press("Enter")
+        page.wait_for_function("() => document.body.innerText.includes('from she on Anna')", timeout=60_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        text = page.locator("[data-testid='stMainBlockContainer']").inner_text()
+        assert "Best heads first" in text
+        page.wait_for_selector(f".st-key-coref_grid {CHART}")
+        page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)

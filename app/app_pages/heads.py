@@ -2,11 +2,102 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import streamlit as st
-import torch
 
 from app import charts, resources, sidebar, state
+from txviz.analysis.coref import score_heads, token_span
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
+
+DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
+PRONOUNS = {"he", "she", "it", "they", "him", "her", "them", "his", "its", "their"}
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+
+
+def coref_tab(source: str, config, bos: str) -> None:
+    st.markdown(
+        "Which heads connect a pronoun to the noun it stands for? Write a sentence, pick the pronoun and the "
+        "candidates, and every head is ranked by how much more attention flows from the pronoun to the candidate "
+        "you mark as the answer than to the best other one. A causal model reads left to right, so only words "
+        "*before* the pronoun can receive its attention.")
+    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{pj} - \max_{c\neq\text{answer}} \sum_{j\in c} A_{pj}")
+    text = st.text_input("Sentence", value=DEFAULT_COREF, key="coref_text")
+    words = _words(text)
+    if len(words) < 3:
+        st.info("Write a sentence with a pronoun and at least two candidate words before it.")
+        return
+    labels = [f"{w} (#{i})" for i, (w, _, _) in enumerate(words)]
+    pronoun_default = next((i for i, (w, _, _) in enumerate(words) if w.lower() in PRONOUNS), len(words) - 1)
+    c1, c2, c3 = st.columns([1, 2, 1])
+    pronoun = c1.selectbox("Pronoun", range(len(words)), index=pronoun_default, format_func=labels.__getitem__,
+                           key="coref_pronoun")
+    before = [i for i in range(pronoun) if words[i][0][:1].isupper() or words[i][0].lower() not in PRONOUNS]
+    default_candidates = [i for i in before if words[i][0][:1].isupper()][:2] or before[:2]
+    candidates = c2.multiselect("Candidates (two or more)", range(len(words)), default=default_candidates,
+                                format_func=labels.__getitem__, key="coref_candidates")
+    if len(candidates) < 2:
+        st.info("Pick at least two candidate words.")
+        return
+    target = c3.radio("The answer is", range(len(candidates)), format_func=lambda k: words[candidates[k]][0],
+                      key="coref_target")
+    try:
+        traced = resources.get_trace(source, text, bos)
+    except resources.PromptError as error:
+        st.warning(str(error))
+        return
+    offsets, special = list(traced.offsets), list(traced.special)
+    pronoun_tokens = token_span(offsets, words[pronoun][1], words[pronoun][2], special)
+    spans = [token_span(offsets, words[i][1], words[i][2], special) for i in candidates]
+    try:
+        scores = score_heads(traced.trace["attn_probs"][:, 0], pronoun_tokens[-1], spans, target=int(target))
+    except ValueError as error:
+        st.warning(f"Cannot rank with these choices: {error}")
+        return
+    names = [words[i][0] for i in candidates]
+    rows = [{"layer": s.layer, "head": s.head, "margin": s.margin,
+             "predicts": "tie" if s.predicted is None else names[s.predicted]}
+            | {f"→ {name}": m for name, m in zip(names, s.mass)} for s in scores]
+    right = sum(r["predicts"] == names[int(target)] for r in rows)
+    st.markdown(f"**{right} of {len(rows)} heads** put the most attention from *{words[pronoun][0]}* on "
+                f"*{names[int(target)]}*. Best heads first:")
+    st.dataframe(rows[:15], hide_index=True, key="coref_ranking")
+    grid = np.zeros((config.n_layers, config.n_heads))
+    for s in scores:
+        grid[s.layer, s.head] = s.margin
+    st.plotly_chart(charts.metric_heatmap(grid, title=f"Margin for {names[int(target)]!r}, every head", zmin=None),
+                    key="coref_grid")
+    tokens = list(traced.tokens)
+    columns = st.columns(3)
+    for column, s in zip(columns, scores[:3]):
+        column.plotly_chart(charts.attention_heatmap(traced.trace.attn(s.layer, s.head).numpy(), tokens, tokens,
+                                                     title=f"Layer {s.layer}, head {s.head}"),
+                            key=f"coref_map_{s.layer}_{s.head}")
+
+    st.subheader("Scored on the built-in labeled set")
+    st.markdown("240 sentences written for txviz (gender, number, animacy), balanced so that always picking the "
+                "nearest candidate, or the first, scores exactly 50%. A head is right when the answer gets more "
+                "attention from the pronoun than any other candidate (Clark et al. 2019).")
+    if st.button("Score every head on the built-in set", key="coref_builtin"):
+        st.session_state["coref_builtin_done"] = True
+    if st.session_state.get("coref_builtin_done"):
+        result = resources.get_coref_evaluation(source, bos)
+        m1, m2, m3 = st.columns(3)
+        best = result["heads"][0]
+        m1.metric("Best head", f"L{best['layer']} H{best['head']}", f"accuracy {best['accuracy']:.1%}",
+                  delta_color="off")
+        m2.metric("Nearest-candidate baseline", f"{result['baselines']['nearest']:.1%}")
+        m3.metric("First-candidate baseline", f"{result['baselines']['first']:.1%}")
+        accuracy = np.zeros((config.n_layers, config.n_heads))
+        for row in result["heads"]:
+            accuracy[row["layer"], row["head"]] = row["accuracy"]
+        st.plotly_chart(charts.metric_heatmap(accuracy, title=f"Accuracy on {result['n_cases']} cases", zmax=1),
+                        key="coref_accuracy")
+        st.dataframe(result["heads"][:10], hide_index=True, key="coref_builtin_table")
 
 st.title("Heads & coreference")
 st.markdown(
@@ -60,4 +151,4 @@ with tab_detect:
         st.plotly_chart(charts.metric_heatmap(scores, title=f"Mass on {label}", zmax=1), key="det_custom")
 
 with tab_coref:
-    st.info("Coreference ranking lands with the coreference analysis (see the issue note).")
+    coref_tab(source, config, bos)
