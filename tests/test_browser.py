@@ -84,3 +84,28 @@ def test_heads_page_coreference_ranking(server, tmp_path):
         page.wait_for_selector(f".st-key-coref_grid {CHART}")
         page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)
+
+
+def test_positions_and_kv_pages_with_the_mha_toggle(server, tmp_path):
+    with chromium_page() as page:
+        page.goto(f"{server}/positions")
+        page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+
+        page.goto(f"{server}/kv-cache")
+        page.wait_for_selector(f".st-key-kv_growth {CHART}", timeout=180_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        page.get_by_role("tab", name="MHA / GQA / MQA").click()
+        page.wait_for_selector(f".st-key-mem_context {CHART}")
+        before = page.locator("[data-testid='stMetric']").all_inner_texts()
+        page.locator(".st-key-live_kv button", has_text="MHA").click()
+        page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
+                               ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        after = page.locator("[data-testid='stMetric']").all_inner_texts()
+        assert before != after
+        page.locator(".st-key-live_kv").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)

@@ -20,13 +20,20 @@ rows, which is exactly what ``analysis.heads.head_metrics`` does on a full map.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 METRICS = ("entropy", "first_token_mass", "prev_token", "duplicate_token", "induction", "max_weight")
 
 
 class TokenPatterns:
-    """Which keys repeat each query's token, for one batch of sequences (B, T), block by block."""
+    """Which keys repeat each query's token, for one batch of sequences (B, T), block by block.
+
+    What a block needs depends only on the ids and the block's rows and keys, which are the same in
+    every layer, so each block's patterns are built once and reused by all layers (as fp32 0/1 for
+    the matrix product: 8 bytes per causal (query, key) pair, 268 MB at 8192 tokens).
+    """
 
     def __init__(self, ids: torch.Tensor):
         self.ids = ids  # (B, T)
@@ -35,16 +42,43 @@ class TokenPatterns:
         first_seen = torch.stack([_first_occurrence(row) for row in ids])  # (B, T)
         self.has_duplicate = first_seen <= positions - 1  # some j < i holds the same token
         self.has_induction = first_seen <= positions - 2  # some j−1 < i−1 does, so 1 ≤ j < i exists
+        self._blocks: dict[tuple[int, int, int, int], BlockPatterns] = {}
 
-    def duplicate(self, rows: slice, keys: slice) -> torch.Tensor:
-        """(B, rows, keys) bool: key j < i holds query i's token."""
-        same = self.ids[:, rows, None] == self.ids[:, None, keys]
-        return same & _earlier(rows, keys, self.ids.device)
+    def block(self, rows: slice, keys: slice) -> "BlockPatterns":
+        key = (rows.start, rows.stop, keys.start, keys.stop)
+        if key not in self._blocks:
+            self._blocks[key] = BlockPatterns.build(self, rows, keys)
+        return self._blocks[key]
 
-    def induction(self, rows: slice, keys: slice) -> torch.Tensor:
-        """(B, rows, keys) bool: key j (1 ≤ j < i) comes right after a copy of query i's token."""
-        follows = self.ids[:, rows, None] == self.prev_ids[:, None, keys]
-        return follows & _earlier(rows, keys, self.ids.device)
+
+@dataclass(frozen=True)
+class BlockPatterns:
+    """Everything about one block of rows × keys that does not depend on the layer."""
+
+    duplicate: torch.Tensor  # (B, R, K) 1.0 where key j < i holds query i's token
+    induction: torch.Tensor  # (B, R, K) 1.0 where key j (1 ≤ j < i) follows a copy of query i's token
+    prev_index: torch.Tensor  # (R,) where key i−1 sits in the block (clamped)
+    prev_reachable: torch.Tensor  # (R,) whether it is in the block at all
+    undefined: torch.Tensor  # (B, 1, R, M) metrics a row has no value for
+    first_key_is_token_0: bool
+
+    @classmethod
+    def build(cls, patterns: TokenPatterns, rows: slice, keys: slice) -> "BlockPatterns":
+        ids, device = patterns.ids, patterns.ids.device
+        q_pos = torch.arange(rows.start, rows.stop, device=device)
+        k_pos = torch.arange(keys.start, keys.stop, device=device)
+        earlier = k_pos[None, :] < q_pos[:, None]  # (R, K)
+        duplicate = (ids[:, rows, None] == ids[:, None, keys]) & earlier
+        induction = (ids[:, rows, None] == patterns.prev_ids[:, None, keys]) & earlier
+        prev_index = q_pos - 1 - keys.start
+        undefined = torch.zeros(ids.shape[0], 1, len(q_pos), len(METRICS), dtype=torch.bool, device=device)
+        undefined[..., q_pos == 0, :] = True  # row 0 can only attend to itself
+        undefined[:, 0, :, METRICS.index("duplicate_token")] |= ~patterns.has_duplicate[:, rows]
+        undefined[:, 0, :, METRICS.index("induction")] |= ~patterns.has_induction[:, rows]
+        return cls(duplicate=duplicate.float(), induction=induction.float(),
+                   prev_index=prev_index.clamp(0, len(k_pos) - 1),
+                   prev_reachable=(prev_index >= 0) & (prev_index < len(k_pos)),
+                   undefined=undefined, first_key_is_token_0=keys.start == 0)
 
 
 def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
@@ -56,34 +90,21 @@ def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
     return first[inverse]
 
 
-def _earlier(rows: slice, keys: slice, device) -> torch.Tensor:
-    """(rows, keys) bool: key position < query position."""
-    return torch.arange(keys.start, keys.stop, device=device)[None, :] < torch.arange(rows.start, rows.stop, device=device)[:, None]
-
-
-def row_metrics(probs: torch.Tensor, scores: torch.Tensor, rows: slice, keys: slice,
-                patterns: TokenPatterns) -> torch.Tensor:
-    """One block: probs and finite scores (B, H, R, K) of query rows ``rows`` over keys ``keys`` →
-    (B, H, R, M), NaN where undefined. Keys outside ``keys`` have zero weight."""
+def row_metrics(probs: torch.Tensor, scores: torch.Tensor, block: BlockPatterns) -> torch.Tensor:
+    """One block: probs and finite scores (B, H, R, K) → (B, H, R, M), NaN where undefined.
+    Keys outside the block have zero weight."""
     probs, scores = probs.float(), scores.float()
-    b, h, n, k = probs.shape
-    positions = torch.arange(rows.start, rows.stop, device=probs.device)
+    b, h, n, _ = probs.shape
     p_max = probs.amax(dim=-1)  # (B, H, R)
     log_sum_exp = scores.amax(dim=-1) - p_max.log()
     entropy = log_sum_exp - torch.einsum("bhrk,bhrk->bhr", probs, scores)
-    first = probs[..., 0] if keys.start == 0 else probs.new_zeros(b, h, n)
-    prev_index = positions - 1 - keys.start  # where key i−1 sits in the block
-    reachable = (prev_index >= 0) & (prev_index < k)
-    prev = probs.gather(-1, prev_index.clamp(0, k - 1).expand(b, h, n)[..., None])[..., 0]
-    prev = torch.where(reachable, prev, 0.0)
-    duplicate = torch.einsum("bhrk,brk->bhr", probs, patterns.duplicate(rows, keys).to(probs.dtype))
-    induction = torch.einsum("bhrk,brk->bhr", probs, patterns.induction(rows, keys).to(probs.dtype))
+    first = probs[..., 0] if block.first_key_is_token_0 else probs.new_zeros(b, h, n)
+    prev = probs.gather(-1, block.prev_index.expand(b, h, n)[..., None])[..., 0]
+    prev = torch.where(block.prev_reachable, prev, 0.0)
+    duplicate = torch.einsum("bhrk,brk->bhr", probs, block.duplicate)
+    induction = torch.einsum("bhrk,brk->bhr", probs, block.induction)
     values = torch.stack([entropy, first, prev, duplicate, induction, p_max], dim=-1)  # (B, H, R, M)
-    undefined = torch.zeros(b, 1, n, len(METRICS), dtype=torch.bool, device=probs.device)
-    undefined[..., positions == 0, :] = True
-    undefined[:, 0, :, METRICS.index("duplicate_token")] |= ~patterns.has_duplicate[:, rows]
-    undefined[:, 0, :, METRICS.index("induction")] |= ~patterns.has_induction[:, rows]
-    return values.masked_fill(undefined, float("nan"))
+    return values.masked_fill_(block.undefined, float("nan"))
 
 
 class LayerSummaries:
@@ -97,7 +118,7 @@ class LayerSummaries:
         if self.rows is None:
             b, h, _, _ = probs.shape
             self.rows = torch.full((b, h, self.patterns.ids.shape[1], len(METRICS)), float("nan"))
-        self.rows[:, :, rows] = row_metrics(probs, scores, rows, keys, self.patterns).cpu()
+        self.rows[:, :, rows] = row_metrics(probs, scores, self.patterns.block(rows, keys)).cpu()
 
 
 def head_metrics(rows: torch.Tensor) -> dict[str, torch.Tensor]:
