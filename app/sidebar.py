@@ -95,3 +95,15 @@ def current():
     except (ModelLoadError, ValueError, OSError) as error:
         st.info(f"No model loaded ({error}). Pick one in the sidebar.")
         st.stop()
+
+
+def prompt_trace(capture: tuple[str, ...] = ("attn_probs",), layers: tuple[int, ...] | None = None):
+    """(source, loaded model, traced prompt) for a page; a prompt that cannot be traced stops the page
+    with the reason shown."""
+    source, loaded = current()
+    try:
+        traced = resources.get_trace(source, state.get("prompt"), state.get("bos"), capture, layers)
+    except resources.PromptError as error:
+        st.warning(str(error))
+        st.stop()
+    return source, loaded, traced

@@ -28,14 +28,9 @@ st.markdown(
 st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}}+M\Big)V,\qquad "
          r"M_{ij}=\begin{cases}0 & j\le i\\ -\infty & j>i\end{cases}")
 
-source, loaded = sidebar.current()
+source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
-try:
-    traced = resources.get_trace(source, prompt, bos)
-except resources.PromptError as error:
-    st.warning(str(error))
-    st.stop()
 tokens = list(traced.tokens)
 st.markdown(charts.token_strip_html(tokens, list(traced.special)), unsafe_allow_html=True)
 st.caption(f"{traced.n_tokens} tokens · the whole model ran once in {traced.seconds * 1000:.0f} ms and every "

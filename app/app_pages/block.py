@@ -19,14 +19,9 @@ st.markdown(
 st.latex(r"h = x + \mathrm{MHA}(\mathrm{RMSNorm}(x)),\qquad y = h + W_2\big(\mathrm{SiLU}(W_1 \hat h)\odot W_3 \hat h\big),"
          r"\quad \hat h=\mathrm{RMSNorm}(h)")
 
-source, loaded = sidebar.current()
+source, loaded, traced = sidebar.prompt_trace(capture=("resid",))
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
-try:
-    traced = resources.get_trace(source, prompt, bos, capture=("resid",))
-except resources.PromptError as error:
-    st.warning(str(error))
-    st.stop()
 tokens = list(traced.tokens)
 resid = traced.trace["resid"][:, 0]  # (L+1, T, d)
 

@@ -107,14 +107,9 @@ st.markdown(
     "puts on a pattern P, averaged over the rows where P is defined.")
 st.latex(r"\mathrm{score}(\text{head}) = \frac{1}{|R|}\sum_{i \in R}\ \sum_{j:\,P_{ij}=1} A_{ij}")
 
-source, loaded = sidebar.current()
+source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
-try:
-    traced = resources.get_trace(source, prompt, bos)
-except resources.PromptError as error:
-    st.warning(str(error))
-    st.stop()
 tokens = list(traced.tokens)
 table = resources.get_head_table(source, prompt, bos)
 

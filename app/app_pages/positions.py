@@ -23,14 +23,9 @@ st.latex(r"R_{m\theta_i}=\begin{pmatrix}\cos m\theta_i & -\sin m\theta_i\\ \sin 
          r"\ \theta_i=\text{base}^{-2i/d},\qquad (R_{m}q)\cdot(R_{n}k)=q\cdot R_{n-m}k,"
          r"\qquad \text{ALiBi: } s_{ij}=q_i\cdot k_j - m_h\,(i-j)")
 
-source, loaded = sidebar.current()
+source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
-try:
-    traced = resources.get_trace(source, prompt, bos)
-except resources.PromptError as error:
-    st.warning(str(error))
-    st.stop()
 tokens = list(traced.tokens)
 st.caption(f"This model uses **{config.positions}** positions"
            + (f" (θ base {config.rope_theta:g}, {config.head_dim // 2} pairs per head, scaling {config.rope_scaling.kind})"
