@@ -161,3 +161,17 @@ def test_one_layer_last_token_sees_a_bag_of_words_without_positions(positions, i
     with torch.inference_mode():
         original, shuffled = model(ids)[0, -1], model(ids[:, perm])[0, -1]
     assert torch.allclose(original, shuffled, rtol=1e-5, atol=1e-5) == invariant
+
+
+def test_model_to_bf16_keeps_rope_frequencies_in_float32():
+    """Casting the model must not cast the angle tables: at position 8000, bf16 θ would be off by radians."""
+    import torch
+
+    from tests.tiny import random_decoder, tiny_config
+
+    model = random_decoder(tiny_config()).to(torch.bfloat16)
+    assert model.positions.inv_freq.dtype == torch.float32
+    angles = model.positions.angles(torch.tensor([8000]))
+    assert angles.dtype == torch.float32
+    alibi = random_decoder(tiny_config(positions="alibi")).to(torch.bfloat16)
+    assert alibi.positions.slopes.dtype == torch.float32

@@ -24,7 +24,7 @@ from txviz.config import ModelConfig, RopeScaling
 # ---- RoPE ---------------------------------------------------------------------------------------
 def rope_inv_freq(head_dim: int, theta: float, scaling: RopeScaling) -> tuple[torch.Tensor, float]:
     """Per-pair angular frequencies θ_i (D/2,) and the attention scaling applied to cos/sin."""
-    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64, device="cpu").float() / head_dim
     if scaling.kind == "ntk":  # NTK-aware: stretch the base, not the positions
         theta = theta * scaling.factor ** (head_dim / (head_dim - 2))
     inv_freq = 1.0 / (theta ** exponents)
@@ -62,8 +62,8 @@ def _yarn_inv_freq(dim: int, base: float, s: RopeScaling) -> tuple[torch.Tensor,
     high = min(math.ceil(correction_dim(s.beta_slow)), dim - 1)
     if low == high:
         high += 0.001
-    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
-    pos_freqs = base ** (torch.arange(0, dim, 2).float() / dim)
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32, device="cpu") - low) / (high - low), 0, 1)
+    pos_freqs = base ** (torch.arange(0, dim, 2, device="cpu").float() / dim)
     extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (s.factor * pos_freqs)
     keep = 1 - ramp  # 1 where the pair is fast enough to extrapolate
     inv_freq = interpolation * (1 - keep) + extrapolation * keep
@@ -82,18 +82,19 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 class RoPE(nn.Module):
+    """The frequencies are a plain float32 attribute, not a buffer: derived from the config (never
+    loaded), and never cast by ``model.to(bfloat16)``, which would spoil the angles at long positions."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
-        inv_freq, attention_scaling = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-        self.attention_scaling = attention_scaling
+        self.inv_freq, self.attention_scaling = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return x
 
     def angles(self, positions: torch.Tensor) -> torch.Tensor:
         """m·θ_i for each position m and pair i: (T, D/2), in float32."""
-        return positions.float()[:, None] * self.inv_freq.float()[None, :]
+        return positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
 
     def rotation(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         emb = torch.cat([self.angles(positions)] * 2, dim=-1)  # (T, D): pair i is (i, i + D/2)
@@ -113,16 +114,16 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
         return [start ** (i + 1) for i in range(n)]
 
     if math.log2(n_heads).is_integer():
-        return torch.tensor(power_of_two(n_heads))
+        return torch.tensor(power_of_two(n_heads), device="cpu")
     closest = 2 ** math.floor(math.log2(n_heads))
     extra = power_of_two(2 * closest)[0::2][: n_heads - closest]
-    return torch.tensor(power_of_two(closest) + extra)
+    return torch.tensor(power_of_two(closest) + extra, device="cpu")
 
 
 class ALiBi(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
+        self.slopes = alibi_slopes(config.n_heads)  # float32, derived from the config like RoPE's θ
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return x
@@ -132,7 +133,7 @@ class ALiBi(nn.Module):
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         distance = (q_pos[:, None] - k_pos[None, :]).float()  # (T, S)
-        return -self.slopes[:, None, None].float() * distance  # (H, T, S)
+        return -self.slopes.to(distance.device)[:, None, None] * distance  # (H, T, S)
 
 
 # ---- absolute and none --------------------------------------------------------------------------

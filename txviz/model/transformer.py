@@ -123,13 +123,4 @@ class Decoder(nn.Module):
                                  f"{tuple(param.shape)}")
         converted = {k: v.to(device=device, dtype=dtype) for k, v in state_dict.items()}
         model.load_state_dict(converted, assign=True)
-        for module in model.modules():  # buffers (RoPE frequencies, ALiBi slopes) are rebuilt, not loaded
-            for name, buf in list(module.named_buffers(recurse=False)):
-                if buf.is_meta:
-                    module.register_buffer(name, _rebuild_buffer(module, name, config).to(device), persistent=False)
         return model.eval()
-
-
-def _rebuild_buffer(module: nn.Module, name: str, config: ModelConfig) -> torch.Tensor:
-    fresh = type(module)(config)
-    return getattr(fresh, name)
