@@ -182,3 +182,166 @@ def bars(labels: list[str], values: np.ndarray, *, title: str = "", y_title: str
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(title=y_title, type="log" if log_y else None)
     return fig
+
+
+# ---- big maps: a long prompt's T×T map is pooled or cut to a region, never sent cell by cell ------
+MAX_MAP_CELLS = 256
+
+
+def pool_attention(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max") -> tuple[np.ndarray, int]:
+    """A causal (T, S) map → (⌈T/b⌉, ⌈S/b⌉) cells of b×b tokens, b = ⌈max(T, S)/max_cells⌉. Each cell
+    is the max (or mean) of the visible weights of its block (key ≤ query); NaN where the whole block
+    lies in the future. Works one band of b rows at a time, so an 8192² map needs no second copy."""
+    if reduce not in ("max", "mean"):
+        raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
+    t, s = probs.shape
+    block = max(1, -(-max(t, s) // max_cells))
+    n_cols = -(-s // block)
+    pooled = np.full((-(-t // block), n_cols), np.nan, dtype=np.float32)
+    key = np.arange(n_cols * block)
+    for band, start in enumerate(range(0, t, block)):
+        rows = np.full((block, n_cols * block), np.nan, dtype=np.float32)
+        rows[: min(block, t - start), :s] = probs[start:start + block]
+        rows[key[None, :] > np.arange(start, start + block)[:, None]] = np.nan  # the future
+        cells = rows.reshape(block, n_cols, block).transpose(1, 0, 2).reshape(n_cols, -1)  # (cols, b·b)
+        visible = np.isfinite(cells)
+        count = visible.sum(axis=1)
+        if reduce == "max":
+            value = np.where(visible, cells, -np.inf).max(axis=1)
+        else:
+            value = np.where(visible, cells, 0.0).sum(axis=1) / np.maximum(count, 1)
+        pooled[band] = np.where(count > 0, value, np.nan)
+    return pooled, block
+
+
+def attention_overview(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max",
+                       title: str = "") -> go.Figure:
+    """One head's whole (T, S) map at ≤ max_cells × max_cells cells (block max or mean), labelled by
+    token position; the block size is in the title and the hover."""
+    probs = np.asarray(probs, dtype=np.float32)
+    pooled, block = pool_attention(probs, max_cells=max_cells, reduce=reduce)
+    rows, cols = np.arange(pooled.shape[0]) * block, np.arange(pooled.shape[1]) * block
+    unit = "token" if block == 1 else f"{block}×{block} tokens"
+    fig = go.Figure(go.Heatmap(
+        z=pooled, x=cols, y=rows, colorscale=SCALE, zmin=0, hoverongaps=False, colorbar=dict(title=reduce),
+        hovertemplate=f"queries from %{{y}}<br>keys from %{{x}}<br>{reduce} over {unit}: %{{z:.4f}}<extra></extra>"))
+    fig.update_layout(title=f"{title} · each cell = {unit} ({reduce})" if title else f"each cell = {unit} ({reduce})",
+                      plot_bgcolor=MASKED_COLOR, height=min(900, 260 + 3 * pooled.shape[0]),
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", title="query position (attends from)")
+    fig.update_xaxes(title="key position (attended to)")
+    return fig
+
+
+def attention_region(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str], *, q_offset: int, k_offset: int,
+                     title: str = "", max_cells: int = MAX_MAP_CELLS) -> go.Figure:
+    """Rows q_offset… × keys k_offset… of a larger map at full resolution, labelled with absolute
+    positions; future cells grey. Regions wider or taller than ``max_cells`` are refused: pool them."""
+    probs = np.asarray(probs, dtype=np.float32)
+    t, s = probs.shape
+    if t > max_cells or s > max_cells:
+        raise ValueError(f"a {t}×{s} region is over {max_cells}×{max_cells} cells: choose a smaller one, "
+                         "or draw it with attention_overview")
+    q_pos, k_pos = np.arange(q_offset, q_offset + t), np.arange(k_offset, k_offset + s)
+    z = np.where(k_pos[None, :] > q_pos[:, None], np.nan, probs)
+    q_labels = [f"{p}:{tok}" for p, tok in zip(q_pos, q_tokens)]
+    k_labels = [f"{p}:{tok}" for p, tok in zip(k_pos, k_tokens)]
+    finite = z[np.isfinite(z)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=k_labels, y=q_labels, colorscale=SCALE, zmin=0, zmax=float(finite.max()) if finite.size else 1,
+        hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>", colorbar=dict(title="weight"),
+        hoverongaps=False))
+    fig.update_layout(title=title or f"queries {q_offset}–{q_offset + t - 1} × keys {k_offset}–{k_offset + s - 1}",
+                      plot_bgcolor=MASKED_COLOR, height=min(900, 220 + 16 * t), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", title="query (attends from)", tickfont=dict(size=10))
+    fig.update_xaxes(title="key (attended to)", tickangle=-60, tickfont=dict(size=10))
+    return fig
+
+
+# ---- Mixture of Experts and design tradeoffs ---------------------------------------------------------
+EXPERT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf")
+
+
+def _expert_colorscale(n_experts: int) -> list:
+    """A discrete colorscale: expert e gets one flat band of [e/E, (e+1)/E]."""
+    scale = []
+    for e in range(n_experts):
+        color = EXPERT_COLORS[e % len(EXPERT_COLORS)]
+        scale += [[e / n_experts, color], [(e + 1) / n_experts, color]]
+    return scale
+
+
+def expert_map(expert_ids: np.ndarray, gates: np.ndarray, tokens: list[str], n_experts: int, *,
+               layers: list[int] | None = None, title: str = "") -> go.Figure:
+    """Token × layer map of the best expert each token was sent to; the hover lists every chosen
+    expert with its gate. expert_ids and gates are (T, L, K)."""
+    expert_ids, gates = np.asarray(expert_ids), np.asarray(gates, dtype=float)
+    t, n_layers, _ = expert_ids.shape
+    layers = layers if layers is not None else list(range(n_layers))
+    hover = np.empty((t, n_layers), dtype=object)
+    for i in range(t):
+        for j in range(n_layers):
+            chosen = ", ".join(f"expert {e} ({g:.2f})" for e, g in zip(expert_ids[i, j], gates[i, j]))
+            hover[i, j] = f"{tokens[i]!r} · layer {layers[j]}<br>{chosen}"
+    fig = go.Figure(go.Heatmap(
+        z=expert_ids[:, :, 0].astype(float), x=[str(layer) for layer in layers], y=_labels(tokens),
+        text=hover, hovertemplate="%{text}<extra></extra>", zmin=-0.5, zmax=n_experts - 0.5,
+        colorscale=_expert_colorscale(n_experts), xgap=1, ygap=1,
+        colorbar=dict(title="expert", tickvals=list(range(n_experts)), ticktext=[str(e) for e in range(n_experts)])))
+    fig.update_layout(title=title, height=min(1200, 200 + 18 * t), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(title="layer", type="category")
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10))
+    return fig
+
+
+def expert_load_bars(load: np.ndarray, *, layers: list[int] | None = None, title: str = "") -> go.Figure:
+    """(L, E) share of the assignments per expert, grouped by layer; the dotted line is an even share."""
+    load = np.asarray(load, dtype=float)
+    n_layers, n_experts = load.shape
+    layers = layers if layers is not None else list(range(n_layers))
+    x = [f"layer {layer}" for layer in layers]
+    fig = go.Figure([go.Bar(x=x, y=load[:, e], name=f"expert {e}", marker_color=EXPERT_COLORS[e % len(EXPERT_COLORS)],
+                            hovertemplate="%{x}, expert " + str(e) + ": %{y:.1%}<extra></extra>")
+                     for e in range(n_experts)])
+    fig.add_hline(y=1 / n_experts, line_dash="dot", line_color="black", annotation_text="even share",
+                  annotation_position="top right")
+    fig.update_layout(title=title, barmode="group", height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_yaxes(title="share of assignments", tickformat=".0%", range=[0, 1])
+    return fig
+
+
+def histograms(series: dict[str, np.ndarray], *, title: str = "", x_title: str = "", bins: int = 30,
+               x_range: tuple[float, float] | None = None) -> go.Figure:
+    """Overlaid histograms (probability per bin) of several named samples."""
+    start, end = x_range if x_range is not None else (None, None)
+    xbins = dict(start=start, end=end, size=(end - start) / bins) if x_range is not None else None
+    fig = go.Figure([go.Histogram(x=np.asarray(values, dtype=float), name=name, opacity=0.6, histnorm="probability",
+                                  nbinsx=bins, xbins=xbins) for name, values in series.items()])
+    fig.update_layout(title=title, barmode="overlay", height=320, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title="share of tokens")
+    return fig
+
+
+def labelled_points(x: list[float], y: list[float], labels: list[str], *, title: str = "", x_title: str = "",
+                    y_title: str = "", log_x: bool = False, log_y: bool = False) -> go.Figure:
+    """A scatter with a text label on every point (one point per model or config)."""
+    fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text", textposition="top center",
+                               marker=dict(size=11), hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
+    fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(title=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    return fig
+
+
+def grouped_bars(categories: list[str], series: dict[str, list], *, title: str = "", y_title: str = "") -> go.Figure:
+    """One group of bars per category, one bar per named series; None values are left out."""
+    fig = go.Figure([go.Bar(x=list(categories), y=[np.nan if v is None else float(v) for v in values], name=name)
+                     for name, values in series.items()])
+    fig.update_layout(title=title, barmode="group", height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_yaxes(title=y_title)
+    return fig

@@ -11,9 +11,15 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import sidebar, state  # noqa: E402
+from app import resources, sidebar, state  # noqa: E402
+from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
+try:
+    resources.limits()
+except LimitError as error:  # the operator's settings, not the visitor's input: say which and stop
+    st.error(f"txviz is misconfigured: {error}")
+    st.stop()
 state.init()
 
 PAGES = {
@@ -25,6 +31,10 @@ PAGES = {
     "Positions & memory": [
         st.Page("app_pages/positions.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),
         st.Page("app_pages/kv_cache.py", title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
+    ],
+    "Design tradeoffs": [
+        st.Page("app_pages/moe.py", title="Mixture of Experts", icon=":material/call_split:", url_path="moe"),
+        st.Page("app_pages/tradeoffs.py", title="Tradeoffs", icon=":material/balance:", url_path="tradeoffs"),
     ],
 }
 

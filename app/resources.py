@@ -1,13 +1,14 @@
 """Process-wide caches: one model per source (``st.cache_resource``), traces per (model, prompt, options).
 
-Traces are immutable, so they live in ``cache_resource`` too and are shared between sessions without
-the pickle round trip ``cache_data`` would make on every read (a full set of maps is megabytes to
-gigabytes). Changing layer or head therefore never reruns the model.
+Traces are immutable, so they are shared between sessions without the pickle round trip
+``cache_data`` would make on every read (a full set of maps is megabytes to gigabytes), in a cache
+bounded by bytes (app/byte_cache.py, TXVIZ_TRACE_CACHE_BYTES). Changing layer or head therefore never
+reruns the model. Every request is checked against the limits (txviz.limits: env vars, overridden by
+Streamlit secrets) before it runs; only paths inside the allowed model directories are loaded.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -16,12 +17,15 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app.byte_cache import ByteBudgetCache
+from txviz import limits as limits_
 from txviz.analysis.heads import head_table
 from txviz.loading import load
 from txviz.loading.loaded import LoadedModel
+from txviz.loading.sources import confine
+from txviz.loading.tokenizer import TokenizerError
+from txviz.model import InputError
 from txviz.trace import Trace, trace
-
-MAX_TOKENS = int(os.environ.get("TXVIZ_MAX_TOKENS", "1024"))  # attention maps grow with T²
 
 
 @dataclass(frozen=True)
@@ -39,14 +43,32 @@ class PromptTrace:
     def n_tokens(self) -> int:
         return len(self.ids)
 
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.trace.data.values() if isinstance(t, torch.Tensor))
+
 
 class PromptError(ValueError):
     """A prompt the app cannot trace; the message says why and what to change."""
 
 
+def _secrets() -> dict:
+    """Streamlit secrets (``.streamlit/secrets.toml``), or nothing when there are none."""
+    try:
+        return {key: st.secrets[key] for key in st.secrets if str(key).startswith("TXVIZ_")}
+    except Exception:  # no secrets file: Streamlit raises on first access
+        return {}
+
+
+def limits() -> limits_.Limits:
+    """The limits in force: TXVIZ_* environment variables, overridden by the same names in secrets."""
+    return limits_.Limits.from_env().with_overrides(_secrets())
+
+
 @st.cache_resource(show_spinner=False, max_entries=2)
 def get_model(source: str) -> LoadedModel:
-    return load(None if source == "default" else source)
+    """The default model, or a path confined to the allowed model directories (whatever the URL says)."""
+    return load(None if source == "default" else confine(source))
 
 
 def display_name(loaded: LoadedModel) -> str:
@@ -56,25 +78,71 @@ def display_name(loaded: LoadedModel) -> str:
     return Path(loaded.source).name or loaded.config.name
 
 
-def encode(source: str, prompt: str, bos: str):
-    if not prompt or not prompt.strip():
+def encode(source: str, prompt: str, bos: str, *, n_new: int = 0):
+    """The prompt's encoding, or PromptError: empty, too many characters, not text, or more tokens
+    (+ ``n_new`` to generate) than the model's context or the limits allow."""
+    settings = limits()
+    if not isinstance(prompt, str) or not prompt.strip():
         raise PromptError("The prompt is empty: type a sentence in the sidebar.")
-    encoding = get_model(source).tokenizer.encode(prompt, bos=bos)
-    limit = min(MAX_TOKENS, get_model(source).config.max_seq_len)
-    if len(encoding.ids) > limit:
-        raise PromptError(f"The prompt has {len(encoding.ids)} tokens; this page traces at most {limit} "
-                          "(TXVIZ_MAX_TOKENS). Shorten it or raise the limit.")
+    tokenizer = get_model(source).tokenizer
+    if tokenizer is None:
+        raise PromptError("This model has no tokenizer, so it cannot read text: pick another model.")
+    try:
+        limits_.check_prompt_chars(len(prompt), settings)
+        encoding = tokenizer.encode(prompt, bos=bos)
+        limits_.check_prompt_tokens(len(encoding.ids), get_model(source).config, settings, n_new=n_new)
+    except (TokenizerError, limits_.LimitExceeded) as error:
+        raise PromptError(str(error)) from None
+    if not encoding.ids:
+        raise PromptError("No token is left of the prompt: this model's vocabulary has none for its characters.")
     return encoding
 
 
-@st.cache_resource(show_spinner="Running the model…", max_entries=32)
+def dropped_characters(encoding) -> str | None:
+    """A note naming the characters the tokenizer had to leave out, if any."""
+    if not encoding.dropped:
+        return None
+    shown = ", ".join(f"U+{ord(encoding.text[i]):04X}" for i in encoding.dropped[:8])
+    more = f" and {len(encoding.dropped) - 8} more" if len(encoding.dropped) > 8 else ""
+    return (f"{len(encoding.dropped)} character(s) have a byte this model's vocabulary has no token for and are "
+            f"left out of what the model sees: {shown}{more}.")
+
+
+def within_budget(estimate: limits_.Estimate) -> limits_.Estimate:
+    """The estimate, or PromptError saying what it would take and which setting to change."""
+    try:
+        return limits_.check_budget(estimate, limits())
+    except limits_.LimitExceeded as error:
+        raise PromptError(str(error)) from None
+
+
+@st.cache_resource(show_spinner=False)
+def _trace_cache() -> ByteBudgetCache:
+    return ByteBudgetCache(limits().trace_cache_bytes, size_of=lambda traced: traced.nbytes)
+
+
 def get_trace(source: str, prompt: str, bos: str, capture: tuple[str, ...] = ("attn_probs",),
               layers: tuple[int, ...] | None = None) -> PromptTrace:
-    encoding = encode(source, prompt, bos)
-    started = time.perf_counter()
-    tr = trace(get_model(source).model, torch.tensor(encoding.ids), capture=capture, layers=layers)
-    return PromptTrace(tuple(encoding.ids), tuple(encoding.tokens), tuple(encoding.offsets),
-                       tuple(encoding.special), tr, time.perf_counter() - started)
+    """The trace of a prompt, shared by every session; PromptError before running anything the limits
+    refuse (too long, or an estimate above the memory budget)."""
+
+    def compute() -> PromptTrace:
+        encoding = encode(source, prompt, bos)
+        loaded = get_model(source)
+        within_budget(limits_.trace_estimate(loaded.config, len(encoding.ids), capture, layers=layers,
+                                             element_bytes=loaded.dtype.itemsize, gflops=limits().gflops))
+        with st.spinner("Running the model…"):
+            started = time.perf_counter()
+            try:
+                tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture, layers=layers)
+            except InputError as error:  # checked above already; kept so no input reaches a page as a traceback
+                raise PromptError(str(error)) from None
+        return PromptTrace(tuple(encoding.ids), tuple(encoding.tokens), tuple(encoding.offsets),
+                           tuple(encoding.special), tr, time.perf_counter() - started)
+
+    # the limits are part of the key: a trace made under looser limits is not served under tighter ones
+    key = (source, prompt, bos, tuple(capture), None if layers is None else tuple(layers), limits())
+    return _trace_cache().get(key, compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -107,13 +175,20 @@ def shipped_texts() -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(TEXTS_DIR.glob("*.txt"))}
 
 
+def shipped_text_ids(loaded: LoadedModel, text_name: str, max_tokens: int) -> torch.Tensor:
+    """The first ``max_tokens`` tokens of a shipped text, after the sink token when the model has one."""
+    tokenizer = loaded.tokenizer
+    bos = "sink" if tokenizer.sink_id is not None else "none"
+    ids = tokenizer.encode(shipped_texts()[text_name], bos=bos).ids
+    return torch.tensor(ids[:min(max_tokens, loaded.config.max_seq_len)])
+
+
 @st.cache_resource(show_spinner="Scoring the text under each RoPE scaling…", max_entries=8)
 def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
     from txviz.analysis.positions import SCALING_KINDS, scaling_for, token_losses, variant
 
     loaded = get_model(source)
-    ids = loaded.tokenizer.encode(shipped_texts()[text_name], bos="sink").ids[:max_tokens]
-    ids = torch.tensor(ids)
+    ids = shipped_text_ids(loaded, text_name, max_tokens)
     config = loaded.config
     losses = {}
     for kind in SCALING_KINDS:
@@ -146,8 +221,16 @@ def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_
 
     loaded = get_model(source)
     tokenizer = loaded.tokenizer
-    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}]) if chat else prompt
-    ids = torch.tensor(tokenizer.encode(text, bos=bos).ids)
+    encode(source, prompt, bos)  # the prompt itself: empty, too long, not text
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}]) if chat else prompt
+    except TokenizerError as error:
+        raise PromptError(f"Cannot wrap the prompt in the chat template: {error}") from None
+    encoding = encode(source, text, bos, n_new=max_new_tokens)
+    within_budget(limits_.generation_estimate(loaded.config, len(encoding.ids), max_new_tokens,
+                                              element_bytes=loaded.dtype.itemsize, use_cache=use_cache,
+                                              gflops=limits().gflops))
+    ids = torch.tensor(encoding.ids)
     stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
     result = generate(loaded.model, ids, max_new_tokens, stop_ids=stop, on_step=on_step, use_cache=use_cache)
     if len(memo) >= 8:
@@ -170,7 +253,7 @@ def get_kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_toke
         variant = to_mha(loaded.model)
     else:
         variant = to_kv_groups(loaded.model, n_kv_heads)
-    ids = torch.tensor(loaded.tokenizer.encode(shipped_texts()[text_name], bos="sink").ids[:max_tokens])
+    ids = shipped_text_ids(loaded, text_name, max_tokens)
     report = quality_vs_original(loaded.model, variant, ids)
     del variant  # the converted weights are not kept: only the numbers are
     return report

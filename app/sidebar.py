@@ -34,7 +34,8 @@ def _pick_model() -> None:
             try:
                 st.session_state["model"] = str(confine(typed))
             except ModelLoadError as error:
-                st.error(str(error))
+                st.error(f"{error}. Showing the default model.")
+                st.session_state["model"] = "default"
     else:
         st.session_state["model"] = options[choice]
 
@@ -65,7 +66,8 @@ def render() -> None:
     with st.sidebar:
         st.markdown("### txviz")
         _pick_model()
-        st.text_area("Prompt", key="prompt", height=110, help="Shared by every page and kept in the URL.")
+        st.text_area("Prompt", key="prompt", height=110, max_chars=resources.limits().max_prompt_chars,
+                     help="Shared by every page and kept in the URL.")
         st.radio("Before the prompt", list(state.BOS_POLICIES), key="bos", horizontal=True,
                  format_func=lambda p: {"sink": "sink token", "none": "nothing", "bos": "BOS"}[p],
                  help="Without a first token to park attention on, the first word absorbs it (an attention sink). "
@@ -75,7 +77,11 @@ def render() -> None:
             return
         n_tokens = None
         try:
-            n_tokens = len(resources.encode(state.get("model"), state.get("prompt"), state.get("bos")).ids)
+            encoding = resources.encode(state.get("model"), state.get("prompt"), state.get("bos"))
+            n_tokens = len(encoding.ids)
+            note = resources.dropped_characters(encoding)
+            if note:
+                st.warning(note)
         except resources.PromptError:
             pass
         config = loaded.config
@@ -88,13 +94,19 @@ def render() -> None:
 
 
 def current():
-    """(source, loaded model) for a page, or stop the page with the reason shown."""
+    """(source, loaded model) for a page, or stop the page with the reason shown. The shared layer and
+    head are brought inside the model."""
     source = state.get("model")
     try:
-        return source, resources.get_model(source)
+        loaded = resources.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
         st.info(f"No model loaded ({error}). Pick one in the sidebar.")
         st.stop()
+    if loaded.tokenizer is None:
+        st.info("This model has no tokenizer, so the pages cannot feed it text. Pick another model.")
+        st.stop()
+    state.clamp_head(loaded.config.n_layers, loaded.config.n_heads)
+    return source, loaded
 
 
 def prompt_trace(capture: tuple[str, ...] = ("attn_probs",), layers: tuple[int, ...] | None = None):

@@ -31,6 +31,8 @@ def init() -> None:
         st.session_state[key] = value
     if st.session_state["bos"] not in BOS_POLICIES:
         st.session_state["bos"] = DEFAULTS["bos"]
+    if not st.session_state["model"].strip():
+        st.session_state["model"] = DEFAULTS["model"]
     st.session_state["_initialized"] = True
 
 
@@ -47,6 +49,13 @@ def sync_url() -> None:
 
 def get(key: str):
     return st.session_state.get(key, DEFAULTS[key])
+
+
+def clamp_head(n_layers: int, n_heads: int) -> None:
+    """Keep the shared layer and head inside the loaded model (a URL may say layer=-5 or head=99).
+    Call before the layer/head widgets are drawn."""
+    for key, count in (("layer", n_layers), ("head", n_heads)):
+        st.session_state[key] = min(max(int(get(key)), 0), count - 1)
 
 
 def set_head(layer: int, head: int) -> None:

@@ -33,6 +33,12 @@ def browser_available() -> str | None:
     return None
 
 
+class ServerURL(str):
+    """The server's URL, carrying the PID of its process (to measure its memory)."""
+
+    pid: int
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -49,7 +55,8 @@ def streamlit_server(env: dict | None = None, timeout: float = 120.0):
     log = open(os.environ.get("TXVIZ_SERVER_LOG", os.devnull), "w")
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    url = ServerURL(f"http://127.0.0.1:{port}")
+    url.pid = process.pid
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -71,6 +78,19 @@ def streamlit_server(env: dict | None = None, timeout: float = 120.0):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
+
+
+@contextmanager
+def chromium_browser():
+    """A headless chromium; open a session per ``browser.new_context()`` (contexts share no cookies)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @contextmanager

@@ -177,3 +177,84 @@ def test_coreference_tab_ranks_heads_and_scores_the_builtin_set(app):
     assert metrics["Nearest-candidate baseline"] == "50.0%"
     best = float(at.metric[0].proto.delta.split()[-1].rstrip("%"))
     assert best > 80.0
+
+
+def _zoo_trained(*names: str) -> bool:
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    return all((SHIPPED_ZOO / name / "eval.json").is_file() for name in names)
+
+
+@pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")
+def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
+    at = app.run()
+    at.switch_page("app_pages/moe.py").run()
+    no_errors(at)
+    assert any("dense FFN" in c.value for c in at.caption)  # SmolLM2 is dense: the zoo's variants instead
+    story = chart(at, "moe_map")["data"][0]
+    config_layers = len(story["x"])
+    assert decode(story["z"]).astype(float).reshape(len(story["y"]), config_layers).max() < 4
+    gates_before = chart(at, "moe_gates")["data"][0]["x"]
+    at.slider(key="moe_layer").set_value(config_layers - 1).run()
+    no_errors(at)
+    assert chart(at, "moe_gates")["data"][0]["x"] != gates_before  # another layer's router
+    assert f"Layer {config_layers - 1}" in chart(at, "moe_gates")["layout"]["title"]["text"]
+    at.radio(key="moe_text").set_value("sidebar prompt").run()
+    no_errors(at)
+    assert chart(at, "moe_map")["data"][0]["y"] != story["y"]  # the prompt's tokens, not the story's
+
+
+@pytest.mark.skipif(not _zoo_trained("moe_top1", "moe_top1_balanced"), reason="the zoo's top-1 pair is not trained")
+def test_moe_page_balanced_router_spreads_over_more_experts(app):
+    at = app.run()
+    at.switch_page("app_pages/moe.py").run()
+    no_errors(at)
+    table = next(d.value for d in at.dataframe if "effective experts (mean)" in d.value.columns).set_index("variant")
+    effective = table["effective experts (mean)"]
+    assert effective["moe_top1_balanced"] > effective["moe_top1"]
+    assert table.loc["moe_top1_balanced", "aux loss (mean)"] < table.loc["moe_top1", "aux loss (mean)"]
+
+
+@pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")
+def test_moe_page_on_a_loaded_moe_model(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["model"] = str(SHIPPED_ZOO / "moe_top1")
+    at.query_params["prompt"] = "Mary had a red kite."
+    at.run()
+    at.switch_page("app_pages/moe.py").run()
+    no_errors(at)
+    assert any("The loaded model routes each token to 1 of 4 experts" in c.value for c in at.caption)
+    assert any("kite" in label for label in chart(at, "moe_map")["data"][0]["y"])
+
+
+def test_tradeoffs_page_formulas_and_measurements(app):
+    at = app.run()
+    at.switch_page("app_pages/tradeoffs.py").run()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Attention overtakes the FFN at"] == "T* ≈ 2,304 tokens"  # SmolLM2: 2·3·576·1536 / (4·9·64)
+    at.toggle(key="to_ctx_causal").set_value(True).run()
+    no_errors(at)
+    assert {m.label: m.value for m in at.metric}["Attention overtakes the FFN at"] == "T* ≈ 4,607 tokens"
+    shapes = at.dataframe[0].value
+    budget = shapes["non_embedding_params"]
+    assert (budget.max() - budget.min()) / budget.mean() < 0.005 and 30 in set(shapes["n_layers"])
+
+    at.select_slider(key="to_flash_max").set_value(512).run()
+    at.button(key="to_flash_run").click().run()
+    no_errors(at)
+    flash = next(d.value for d in at.dataframe if "SDPA ms" in d.value.columns)
+    assert list(flash["tokens"]) == [128, 256, 512] and (flash["max |naive − SDPA|"] < 1e-4).all()
+    assert flash["SDPA peak MiB"].iloc[-1] < flash["one score matrix MiB (analytic)"].iloc[-1] < flash["naive peak MiB"].iloc[-1]
+
+    at.select_slider(key="to_rnn_max").set_value(16).run()
+    at.button(key="to_rnn_run").click().run()
+    no_errors(at)
+    reading = next(d.value for d in at.dataframe if "parallel_s" in d.value.columns)
+    assert list(reading["tokens"]) == [4, 8, 16] and (reading["max |Δ last logits|"] < 1e-3).all()
+    chart(at, "to_rnn_time")

@@ -109,3 +109,28 @@ def test_positions_and_kv_pages_with_the_mha_toggle(server, tmp_path):
         assert before != after
         page.locator(".st-key-live_kv").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)
+
+
+def test_moe_and_tradeoffs_pages(server, tmp_path):
+    with chromium_page() as page:
+        page.goto(f"{server}/moe")
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        page.get_by_role("tab", name="Capacity vs compute").click()
+        page.wait_for_selector(f".st-key-moe_family {CHART}", timeout=120_000)
+        if page.locator(".st-key-moe_map").count():  # a MoE to route: the loaded model or the zoo's
+            page.get_by_role("tab", name="Routing on a text").click()
+            page.wait_for_selector(f".st-key-moe_map {CHART}", timeout=60_000)
+            page.locator(".st-key-moe_map").scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts(tmp_path) / "moe.png"), full_page=False)
+        assert page.locator(ERROR).count() == 0
+
+        page.goto(f"{server}/tradeoffs")
+        page.wait_for_selector(f".st-key-to_depth_flops {CHART}", timeout=120_000)
+        wait_idle(page)
+        page.get_by_role("tab", name="Context length").click()
+        page.wait_for_selector(f".st-key-to_ctx_flops {CHART}", timeout=60_000)
+        assert "2,304" in page.locator("[data-testid='stMainBlockContainer']").inner_text()  # SmolLM2's T*
+        assert page.locator(ERROR).count() == 0
+        page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "tradeoffs.png"), full_page=False)

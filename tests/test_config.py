@@ -23,6 +23,9 @@ BAD_CONFIGS = [
     (dict(rope_theta=0.0), "rope_theta must be > 0"),
     (dict(sliding_window=0), "sliding_window must be positive or None"),
     (dict(norm_eps=0.0), "norm_eps must be > 0"),
+    (dict(rope_theta=float("nan")), "rope_theta must be > 0"),  # NaN passes a plain "<= 0" test
+    (dict(norm_eps=float("nan")), "norm_eps must be > 0"),
+    (dict(norm_eps=float("inf")), "norm_eps must be > 0"),
 ]
 
 
@@ -34,6 +37,7 @@ def test_bad_configs_say_what_is_wrong(overrides, message):
 
 @pytest.mark.parametrize("scaling,message", [
     (dict(kind="linear", factor=0.0), "factor must be > 0"),
+    (dict(kind="linear", factor=float("nan")), "factor must be > 0"),
     (dict(kind="yarn", factor=4.0), "'yarn' needs original_max_seq_len"),
     (dict(kind="llama3", factor=8.0), "'llama3' needs original_max_seq_len"),
 ])
@@ -84,7 +88,14 @@ BAD_INPUTS = {
     "too_high": (torch.tensor([[1, 2, 97]]), r"token id out of range \[0, 97\): found 97"),
     "negative": (torch.tensor([[1, -3, 2]]), r"token id out of range \[0, 97\): found -3"),
     "over_context": (torch.zeros(1, 65, dtype=torch.long), "65 tokens exceed the model's context of 64"),
-    "float": (torch.tensor([[1.0, 2.0]]), "token ids must be integers, got torch.float32"),
+    "float": (torch.tensor([[1.0, 2.0]]), r"token ids must be integers \(int32 or int64\), got torch.float32"),
+    "float_list": ([1.5, 2.7], "must be integers .*float32"),  # refused, not truncated to [1, 2]
+    "bool_list": ([True, False], "must be integers .*bool"),
+    "ragged": ([[1, 2], [3]], "must be a \\(batch, tokens\\) array of integers"),
+    "strings": (["a", "b"], "array of integers"),
+    "none": (None, "array of integers"),
+    "beyond_int64": ([2**70], "array of integers"),
+    "empty_batch": (torch.zeros(0, 3, dtype=torch.long), "a batch of no sequences"),
     "three_dims": (torch.zeros(1, 1, 3, dtype=torch.long), r"must be \(batch, tokens\), got shape \(1, 1, 3\)"),
 }
 

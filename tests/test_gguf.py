@@ -229,3 +229,43 @@ def test_unknown_tensor_is_refused_not_dropped(tmp_path):
     path = write_gguf(tmp_path / "m.gguf", config, weights_of(config), extra=extra)
     with pytest.raises(ModelLoadError, match="rope_freqs.weight"):
         load_gguf(path, device="cpu")
+
+
+# ---- metadata of the wrong type: a clear refusal naming the key, never a TypeError -----------------
+@pytest.fixture(scope="module")
+def tiny_header(tiny_file):
+    from txviz.loading.gguf import read_gguf_header
+
+    return read_gguf_header(tiny_file)
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("llama.block_count", "two", r"'llama\.block_count' must be an integer, got 'two'"),
+    ("llama.embedding_length", [64, 64], r"'llama\.embedding_length' must be an integer"),
+    ("llama.attention.head_count", 4.5, r"'llama\.attention\.head_count' must be an integer"),
+    ("llama.rope.freq_base", "fast", r"'llama\.rope\.freq_base' must be a number"),
+    ("llama.attention.layer_norm_rms_epsilon", float("nan"), "norm_eps must be > 0"),
+    ("llama.rope.freq_base", float("inf"), "rope_theta must be > 0"),
+    ("llama.context_length", True, r"'llama\.context_length' must be an integer"),
+    ("llama.rope.scaling.type", 3, "RoPE scaling type '3' is not supported"),
+])
+def test_metadata_of_the_wrong_type_is_refused_by_name(tiny_header, key, value, message):
+    from txviz.loading.gguf import GGUFHeader, config_from_header
+
+    header = GGUFHeader(tiny_header.path, {**tiny_header.metadata, key: value}, tiny_header.tensor_types)
+    with pytest.raises(ModelLoadError, match=message):
+        config_from_header(header)
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("tokenizer.chat_template", 3, "chat template must be text"),
+    ("tokenizer.ggml.merges", [1, 2], "tokenizer metadata is unusable"),
+    ("tokenizer.ggml.merges", ["Ġ nope"], "tokenizer metadata is unusable"),
+    ("tokenizer.ggml.token_type", "control", "tokenizer metadata is unusable"),
+])
+def test_tokenizer_metadata_of_the_wrong_type_is_refused(tiny_header, key, value, message):
+    from txviz.loading.gguf import GGUFHeader, tokenizer_from_header
+
+    header = GGUFHeader(tiny_header.path, {**tiny_header.metadata, key: value}, tiny_header.tensor_types)
+    with pytest.raises(ModelLoadError, match=message):
+        tokenizer_from_header(header)

@@ -12,8 +12,9 @@ from torch.testing import assert_close
 
 from tests.tiny import VARIANTS, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference, tiny_config
 from txviz import CAPTURES, CaptureError, kv_cache_bytes, trace
+from txviz.head_summaries import METRICS
 
-ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs")
+ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs", "head_summaries")  # not the fused kernel
 OTHER_CAPTURES = tuple(name for name in CAPTURES if name not in ATTENTION_CAPTURES)
 
 
@@ -92,6 +93,7 @@ def expected_shapes(config, n_layers: int, t: int) -> dict[str, tuple[int, ...]]
         "q": (layer, 1, h, t, d), "k": (layer, 1, h_kv, t, d), "v": (layer, 1, h_kv, t, d),
         "q_rot": (layer, 1, h, t, d), "k_rot": (layer, 1, h_kv, t, d),
         "attn_logits": (layer, 1, h, t, t), "attn_scores": (layer, 1, h, t, t), "attn_probs": (layer, 1, h, t, t),
+        "head_summaries": (layer, 1, h, t, len(METRICS)),
         "kv_bytes": (layer,), "attn_out": (layer, 1, t, config.d_model), "ffn_out": (layer, 1, t, config.d_model),
         "resid": (config.n_layers + 1, 1, t, config.d_model), "resid_norm": (config.n_layers + 1, 1, t),
         "positions": (t,), "logits": (1, t, config.vocab_size),

@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory, lab — each with ``--json`` for scripts."""
+"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory, bench, lab — each with ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -121,6 +121,17 @@ def cmd_memory(args) -> dict:
     return result
 
 
+def cmd_bench(args) -> dict:
+    from txviz import bench
+    tokens = args.tokens or (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
+    result = bench.run(tokens, repeats=args.repeats or (1 if args.quick else 3), quick=args.quick,
+                       threads=args.threads, decode_tokens=args.decode_tokens or (8 if args.quick else 32),
+                       hf=not args.no_hf, model=args.model, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if not args.json:
+        print(bench.markdown(result))
+    return result
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -167,6 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
     p.add_argument("--gpu-gib", type=float, default=None, help="GPU memory: report the longest context that fits")
     p.set_defaults(run=cmd_memory)
+    p = command("bench", "time plain forward vs trace vs transformers, peak memory, decode tokens/s", model=False)
+    p.add_argument("--tokens", type=int, nargs="+", default=None, help="prompt lengths (default 64 256 1024 4096 8192)")
+    p.add_argument("--repeats", type=int, default=None, help="runs per method; medians are reported (default 3)")
+    p.add_argument("--quick", action="store_true", help="a seconds-long smoke run on a tiny random model")
+    p.add_argument("--threads", type=int, default=None, help="torch threads in the workers (default: torch's)")
+    p.add_argument("--decode-tokens", type=int, default=None, help="new tokens per generation (default 32)")
+    p.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
+    p.add_argument("--model", default=None, help="a .gguf file or HF checkpoint directory (default: SmolLM2-135M)")
+    p.set_defaults(run=cmd_bench)
     from txviz.lab.cli import add_lab_commands
     add_lab_commands(sub)  # lab list / lab train
     return parser
@@ -184,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(result))
-    elif args.command not in ("generate", "coref"):  # these print their own text
+    elif args.command not in ("generate", "coref", "bench"):  # these print their own text
         print(json.dumps(result, indent=2))
     return 0
 

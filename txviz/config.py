@@ -9,6 +9,8 @@ message that says what to change.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -45,7 +47,7 @@ class RopeScaling:
     beta_slow: float = 1.0  # yarn
 
     def __post_init__(self) -> None:
-        if self.kind != "none" and self.factor <= 0:
+        if self.kind != "none" and not (math.isfinite(self.factor) and self.factor > 0):
             raise ConfigError(f"rope scaling factor must be > 0, got {self.factor}")
         if self.kind in ("yarn", "llama3") and not self.original_max_seq_len:
             raise ConfigError(f"rope scaling '{self.kind}' needs original_max_seq_len")
@@ -113,11 +115,11 @@ class ModelConfig:
             raise ConfigError(f"top_k={self.top_k} must be between 1 and n_experts={self.n_experts}")
         if self.positions == "rope" and self.head_dim % 2:
             raise ConfigError(f"RoPE rotates pairs of dimensions: head_dim={self.head_dim} must be even")
-        if self.rope_theta <= 0:
+        if not (math.isfinite(self.rope_theta) and self.rope_theta > 0):  # NaN fails every comparison
             raise ConfigError(f"rope_theta must be > 0, got {self.rope_theta}")
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise ConfigError(f"sliding_window must be positive or None, got {self.sliding_window}")
-        if self.norm_eps <= 0:
+        if not (math.isfinite(self.norm_eps) and self.norm_eps > 0):
             raise ConfigError(f"norm_eps must be > 0, got {self.norm_eps}")
 
     # ---- derived quantities -------------------------------------------------------------------

@@ -86,11 +86,9 @@ class AttentionRecipe:
 
     def mask_rows(self, rows: slice, head: int, dtype: torch.dtype) -> torch.Tensor:
         """The additive mask (R, S) of one head's rows, built by the model's own ``AttentionContext``."""
-        device = next(iter(self.positions.buffers()), self.q_pos).device
-        ctx = AttentionContext(self.positions, self.q_pos[rows].to(device), self.k_pos.to(device),
-                               self.sliding_window, dtype)
+        ctx = AttentionContext(self.positions, self.q_pos[rows], self.k_pos, self.sliding_window, dtype)
         mask = ctx.causal_mask(dtype)  # (1|H, R, S)
-        return mask[head if mask.shape[0] > 1 else 0].cpu()
+        return mask[head if mask.shape[0] > 1 else 0]
 
 
 def rebuild_attention(trace, layer: int, head: int, rows: slice = slice(None), batch: int = 0) -> torch.Tensor:

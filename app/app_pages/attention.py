@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app import charts, resources, sidebar, state
+from app.widgets import bounded_slider
 from txviz.analysis import export
 from txviz.analysis.heads import METRICS, hide_sink
 from txviz.analysis.steps import attention_steps, entropy
@@ -46,8 +47,6 @@ if points:
         st.session_state["_grid_pick"] = pick
         state.set_head(*pick)
 
-st.session_state["layer"] = min(int(state.get("layer")), config.n_layers - 1)
-st.session_state["head"] = min(int(state.get("head")), config.n_heads - 1)
 left, right = st.columns([1, 2], gap="large")
 with left:
     st.subheader("All heads")
@@ -60,7 +59,7 @@ with left:
     st.caption("Click a square to open that head.")
 with right:
     c1, c2, c3 = st.columns([2, 1, 1])
-    c1.slider("Layer", 0, config.n_layers - 1, key="layer")
+    bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
     c2.number_input("Head", 0, config.n_heads - 1, key="head")
     hide = c3.toggle("Hide sink", key="hide_sink",
                      help="Drop the weight on the first token and renormalize the rest of each row.")

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import charts, resources, sidebar, state
+from app.widgets import bounded_slider
 from txviz.analysis.block import block_walkthrough, logit_lens
 
 st.title("One block, end to end")
@@ -25,8 +26,7 @@ prompt, bos = state.get("prompt"), state.get("bos")
 tokens = list(traced.tokens)
 resid = traced.trace["resid"][:, 0]  # (L+1, T, d)
 
-st.session_state["layer"] = min(int(state.get("layer")), config.n_layers - 1)
-layer = st.slider("Layer", 0, config.n_layers - 1, key="layer")
+layer = bounded_slider(st, "Layer", 0, config.n_layers - 1, key="layer")
 steps, output = block_walkthrough(loaded.model, resid[layer], layer)
 frame = pd.DataFrame([{"step": s.name, "computes": s.equation, "shape": " × ".join(map(str, s.shape)),
                        "mean ‖·‖ per token": round(s.mean_norm, 2)} for s in steps])

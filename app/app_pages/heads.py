@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from app import charts, resources, sidebar, state
-from txviz.analysis.coref import score_heads, token_span
+from txviz.analysis.coref import score_heads, word_token_spans
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
 
 DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
@@ -50,11 +50,10 @@ def coref_tab(source: str, config, bos: str) -> None:
     except resources.PromptError as error:
         st.warning(str(error))
         return
-    offsets, special = list(traced.offsets), list(traced.special)
-    pronoun_tokens = token_span(offsets, words[pronoun][1], words[pronoun][2], special)
-    spans = [token_span(offsets, words[i][1], words[i][2], special) for i in candidates]
     try:
-        scores = score_heads(traced.trace["attn_probs"][:, 0], pronoun_tokens[-1], spans, target=int(target))
+        pronoun_row, spans = word_token_spans(traced.offsets, traced.special, words[pronoun][1:],
+                                              [words[i][1:] for i in candidates])
+        scores = score_heads(traced.trace["attn_probs"][:, 0], pronoun_row, spans, target=int(target))
     except ValueError as error:
         st.warning(f"Cannot rank with these choices: {error}")
         return
@@ -85,7 +84,11 @@ def coref_tab(source: str, config, bos: str) -> None:
     if st.button("Score every head on the built-in set", key="coref_builtin"):
         st.session_state["coref_builtin_done"] = True
     if st.session_state.get("coref_builtin_done"):
-        result = resources.get_coref_evaluation(source, bos)
+        try:
+            result = resources.get_coref_evaluation(source, bos)
+        except ValueError as error:  # e.g. a BOS policy this model's tokenizer has no token for
+            st.warning(f"Cannot score the built-in set: {error}")
+            return
         m1, m2, m3 = st.columns(3)
         best = result["heads"][0]
         m1.metric("Best head", f"L{best['layer']} H{best['head']}", f"accuracy {best['accuracy']:.1%}",
@@ -122,7 +125,9 @@ with tab_detect:
                                          title="Duplicate-token (on your prompt)", zmax=1), key="det_dup")
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "first_token_mass"),
                                          title="First-token sink (on your prompt)", zmax=1), key="det_sink")
-    length = b.number_input("Induction test: random tokens repeated twice, length", 10, 200, 50, key="ind_len")
+    longest = max(1, min(200, (config.max_seq_len - 1) // 2))  # sink + the sequence twice must fit the context
+    length = b.number_input("Induction test: random tokens repeated twice, length", min(10, longest), longest,
+                            min(50, longest), key="ind_len")
     induction = resources.get_induction_scores(source, int(length), 0)
     b.plotly_chart(charts.metric_heatmap(induction, title=f"Induction (random {length}-token sequence, repeated)",
                                          zmax=1), key="det_ind")
@@ -132,7 +137,7 @@ with tab_detect:
     st.subheader("Your own pattern")
     kind = st.radio("Pattern", ["k tokens back", "a token's text"], horizontal=True, key="pattern_kind")
     if kind == "k tokens back":
-        offset = st.number_input("k", 0, max(0, len(tokens) - 1), 2, key="pattern_offset")
+        offset = st.number_input("k", 0, max(0, len(tokens) - 1), min(2, len(tokens) - 1), key="pattern_offset")
         pattern = offset_pattern(len(tokens), int(offset))
         label = f"{offset} tokens back"
     else:

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from app import charts, resources, sidebar, state
+from app.widgets import bounded_slider
 from txviz.model.kv_cache import kv_cache_bytes
 
 st.title("KV cache & memory")
@@ -22,51 +23,56 @@ source, loaded = sidebar.current()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
 element = loaded.dtype.itemsize
+most_new = resources.limits().max_new_tokens
+has_template = bool(loaded.tokenizer.chat_template)
 
 tab_grow, tab_speed, tab_kinds = st.tabs(["Cache growth", "Cached vs uncached", "MHA / GQA / MQA"])
 
 with tab_grow:
     c1, c2 = st.columns([2, 1])
-    n_new = c1.slider("New tokens", 1, 128, 32, key="kv_new_tokens")
-    chat = c2.toggle("Chat template", value=True, key="kv_chat", help="Wrap the prompt as a user message.")
+    n_new = bounded_slider(c1, "New tokens", 1, min(128, most_new), 32, key="kv_new_tokens")
+    chat = c2.toggle("Chat template", value=has_template, key="kv_chat", disabled=not has_template,
+                     help="Wrap the prompt as a user message." if has_template else "This model has no chat template.")
     bar = st.progress(0.0, text="Generating…")
 
     def report(step) -> None:
         bar.progress((step.index + 1) / n_new, text=f"token {step.index + 1} of at most {n_new}")
 
     try:
-        result = resources.get_generation(source, prompt, bos, int(n_new), True, chat, on_step=report)
-    except ValueError as error:
-        bar.empty()
+        result = resources.get_generation(source, prompt, bos, int(n_new), True, chat and has_template,
+                                          on_step=report)
+    except ValueError as error:  # the prompt (empty, too long, over the budget): the other tabs still work
+        result = None
         st.warning(str(error))
-        st.stop()
     bar.empty()
-    st.markdown(f"**Generated:** {loaded.tokenizer.decode(list(result.new_ids), skip_special=True)!s}")
-    positions = np.array([s.position for s in result.steps])
-    measured = np.array([s.cache_bytes for s in result.steps], dtype=float)
-    formula = np.array([kv_cache_bytes(config, int(p), 1, element) for p in positions])
-    st.plotly_chart(charts.lines(positions, {"measured from the cache tensors": measured, "formula": formula},
-                                 title="KV cache bytes while generating", x_title="tokens in the cache",
-                                 y_title="bytes", mode="lines+markers"), key="kv_growth")
-    per_layer = np.array(result.steps[-1].cache_bytes_per_layer)
-    st.markdown(
-        f"After {positions[-1]} tokens the cache holds **{measured[-1] / 2**20:.2f} MiB** "
-        f"({per_layer[0] / 1024:.1f} KiB in each of {config.n_layers} layers); the formula gives "
-        f"{formula[-1] / 2**20:.2f} MiB — largest difference over all steps: **{np.abs(measured - formula).max():.0f} bytes**. "
-        f"That is 2 × {config.n_layers} × {config.n_kv_heads} × {config.head_dim} × {element} = "
-        f"{2 * config.n_layers * config.n_kv_heads * config.head_dim * element:,} bytes per token.")
-    st.caption(f"Preallocated for prompt + new tokens: {result.cache_capacity_bytes / 2**20:.2f} MiB. "
-               f"Stopped: {result.stop_reason}.")
+    if result is not None:
+        st.markdown(f"**Generated:** {loaded.tokenizer.decode(list(result.new_ids), skip_special=True)!s}")
+        positions = np.array([s.position for s in result.steps])
+        measured = np.array([s.cache_bytes for s in result.steps], dtype=float)
+        formula = np.array([kv_cache_bytes(config, int(p), 1, element) for p in positions])
+        st.plotly_chart(charts.lines(positions, {"measured from the cache tensors": measured, "formula": formula},
+                                     title="KV cache bytes while generating", x_title="tokens in the cache",
+                                     y_title="bytes", mode="lines+markers"), key="kv_growth")
+        per_layer = np.array(result.steps[-1].cache_bytes_per_layer)
+        st.markdown(
+            f"After {positions[-1]} tokens the cache holds **{measured[-1] / 2**20:.2f} MiB** "
+            f"({per_layer[0] / 1024:.1f} KiB in each of {config.n_layers} layers); the formula gives "
+            f"{formula[-1] / 2**20:.2f} MiB — largest difference over all steps: **{np.abs(measured - formula).max():.0f} bytes**. "
+            f"That is 2 × {config.n_layers} × {config.n_kv_heads} × {config.head_dim} × {element} = "
+            f"{2 * config.n_layers * config.n_kv_heads * config.head_dim * element:,} bytes per token.")
+        st.caption(f"Preallocated for prompt + new tokens: {result.cache_capacity_bytes / 2**20:.2f} MiB. "
+                   f"Stopped: {result.stop_reason}.")
 
 with tab_speed:
     st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
-    n_speed = st.slider("Tokens to generate", 8, 128, 48, key="kv_speed_tokens")
+    n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), 48, key="kv_speed_tokens")
     if st.button("Measure", key="kv_measure"):
-        runs = {}
-        for use_cache in (True, False):
-            runs["with KV cache" if use_cache else "recompute everything"] = resources.get_generation(
-                source, prompt, bos, int(n_speed), use_cache, False)
-        st.session_state["kv_speed_runs"] = runs
+        try:
+            runs = {"with KV cache" if use_cache else "recompute everything": resources.get_generation(
+                source, prompt, bos, int(n_speed), use_cache, False) for use_cache in (True, False)}
+            st.session_state["kv_speed_runs"] = runs
+        except ValueError as error:
+            st.warning(str(error))
     runs = st.session_state.get("kv_speed_runs")
     if runs:
         series = {name: np.array([s.seconds * 1000 for s in run.steps[1:]]) for name, run in runs.items()}
@@ -94,8 +100,10 @@ with tab_kinds:
                             key="mem_kv_dtype")
     batch = c3.number_input("Batch", 1, 1024, 1, key="mem_batch")
     gpu_gib = c4.number_input("GPU memory (GiB)", 1.0, 2048.0, 80.0, key="mem_gpu")
+    max_config = resources.limits().max_config_bytes
     upload = st.file_uploader("…or upload a Hugging Face config.json", type=["json"], key="mem_upload",
-                              help="Llama, Mistral, Qwen2, Mixtral and GPT-2 families; at most 1 MB.")
+                              max_upload_size=max(1, -(-max_config // 2**20)),
+                              help=f"Llama, Mistral, Qwen2, Mixtral and GPT-2 families; at most {max_config:,} bytes.")
     spec = memory.preset(names[chosen])
     if upload is not None:
         try:

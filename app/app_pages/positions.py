@@ -8,6 +8,7 @@ import streamlit as st
 import torch
 
 from app import charts, resources, sidebar, state
+from app.widgets import bounded_slider
 from txviz.analysis import positions as pos
 from txviz.model.positions import alibi_slopes, rope_inv_freq
 
@@ -35,7 +36,8 @@ tab_rope, tab_scaling, tab_alibi, tab_perm = st.tabs(["RoPE angles", "RoPE scali
 
 inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)[0]
 with tab_rope:
-    n_pos = st.slider("Positions shown", 16, min(4096, config.max_seq_len), min(256, config.max_seq_len), key="rope_positions")
+    n_pos = bounded_slider(st, "Positions shown", min(16, config.max_seq_len), min(4096, config.max_seq_len),
+                           min(256, config.max_seq_len), key="rope_positions")
     a, b = st.columns(2)
     table = pos.angle_table(inv_freq, n_pos).numpy()
     a.plotly_chart(charts.matrix(table.T, title="Angle m·θ_i mod 2π (pair × position)", colorscale="Twilight",
@@ -54,7 +56,7 @@ with tab_rope:
     c1, c2, c3 = st.columns(3)
     token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: f"{i}: {tokens[i]}",
                          key="rope_token")
-    pair = c2.slider("Pair i", 0, config.head_dim // 2 - 1, 0, key="rope_pair")
+    pair = bounded_slider(c2, "Pair i", 0, config.head_dim // 2 - 1, 0, key="rope_pair")
     span = c3.slider("Positions", 8, 512, 64, key="rope_span")
     q_vec = qk.get("q", layer)[0, head, token]
     path = pos.pair_trajectory(q_vec, inv_freq, pair, torch.arange(span)).numpy()

@@ -188,6 +188,20 @@ def token_span(offsets: Sequence[tuple[int, int]], start: int, end: int,
                  if a < end and b > start and b > a and not (special is not None and special[i]))
 
 
+def word_token_spans(offsets: Sequence[tuple[int, int]], special: Sequence[bool] | None,
+                     pronoun: Sequence[int], candidates: Sequence[Sequence[int]]) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    """Character spans (start, end) of a pronoun and candidate words → (the pronoun's query row, each
+    candidate's token indices). ValueError when a word covers no ordinary token (it lies inside a
+    special token such as <|im_end|>, or outside the text)."""
+    pronoun_tokens = token_span(offsets, *pronoun, special)
+    spans = tuple(token_span(offsets, start, end, special) for start, end in candidates)
+    empty = [f"characters {a}–{b}" for (a, b), span in zip([pronoun, *candidates], [pronoun_tokens, *spans])
+             if not span]
+    if empty:
+        raise ValueError(f"no ordinary token covers {', '.join(empty)} (inside a special token?)")
+    return pronoun_tokens[-1], spans
+
+
 def locate(case: CorefCase, encoding) -> CaseSpans:
     """Token spans of ``case`` in ``encoding`` (anything with ``offsets`` and optionally ``special``)."""
     offsets, special = list(encoding.offsets), getattr(encoding, "special", None)

@@ -1,15 +1,18 @@
 """A procedurally generated English story corpus for the lab's tiny models: seeded, no external text.
 
-Each story has two people of clear and different gender (he/she, him/her, his/her), a pet (it), a
-group (they) and one coloured belonging per person. Sentences refer back with pronouns, and names,
-pets and "<colour> <object>" phrases recur, so three kinds of head have something to learn:
+Each story has two people of clear and different gender (he/she, him/her, his/her) with a first name
+and a surname, a pet (it), a group (they) and one coloured belonging per person. Sentences refer
+back with pronouns, and names, pets and "<colour> <object>" phrases recur, so three kinds of head
+have something to learn:
 
 * previous-token heads (every bigram of the templates);
-* induction heads: after "her red" the story's own earlier "red kite" predicts "kite", and a pet's
-  name recurs after "called" (Olsson et al. 2022, "In-context Learning and Induction Heads");
-* pronoun-resolving heads: "She picked up her …" is followed by *her* colour and object, which only
-  the name the pronoun stands for decides (seed §1.1's "it" example, with agreement instead of
-  world knowledge).
+* induction heads (Olsson et al. 2022, "In-context Learning and Induction Heads"): surnames are drawn
+  per story, so after "Mary" only the story's own earlier "Mary Parker" predicts "Parker"; likewise
+  "her red" → "kite", a pet's name after "called", and a memory game in which one person says a list
+  of "<colour> <object>" pairs and the other says it back;
+* pronoun-resolving heads: "She picked up her …" needs the gender of the person being talked about,
+  and is followed by *her* colour and object, which only the name the pronoun stands for decides
+  (seed §1.1's "it" example, with agreement instead of world knowledge).
 
 Every story is drawn from its own ``random.Random(f"txviz-lab:{seed}:{split}:{index}")`` (string
 seeds are hashed with SHA-512, so the text does not depend on PYTHONHASHSEED or the platform); the
@@ -28,6 +31,8 @@ FEMALE_NAMES = ("Mary", "Anna", "Sarah", "Emma", "Laura", "Alice", "Julia", "Hel
                 "Rachel", "Emily", "Grace", "Lucy", "Susan", "Linda", "Kate", "Jane")
 MALE_NAMES = ("John", "David", "Peter", "James", "Mark", "Paul", "Robert", "Thomas",
               "Daniel", "Michael", "George", "Henry", "Frank", "Jack", "Simon", "Adam")
+SURNAMES = ("Baker", "Carter", "Dixon", "Ellis", "Fisher", "Gray", "Harris", "Jones",
+            "Kelly", "Lewis", "Mason", "Nolan", "Parker", "Reid", "Turner", "Walsh")
 OBJECTS = ("kite", "ball", "hat", "bag", "box", "cup", "book", "lamp",
            "boat", "drum", "scarf", "kettle", "basket", "bottle", "clock", "bucket")
 COLOURS = ("red", "blue", "green", "yellow", "white", "black", "brown", "purple")
@@ -40,6 +45,7 @@ GROUP_DOINGS = ("singing a song", "playing a game", "eating lunch", "laughing lo
 PLACES = ("park", "farm", "river", "market", "garden", "beach", "forest", "village", "lake", "hill")
 HIDING_PLACES = ("bed", "table", "stairs", "tree", "bench", "door")
 FOODS = ("bread", "carrots", "apples", "seeds", "milk", "cheese")
+GAME_ITEMS = 5  # "<colour> <object>" pairs said in a memory game and said back in the same order
 # A feeling and what it makes a person do (the verb phrase follows "so he/she").
 FEELINGS = (("tired", "went to sleep early"), ("hungry", "ate some bread"), ("happy", "sang a song"),
             ("cold", "put on a coat"), ("bored", "read a book"), ("thirsty", "drank some water"))
@@ -96,7 +102,8 @@ def _cast(rng: random.Random) -> Cast:
     female_first = rng.random() < 0.5
     colours = rng.sample(COLOURS, 2)
     things = rng.sample(OBJECTS, 2)
-    names = (rng.choice(FEMALE_NAMES), rng.choice(MALE_NAMES))
+    surnames = rng.sample(SURNAMES, 2)
+    names = (f"{rng.choice(FEMALE_NAMES)} {surnames[0]}", f"{rng.choice(MALE_NAMES)} {surnames[1]}")
     first = Person(names[0 if female_first else 1], female_first, colours[0], things[0])
     second = Person(names[1 if female_first else 0], not female_first, colours[1], things[1])
     return Cast((first, second), rng.choice(ANIMALS), rng.choice(PET_NAMES), rng.choice(GROUPS),
@@ -148,7 +155,14 @@ def _play(c: Cast, x: Person, y: Person, rng: random.Random) -> list[str]:
             f"They laughed when {c.pet} jumped over the {x.thing}."]
 
 
-EVENTS = (_find, _pet, _group, _lend, _feeling, _carry, _play)
+def _game(c: Cast, x: Person, y: Person, rng: random.Random) -> list[str]:
+    pairs = zip(rng.sample(COLOURS, GAME_ITEMS), rng.sample(OBJECTS, GAME_ITEMS))  # no colour twice
+    things = ", ".join(f"{colour} {thing}" for colour, thing in pairs)
+    return [f"{x.name} and {y.name} played a memory game.", f"{x.name} said {things}.",
+            f"{y.name} said it back: {things}."]
+
+
+EVENTS = (_find, _pet, _group, _lend, _feeling, _carry, _play, _game)
 
 
 def _ending(c: Cast, rng: random.Random) -> list[str]:

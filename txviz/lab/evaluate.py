@@ -63,23 +63,30 @@ def extrapolation(model: Decoder, data: LabData, context: int, factors=(2, 4)) -
     return result
 
 
+def _rounded(loads: list[torch.Tensor]) -> list[list[float]]:
+    return [[round(float(v), 4) for v in load] for load in loads]
+
+
 @torch.inference_mode()
 def routing_load(model: Decoder, data: LabData, context: int) -> dict | None:
-    """Per MoE layer, the fraction of routing assignments each expert got on the validation windows."""
+    """Per MoE layer, the fraction of routing assignments each expert got on the validation windows
+    (all k choices counted), and the fraction of tokens whose first choice it was."""
     config: ModelConfig = model.config
     if not config.is_moe:
         return None
-    counts = [torch.zeros(config.n_experts) for _ in range(config.n_layers)]
+    counts = torch.zeros(config.n_layers, config.n_experts)
+    first = torch.zeros(config.n_layers, config.n_experts)
     for chunk in data.val_windows(context).split(EVAL_BATCH):
         recorder = LiveRecorder(("expert_ids",), config.n_layers)
         model(chunk[:, :-1], record=recorder)
-        for i, ids in enumerate(recorder["expert_ids"]):
+        for i, ids in enumerate(recorder["expert_ids"]):  # (b, T, K), best first
             counts[i] += torch.bincount(ids.reshape(-1), minlength=config.n_experts).float()
-    loads = [c / c.sum() for c in counts]
-    mean = torch.stack(loads).mean(0)
-    return {"per_layer": [[round(float(v), 4) for v in load] for load in loads],
-            "mean": [round(float(v), 4) for v in mean],
+            first[i] += torch.bincount(ids[..., 0].reshape(-1), minlength=config.n_experts).float()
+    loads, first_loads = counts / counts.sum(-1, keepdim=True), first / first.sum(-1, keepdim=True)
+    return {"per_layer": _rounded(loads), "mean": _rounded([loads.mean(0)])[0],
             "effective_experts_per_layer": [round(effective_experts(load), 3) for load in loads],
+            "first_choice_per_layer": _rounded(first_loads),
+            "first_choice_effective_experts_per_layer": [round(effective_experts(f), 3) for f in first_loads],
             "top_k": config.top_k, "router_norm": config.router_norm}
 
 

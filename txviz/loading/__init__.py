@@ -20,13 +20,34 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``device`` as a torch.device (None: CUDA if available, else CPU); a name torch does not know, or
+    a device this machine lacks, is a ModelLoadError saying so rather than torch's own crash."""
+    from txviz.loading.errors import ModelLoadError
+
+    if device is None:
+        return default_device()
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise ModelLoadError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from exc
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
+    if not available.get(resolved.type, False):
+        raise ModelLoadError(f"device {str(resolved)!r} is not available here; available: "
+                             + ", ".join(kind for kind, ok in available.items() if ok))
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ModelLoadError(f"device {str(resolved)!r} does not exist: {torch.cuda.device_count()} CUDA device(s)")
+    return resolved
+
+
 def load(source: str | Path | None = None, *, device: str | torch.device | None = None,
          dtype: torch.dtype = torch.float32) -> LoadedModel:
     """Load ``source``: None or "default" (SmolLM2-135M-Instruct, fetched on first use), a .gguf file,
     a directory with config.json + safetensors (Hugging Face), or a txviz lab directory."""
     from txviz.loading.errors import ModelLoadError
 
-    device = torch.device(device) if device is not None else default_device()
+    device = resolve_device(device)
     if source is None or str(source) == DEFAULT_MODEL:
         from txviz.loading.fetch import load_default_model
         return load_default_model(device=device, dtype=dtype)
@@ -49,4 +70,4 @@ def load(source: str | Path | None = None, *, device: str | torch.device | None 
                          "safetensors weights (pickled .bin/.pt files are never loaded)")
 
 
-__all__ = ["DEFAULT_MODEL", "LoadedModel", "default_device", "load"]
+__all__ = ["DEFAULT_MODEL", "LoadedModel", "default_device", "load", "resolve_device"]

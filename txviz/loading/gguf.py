@@ -143,28 +143,41 @@ def read_gguf_header(path: str | Path) -> GGUFHeader:
 
 
 # ---- metadata → ModelConfig ---------------------------------------------------------------------
+def _number(h: GGUFHeader, key: str, kind: type = int, default: Any = None) -> Any:
+    """An ``<arch>.<key>`` number as ``kind`` (or ``default`` when absent); a string, list or
+    fractional count where a number belongs is a ModelLoadError naming the key."""
+    value = h.arch_key(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (kind is int and isinstance(value, float) and not value.is_integer()):
+        raise ModelLoadError(f"{h.path}: metadata key '{h.architecture}.{key}' must be "
+                             f"{'an integer' if kind is int else 'a number'}, got {str(value)[:60]!r}")
+    return kind(value)
+
+
 def _rope_scaling(h: GGUFHeader) -> RopeScaling:
     kind = h.arch_key("rope.scaling.type", "none")
-    factor = float(h.arch_key("rope.scaling.factor", 1.0) or 1.0)
-    if kind == "none" and h.arch_key("rope.scale_linear"):  # older files: a bare linear factor
-        kind, factor = "linear", float(h.arch_key("rope.scale_linear"))
+    factor = _number(h, "rope.scaling.factor", float, 1.0) or 1.0
+    if kind == "none" and _number(h, "rope.scale_linear", float):  # older files: a bare linear factor
+        kind, factor = "linear", _number(h, "rope.scale_linear", float)
     if kind == "none" or (kind == "linear" and factor == 1.0):
         return RopeScaling()
-    original = h.arch_key("rope.scaling.original_context_length")
+    original = _number(h, "rope.scaling.original_context_length")
     if kind == "linear":
         return RopeScaling(kind="linear", factor=factor)
     if kind == "yarn":
         return RopeScaling(kind="yarn", factor=factor, original_max_seq_len=original,
-                           beta_fast=float(h.arch_key("rope.scaling.yarn_beta_fast", 32.0)),
-                           beta_slow=float(h.arch_key("rope.scaling.yarn_beta_slow", 1.0)))
-    raise ModelLoadError(f"{h.path}: RoPE scaling type {kind!r} is not supported (linear, yarn)")
+                           beta_fast=_number(h, "rope.scaling.yarn_beta_fast", float, 32.0),
+                           beta_slow=_number(h, "rope.scaling.yarn_beta_slow", float, 1.0))
+    raise ModelLoadError(f"{h.path}: RoPE scaling type {str(kind)[:60]!r} is not supported (linear, yarn)")
 
 
 def _required(h: GGUFHeader, key: str) -> int:
-    value = h.arch_key(key)
+    value = _number(h, key)
     if value is None:
         raise ModelLoadError(f"{h.path}: metadata key '{h.architecture}.{key}' is missing")
-    return int(value)
+    return value
 
 
 def config_from_header(h: GGUFHeader) -> ModelConfig:
@@ -172,25 +185,25 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
         raise ModelLoadError(f"{h.path}: GGUF architecture {h.architecture!r} is not supported; "
                              f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
     d_model, n_heads = _required(h, "embedding_length"), _required(h, "attention.head_count")
-    head_dim = int(h.arch_key("attention.key_length", 0)) or d_model // n_heads
-    value_dim = int(h.arch_key("attention.value_length", head_dim))
-    rotary_dims = int(h.arch_key("rope.dimension_count", head_dim))
+    head_dim = _number(h, "attention.key_length", int, 0) or d_model // max(n_heads, 1)
+    value_dim = _number(h, "attention.value_length", int, head_dim)
+    rotary_dims = _number(h, "rope.dimension_count", int, head_dim)
     if value_dim != head_dim or rotary_dims != head_dim:
         raise ModelLoadError(f"{h.path}: key/value/rotary dims {head_dim}/{value_dim}/{rotary_dims} differ; "
                              "only full-width RoPE with equal key and value sizes is supported")
     tokens = h.metadata.get("tokenizer.ggml.tokens")
-    vocab = h.arch_key("vocab_size") or (len(tokens) if tokens else None)
-    n_experts = int(h.arch_key("expert_count", 0))
-    ffn_key = "expert_feed_forward_length" if n_experts and h.arch_key("expert_feed_forward_length") else \
+    vocab = _number(h, "vocab_size") or (len(tokens) if isinstance(tokens, list) else None)
+    n_experts = _number(h, "expert_count", int, 0)
+    ffn_key = "expert_feed_forward_length" if n_experts and _number(h, "expert_feed_forward_length") else \
         "feed_forward_length"
     try:
         return ModelConfig(
             vocab_size=int(vocab) if vocab else 0, d_model=d_model, n_layers=_required(h, "block_count"),
-            n_heads=n_heads, n_kv_heads=int(h.arch_key("attention.head_count_kv", n_heads)), head_dim=head_dim,
+            n_heads=n_heads, n_kv_heads=_number(h, "attention.head_count_kv", int, n_heads), head_dim=head_dim,
             ffn_hidden=_required(h, ffn_key), norm="rmsnorm", ffn="swiglu",
-            norm_eps=float(h.arch_key("attention.layer_norm_rms_epsilon", 1e-5)),
-            n_experts=n_experts, top_k=int(h.arch_key("expert_used_count", 2)) if n_experts else 2,
-            router_norm="topk", positions="rope", rope_theta=float(h.arch_key("rope.freq_base", 10000.0)),
+            norm_eps=_number(h, "attention.layer_norm_rms_epsilon", float, 1e-5),
+            n_experts=n_experts, top_k=_number(h, "expert_used_count", int, 2) if n_experts else 2,
+            router_norm="topk", positions="rope", rope_theta=_number(h, "rope.freq_base", float, 10000.0),
             rope_scaling=_rope_scaling(h), max_seq_len=_required(h, "context_length"),
             tie_embeddings="output.weight" not in h.tensor_types,
             qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
@@ -212,6 +225,9 @@ def tokenizer_from_header(h: GGUFHeader) -> Tokenizer | None:
         return Tokenizer.from_gguf_metadata(h.metadata)
     except TokenizerError as exc:
         raise ModelLoadError(f"{h.path}: {exc}") from exc
+    except Exception as exc:  # wrongly typed fields; the Rust BPE raises a bare Exception on bad merges
+        raise ModelLoadError(f"{h.path}: the tokenizer metadata is unusable: {type(exc).__name__}: "
+                             f"{str(exc)[:200]}") from exc
 
 
 # ---- tensors → state dict -----------------------------------------------------------------------

@@ -23,7 +23,6 @@ from typing import Any, Callable
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading.errors import ModelLoadError
 
-MAX_CONFIG_BYTES = 1 << 20  # real config.json files are a few KiB
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
 # model_type → the causal-LM class of that family (what ``architectures[0]`` must say, if given)
@@ -243,6 +242,8 @@ def model_type_of(raw: dict) -> str:
     by_class = {cls: kind for kind, cls in SUPPORTED.items()}
     kind = raw.get("model_type") or (by_class.get(architectures[0]) if architectures else None)
     supported = ", ".join(f"{cls} ({kind})" for kind, cls in SUPPORTED.items())
+    if kind is not None and not isinstance(kind, str):
+        raise ModelLoadError(f"config.json: model_type must be a name, got {str(kind)[:80]!r}")
     if kind not in SUPPORTED:
         named = kind or (architectures[0] if architectures else "no model_type or architectures")
         raise ModelLoadError(f"unsupported model {named!r}; supported: {supported}")
@@ -252,14 +253,22 @@ def model_type_of(raw: dict) -> str:
     return kind
 
 
+def _max_config_bytes() -> int:
+    """TXVIZ_MAX_CONFIG_BYTES (txviz.limits, 1 MiB by default): real config.json files are a few KiB."""
+    from txviz.limits import current
+
+    return current().max_config_bytes
+
+
 def _read_config_file(source: str | os.PathLike) -> tuple[bytes, str]:
     path = Path(source)
     path = path / "config.json" if path.is_dir() else path
     if not path.is_file():  # also for paths the OS cannot take (a NUL in them)
         raise ModelLoadError(f"no config.json at {str(path)[:200]!r}")
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json")
+        if path.stat().st_size > _max_config_bytes():
+            raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json "
+                                 f"(limit {_max_config_bytes()}, TXVIZ_MAX_CONFIG_BYTES)")
         return path.read_bytes(), str(path)
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc}") from exc
@@ -274,8 +283,9 @@ def parse_config_json(source: dict | bytes | str | os.PathLike) -> tuple[dict, s
         text, origin = source, "config.json text"
     else:
         text, origin = _read_config_file(source)
-    if len(text) > MAX_CONFIG_BYTES:
-        raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {MAX_CONFIG_BYTES})")
+    if len(text) > _max_config_bytes():
+        raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {_max_config_bytes()}, "
+                             "TXVIZ_MAX_CONFIG_BYTES)")
     try:
         raw = json.loads(text)
     except (ValueError, RecursionError) as exc:

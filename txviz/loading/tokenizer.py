@@ -29,6 +29,8 @@ from typing import Any, Literal, Mapping, Sequence
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 
+MAX_CHAT_CHARS = 1 << 20  # a rendered chat is a few KiB; a template writing more is refused
+
 BosPolicy = Literal["none", "bos", "sink"]
 BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
 
@@ -44,13 +46,18 @@ class TokenizerError(ValueError):
 @dataclass(frozen=True)
 class Encoding:
     """One tokenized text. ``offsets[i]`` is the (start, end) character span of token i in ``text``
-    ((0, 0) for a prepended BOS/sink token); tokens that split one character share its span."""
+    ((0, 0) for a prepended BOS/sink token); tokens that split one character share its span.
+    ``dropped`` lists the characters (indices into ``text``) with a byte the vocabulary has no token
+    for: a byte-level BPE without an unknown token skips such bytes, as the reference tokenizer does
+    (SmolLM2 lacks e.g. 0x04, 0x1D and the bytes that open U+40000–U+BFFFF), so they never reach the
+    model and ``decode`` cannot give them back."""
 
     ids: tuple[int, ...]
     tokens: tuple[str, ...]  # human-readable: " world", not "Ġworld"
     offsets: tuple[tuple[int, int], ...]
     special: tuple[bool, ...]
     text: str = ""
+    dropped: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -86,6 +93,8 @@ class Tokenizer:
         self._backend.post_processor = None  # the BOS policy alone adds tokens
         self.bos_token, self.eos_token = bos_token, eos_token
         self.sink_token = sink_token or self._default_sink()
+        if chat_template is not None and not isinstance(chat_template, str):
+            raise TokenizerError(f"chat template must be text, got {type(chat_template).__name__}")
         self.chat_template = chat_template
         for role, token in (("bos", bos_token), ("eos", eos_token), ("sink", self.sink_token)):
             if token is not None and self._backend.token_to_id(token) is None:
@@ -93,6 +102,8 @@ class Tokenizer:
         added = self._backend.get_added_tokens_decoder()
         self._special_ids = frozenset(i for i, tok in added.items() if tok.special)
         self._byte_level = "ByteLevel" in json.dumps(json.loads(spec).get("decoder"))
+        self._missing_bytes = frozenset(byte for ch, byte in byte_level_alphabet().items()
+                                        if self._backend.token_to_id(ch) is None) if self._byte_level else frozenset()
 
     def _default_sink(self) -> str | None:
         for token in DOCUMENT_BOUNDARY_TOKENS:
@@ -159,6 +170,11 @@ class Tokenizer:
         return self._id_of(self.sink_token)
 
     @property
+    def missing_bytes(self) -> frozenset[int]:
+        """Bytes a byte-level vocabulary has no token for: skipped when they occur (Encoding.dropped)."""
+        return self._missing_bytes
+
+    @property
     def special_ids(self) -> frozenset[int]:
         return self._special_ids
 
@@ -197,11 +213,21 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TokenizerError(f"text must be a str, got {type(text).__name__}")
         prefix = self._prefix_id(bos)
-        raw = self._backend.encode(text, add_special_tokens=False)
+        try:
+            raw = self._backend.encode(text, add_special_tokens=False)
+        except TypeError as exc:  # a lone surrogate ("\\ud800") is a str but not Unicode text
+            raise TokenizerError(f"text is not valid Unicode (a lone surrogate?): {exc}") from None
         ids = ([prefix] if prefix is not None else []) + list(raw.ids)
         offsets = ([(0, 0)] if prefix is not None else []) + [tuple(o) for o in raw.offsets]
         return Encoding(ids=tuple(ids), tokens=tuple(self.display(i) for i in ids),
-                        offsets=tuple(offsets), special=tuple(i in self._special_ids for i in ids), text=text)
+                        offsets=tuple(offsets), special=tuple(i in self._special_ids for i in ids), text=text,
+                        dropped=self._dropped(text))
+
+    def _dropped(self, text: str) -> tuple[int, ...]:
+        """Characters with a byte that has no token (see Encoding.dropped)."""
+        if self._missing_bytes.isdisjoint(text.encode("utf-8")):
+            return ()
+        return tuple(i for i, ch in enumerate(text) if not self._missing_bytes.isdisjoint(ch.encode("utf-8")))
 
     def _prefix_id(self, bos: str) -> int | None:
         if bos not in BOS_POLICIES:
@@ -226,15 +252,22 @@ class Tokenizer:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's own template."""
         if not self.chat_template:
             raise TokenizerError("this tokenizer has no chat template; encode plain text instead")
-        import jinja2
-
         _check_messages(messages)
         template = compile_chat_template(self.chat_template)
+        context = dict(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
+                       bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
+        rendered, size = [], 0
         try:
-            return template.render(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
-                                   bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
-        except jinja2.TemplateError as exc:  # includes the sandbox's SecurityError
-            raise TokenizerError(f"the chat template failed: {type(exc).__name__}: {exc}") from exc
+            for chunk in template.generate(**context):  # streamed, so a template's output bomb stops early
+                size += len(chunk)
+                if size > MAX_CHAT_CHARS:
+                    raise TokenizerError(f"the chat template wrote more than {MAX_CHAT_CHARS:,} characters")
+                rendered.append(chunk)
+        except TokenizerError:
+            raise
+        except Exception as exc:  # template code from a model file: SecurityError, a too-big range, 1/0, …
+            raise TokenizerError(f"the chat template failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        return "".join(rendered)
 
     def __repr__(self) -> str:
         return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "

@@ -65,15 +65,18 @@ class Decoder(nn.Module):
 
     def check_ids(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         if not isinstance(ids, torch.Tensor):
-            ids = torch.as_tensor(ids, dtype=torch.long)
+            try:  # no dtype forced: 1.5 must be refused, not truncated to 1
+                ids = torch.as_tensor(ids)
+            except (TypeError, ValueError, RuntimeError) as error:  # ragged, strings, None, > int64
+                raise InputError(f"token ids must be a (batch, tokens) array of integers: {error}") from None
         if ids.dim() == 1:
             ids = ids[None]
         if ids.dim() != 2:
             raise InputError(f"token ids must be (batch, tokens), got shape {tuple(ids.shape)}")
-        if ids.shape[1] == 0:
-            raise InputError("no tokens: the prompt is empty")
+        if ids.numel() == 0:
+            raise InputError("no tokens: the prompt is empty" if ids.shape[1] == 0 else "a batch of no sequences")
         if ids.dtype not in (torch.int32, torch.int64):
-            raise InputError(f"token ids must be integers, got {ids.dtype}")
+            raise InputError(f"token ids must be integers (int32 or int64), got {ids.dtype}")
         low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= self.config.vocab_size:
             raise InputError(f"token id out of range [0, {self.config.vocab_size}): found {low if low < 0 else high}")

@@ -1,0 +1,66 @@
+"""A process-wide cache bounded by bytes rather than by entries, for traces shared by every session.
+
+``st.cache_resource(max_entries=32)`` counts entries: 32 traces of long prompts, each up to the
+per-request memory budget, would fill a server. Here the least recently used entries are dropped
+once their total exceeds the budget (the newest entry always stays). Like ``st.cache_resource``,
+one computation per key runs at a time: sessions asking for the same key wait for it and share the
+result; a computation that raises is not cached. Pure Python, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable, Hashable
+
+
+class ByteBudgetCache:
+    def __init__(self, budget_bytes: int, size_of: Callable[[object], int]):
+        self.budget_bytes, self._size_of = int(budget_bytes), size_of
+        self._lock = threading.Lock()
+        self._values: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._computing: dict[Hashable, threading.Lock] = {}
+
+    def _lookup(self, key: Hashable):
+        if key in self._values:
+            self._values.move_to_end(key)
+            return True, self._values[key][0]
+        return False, None
+
+    def get(self, key: Hashable, compute: Callable[[], object]) -> object:
+        with self._lock:
+            found, value = self._lookup(key)
+            if found:
+                return value
+            key_lock = self._computing.setdefault(key, threading.Lock())
+        with key_lock:  # one computation per key; later askers find its result
+            with self._lock:
+                found, value = self._lookup(key)
+                if found:
+                    return value
+            try:
+                value = compute()
+                self._store(key, value)
+            finally:
+                with self._lock:
+                    if self._computing.get(key) is key_lock:
+                        del self._computing[key]
+        return value
+
+    def _store(self, key: Hashable, value: object) -> None:
+        size = int(self._size_of(value))
+        with self._lock:
+            self._values[key] = (value, size)
+            while len(self._values) > 1 and self.nbytes > self.budget_bytes:
+                self._values.popitem(last=False)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(size for _, size in self._values.values())
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()

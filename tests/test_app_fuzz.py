@@ -1,0 +1,119 @@
+"""Every page driven by AppTest with random (seeded) prompts, URL values and widget settings: whatever
+is chosen, the page shows results, a warning or an error, never an exception. Ten sessions of three
+script runs each; widgets whose every value costs a long computation (RoPE-scaling losses, the KV-head
+conversion, timing uncached generation, scoring the built-in coreference set) keep their defaults."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.default_model
+
+MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+PAGES = ["app_pages/attention.py", "app_pages/heads.py", "app_pages/block.py", "app_pages/positions.py",
+         "app_pages/kv_cache.py"]
+SESSIONS = 10
+ACTIONS = 2
+EXPENSIVE = {"rope_factor", "rope_text", "rope_text_tokens", "live_kv", "live_tokens", "kv_measure", "coref_builtin",
+             "kv_new_tokens", "mem_upload"}
+PIECES = ["Mary", " met", " John", " and", " she", " smiled", ".", " it", " the", " 42", "\n", "\t", "  ", "漢字",
+          "中文", "שלום", "مرحبا", "😀", "👍🏽", "\x00", "\x1b", "\x1d", "e\u0301", "\u202e", "<|im_end|>", "<|endoftext|>",
+          "<b>", "&amp;", "'", '"', "\\", "{{ x }}"]
+
+
+def random_text(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.1:
+        return rng.choice(["", " ", "\n\t "])
+    if roll < 0.15:
+        return "word " * 1500  # over the token limit
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 14)))
+
+
+def random_params(rng: random.Random) -> dict:
+    params = {"prompt": random_text(rng)}
+    if rng.random() < 0.5:
+        params["bos"] = rng.choice(["sink", "none", "bos", "junk"])
+    if rng.random() < 0.4:
+        params["layer"] = str(rng.choice([-3, 0, 5, 29, 30, 10**6]))
+        params["head"] = str(rng.choice([-1, 0, 8, 9, 99]))
+    return params
+
+
+def widgets(at):
+    kinds = ("slider", "select_slider", "number_input", "selectbox", "multiselect", "radio", "toggle", "text_input",
+             "text_area", "button", "segmented_control")
+    found = []
+    for kind in kinds:
+        for widget in at.get(kind):
+            key = getattr(widget, "key", None)
+            if key and key not in EXPENSIVE and not getattr(widget.proto, "disabled", False):
+                found.append((kind, widget))
+    return found
+
+
+def act(rng: random.Random, kind: str, widget) -> str:
+    """Give one widget a random value its own range allows; return what was done, for the message."""
+    proto = widget.proto
+    if kind == "slider":
+        value = rng.randint(int(proto.min), int(proto.max))
+        widget.set_value(value)
+    elif kind in ("select_slider",):
+        value = rng.randrange(len(proto.options))
+        widget.set_value(value)
+    elif kind == "number_input":
+        low, high = proto.min, min(proto.max, 60 if widget.key == "ind_len" else proto.max)
+        value = rng.randint(int(low), int(high)) if proto.data_type == proto.INT else rng.uniform(low, high)
+        widget.set_value(value)
+    elif kind == "selectbox":
+        value = rng.randrange(len(proto.options))
+        widget.select_index(value)
+    elif kind == "multiselect":
+        value = rng.sample(range(len(proto.options)), k=rng.randint(0, min(4, len(proto.options))))
+        widget.set_value(value)
+    elif kind == "radio":
+        values = {"bos": ["sink", "none", "bos"], "pattern_kind": ["k tokens back", "a token's text"]}.get(
+            widget.key, list(range(len(proto.options))))
+        value = rng.choice(values)
+        widget.set_value(value)
+    elif kind == "toggle":
+        value = rng.random() < 0.5
+        widget.set_value(value)
+    elif kind in ("text_input", "text_area"):
+        value = random_text(rng) if widget.key != "model_path" else rng.choice(
+            ["", "../../etc/passwd", "/", str(Path(MAIN).parents[1] / "assets" / "zoo" / "base"), "x" * 300, "\x00"])
+        widget.input(value)
+    elif kind == "segmented_control":
+        value = rng.choice(list(proto.options))
+        widget.set_value(value)
+    else:
+        value = "click"
+        widget.click()
+    return f"{kind} {widget.key} = {value!r}"
+
+
+@pytest.mark.parametrize("session", range(SESSIONS))
+def test_random_sessions_never_show_an_exception(default_model_home, monkeypatch, session):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    rng = random.Random(1000 + session)
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    params = random_params(rng)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    page = PAGES[session % len(PAGES)]
+    at.switch_page(page).run()
+    done = [f"url {params!r}", f"page {page}"]
+    assert not at.exception, (done, [e.value for e in at.exception])
+    for _ in range(ACTIONS):
+        choices = widgets(at)
+        if not choices:
+            break
+        done.append(act(rng, *rng.choice(choices)))
+        at.run()
+        assert not at.exception, (done, [e.value for e in at.exception])

@@ -1,0 +1,262 @@
+"""Bad input in the app: a clear st.warning / st.error on the page, never a traceback. Prompts (empty,
+too long, odd characters), URLs (out-of-range layer, a model outside the allowed directories), broken
+models inside an allowed directory, the coreference tab's odd sentences, generation over the limits."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from gguf import GGMLQuantizationType as Q
+
+from tests.tiny_gguf import tiny, weights_of, write_gguf
+
+pytestmark = pytest.mark.default_model
+
+MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+PAGES = ["app_pages/attention.py", "app_pages/heads.py", "app_pages/block.py", "app_pages/positions.py",
+         "app_pages/kv_cache.py"]
+ZOO = str(Path(__file__).resolve().parents[1] / "assets" / "zoo" / "base")
+
+
+@pytest.fixture
+def env(default_model_home, monkeypatch, tmp_path):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    for name in ("TXVIZ_MAX_TOKENS", "TXVIZ_MEMORY_BUDGET", "TXVIZ_MAX_NEW_TOKENS", "TXVIZ_MODEL_DIRS"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def app_run(params: dict | None = None, page: str | None = None, prompt: str | None = None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    if prompt is not None:
+        at.sidebar.text_area(key="prompt").input(prompt).run()
+    return at
+
+
+def no_exception(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(elements) -> str:
+    return "\n".join(e.value for e in elements)
+
+
+# ---- prompts ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("page", PAGES)
+def test_empty_and_blank_prompts_warn_on_every_page(env, page):
+    at = app_run({"prompt": " \n\t "}, page=page)
+    no_exception(at)
+    assert "empty" in texts(at.warning)
+    if page.endswith("kv_cache.py"):  # the calculator needs no prompt: it is still there
+        assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
+        at.button(key="kv_measure").click().run()
+        no_exception(at)
+
+
+def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env):
+    env.setenv("TXVIZ_MAX_TOKENS", "16")
+    long_prompt = "The trophy didn't fit in the suitcase because it was too big, so she left it at home."
+    at = app_run(prompt=long_prompt)
+    no_exception(at)
+    warning = texts(at.warning)
+    assert "tokens; this server runs at most 16 (TXVIZ_MAX_TOKENS)" in warning
+    at.switch_page("app_pages/kv_cache.py").run()  # generation refuses the same prompt, the page stays up
+    no_exception(at)
+    assert "TXVIZ_MAX_TOKENS" in texts(at.warning)
+    at.button(key="kv_measure").click().run()
+    no_exception(at)
+
+
+def test_a_prompt_longer_than_the_models_context(env):
+    at = app_run({"model": ZOO, "prompt": " ".join(["Mary met John ."] * 60)})  # the zoo model reads 128 tokens
+    no_exception(at)
+    assert "the model's context is 128 tokens" in texts(at.warning)
+    at.switch_page("app_pages/kv_cache.py").run()
+    no_exception(at)
+    assert "context is 128" in texts(at.warning)
+
+
+def test_over_the_memory_budget_is_refused_with_the_estimate(env):
+    env.setenv("TXVIZ_MEMORY_BUDGET", "100KiB")
+    at = app_run()
+    no_exception(at)
+    assert "Refused: tracing 16 tokens: about" in texts(at.warning)
+    assert "above this server's budget of 100.0 KiB per request (TXVIZ_MEMORY_BUDGET)" in texts(at.warning)
+
+
+def test_a_prompt_over_the_character_limit_from_the_url(env):
+    env.setenv("TXVIZ_MAX_PROMPT_CHARS", "50")
+    at = app_run({"prompt": "word " * 40})
+    no_exception(at)
+    assert "200 characters; at most 50" in texts(at.warning)
+
+
+@pytest.mark.parametrize("prompt", ["NUL\x00in the middle", "\x1b[31mred\x1b[0m\x07\x08", "😀👍🏽 emoji 🇫🇷",
+                                    "שלום עולם مرحبا", "漢字とかなの文。中文句子", "e\u0301\u200b\u202eabc",
+                                    "<script>alert(1)</script><img src=x onerror=alert(2)>", "a"])
+def test_odd_text_is_traced_and_shown_escaped(env, prompt):
+    at = app_run({"bos": "none"}, prompt=prompt)
+    no_exception(at)
+    assert not at.error and not at.warning
+    strip = next(m.value for m in at.markdown if "token 0" in m.value)
+    assert "<script>" not in strip and "<img" not in strip
+    at.switch_page("app_pages/heads.py").run()  # one-token prompts had a k-back input out of range
+    no_exception(at)
+
+
+# ---- the URL ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("params", [{"layer": "-5"}, {"head": "-1", "layer": "999"}, {"layer": "abc", "head": "1.5"},
+                                    {"bos": "<evil>"}, {"model": ""}])
+def test_out_of_range_url_values_are_brought_inside(env, params):
+    at = app_run(params)
+    no_exception(at)
+    assert not at.error
+    layer, head = at.session_state["layer"], at.session_state["head"]
+    assert 0 <= layer < 30 and 0 <= head < 9
+
+
+def test_a_model_outside_the_allowed_directories_is_never_loaded(env, tmp_path):
+    config = tiny()
+    outside = write_gguf(tmp_path / "outside.gguf", config, weights_of(config))
+    for path in (str(outside), "/etc/passwd", f"{ZOO}/../../../../etc"):
+        at = app_run({"model": path})
+        no_exception(at)
+        assert "outside the allowed model directories" in texts(at.error)
+        assert not any("tiny-llama" in c.value or "outside.gguf" in c.value for c in at.sidebar.caption)
+
+
+# ---- broken models inside an allowed directory ----------------------------------------------------------
+def _gguf_cases(folder: Path) -> dict[str, str]:
+    config = tiny()
+    good = write_gguf(folder / "good.gguf", config, weights_of(config), qtype=Q.Q8_0)
+    data = good.read_bytes()
+    (folder / "truncated.gguf").write_bytes(data[: len(data) // 2])
+    (folder / "garbage.gguf").write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    (folder / "empty.gguf").write_bytes(b"")
+    write_gguf(folder / "gpt2_arch.gguf", config, weights_of(config), arch="gpt2")
+    (folder / "no_config").mkdir()
+    (folder / "no_config" / "README.txt").write_text("not a model")
+    (folder / "weights.bin").write_bytes(b"\x80\x04pickle")
+    return {name: str(folder / name) for name in ("truncated.gguf", "garbage.gguf", "empty.gguf", "gpt2_arch.gguf",
+                                                  "no_config", "weights.bin", "absent.gguf")}
+
+
+def _hf_cases(folder: Path) -> dict[str, str]:
+    from tests.test_hf_parity import BROKEN
+
+    cases = {}
+    for name in ("corrupt_safetensors", "unsupported_architecture", "quantized", "kv_heads_mismatch",
+                 "config_huge", "config_not_json", "only_pytorch_model_bin"):
+        (folder / name).mkdir()
+        BROKEN[name][0](folder / name)
+        cases[name] = str(folder / name)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def broken_models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    return folder, {**_gguf_cases(folder), **_hf_cases(folder)}
+
+
+def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models):
+    folder, cases = broken_models
+    env.setenv("TXVIZ_MODEL_DIRS", str(folder))
+    for name, path in cases.items():
+        at = app_run({"model": path})
+        no_exception(at)
+        assert at.error, name
+        if name == "absent.gguf":  # refused before loading: the default model is shown instead
+            assert "no such file" in texts(at.error)
+        else:
+            assert any("No model loaded" in i.value for i in at.info), name
+    assert not (folder / "only_pytorch_model_bin" / "UNPICKLED").exists()
+
+
+def test_the_path_box_with_a_corrupt_file_and_a_path_outside(env, broken_models):
+    folder, cases = broken_models
+    env.setenv("TXVIZ_MODEL_DIRS", str(folder))
+    at = app_run()
+    at.sidebar.selectbox(key="model_choice").set_value("Path…").run()
+    at.sidebar.text_input(key="model_path").input(cases["truncated.gguf"]).run()
+    no_exception(at)
+    assert "truncated or corrupt" in texts(at.error)
+    at.sidebar.text_input(key="model_path").input(f"{folder}/../../../etc/passwd").run()
+    no_exception(at)
+    assert "outside the allowed model directories" in texts(at.error)
+    assert at.session_state["model"] == "default"  # refused: the default model is shown, and says so
+    at.sidebar.text_input(key="model_path").input(str(folder / ("x" * 4000))).run()
+    no_exception(at)
+    assert "File name too long" in texts(at.error)
+
+
+# ---- the coreference tab ------------------------------------------------------------------------------
+@pytest.mark.parametrize("sentence,expect", [
+    ("", "Write a sentence"), ("she", "Write a sentence"), ("漢字 かな 中文", None), ("😀 😀 😀 she", "Write a sentence"),
+    ("<|im_end|> Mary met John and she smiled", None), ("Mary Mary Mary she", None),
+    ("word " * 2000, "TXVIZ_MAX_TOKENS"),
+])
+def test_coreference_tab_with_odd_sentences(env, sentence, expect):
+    at = app_run(page="app_pages/heads.py")
+    at.text_input(key="coref_text").input(sentence).run()
+    no_exception(at)
+    if expect:
+        assert expect in texts(at.info) + texts(at.warning)
+
+
+def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
+    at = app_run(page="app_pages/heads.py")
+    at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
+    at.selectbox(key="coref_pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
+    no_exception(at)
+    at.multiselect(key="coref_candidates").set_value([0, 1]).run()
+    no_exception(at)
+    assert "Cannot rank" in texts(at.warning) or "at least two" in texts(at.info)
+    at.selectbox(key="coref_pronoun").set_value(6).run()  # "she", with a candidate equal to... itself
+    at.multiselect(key="coref_candidates").set_value([2, 6]).run()
+    no_exception(at)
+    assert "Cannot rank" in texts(at.warning)
+
+
+# ---- settings ------------------------------------------------------------------------------------------
+def test_limits_from_secrets_override_the_environment(env):
+    from streamlit.testing.v1 import AppTest
+
+    env.setenv("TXVIZ_MAX_TOKENS", "4096")
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.secrets["TXVIZ_MAX_TOKENS"] = 8
+    at.run()
+    no_exception(at)
+    assert "at most 8 (TXVIZ_MAX_TOKENS)" in texts(at.warning)
+
+
+def test_a_malformed_setting_stops_the_app_with_its_name(env):
+    env.setenv("TXVIZ_MEMORY_BUDGET", "plenty")
+    at = app_run()
+    no_exception(at)
+    assert "txviz is misconfigured: TXVIZ_MEMORY_BUDGET='plenty'" in texts(at.error)
+
+
+def test_a_limit_of_one_new_token_keeps_the_kv_page_working(env):
+    env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
+    at = app_run(page="app_pages/kv_cache.py")
+    no_exception(at)
+    assert not at.warning
+
+
+def test_characters_the_vocabulary_lacks_are_named_and_a_prompt_of_only_those_warns(env):
+    at = app_run({"bos": "none"}, prompt="a\x1db")
+    no_exception(at)
+    assert "left out of what the model sees: U+001D" in texts(at.warning)
+    at.sidebar.text_area(key="prompt").input("\x1d\x04").run()
+    no_exception(at)
+    assert "No token is left of the prompt" in texts(at.warning)

@@ -1,0 +1,63 @@
+"""Big-map chart builders: a long prompt's map is pooled to at most 256×256 cells or cut to a region."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app import charts
+
+
+def causal_map(t: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    probs = np.tril(rng.random((t, t), dtype=np.float32))
+    return probs / probs.sum(axis=1, keepdims=True)
+
+
+def brute_force_pool(probs: np.ndarray, block: int, reduce: str) -> np.ndarray:
+    t, s = probs.shape
+    out = np.full((-(-t // block), -(-s // block)), np.nan, dtype=np.float32)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            cells = [probs[q, k] for q in range(i * block, min(t, (i + 1) * block))
+                     for k in range(j * block, min(s, (j + 1) * block)) if k <= q]
+            if cells:
+                out[i, j] = max(cells) if reduce == "max" else np.mean(cells)
+    return out
+
+
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+@pytest.mark.parametrize("t,max_cells,block", [(10, 4, 3), (12, 4, 3), (5, 256, 1)])
+def test_pooling_takes_the_max_or_mean_of_visible_weights(reduce, t, max_cells, block):
+    probs = causal_map(t)
+    pooled, got_block = charts.pool_attention(probs, max_cells=max_cells, reduce=reduce)
+    assert got_block == block
+    np.testing.assert_allclose(pooled, brute_force_pool(probs, block, reduce), rtol=1e-6, equal_nan=True)
+
+
+def test_overview_of_a_4096_map_sends_at_most_256_squared_cells():
+    probs = causal_map(4096)
+    fig = charts.attention_overview(probs, title="L3 H2")
+    heat = fig.data[0]
+    z = np.asarray(heat.z)
+    assert z.shape == (256, 256)
+    assert "16×16 tokens" in fig.layout.title.text and "16×16 tokens" in heat.hovertemplate
+    assert list(heat.x[:3]) == [0, 16, 32]
+    assert np.isnan(z[0, 1]) and z[1, 0] == pytest.approx(probs[16:32, :16].max())
+    assert len(json.dumps(fig.to_plotly_json(), default=str)) < 2_000_000  # not 16M cells
+
+
+def test_region_keeps_full_resolution_and_absolute_positions():
+    probs = causal_map(300)
+    tokens = [f"t{i}" for i in range(300)]
+    fig = charts.attention_region(probs[200:210, 195:215], tokens[200:210], tokens[195:215], q_offset=200, k_offset=195)
+    heat = fig.data[0]
+    z = np.asarray(heat.z, dtype=float)
+    assert z.shape == (10, 20)
+    assert list(heat.y[:2]) == ["200:t200", "201:t201"] and heat.x[0] == "195:t195"
+    assert z[0, 5] == pytest.approx(probs[200, 200]) and np.isnan(z[0, 6])  # key 201 is after query 200
+    assert "queries 200–209 × keys 195–214" in fig.layout.title.text
+    with pytest.raises(ValueError, match="over 256×256"):
+        charts.attention_region(probs[:, :10], tokens, tokens[:10], q_offset=0, k_offset=0)

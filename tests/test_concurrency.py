@@ -1,0 +1,70 @@
+"""One model serves every session: traces and generations from many threads at once on the shared
+default model give exactly what they give one at a time."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from txviz.generate import generate
+from txviz.trace import trace
+
+pytestmark = pytest.mark.default_model
+
+THREADS = 12
+PROMPTS = [
+    "The trophy didn't fit in the suitcase because it was too big.", "Mary met John and she smiled.",
+    "Paris is the capital of France.", "def f(x):\n    return x * 2", "漢字とかなの文", "שלום עולם", "😀 emoji 👍🏽 here",
+    "1 2 3 4 5 6 7 8 9 10", "a", "The the the the the.", "Tabs\tand\nnewlines\r\n", "Zero\x00width\u200bjoiner",
+]
+
+
+def run_all(function, items, workers):
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(function, items))
+
+
+def test_traces_from_many_threads_equal_sequential_ones(default_model):
+    model, tokenizer = default_model.model, default_model.tokenizer
+    ids = [torch.tensor(tokenizer.encode(p, bos="sink").ids) for p in PROMPTS]
+    capture = ("attn_probs", "resid_norm", "logits")
+
+    def one(x):
+        return trace(model, x, capture=capture, layers=[0, 7, 29])
+
+    started = time.perf_counter()
+    sequential = [one(x) for x in ids]
+    sequential_s = time.perf_counter() - started
+    for round_ in range(2):
+        started = time.perf_counter()
+        concurrent = run_all(one, ids * 2, THREADS)  # each prompt twice, interleaved across 12 threads
+        concurrent_s = time.perf_counter() - started
+        for expected, got in zip(sequential * 2, concurrent):
+            assert torch.equal(expected.ids, got.ids)
+            for name in capture:
+                assert torch.equal(expected[name], got[name]), name
+    print(f"\n{len(ids)} traces sequentially {sequential_s:.2f} s; {2 * len(ids)} on {THREADS} threads {concurrent_s:.2f} s")
+
+
+def test_generation_from_several_threads_equals_sequential(default_model):
+    model, tokenizer = default_model.model, default_model.tokenizer
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS[:4]]
+    ids = [torch.tensor(tokenizer.encode(p).ids) for p in prompts]
+    stop = (tokenizer.eos_id,)
+
+    def one(x):
+        result = generate(model, x, 8, stop_ids=stop)
+        return result.new_ids, tuple(s.cache_bytes for s in result.steps)
+
+    sequential = [one(x) for x in ids]
+    assert run_all(one, ids, len(ids)) == sequential
+    # cached and uncached decoding at once, from different threads, each as it is alone
+    mixed = [(x, True) for x in ids[:2]] + [(x, False) for x in ids[:2]]
+
+    def either(job):
+        return generate(model, job[0], 4, use_cache=job[1]).new_ids
+
+    assert run_all(either, mixed, 4) == [either(job) for job in mixed]

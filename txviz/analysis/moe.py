@@ -1,0 +1,218 @@
+"""Mixture of Experts, measured (seed §4.2): where a router sends tokens, how evenly, and what the
+experts cost.
+
+A MoE layer scores every expert with a linear router, keeps the top k and mixes their outputs:
+
+    y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x),      g(x) = softmax(x W_router)
+
+Routing, from a trace that captured ``ROUTER_CAPTURES`` (txviz.trace), per layer:
+
+* load f_e: the share of the routing assignments expert e received (top-k: all k choices counted);
+* effective experts exp(H(f)): E when the load is even, 1 when one expert takes everything;
+* coefficient of variation std(f)/mean(f): 0 when even, √(E−1) when one expert takes everything;
+* router entropy H(g(x)) per token: how sure the router is (log E at most);
+* the Switch/GShard auxiliary loss E · Σ_e f_e · P_e (Fedus et al. 2021 eq. 4–6, after Lepikhin et al.
+  2020), P_e the mean router probability: 1 for perfectly uniform routing, E·P_e when every token goes
+  to expert e. transformers' Mixtral ``load_balancing_loss_func`` pools all layers and counts each of
+  the k choices as a whole token, so it equals top_k × this loss on the pooled layers (tested).
+
+Cost, for any config (dense or MoE): parameters kept in memory (all experts) against parameters and
+FLOPs one token runs through (router + top-k experts). FLOPs count 2 per multiply-add of the weight
+matrices plus QKᵀ and A·V over the keys attended (PaLM's 2N + 4·L·H·D·n, Chowdhery et al. 2022, app. B);
+norms, softmax and activations are left out (under 1% here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from txviz.analysis.memory import count_active_params, count_params
+from txviz.config import ModelConfig
+
+ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
+
+
+# ---- routing formulas -----------------------------------------------------------------------------
+def expert_load(expert_ids: torch.Tensor, n_experts: int) -> torch.Tensor:
+    """f: (E,) fraction of the routing assignments in ``expert_ids`` (..., K) that each expert got."""
+    counts = torch.bincount(expert_ids.reshape(-1), minlength=n_experts).float()
+    return counts / counts.sum()
+
+
+def load_balancing_loss(router_logits: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
+    """E · Σ_e f_e · P_e for one layer: router_logits (..., E), expert_ids (..., K) of the same tokens.
+    f is piecewise constant, so the gradient (training) flows through P."""
+    n_experts = router_logits.shape[-1]
+    probs = F.softmax(router_logits.reshape(-1, n_experts), dim=-1, dtype=torch.float32)  # (N, E)
+    mean_prob = probs.mean(dim=0)  # P: (E,)
+    fraction = expert_load(expert_ids, n_experts)  # f: (E,), no gradient
+    return n_experts * (fraction * mean_prob).sum()
+
+
+def effective_experts(load: torch.Tensor) -> float:
+    """exp(entropy of the load): E when every expert gets the same share, 1 when one gets everything."""
+    p = load[load > 0]
+    return float(torch.exp(-(p * p.log()).sum()))
+
+
+def load_cv(load: torch.Tensor) -> torch.Tensor:
+    """Coefficient of variation std(f)/mean(f) over the last dimension (population std)."""
+    load = load.float()
+    return load.std(dim=-1, unbiased=False) / load.mean(dim=-1)
+
+
+def router_entropy(probs: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each router distribution (..., E) → (...); 0·log 0 counts as 0."""
+    probs = probs.float()
+    return -torch.where(probs > 0, probs * probs.log(), torch.zeros_like(probs)).sum(dim=-1)
+
+
+def ranked_probs(probs: torch.Tensor) -> torch.Tensor:
+    """(E,) mean router probability of the best, second best, … expert over the tokens (N, E): how
+    peaked the router is, whichever expert it picks."""
+    return probs.float().sort(dim=-1, descending=True).values.reshape(-1, probs.shape[-1]).mean(dim=0)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Routing of N tokens through the captured MoE layers. Tensors are (L, N, ·), layers in ``layers``
+    order; the statistics are per layer."""
+
+    layers: tuple[int, ...]
+    logits: torch.Tensor  # (L, N, E)
+    probs: torch.Tensor  # (L, N, E) softmax over every expert
+    expert_ids: torch.Tensor  # (L, N, K) chosen experts, best first
+    gates: torch.Tensor  # (L, N, K) their mixing weights (renormalized for router_norm="topk")
+
+    @property
+    def n_experts(self) -> int:
+        return self.probs.shape[-1]
+
+    @property
+    def top_k(self) -> int:
+        return self.expert_ids.shape[-1]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.probs.shape[1]
+
+    @property
+    def load(self) -> torch.Tensor:
+        """(L, E) share of assignments per expert."""
+        return torch.stack([expert_load(ids, self.n_experts) for ids in self.expert_ids])
+
+    @property
+    def effective_experts(self) -> torch.Tensor:
+        return torch.tensor([effective_experts(load) for load in self.load])
+
+    @property
+    def cv(self) -> torch.Tensor:
+        return load_cv(self.load)
+
+    @property
+    def aux_loss(self) -> torch.Tensor:
+        return torch.stack([load_balancing_loss(l, e) for l, e in zip(self.logits, self.expert_ids)])
+
+    @property
+    def entropy(self) -> torch.Tensor:
+        """(L, N) router entropy per token, nats."""
+        return router_entropy(self.probs)
+
+    @property
+    def ranked_probs(self) -> torch.Tensor:
+        """(L, E) mean probability of the best, second best, … expert."""
+        return torch.stack([ranked_probs(p) for p in self.probs])
+
+    def summary(self) -> list[dict]:
+        """One row per layer: the statistics above as plain numbers."""
+        rows = []
+        for i, layer in enumerate(self.layers):
+            rows.append({"layer": layer, "effective_experts": float(self.effective_experts[i]),
+                         "cv": float(self.cv[i]), "aux_loss": float(self.aux_loss[i]),
+                         "router_entropy": float(self.entropy[i].mean()),
+                         "busiest_share": float(self.load[i].max()),
+                         "load": [round(float(v), 4) for v in self.load[i]]})
+        return rows
+
+
+def routing(tr, batch: int | None = None) -> Routing:
+    """The Routing of a Trace that captured ``ROUTER_CAPTURES``: one sequence (``batch``), or every
+    sequence of the batch pooled (None)."""
+    def tokens(name: str) -> torch.Tensor:
+        tensor = tr[name]  # (L, B, T, ·)
+        tensor = tensor[:, batch:batch + 1] if batch is not None else tensor
+        return tensor.reshape(tensor.shape[0], -1, tensor.shape[-1])  # (L, N, ·)
+
+    return Routing(tuple(tr.layers), tokens("router_logits").float(), tokens("router_probs").float(),
+                   tokens("expert_ids"), tokens("expert_gates").float())
+
+
+def measure_routing(model, ids: torch.Tensor, layers=None) -> Routing:
+    """Run ``model`` on ``ids`` (B, T) and pool the routing of every token."""
+    from txviz.trace import trace
+
+    if not model.config.is_moe:
+        raise ValueError(f"{model.config.name} has a dense FFN: there is no router to measure")
+    return routing(trace(model, ids, capture=ROUTER_CAPTURES, layers=layers))
+
+
+# ---- what a token costs ---------------------------------------------------------------------------
+def expert_matmul_params(config: ModelConfig) -> int:
+    """Weights of one FFN (or one expert): gate, up, down (SwiGLU) or up, down (GELU MLP)."""
+    return (3 if config.ffn == "swiglu" else 2) * config.d_model * config.ffn_hidden
+
+
+def projection_flops_per_token(config: ModelConfig) -> int:
+    """Q, K, V and output projections of one layer: 2 · d · (H·D + 2·Hkv·D) + 2 · H·D · d."""
+    q_width, kv_width = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
+    return 2 * (config.d_model * (q_width + 2 * kv_width) + q_width * config.d_model)
+
+
+def ffn_flops_per_token(config: ModelConfig) -> int:
+    """One layer's FFN: the dense FFN, or the router plus the top-k experts a token runs through."""
+    if not config.is_moe:
+        return 2 * expert_matmul_params(config)
+    return 2 * (config.d_model * config.n_experts + config.top_k * expert_matmul_params(config))
+
+
+def attention_flops_per_token(config: ModelConfig, context: int) -> int:
+    """One layer's QKᵀ and A·V for a query attending ``context`` keys (a sliding window caps them):
+    2 · 2 · H · D · keys."""
+    keys = min(context, config.sliding_window) if config.sliding_window else context
+    return 4 * config.n_heads * config.head_dim * keys
+
+
+def flops_per_token(config: ModelConfig, context: int = 0) -> int:
+    """Forward FLOPs of one token attending ``context`` keys: every layer's projections, attention and
+    (active) FFN, and the unembedding. With context 0 it is 2 × the weights a token multiplies by."""
+    layer = projection_flops_per_token(config) + ffn_flops_per_token(config) + attention_flops_per_token(config, context)
+    return config.n_layers * layer + 2 * config.d_model * config.vocab_size
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a model keeps in memory against what one token runs through."""
+
+    name: str
+    total_params: int  # every expert
+    active_params: int  # router + top-k experts
+    flops_per_token: int  # at ``context`` keys
+    ffn_flops_per_token: int  # all layers
+    context: int
+
+    @property
+    def active_share(self) -> float:
+        return self.active_params / self.total_params
+
+    @property
+    def params_per_flop(self) -> float:
+        """Capacity bought per unit of compute: ≈ 0.5 for a dense model at short context, more for MoE."""
+        return self.total_params / self.flops_per_token
+
+
+def capacity(config: ModelConfig, context: int = 0) -> Capacity:
+    return Capacity(config.name, count_params(config), count_active_params(config), flops_per_token(config, context),
+                    config.n_layers * ffn_flops_per_token(config), context)

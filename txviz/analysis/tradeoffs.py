@@ -1,0 +1,215 @@
+"""Design tradeoffs (seed §0, §6): each as a formula on any ModelConfig, beside what the lab's zoo of
+tiny trained variants measured (assets/zoo/<variant>/config.json + eval.json, written by txviz.lab).
+
+(a) depth vs width: configs of equal non-embedding parameters (Kaplan et al. 2020's N) at several
+    depths, with their FLOPs and KV bytes per token; the zoo's deep_narrow / base / shallow_wide.
+(b) dense vs MoE: total parameters (capacity, memory) against FLOPs per token as experts are added;
+    Mistral 7B against Mixtral 8×7B; the zoo's dense base against its MoE variants.
+(c) MHA vs GQA vs MQA: KV bytes per token (txviz.analysis.memory) against the zoo's loss.
+(d) context length: per layer, naive attention does 4·H·D·T² FLOPs (QKᵀ and A·V over the whole T×T
+    matrix) and holds H·T² scores, while the FFN does T·F (F its FLOPs per token), so attention
+    overtakes the FFN at T* = F / (4·H·D); a kernel that skips the masked half moves it to ≈ 2·T*.
+(e) FlashAttention vs naive attention and (f) parallel vs one-token-at-a-time reading are measured
+    on this machine: txviz.analysis.timing, re-exported here.
+(g) positions beyond the training context: the zoo's validation loss at 1×, 2× and 4× it.
+
+FLOPs and parameters come from txviz.analysis.moe / memory, so dense and MoE configs are handled alike.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from txviz.analysis.memory import count_active_params, count_params, kv_bytes_per_token
+from txviz.analysis.moe import ffn_flops_per_token, flops_per_token, projection_flops_per_token
+from txviz.analysis.timing import (attention_benchmark, naive_attention, parallel_vs_sequential,  # noqa: F401
+                                   sdpa_attention)
+from txviz.config import ModelConfig
+from txviz.loading.zoo import CURVES_FILE, EVAL_FILE, SHIPPED_ZOO, read_txviz_config
+
+DEPTH_WIDTH = ("deep_narrow", "base", "shallow_wide")
+DENSE_MOE = ("base", "moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
+ATTENTION_KINDS = ("mha", "base", "mqa")
+POSITIONS = ("base", "alibi", "learned", "no_positions")
+
+_MISTRAL = dict(vocab_size=32000, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, ffn_hidden=14336,
+                max_seq_len=32768)
+REFERENCES = {
+    "mistral-7b": ModelConfig(**_MISTRAL, sliding_window=4096, name="Mistral 7B",
+                              source="mistralai/Mistral-7B-v0.1 config.json (Jiang et al. 2023)"),
+    "mixtral-8x7b": ModelConfig(**_MISTRAL, n_experts=8, top_k=2, rope_theta=1e6, name="Mixtral 8×7B",
+                                source="mistralai/Mixtral-8x7B-v0.1 config.json (Jiang et al. 2024)"),
+}
+
+
+# ---- (a) depth vs width ---------------------------------------------------------------------------
+def non_embedding_params(config: ModelConfig) -> int:
+    """Parameters minus the token embedding/unembedding and a learned position table."""
+    embeddings = config.vocab_size * config.d_model * (1 if config.tie_embeddings else 2)
+    positions = config.max_seq_len * config.d_model if config.positions == "learned" else 0
+    return count_params(config) - embeddings - positions
+
+
+def _reshaped(config: ModelConfig, n_layers: int, d_model: int, ffn_hidden: int) -> ModelConfig:
+    return config.replace(n_layers=n_layers, d_model=d_model, ffn_hidden=max(1, ffn_hidden), head_dim=None,
+                          name=f"{n_layers} layers × d {d_model}")
+
+
+def _width_step(config: ModelConfig) -> int:
+    """d_model must split into n_heads heads, of even width under RoPE."""
+    return config.n_heads * (2 if config.positions == "rope" else 1)
+
+
+def equal_budget_shapes(config: ModelConfig, depths: Iterable[int], budget: int | None = None) -> list[ModelConfig]:
+    """For each depth, the config with that many layers whose non-embedding parameters are nearest
+    ``budget`` (default: ``config``'s): heads, KV heads and vocabulary kept, head_dim = d_model/n_heads,
+    d_model on the grid of whole heads with the FFN ratio kept, then ffn_hidden fine-tuned to the budget."""
+    budget = non_embedding_params(config) if budget is None else budget
+    ratio, step = config.ffn_hidden / config.d_model, _width_step(config)
+    shapes = []
+    for n_layers in depths:
+        best, d_model = None, step
+        while True:
+            candidate = _reshaped(config, n_layers, d_model, round(ratio * d_model))
+            error = abs(non_embedding_params(candidate) - budget)
+            if best is None or error < best[0]:
+                best = (error, candidate)
+            if non_embedding_params(candidate) > budget:
+                break
+            d_model += step
+        shapes.append(_fit_ffn(best[1], budget))
+    return shapes
+
+
+def _fit_ffn(config: ModelConfig, budget: int) -> ModelConfig:
+    """Parameters are affine in ffn_hidden: solve for the width that meets the budget."""
+    at_one = non_embedding_params(config.replace(ffn_hidden=1))
+    per_unit = non_embedding_params(config.replace(ffn_hidden=2)) - at_one
+    return config.replace(ffn_hidden=max(1, round(1 + (budget - at_one) / per_unit)))
+
+
+def shape_rows(configs: Sequence[ModelConfig], *, context: int = 0, kv_dtype: str = "bf16") -> list[dict]:
+    """Parameters, FLOPs per token (attending ``context`` keys) and KV bytes per token of each config."""
+    return [{"name": c.name, "n_layers": c.n_layers, "d_model": c.d_model, "ffn_hidden": c.ffn_hidden,
+             "head_dim": c.head_dim, "params": count_params(c), "non_embedding_params": non_embedding_params(c),
+             "flops_per_token": flops_per_token(c, context), "kv_bytes_per_token": kv_bytes_per_token(c, kv_dtype)}
+            for c in configs]
+
+
+# ---- (b) dense vs MoE -----------------------------------------------------------------------------
+def expert_family(config: ModelConfig, expert_counts: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), *,
+                  top_k: int | None = None, context: int = 0) -> list[dict]:
+    """The config with its FFN split into E experts of the same width (E = 1: dense), top-k routed:
+    capacity grows with E, FLOPs per token only with k."""
+    k = top_k or (config.top_k if config.is_moe else 2)
+    rows = []
+    for experts in expert_counts:
+        variant = config.replace(n_experts=0) if experts == 1 else \
+            config.replace(n_experts=experts, top_k=min(k, experts))
+        rows.append({"experts": experts, "top_k": variant.top_k if variant.is_moe else 1,
+                     "total_params": count_params(variant), "active_params": count_active_params(variant),
+                     "flops_per_token": flops_per_token(variant, context)})
+    return rows
+
+
+# ---- (d) context length vs quadratic attention ----------------------------------------------------
+def attention_flops(config: ModelConfig, tokens: int, *, causal_skip: bool = False) -> int:
+    """One layer's QKᵀ and A·V over T tokens: 4·H·D·T² for the full matrix (naive), or over the
+    T(T+1)/2 visible pairs only (``causal_skip``); a sliding window caps the keys per query."""
+    hd = config.n_heads * config.head_dim
+    window = config.sliding_window or tokens
+    if causal_skip:  # query t sees min(t, W) keys: Σ_t min(t, W)
+        seen = min(tokens, window)
+        pairs = seen * (seen + 1) // 2 + (tokens - seen) * window
+    else:
+        pairs = tokens * min(tokens, window)
+    return 4 * hd * pairs
+
+
+def context_costs(config: ModelConfig, lengths: Sequence[int], *, element_bytes: int = 4,
+                  causal_skip: bool = False) -> dict[str, list]:
+    """Per layer, for a forward pass over each T: attention, FFN and projection FLOPs, and the bytes of
+    one H×T×T score matrix (batch 1) that naive attention materializes."""
+    return {"tokens": list(lengths),
+            "attention_flops": [attention_flops(config, t, causal_skip=causal_skip) for t in lengths],
+            "ffn_flops": [t * ffn_flops_per_token(config) for t in lengths],
+            "projection_flops": [t * projection_flops_per_token(config) for t in lengths],
+            "score_bytes": [config.n_heads * t * t * element_bytes for t in lengths]}
+
+
+def attention_ffn_crossover(config: ModelConfig, *, causal_skip: bool = False) -> float | None:
+    """The T at which one layer's attention FLOPs equal its FFN FLOPs: F / (4·H·D) for the full
+    matrix, 2·F / (4·H·D) − 1 when the masked half is skipped. None when a sliding window caps
+    attention below the FFN for ever."""
+    per_key = 4 * config.n_heads * config.head_dim
+    ffn = ffn_flops_per_token(config)
+    crossover = ffn / per_key if not causal_skip else 2 * ffn / per_key - 1
+    window = config.sliding_window
+    if window is not None and window * per_key < ffn:
+        return None
+    return crossover
+
+
+# ---- the zoo's measurements -----------------------------------------------------------------------
+def _zoo_row(directory: Path, kv_dtype: str) -> dict:
+    config = read_txviz_config(directory)
+    evaluation = json.loads((directory / EVAL_FILE).read_text(encoding="utf-8"))
+    extrapolation = evaluation.get("extrapolation", {})
+    load = evaluation.get("expert_load") or {}
+    effective = load.get("effective_experts_per_layer")
+    mean_context = (config.max_seq_len + 1) / 2  # the average number of keys over a training window
+    return {"variant": directory.name, "trained": True, "about": config.source, "config": config,
+            "n_layers": config.n_layers, "d_model": config.d_model, "n_kv_heads": config.n_kv_heads,
+            "positions": config.positions, "n_experts": config.n_experts,
+            "top_k": config.top_k if config.is_moe else None,
+            "params": count_params(config), "non_embedding_params": non_embedding_params(config),
+            "active_params": count_active_params(config),
+            "flops_per_token": flops_per_token(config, math.ceil(mean_context)),
+            "kv_bytes_per_token": kv_bytes_per_token(config, kv_dtype),
+            "context": extrapolation.get("context", config.max_seq_len),
+            "val_loss": evaluation.get("val_loss"), "val_loss_2x": evaluation.get("val_loss_2x"),
+            "val_loss_4x": evaluation.get("val_loss_4x"),
+            "loss_beyond": extrapolation.get("loss_beyond_context_at", {}),
+            "why_null": extrapolation.get("why_null"),
+            "expert_load": load.get("per_layer"),
+            "effective_experts": None if effective is None else sum(effective) / len(effective)}
+
+
+def zoo_rows(names: Sequence[str], root: Path = SHIPPED_ZOO, *, kv_dtype: str = "fp32") -> list[dict]:
+    """One row per variant: its shape and costs, and the losses its eval.json holds; a variant not
+    trained (yet) is a row with ``trained`` False. KV bytes in ``kv_dtype`` (the zoo runs in fp32)."""
+    rows = []
+    for name in names:
+        directory = Path(root) / name
+        trained = (directory / EVAL_FILE).is_file() and (directory / "config.json").is_file()
+        rows.append(_zoo_row(directory, kv_dtype) if trained else {"variant": name, "trained": False})
+    return rows
+
+
+def zoo_curves(names: Sequence[str], root: Path = SHIPPED_ZOO) -> dict[str, dict]:
+    """Training curves (loss, and the load-balancing loss of MoE runs) of the trained variants."""
+    curves = {}
+    for name in names:
+        path = Path(root) / name / CURVES_FILE
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            curves[name] = {k: data[k] for k in ("loss", "aux_loss", "tokens_per_second", "seconds") if k in data}
+    return curves
+
+
+def extrapolation_rows(names: Sequence[str] = POSITIONS, root: Path = SHIPPED_ZOO) -> list[dict]:
+    """(g): validation loss at 1×, 2×, 4× the training context, and over the unseen positions only."""
+    rows = []
+    for row in zoo_rows(names, root):
+        if not row["trained"]:
+            rows.append({"variant": row["variant"], "trained": False})
+            continue
+        context, beyond = row["context"], row["loss_beyond"]
+        rows.append({"variant": row["variant"], "trained": True, "positions": row["positions"], "context": context,
+                     "loss_1x": row["val_loss"], "loss_2x": row["val_loss_2x"], "loss_4x": row["val_loss_4x"],
+                     "loss_beyond_2x": beyond.get(str(2 * context)), "loss_beyond_4x": beyond.get(str(4 * context)),
+                     "why_null": row["why_null"]})
+    return rows

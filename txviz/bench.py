@@ -1,0 +1,310 @@
+"""Benchmarks behind ``txviz bench``: is tracing interactive at full context, and how does it compare?
+
+For each prompt length T, side by side in one worker process (methods interleaved, medians over
+repeats, so a busy machine slows all of them alike):
+
+* ``plain_forward_s``: ``model(ids, last_only=True)``: the fused SDPA kernel, nothing captured;
+* ``trace_s``: ``trace(model, ids, SUMMARY_CAPTURE)``: every head's summaries per query row and
+  q_rot/k_rot, so any map can be rebuilt exactly on demand;
+* ``hf_eager_attn_s``: transformers' eager attention with ``output_attentions=True`` on the same
+  weights (all maps materialized), null where its maps would not fit in memory.
+
+All three compute the last position's logits only (``logits_to_keep=1`` for transformers), so they
+differ only in what they do about attention. Peak memory is measured per configuration in a fresh
+process each (``ru_maxrss``, weights included), so runs cannot contaminate each other. Decoding
+compares ``txviz.generate.generate`` (our KV cache) with transformers' ``generate`` (greedy, same
+prompt, same number of new tokens, ``use_cache=True``, no early stop).
+
+``--quick`` runs the same code on a tiny random Llama saved as a Hugging Face checkpoint (no
+download, seconds), for CI. Workers are this module run as ``python -m txviz.bench JOB``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+DEFAULT_TOKENS = (64, 256, 1024, 4096, 8192)
+QUICK_TOKENS = (64,)
+METHODS = ("plain", "trace", "hf")
+MEMORY_HEADROOM = 0.6  # run a method only if its estimated peak is under this share of available memory
+DECODE_PROMPT = "What is the capital of France?"
+
+
+# ---- the parent: plan, spawn workers, assemble ----------------------------------------------------
+def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads: int | None = None,
+        decode_tokens: int = 32, hf: bool = True, model: str | None = None,
+        progress: Callable[[str], None] | None = None) -> dict:
+    """Run every configuration in fresh worker processes and return the ``--json`` result."""
+    say = progress or (lambda message: None)
+    with tempfile.TemporaryDirectory(prefix="txviz-bench-") as scratch:
+        source = _tiny_checkpoint(Path(scratch)) if quick else (model or "default")
+        hf = hf and _has_transformers()
+        base = {"source": source, "threads": threads, "hf": hf}
+        results = []
+        for n_tokens in tokens:
+            say(f"{n_tokens} tokens: timing plain / trace / transformers side by side ({repeats} repeats)")
+            timing = _spawn({**base, "kind": "timing", "tokens": n_tokens, "repeats": repeats})
+            memory = {}
+            for method in METHODS:
+                if timing["seconds"].get(method) is not None:
+                    say(f"{n_tokens} tokens: peak memory of {method} in a fresh process")
+                    memory[method] = _spawn({**base, "kind": "memory", "ids": timing["ids"], "method": method})
+            results.append(_result_row(n_tokens, timing, memory))
+        say(f"decoding {decode_tokens} tokens: txviz vs transformers generate ({repeats} repeats)")
+        decode = _spawn({**base, "kind": "decode", "new_tokens": decode_tokens, "repeats": repeats})
+    return {"model": "tiny random llama" if quick else (model or "default"), "threads": timing["threads"],
+            "repeats": repeats, "results": results, "decode": decode,
+            "machine": {"cpus": _cpu_count(), "load_average": _load_average()}}
+
+
+def _result_row(n_tokens: int, timing: dict, memory: dict) -> dict:
+    seconds, cpu = timing["seconds"], timing["cpu_seconds"]
+    peak = {m: memory[m]["peak_rss_mb"] for m in memory}
+
+    def ratio(a, b):
+        return round(a / b, 3) if a is not None and b is not None else None
+
+    return {"tokens": n_tokens, "plain_forward_s": seconds["plain"], "trace_s": seconds["trace"],
+            "hf_eager_attn_s": seconds.get("hf"), "peak_rss_mb": peak.get("trace"),
+            "plain_peak_rss_mb": peak.get("plain"), "hf_peak_rss_mb": peak.get("hf"),
+            "trace_over_plain": ratio(seconds["trace"], seconds["plain"]),
+            "hf_over_trace": ratio(seconds.get("hf"), seconds["trace"]),
+            "cpu_s": cpu, "skipped": timing["skipped"], "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
+
+
+def _spawn(job: dict) -> dict:
+    completed = subprocess.run([sys.executable, "-m", "txviz.bench", json.dumps(job)], capture_output=True,
+                               text=True, timeout=3 * 3600)
+    if completed.returncode != 0:
+        raise RuntimeError(f"benchmark worker {job['kind']} failed:\n{completed.stderr[-3000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _has_transformers() -> bool:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tiny_checkpoint(directory: Path) -> str:
+    """A tiny random Llama (GQA) saved with ``save_pretrained``: both libraries load the same weights."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                                      tie_word_embeddings=False)
+    transformers.LlamaForCausalLM(config).save_pretrained(directory / "tiny-llama")
+    return str(directory / "tiny-llama")
+
+
+def _cpu_count() -> int:
+    import os
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _load_average() -> list[float] | None:
+    import os
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+# ---- workers ------------------------------------------------------------------------------------
+def _worker(job: dict) -> dict:
+    if job["threads"]:
+        torch.set_num_threads(job["threads"])
+    return {"timing": _timing, "memory": _memory, "decode": _decode}[job["kind"]](job)
+
+
+def _load_ours(source: str):
+    from txviz.loading import load
+    return load(None if source == "default" else source, device="cpu", dtype=torch.float32)
+
+
+def _load_hf(source: str):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    transformers.logging.set_verbosity_error()
+    if source == "default":
+        from txviz.loading.fetch import ensure_default_model
+        path = ensure_default_model()
+        hf = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, attn_implementation="eager",
+                                                  dtype=torch.float32)
+    else:
+        hf = AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", dtype=torch.float32)
+    hf.generation_config.eos_token_id = None  # same number of tokens as ours: never stop early
+    hf.generation_config.pad_token_id = 0
+    return hf.eval()
+
+
+def _prompt(loaded, n_tokens: int) -> torch.Tensor:
+    """(1, T): the shipped text's tokens, repeated to length; random ids for a model without a tokenizer."""
+    if loaded.tokenizer is None:
+        return torch.randint(0, loaded.config.vocab_size, (1, n_tokens), generator=torch.Generator().manual_seed(0))
+    from txviz.analysis.texts import read_text
+    base = loaded.tokenizer.encode(read_text(), bos="none").ids
+    return torch.tensor((base * (n_tokens // len(base) + 1))[:n_tokens])[None]
+
+
+def _methods(loaded, hf_model, ids: torch.Tensor) -> dict[str, Callable[[], object]]:
+    from txviz.trace import SUMMARY_CAPTURE, trace
+
+    def plain():
+        with torch.inference_mode():
+            return loaded.model(ids, last_only=True)
+
+    def traced():
+        return trace(loaded.model, ids, SUMMARY_CAPTURE)
+
+    def hf():
+        with torch.inference_mode():
+            return hf_model(ids, output_attentions=True, logits_to_keep=1)
+
+    return {"plain": plain, "trace": traced, **({"hf": hf} if hf_model is not None else {})}
+
+
+def _skips(job: dict, loaded) -> dict[str, str]:
+    """Methods whose estimated peak memory would not fit: skipped with the estimate, not crashed."""
+    import psutil
+
+    from txviz.capture_cost import capture_cost
+    from txviz.trace import SUMMARY_CAPTURE
+
+    config, t = loaded.config, job["tokens"]
+    available = psutil.virtual_memory().available
+    weights = loaded.n_params * 4
+    estimates = {
+        "trace": capture_cost(config, t, SUMMARY_CAPTURE, weight_bytes=weights).peak_bytes,
+        # transformers keeps every layer's (H, T, T) weights and holds ~3 more per layer while it runs
+        "hf": weights * 2 + (config.n_layers + 3) * config.n_heads * t * t * 4,
+    }
+    skipped = {m: f"estimated peak {b / 2**30:.1f} GiB > {MEMORY_HEADROOM:.0%} of {available / 2**30:.1f} GiB available"
+               for m, b in estimates.items() if b > MEMORY_HEADROOM * available}
+    if not job["hf"]:
+        skipped["hf"] = "transformers not installed or --no-hf"
+    return skipped
+
+
+def _timing(job: dict) -> dict:
+    loaded = _load_ours(job["source"])
+    skipped = _skips(job, loaded)
+    hf_model = _load_hf(job["source"]) if "hf" not in skipped else None
+    ids = _prompt(loaded, job["tokens"])
+    methods = {m: f for m, f in _methods(loaded, hf_model, ids).items() if m not in skipped}
+    for method in _methods(loaded, hf_model, ids[:, :16]).values():  # warm up every code path
+        method()
+    wall: dict[str, list[float]] = {m: [] for m in methods}
+    cpu: dict[str, list[float]] = {m: [] for m in methods}
+    order = list(methods)
+    for repeat in range(job["repeats"]):
+        for method in order[repeat % len(order):] + order[:repeat % len(order)]:  # rotate: no fixed position
+            wall_s, cpu_s = _measure(methods[method])
+            wall[method].append(wall_s)
+            cpu[method].append(cpu_s)
+    return {"threads": torch.get_num_threads(), "skipped": skipped, "ids": ids[0].tolist(),
+            "seconds": {m: round(statistics.median(wall[m]), 4) if m in wall else None for m in METHODS},
+            "cpu_seconds": {m: round(statistics.median(cpu[m]), 4) for m in cpu}}
+
+
+def _measure(function: Callable[[], object]) -> tuple[float, float]:
+    before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    result = function()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    del result
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _memory(job: dict) -> dict:
+    """One method once, in a process that loads only the model it needs."""
+    ids = torch.tensor(job["ids"])[None]
+    hf = job["method"] == "hf"
+    loaded = None if hf else _load_ours(job["source"])
+    hf_model = _load_hf(job["source"]) if hf else None
+    load_peak = _max_rss_mb()
+    if hf:
+        with torch.inference_mode():
+            result = hf_model(ids, output_attentions=True, logits_to_keep=1)
+    else:
+        result = _methods(loaded, None, ids)[job["method"]]()
+    del result
+    return {"load_rss_mb": load_peak, "peak_rss_mb": _max_rss_mb()}
+
+
+def _max_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
+
+
+def _decode(job: dict) -> dict:
+    from txviz.generate import generate
+
+    loaded = _load_ours(job["source"])
+    hf_model = _load_hf(job["source"]) if job["hf"] else None
+    if loaded.tokenizer is not None:
+        text = loaded.tokenizer.apply_chat_template([{"role": "user", "content": DECODE_PROMPT}])
+        ids = torch.tensor(loaded.tokenizer.encode(text, bos="none").ids)[None]
+    else:
+        ids = torch.randint(0, loaded.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(0))
+    n = job["new_tokens"]
+
+    def ours():
+        return list(generate(loaded.model, ids, n).new_ids)
+
+    def theirs():
+        with torch.inference_mode():
+            return hf_model.generate(ids, max_new_tokens=n, do_sample=False, use_cache=True)[0, ids.shape[1]:].tolist()
+
+    runs = {"txviz": ours, **({"hf": theirs} if hf_model is not None else {})}
+    for function in runs.values():  # warm up
+        function()
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    tokens: dict[str, list[int]] = {}
+    for repeat in range(job["repeats"]):
+        for name in (list(runs) if repeat % 2 == 0 else list(runs)[::-1]):
+            start = time.perf_counter()
+            tokens[name] = runs[name]()
+            seconds[name].append(time.perf_counter() - start)
+    rate = {name: round(n / statistics.median(values), 2) for name, values in seconds.items()}
+    return {"prompt_tokens": ids.shape[1], "new_tokens": n, "txviz_tok_s": rate["txviz"], "hf_tok_s": rate.get("hf"),
+            "same_tokens": tokens["txviz"] == tokens["hf"] if "hf" in tokens else None}
+
+
+# ---- report -------------------------------------------------------------------------------------
+def markdown(result: dict) -> str:
+    """The results as the Markdown table written into assets/BENCHMARKS.md."""
+
+    def cell(value, fmt="{:.3f}"):
+        return "—" if value is None else fmt.format(value)
+
+    lines = ["| tokens | plain forward (s) | txviz trace (s) | HF eager + attentions (s) | trace / plain | "
+             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in result["results"]:
+        lines.append(f"| {row['tokens']} | {cell(row['plain_forward_s'])} | {cell(row['trace_s'])} | "
+                     f"{cell(row['hf_eager_attn_s'])} | {cell(row['trace_over_plain'], '{:.2f}×')} | "
+                     f"{cell(row['hf_over_trace'], '{:.2f}×')} | {cell(row['peak_rss_mb'], '{:.0f}')} | "
+                     f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {cell(row['hf_peak_rss_mb'], '{:.0f}')} |")
+    decode = result["decode"]
+    lines += ["", f"Decoding {decode['new_tokens']} tokens after a {decode['prompt_tokens']}-token prompt (greedy, "
+              f"KV cache): txviz {decode['txviz_tok_s']} tok/s, transformers {cell(decode['hf_tok_s'], '{}')} tok/s; "
+              f"same tokens: {decode['same_tokens']}."]
+    skipped = [f"{row['tokens']} tokens, {m}: {why}" for row in result["results"] for m, why in row["skipped"].items()]
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(skipped) + "."]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(json.dumps(_worker(json.loads(sys.argv[1]))))
