@@ -213,6 +213,11 @@ def test_moe_page_balanced_router_spreads_over_more_experts(app):
     effective = table["effective experts (mean)"]
     assert effective["moe_top1_balanced"] > effective["moe_top1"]
     assert table.loc["moe_top1_balanced", "aux loss (mean)"] < table.loc["moe_top1", "aux loss (mean)"]
+    if _zoo_trained("moe_top2", "moe_top2_balanced"):
+        at.segmented_control(key="moe_pair").set_value("top-2").run()
+        no_errors(at)
+        pair = next(d.value for d in at.dataframe if "effective experts (mean)" in d.value.columns)
+        assert list(pair["variant"]) == ["moe_top2", "moe_top2_balanced"]
 
 
 @pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")

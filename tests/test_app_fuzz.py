@@ -1,6 +1,6 @@
 """Every page driven by AppTest with random (seeded) prompts, URL values and widget settings: whatever
-is chosen, the page shows results, a warning or an error, never an exception. Ten sessions of three
-script runs each; widgets whose every value costs a long computation (RoPE-scaling losses, the KV-head
+is chosen, the page shows results, a warning or an error, never an exception. Twelve sessions (every
+page at least once) of four script runs each; widgets whose every value costs a long computation (RoPE-scaling losses, the KV-head
 conversion, timing uncached generation, scoring the built-in coreference set) keep their defaults."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import pytest
 pytestmark = pytest.mark.default_model
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-PAGES = ["app_pages/attention.py", "app_pages/heads.py", "app_pages/block.py", "app_pages/positions.py",
-         "app_pages/kv_cache.py"]
-SESSIONS = 10
+PAGES = sorted(f"app_pages/{p.name}" for p in (Path(MAIN).parent / "app_pages").glob("[!_]*.py"))  # every page
+SESSIONS = 12
 ACTIONS = 2
 EXPENSIVE = {"rope_factor", "rope_text", "rope_text_tokens", "live_kv", "live_tokens", "kv_measure", "coref_builtin",
-             "kv_new_tokens", "mem_upload"}
+             "kv_new_tokens", "mem_upload", "to_flash_run", "to_rnn_run", "to_flash_max", "to_rnn_max"}
 PIECES = ["Mary", " met", " John", " and", " she", " smiled", ".", " it", " the", " 42", "\n", "\t", "  ", "漢字",
           "中文", "שלום", "مرحبا", "😀", "👍🏽", "\x00", "\x1b", "\x1d", "e\u0301", "\u202e", "<|im_end|>", "<|endoftext|>",
           "<b>", "&amp;", "'", '"', "\\", "{{ x }}"]
@@ -43,6 +42,28 @@ def random_params(rng: random.Random) -> dict:
     return params
 
 
+# Original values of choice widgets that show formatted labels (AppTest sets values, not labels)
+INDEXED = {"rope_token", "rope_key_token", "coref_pronoun", "coref_target", "query_token", "lens_position"}
+
+
+def choice_values(kind: str, widget) -> list | None:
+    """What a selectbox, radio or segmented control may be set to, or None if its values are unknown."""
+    if widget.key in INDEXED:
+        return list(range(len(widget.proto.options)))
+    if widget.key == "bos":
+        return ["sink", "none", "bos"]
+    if widget.key == "grid_metric":
+        from txviz.analysis.heads import METRICS
+        return list(METRICS)
+    if kind == "segmented_control":  # AppTest keeps no format_func for these: only where labels are values
+        return [o.content for o in widget.proto.options] if widget.key == "mem_kind" else None
+    labels = list(widget.proto.options)
+    format_func = getattr(widget, "format_func", None)
+    if format_func is None or all(str(format_func(label)) == label for label in labels):
+        return labels  # the labels are the values
+    return None
+
+
 def widgets(at):
     kinds = ("slider", "select_slider", "number_input", "selectbox", "multiselect", "radio", "toggle", "text_input",
              "text_area", "button", "segmented_control")
@@ -51,6 +72,10 @@ def widgets(at):
         for widget in at.get(kind):
             key = getattr(widget, "key", None)
             if key and key not in EXPENSIVE and not getattr(widget.proto, "disabled", False):
+                if kind in ("selectbox", "radio", "segmented_control") and choice_values(kind, widget) is None:
+                    continue
+                if kind == "multiselect" and key != "coref_candidates":  # values known only there
+                    continue
                 found.append((kind, widget))
     return found
 
@@ -68,16 +93,11 @@ def act(rng: random.Random, kind: str, widget) -> str:
         low, high = proto.min, min(proto.max, 60 if widget.key == "ind_len" else proto.max)
         value = rng.randint(int(low), int(high)) if proto.data_type == proto.INT else rng.uniform(low, high)
         widget.set_value(value)
-    elif kind == "selectbox":
-        value = rng.randrange(len(proto.options))
-        widget.select_index(value)
+    elif kind in ("selectbox", "radio", "segmented_control"):
+        value = rng.choice(choice_values(kind, widget))
+        widget.set_value(value)
     elif kind == "multiselect":
         value = rng.sample(range(len(proto.options)), k=rng.randint(0, min(4, len(proto.options))))
-        widget.set_value(value)
-    elif kind == "radio":
-        values = {"bos": ["sink", "none", "bos"], "pattern_kind": ["k tokens back", "a token's text"]}.get(
-            widget.key, list(range(len(proto.options))))
-        value = rng.choice(values)
         widget.set_value(value)
     elif kind == "toggle":
         value = rng.random() < 0.5
@@ -86,9 +106,6 @@ def act(rng: random.Random, kind: str, widget) -> str:
         value = random_text(rng) if widget.key != "model_path" else rng.choice(
             ["", "../../etc/passwd", "/", str(Path(MAIN).parents[1] / "assets" / "zoo" / "base"), "x" * 300, "\x00"])
         widget.input(value)
-    elif kind == "segmented_control":
-        value = rng.choice(list(proto.options))
-        widget.set_value(value)
     else:
         value = "click"
         widget.click()

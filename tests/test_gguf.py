@@ -261,7 +261,7 @@ def test_metadata_of_the_wrong_type_is_refused_by_name(tiny_header, key, value, 
     ("tokenizer.chat_template", 3, "chat template must be text"),
     ("tokenizer.ggml.merges", [1, 2], "tokenizer metadata is unusable"),
     ("tokenizer.ggml.merges", ["Ġ nope"], "tokenizer metadata is unusable"),
-    ("tokenizer.ggml.token_type", "control", "tokenizer metadata is unusable"),
+    ("tokenizer.ggml.tokens", [1, 2, 3], "tokenizer metadata is unusable"),
 ])
 def test_tokenizer_metadata_of_the_wrong_type_is_refused(tiny_header, key, value, message):
     from txviz.loading.gguf import GGUFHeader, tokenizer_from_header

@@ -14,6 +14,7 @@ from txviz import CaptureError, trace
 from txviz.analysis.heads import METRICS as HEAD_METRICS
 from txviz.analysis.heads import head_metrics
 from txviz.head_summaries import METRICS, head_metrics as summary_metrics
+from txviz import maps
 from txviz.maps import MapStorage, rebuild_attention
 from txviz.model.attention import AttentionContext
 from txviz.trace import SUMMARY_CAPTURE, Recorder
@@ -133,7 +134,9 @@ def test_blocks_cover_every_row_once_within_the_budget(window, budget, monkeypat
 
 # ---- rebuilding maps from q_rot / k_rot -----------------------------------------------------------
 @pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
-def test_rebuilt_maps_equal_the_eager_maps(variant):
+@pytest.mark.parametrize("band_rows", [512, 4])
+def test_rebuilt_maps_equal_the_eager_maps(variant, band_rows, monkeypatch):
+    monkeypatch.setattr(maps, "REBUILD_BAND_ROWS", band_rows)
     config = tiny_config(**VARIANTS[variant])
     model, ids = random_decoder(config), random_ids(config, 23, batch=2)
     tr = trace(model, ids, capture=("attn_probs", "q_rot", "k_rot"))  # one run: same q and k as the maps
@@ -150,12 +153,12 @@ def test_rebuilt_maps_equal_the_eager_maps(variant):
 def test_summary_trace_rebuilds_any_map_on_demand(variant, block_size):
     config = tiny_config(**VARIANTS[variant])
     model, ids = random_decoder(config), random_ids(config, N_TOKENS)
-    maps, summaries = trace(model, ids, capture="attn_probs"), trace(model, ids, capture=SUMMARY_CAPTURE)
+    stored, summaries = trace(model, ids, capture="attn_probs"), trace(model, ids, capture=SUMMARY_CAPTURE)
     assert "attn_probs" not in summaries and summaries.recipe is not None
     for layer in range(config.n_layers):
         for head in range(config.n_heads):
-            assert_close(summaries.attn(layer, head), maps.attn(layer, head), rtol=1e-5, atol=1e-6)
-    assert_close(summaries.attn(1, 2, rows=slice(30, 33)), maps.attn(1, 2)[30:33], rtol=1e-5, atol=1e-6)
+            assert_close(summaries.attn(layer, head), stored.attn(layer, head), rtol=1e-5, atol=1e-6)
+    assert_close(summaries.attn(1, 2, rows=slice(30, 33)), stored.attn(1, 2)[30:33], rtol=1e-5, atol=1e-6)
 
 
 def test_attn_without_maps_or_queries_and_keys_raises():

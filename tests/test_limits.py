@@ -133,3 +133,17 @@ def test_cache_computes_each_key_once_for_concurrent_askers_and_never_caches_fai
     with pytest.raises(ValueError):
         cache.get("bad", failing)
     assert cache.get("bad", lambda: "fine") == "fine"
+
+
+def test_the_cli_refuses_work_over_the_budget_with_the_estimate(monkeypatch, capsys):
+    from txviz.cli import main
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    monkeypatch.setenv("TXVIZ_MEMORY_BUDGET", "1KiB")
+    for argv in (["trace", "--prompt", "Mary met John."], ["generate", "--prompt", "Mary met John.", "--json"]):
+        assert main([*argv, "--model", str(SHIPPED_ZOO / "base"), "--device", "cpu"]) == 2
+        said = capsys.readouterr()
+        assert "above this server's budget of 1.0 KiB per request (TXVIZ_MEMORY_BUDGET)" in said.err + said.out
+    monkeypatch.setenv("TXVIZ_MEMORY_BUDGET", "a lot")
+    assert main(["trace", "--prompt", "x", "--model", str(SHIPPED_ZOO / "base")]) == 2
+    assert "TXVIZ_MEMORY_BUDGET='a lot' is not valid" in capsys.readouterr().err

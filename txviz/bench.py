@@ -79,7 +79,8 @@ def _result_row(n_tokens: int, timing: dict, memory: dict) -> dict:
             "plain_peak_rss_mb": peak.get("plain"), "hf_peak_rss_mb": peak.get("hf"),
             "trace_over_plain": ratio(seconds["trace"], seconds["plain"]),
             "hf_over_trace": ratio(seconds.get("hf"), seconds["trace"]),
-            "cpu_s": cpu, "skipped": timing["skipped"], "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
+            **timing["latency"], "cpu_s": cpu, "skipped": timing["skipped"],
+            "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
 
 
 def _spawn(job: dict) -> dict:
@@ -213,9 +214,20 @@ def _timing(job: dict) -> dict:
             wall_s, cpu_s = _measure(methods[method])
             wall[method].append(wall_s)
             cpu[method].append(cpu_s)
-    return {"threads": torch.get_num_threads(), "skipped": skipped, "ids": ids[0].tolist(),
+    latency = _rebuild_latency(methods["trace"](), job["repeats"]) if "trace" in methods else {}
+    return {"threads": torch.get_num_threads(), "skipped": skipped, "ids": ids[0].tolist(), "latency": latency,
             "seconds": {m: round(statistics.median(wall[m]), 4) if m in wall else None for m in METHODS},
             "cpu_seconds": {m: round(statistics.median(cpu[m]), 4) for m in cpu}}
+
+
+def _rebuild_latency(tr, repeats: int) -> dict[str, float]:
+    """What a click costs once the trace exists: one head's whole map, and a 256-row band of it,
+    rebuilt from q_rot/k_rot (middle layer, first head)."""
+    layer, t = tr.layers[len(tr.layers) // 2], tr.n_tokens
+    band = slice(max(0, t - 256), t)
+    whole = [_measure(lambda: tr.attn(layer, 0))[0] for _ in range(repeats)]
+    rows = [_measure(lambda: tr.attn(layer, 0, rows=band))[0] for _ in range(repeats)]
+    return {"rebuild_map_s": round(statistics.median(whole), 4), "rebuild_rows_s": round(statistics.median(rows), 4)}
 
 
 def _measure(function: Callable[[], object]) -> tuple[float, float]:
@@ -289,13 +301,15 @@ def markdown(result: dict) -> str:
         return "—" if value is None else fmt.format(value)
 
     lines = ["| tokens | plain forward (s) | txviz trace (s) | HF eager + attentions (s) | trace / plain | "
-             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) | rebuild one map (s) | "
+             "rebuild 256 rows (s) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in result["results"]:
         lines.append(f"| {row['tokens']} | {cell(row['plain_forward_s'])} | {cell(row['trace_s'])} | "
                      f"{cell(row['hf_eager_attn_s'])} | {cell(row['trace_over_plain'], '{:.2f}×')} | "
                      f"{cell(row['hf_over_trace'], '{:.2f}×')} | {cell(row['peak_rss_mb'], '{:.0f}')} | "
-                     f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {cell(row['hf_peak_rss_mb'], '{:.0f}')} |")
+                     f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {cell(row['hf_peak_rss_mb'], '{:.0f}')} | "
+                     f"{cell(row.get('rebuild_map_s'))} | {cell(row.get('rebuild_rows_s'))} |")
     decode = result["decode"]
     lines += ["", f"Decoding {decode['new_tokens']} tokens after a {decode['prompt_tokens']}-token prompt (greedy, "
               f"KV cache): txviz {decode['txviz_tok_s']} tok/s, transformers {cell(decode['hf_tok_s'], '{}')} tok/s; "

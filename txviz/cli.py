@@ -43,8 +43,11 @@ def cmd_info(args) -> dict:
 def cmd_trace(args) -> dict:
     from txviz.analysis.heads import head_table
     from txviz.trace import trace
+    from txviz import limits
     loaded = _load(args)
     encoding = loaded.tokenizer.encode(args.prompt, bos=args.bos)
+    limits.check_budget(limits.trace_estimate(loaded.config, len(encoding.ids), ("attn_probs",),
+                                              element_bytes=loaded.dtype.itemsize), limits.current())
     started = time.perf_counter()
     tr = trace(loaded.model, torch.tensor(encoding.ids), capture=("attn_probs",))
     seconds = time.perf_counter() - started
@@ -62,6 +65,10 @@ def cmd_generate(args) -> dict:
     if args.chat:
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
     ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
+    from txviz import limits
+    if args.max_new_tokens >= 0:
+        limits.check_budget(limits.generation_estimate(loaded.config, len(ids), args.max_new_tokens,
+                                                       element_bytes=loaded.dtype.itemsize), limits.current())
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
     result = generate(loaded.model, ids, args.max_new_tokens, sampling=sampling, stop_ids=stop)

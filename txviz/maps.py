@@ -91,15 +91,25 @@ class AttentionRecipe:
         return mask[head if mask.shape[0] > 1 else 0]
 
 
+REBUILD_BAND_ROWS = 512  # rows recomputed at once: a whole 8192² map never needs more than its own bytes
+
+
 def rebuild_attention(trace, layer: int, head: int, rows: slice = slice(None), batch: int = 0) -> torch.Tensor:
     """Attention weights (R, S) of one head's query rows, recomputed from the trace's ``q_rot`` and
-    ``k_rot``: softmax(q kᵀ·scale + M) exactly as the eager path computes them. Rebuilding a band of
-    rows of an 8192-token map costs O(R·S), not the whole map."""
+    ``k_rot``: softmax(q kᵀ·scale + M) exactly as the eager path computes them, a band of rows at a
+    time. Rebuilding a band of rows of an 8192-token map costs O(R·S), not the whole map."""
     recipe = trace.recipe
     if recipe is None:
         raise ValueError("this trace has no attention recipe: capture q_rot and k_rot with trace()")
-    q = trace.get("q_rot", layer)[batch, head, rows]  # (R, D)
+    q = trace.get("q_rot", layer)[batch, head]  # (T, D)
     k = trace.get("k_rot", layer)[batch, head // recipe.n_groups]  # (S, D)
-    logits = torch.matmul(q, k.transpose(0, 1)) * recipe.scale  # (R, S)
-    scores = logits + recipe.mask_rows(rows, head, logits.dtype)
-    return F.softmax(scores, dim=-1, dtype=torch.float32)
+    start, stop, step = rows.indices(q.shape[0])
+    if step != 1:
+        raise ValueError(f"rows must be a contiguous slice, got step {step}")
+    out = torch.empty(max(0, stop - start), k.shape[0], dtype=torch.float32)
+    for band in range(start, stop, REBUILD_BAND_ROWS):
+        band_rows = slice(band, min(band + REBUILD_BAND_ROWS, stop))
+        logits = torch.matmul(q[band_rows], k.transpose(0, 1)) * recipe.scale  # (band, S)
+        scores = logits + recipe.mask_rows(band_rows, head, logits.dtype)
+        out[band - start:band_rows.stop - start] = F.softmax(scores, dim=-1, dtype=torch.float32)
+    return out

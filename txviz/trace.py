@@ -72,24 +72,32 @@ def _keep(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().to("cpu", copy=True)
 
 
-def _stack_releasing(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """torch.stack that drops each input once copied, so the peak is the result plus one input, not
-    twice the result (q_rot and k_rot of 8192 tokens are 0.75 GB)."""
-    if not tensors:
-        return torch.stack(tensors)  # the same error as before: nothing to stack
-    out = torch.empty((len(tensors), *tensors[0].shape), dtype=tensors[0].dtype)
-    for i in range(len(tensors)):
-        out[i] = tensors[i]
-        tensors[i] = None
-    return out
+class _Stack:
+    """One capture stacked over layers (or residual points), each offered tensor copied straight into
+    its slot on the CPU: no per-layer copies to stack at the end, which would hold every capture
+    twice (q_rot and k_rot of 8192 tokens are 0.75 GB)."""
+
+    def __init__(self, n: int):
+        self.tensor: torch.Tensor | None = None
+        self.filled = [False] * n
+
+    def put(self, index: int, tensor: torch.Tensor) -> None:
+        if self.tensor is None:
+            self.tensor = torch.empty((len(self.filled), *tensor.shape), dtype=tensor.dtype)
+        self.tensor[index].copy_(tensor.detach())
+        self.filled[index] = True
+
+    @property
+    def complete(self) -> bool:
+        return all(self.filled)
 
 
 class LayerRecorder:
     """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted."""
 
-    def __init__(self, store: dict, wanted: frozenset[str], maps: MapStorage = MapStorage(),
+    def __init__(self, stacks: dict[str, _Stack], slot: int, wanted: frozenset[str], maps: MapStorage = MapStorage(),
                  summaries: LayerSummaries | None = None):
-        self._store, self._wanted, self._maps, self._summaries = store, wanted, maps, summaries
+        self._stacks, self._slot, self._wanted, self._maps, self._summaries = stacks, slot, wanted, maps, summaries
 
     def wants(self, name: str) -> bool:
         return name in self._wanted
@@ -99,7 +107,7 @@ class LayerRecorder:
 
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:
-            self._store[name] = self._maps.store(_keep(tensor)) if name == "attn_probs" else _keep(tensor)
+            self._stacks[name].put(self._slot, self._maps.store(tensor) if name == "attn_probs" else tensor)
 
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         """A block of query rows of this layer's attention: probs and finite scores (B, H, R, K)."""
@@ -128,23 +136,24 @@ class Recorder:
             raise CaptureError("head_summaries needs the token ids (duplicate/induction): pass ids=")
         self.names, self.layers, self.n_layers, self.maps = names, chosen, n_layers, maps
         self._layer_names = names & set(LAYER_CAPTURES)
-        self._per_layer: dict[int, dict[str, torch.Tensor]] = {i: {} for i in chosen}
+        self._slots = {layer: slot for slot, layer in enumerate(chosen)}
+        self._stacks = {name: _Stack(len(chosen)) for name in self._layer_names}
         patterns = TokenPatterns(ids.cpu()) if "head_summaries" in names else None
         self._summaries = {i: LayerSummaries(patterns) for i in chosen} if patterns is not None else {}
-        self._residual: dict[str, list] = {n: [None] * (n_layers + 1) for n in names & set(RESIDUAL_CAPTURES)}
+        self._residual = {name: _Stack(n_layers + 1) for name in names & set(RESIDUAL_CAPTURES)}
         self._globals: dict[str, torch.Tensor] = {}
-        self._none = LayerRecorder({}, frozenset())
+        self._none = LayerRecorder({}, 0, frozenset())
 
     def layer(self, index: int) -> LayerRecorder:
-        if index not in self._per_layer or not self._layer_names:
+        if index not in self._slots or not self._layer_names:
             return self._none
-        return LayerRecorder(self._per_layer[index], self._layer_names, self.maps, self._summaries.get(index))
+        return LayerRecorder(self._stacks, self._slots[index], self._layer_names, self.maps, self._summaries.get(index))
 
     def residual(self, index: int, x: torch.Tensor) -> None:
         if "resid" in self._residual:
-            self._residual["resid"][index] = _keep(x)
+            self._residual["resid"].put(index, x)
         if "resid_norm" in self._residual:
-            self._residual["resid_norm"][index] = _keep(x.float().norm(dim=-1))
+            self._residual["resid_norm"].put(index, x.float().norm(dim=-1))
 
     def globals(self, ctx, positions) -> None:
         wanted = self.names & set(GLOBAL_CAPTURES)
@@ -158,14 +167,12 @@ class Recorder:
 
     def finish(self, ids: torch.Tensor, logits: torch.Tensor, recipe: AttentionRecipe | None = None) -> "Trace":
         for index, summaries in self._summaries.items():
-            self._per_layer[index]["head_summaries"] = summaries.rows
+            if summaries.rows is not None:
+                self._stacks["head_summaries"].put(self._slots[index], summaries.rows)
         data: dict[str, object] = {}
-        for name in self._layer_names:
-            per_layer = [self._per_layer[i].pop(name, None) for i in self.layers]
-            if all(t is not None for t in per_layer):
-                data[name] = _stack_releasing(per_layer)
-        for name, values in self._residual.items():
-            data[name] = _stack_releasing(values)
+        for name, stack in {**self._stacks, **self._residual}.items():
+            if stack.tensor is not None and stack.complete:  # a name some layers never offer (router captures of dense layers) is left out
+                data[name] = stack.tensor
         data.update({k: v for k, v in self._globals.items() if k in self.names})
         if "logits" in self.names:
             data["logits"] = _keep(logits)

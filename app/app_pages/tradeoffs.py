@@ -46,8 +46,10 @@ tabs = st.tabs(["Depth vs width", "Dense vs MoE", "MHA / GQA / MQA", "Context le
 
 with tabs[0]:
     st.markdown("Depth composes features layer on layer; width gives each layer more room. At a fixed count "
-                "of non-embedding parameters N, the same budget can be few wide layers or many narrow ones: "
-                "FLOPs per token barely move (≈ 2N), but the KV cache grows with the number of layers.")
+                "of non-embedding parameters N, the same budget can be few wide layers or many narrow ones. The "
+                "weights cost the same ≈ 2N FLOPs per token either way, but attention over the context and the "
+                "KV cache scale with L·d, which at fixed N (d ∝ 1/√L) grows like √L: depth costs memory and "
+                "long-context compute.")
     st.latex(r"N \approx L\,(2\,d\,(H + H_{kv})\,d_{head} + 3\,d\,d_{ff}),\quad \text{FLOPs/token}\approx 2N + 2\,d\,V"
              r" + 4\,L\,H\,d_{head}\,n,\quad \text{KV/token} = 2\,L\,H_{kv}\,d_{head}\,b")
     options = ["the loaded model"] + (["the zoo's base"] if zoo_base is not None else [])
@@ -58,9 +60,9 @@ with tabs[0]:
     rows = tr.shape_rows(tr.equal_budget_shapes(shaped, depths), context=shaped.max_seq_len // 2,
                          kv_dtype=dtype_name if of == "the loaded model" else "fp32")
     a, b = st.columns(2)
+    title = f"Equal N = {tr.non_embedding_params(shaped):,}: FLOPs/token at {shaped.max_seq_len // 2:,} keys"
     a.plotly_chart(charts.lines(depths, {"FLOPs/token": [r["flops_per_token"] for r in rows]}, mode="lines+markers",
-                                title=f"Equal budget ({tr.non_embedding_params(shaped):,} non-embedding params): FLOPs",
-                                x_title="layers", y_title="FLOPs per token"), key="to_depth_flops")
+                                title=title, x_title="layers", y_title="FLOPs per token"), key="to_depth_flops")
     b.plotly_chart(charts.lines(depths, {"KV bytes/token": [r["kv_bytes_per_token"] for r in rows]}, mode="lines+markers",
                                 title="…and KV cache per token", x_title="layers", y_title="bytes"), key="to_depth_kv")
     st.dataframe(pd.DataFrame(rows), hide_index=True)
@@ -83,9 +85,9 @@ with tabs[1]:
              r"N_{\text{active}} = N_{\text{attn}} + k\,N_{\text{ffn}},\quad \text{FLOPs/token} \approx 2N_{\text{active}}")
     family = tr.expert_family(config, context=config.max_seq_len // 2)
     a, b = st.columns(2)
+    title = f"{resources.display_name(loaded)}: capacity vs compute, top-{family[-1]['top_k']}"
     a.plotly_chart(charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
-                                          [f"E={r['experts']}" for r in family], log_x=True, log_y=True,
-                                          title=f"{config.name}: capacity vs compute, top-{family[-1]['top_k']}",
+                                          [f"E={r['experts']}" for r in family], log_x=True, log_y=True, title=title,
                                           x_title="FLOPs per token", y_title="total parameters"), key="to_moe_family")
     references = [{"model": c.name, "total params": count_params(c), "active params": count_active_params(c),
                    "FLOPs/token (4k context)": flops_per_token(c, 4096), "source": c.source}
@@ -213,7 +215,7 @@ with tabs[5]:
              r"\text{attention: } \mathrm{softmax}(QK^\top/\sqrt{d})\,V \ \ (\text{one step for all } T)")
     cap = min(config.max_seq_len, resources.limits().max_prompt_tokens, 512)
     options = [t for t in (16, 32, 64, 128, 256, 512) if t <= cap] or [cap]
-    longest = st.select_slider("Longest sequence", options, value=options[min(2, len(options) - 1)], key="to_rnn_max")
+    longest = st.select_slider("Longest sequence", options, value=options[min(1, len(options) - 1)], key="to_rnn_max")
     rnn_lengths = tuple(t for t in powers_of_two(4, int(longest)))
     key = ("rnn", source, rnn_lengths)
     result = zoo.measured(key)
@@ -234,12 +236,13 @@ with tabs[5]:
                      hide_index=True)
 
 with tabs[6]:
-    st.markdown("Trained on 128-token windows, each zoo model is scored on windows of 1×, 2× and 4× that "
-                "length. RoPE, ALiBi and no positions need nothing new for longer inputs; a learned table has "
-                "no row past position 127, so it cannot be run there at all.")
+    rows = tr.extrapolation_rows()
+    trained_context = next((r["context"] for r in rows if r["trained"]), 128)
+    st.markdown(f"Trained on {trained_context}-token windows, each zoo model is scored on windows of 1×, 2× and 4× "
+                "that length. RoPE, ALiBi and no positions need nothing new for longer inputs; a learned table has "
+                f"no row past position {trained_context - 1}, so it cannot be run there at all.")
     st.latex(r"\text{RoPE: } q_m\cdot k_n \text{ depends on } m-n;\quad \text{ALiBi: } s_{ij} = q_i\cdot k_j - m_h\,(i-j);"
              r"\quad \text{learned: } x_i + p_i,\ i < T_{train}")
-    rows = tr.extrapolation_rows()
     done = [r for r in rows if r["trained"]]
     if done:
         context = done[0]["context"]

@@ -43,6 +43,7 @@ def save_run(directory: Path, model: Decoder, tokenizer: tokenizers.Tokenizer, c
     (directory / CONFIG_FILE).write_text(config_json(model.config) + "\n", encoding="utf-8")
     save_file(shipped_weights(model), str(directory / WEIGHTS_FILE),
               metadata={"format": "pt", "txviz_variant": model.config.name})
+    (directory / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600; the zoo is meant to be read
     tokenizer.save(str(directory / TOKENIZER_FILE))
     (directory / CURVES_FILE).write_text(json.dumps(curves) + "\n", encoding="utf-8")
     (directory / EVAL_FILE).write_text(json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
