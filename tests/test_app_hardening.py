@@ -162,10 +162,24 @@ def _hf_cases(folder: Path) -> dict[str, str]:
     return cases
 
 
+def _zoo_cases(folder: Path) -> dict[str, str]:
+    """The lab's own format (config.json marked txviz_format) with a config a file could hold."""
+    import json
+
+    cases = {}
+    for name, change in {"zoo_odd_positions": {"positions": "weird"}, "zoo_rope_list": {"rope_scaling": [1]},
+                         "zoo_heads_text": {"n_heads": "4"}}.items():
+        shutil.copytree(ZOO, folder / name)
+        config = json.loads((folder / name / "config.json").read_text())
+        (folder / name / "config.json").write_text(json.dumps({**config, **change}))
+        cases[name] = str(folder / name)
+    return cases
+
+
 @pytest.fixture(scope="module")
 def broken_models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("models")
-    return folder, {**_gguf_cases(folder), **_hf_cases(folder)}
+    return folder, {**_gguf_cases(folder), **_hf_cases(folder), **_zoo_cases(folder)}
 
 
 def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models):

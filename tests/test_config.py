@@ -24,6 +24,16 @@ BAD_CONFIGS = [
     (dict(sliding_window=0), "sliding_window must be positive or None"),
     (dict(norm_eps=0.0), "norm_eps must be > 0"),
     (dict(rope_theta=float("nan")), "rope_theta must be > 0"),  # NaN passes a plain "<= 0" test
+    (dict(n_heads=0), "n_heads must be a positive integer"),  # not a ZeroDivisionError
+    (dict(n_heads="4"), "n_heads must be a positive integer"),  # not a TypeError
+    (dict(rope_scaling=[1]), "rope_scaling must be a RopeScaling or a dict"),
+    (dict(positions="weird"), "positions must be one of .*'alibi'.*got 'weird'"),
+    (dict(norm="batchnorm"), "norm must be one of"),  # was a KeyError deep in the model's constructor
+    (dict(rope_scaling={"kind": "bogus"}), "kind must be one of"),
+    (dict(sliding_window="5"), "sliding_window must be int | None, got '5'"),
+    (dict(tie_embeddings="yes"), "tie_embeddings must be bool"),
+    (dict(norm_eps="1e-5"), "norm_eps must be float"),
+    (dict(rope_scaling={"kind": "linear", "bogus": 2}), r"unknown rope_scaling fields: \['bogus'\]"),
     (dict(norm_eps=float("nan")), "norm_eps must be > 0"),
     (dict(norm_eps=float("inf")), "norm_eps must be > 0"),
 ]

@@ -205,8 +205,10 @@ def test_every_shipped_variant_loads_and_its_config_matches_its_name(name):
     assert loaded.format == "txviz" and config.name == name
     expected = {**zoo.BASE, **zoo.VARIANTS[name].changes}
     assert {key: getattr(config, key) for key in expected} == expected
-    assert json.loads((SHIPPED_ZOO / name / "curves.json").read_text())["train_settings"]["aux_weight"] == \
-        zoo.VARIANTS[name].aux_weight
+    curves = json.loads((SHIPPED_ZOO / name / "curves.json").read_text())
+    assert curves["train_settings"]["aux_weight"] == zoo.VARIANTS[name].aux_weight
+    assert len(curves["loss"]) == zoo.DEFAULT_STEPS * zoo.VARIANTS[name].steps_factor
+    assert curves["seed"] == zoo.CORPUS.seed and curves["corpus"] == zoo.CORPUS.to_dict()
 
 
 def test_shipped_names_say_what_they_are():
@@ -217,6 +219,17 @@ def test_shipped_names_say_what_they_are():
         ["rope", "alibi", "learned", "none"]
     assert (config["moe_top2_balanced"].n_experts, config["moe_top2_balanced"].top_k) == (4, 2)
     assert (config["moe_top1"].n_experts, config["moe_top1"].top_k, config["base"].n_experts) == (4, 1, 0)
+
+
+def test_the_shipped_zoo_shows_what_its_docstring_claims():
+    evaluation = {name: json.loads((SHIPPED_ZOO / name / "eval.json").read_text()) for name in zoo.VARIANTS}
+    assert evaluation["learned"]["val_loss_2x"] is None and evaluation["alibi"]["val_loss_4x"] < \
+        evaluation["base"]["val_loss_4x"]  # ALiBi extrapolates, RoPE degrades, learned cannot
+    unbalanced, balanced = (min(evaluation[n]["expert_load"]["effective_experts_per_layer"])
+                            for n in ("moe_top1", "moe_top1_balanced"))
+    assert unbalanced < 3.0 < 3.8 < balanced  # top-1 collapses without the balancing loss
+    surname = {n: evaluation[n]["probes"]["name_surname"]["accuracy"] for n in ("base", "base_long")}
+    assert surname["base"] < 0.2 < 0.5 < surname["base_long"]  # induction heads only after the long run
 
 
 @pytest.mark.parametrize("name", [n for n, v in zoo.VARIANTS.items() if "n_experts" in v.changes])

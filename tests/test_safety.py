@@ -154,3 +154,14 @@ def test_hidden_attributes_render_as_nothing():
 def test_a_chat_template_that_is_not_text_is_refused():
     with pytest.raises(TokenizerError, match="chat template must be text"):
         templated(3)
+
+
+def test_templates_are_compiled_only_by_the_sandboxed_environment():
+    unsandboxed = re.compile(r"\bjinja2\.(Environment|Template)\b|from jinja2 import .*\b(Environment|Template)\b"
+                             r"|\bTemplate\(|(?<!Sandboxed)Environment\(")
+    offenders = [f"{path.relative_to(ROOT)}:{number}" for folder in ("txviz", "app")
+                 for path in sorted((ROOT / folder).rglob("*.py"))
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+                 if unsandboxed.search(line.split("#", 1)[0])]
+    assert not offenders, offenders
+    assert "ImmutableSandboxedEnvironment(" in (ROOT / "txviz" / "loading" / "tokenizer.py").read_text()

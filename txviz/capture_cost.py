@@ -106,7 +106,7 @@ def _transient_bytes(c: ModelConfig, t: int, path: str, e: int, full_logits: boo
     mask = 0 if c.positions != "alibi" and c.sliding_window is None else c.n_heads * t * t * 4
     attention = {
         "eager": 3 * c.n_heads * t * t * e,  # logits, scores, probabilities of one layer
-        "blockwise": 4 * BLOCK_ELEMENTS * 4 + 2 * 4 * t * (t + 1) // 2,  # blocks + duplicate/induction patterns
+        "blockwise": 4 * BLOCK_ELEMENTS * 4 + 2 * t * (t + 1) // 2,  # blocks + duplicate/induction patterns (bool)
         "fused": 0,
     }[path]
     return activations + logits + mask + attention

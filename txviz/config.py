@@ -9,7 +9,9 @@ message that says what to change.
 
 from __future__ import annotations
 
+import functools
 import math
+import typing
 
 import dataclasses
 import json
@@ -25,6 +27,33 @@ RouterNorm = Literal["topk", "all"]
 
 class ConfigError(ValueError):
     """A ModelConfig that cannot describe a working model."""
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _check_field_types(config) -> None:
+    """Every field holds what its annotation says: a Literal one of its choices, a bool a bool, a float
+    a real number, an ``int | None`` an int or None (configs come from JSON files: "4", [1], 1.5)."""
+    for name, hint in _type_hints(type(config)).items():
+        value, args = getattr(config, name), typing.get_args(hint)
+        if typing.get_origin(hint) is Literal:
+            ok = isinstance(value, str) and value in args
+        elif hint is bool:
+            ok = isinstance(value, bool)
+        elif hint is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif hint is str:
+            ok = isinstance(value, str)
+        elif args and set(args) == {int, type(None)}:
+            ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+        else:
+            continue  # plain ints are checked for positivity by the caller; nested dataclasses by their own
+        if not ok:
+            expected = f"one of {list(args)}" if typing.get_origin(hint) is Literal else getattr(hint, "__name__", str(hint))
+            raise ConfigError(f"{name} must be {expected}, got {str(value)[:80]!r}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +76,7 @@ class RopeScaling:
     beta_slow: float = 1.0  # yarn
 
     def __post_init__(self) -> None:
+        _check_field_types(self)
         if self.kind != "none" and not (math.isfinite(self.factor) and self.factor > 0):
             raise ConfigError(f"rope scaling factor must be > 0, got {self.factor}")
         if self.kind in ("yarn", "llama3") and not self.original_max_seq_len:
@@ -84,6 +114,10 @@ class ModelConfig:
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
     def __post_init__(self) -> None:
+        for name in ("d_model", "n_heads"):  # checked first: head_dim divides by them
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
         if self.head_dim is None:
@@ -94,7 +128,13 @@ class ModelConfig:
                 )
             object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
         if isinstance(self.rope_scaling, dict):
+            unknown = set(self.rope_scaling) - {f.name for f in dataclasses.fields(RopeScaling)}
+            if unknown:
+                raise ConfigError(f"unknown rope_scaling fields: {sorted(unknown)}")
             object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
+        if not isinstance(self.rope_scaling, RopeScaling):
+            raise ConfigError(f"rope_scaling must be a RopeScaling or a dict, got {self.rope_scaling!r:.80}")
+        _check_field_types(self)
         self._check()
 
     def _check(self) -> None:

@@ -31,8 +31,8 @@ class TokenPatterns:
     """Which keys repeat each query's token, for one batch of sequences (B, T), block by block.
 
     What a block needs depends only on the ids and the block's rows and keys, which are the same in
-    every layer, so each block's patterns are built once and reused by all layers (as fp32 0/1 for
-    the matrix product: 8 bytes per causal (query, key) pair, 268 MB at 8192 tokens).
+    every layer, so each block's patterns are built once and reused by all layers (two bools per
+    causal (query, key) pair: 67 MB at 8192 tokens).
     """
 
     def __init__(self, ids: torch.Tensor):
@@ -55,8 +55,8 @@ class TokenPatterns:
 class BlockPatterns:
     """Everything about one block of rows × keys that does not depend on the layer."""
 
-    duplicate: torch.Tensor  # (B, R, K) 1.0 where key j < i holds query i's token
-    induction: torch.Tensor  # (B, R, K) 1.0 where key j (1 ≤ j < i) follows a copy of query i's token
+    duplicate: torch.Tensor  # (B, R, K) True where key j < i holds query i's token
+    induction: torch.Tensor  # (B, R, K) True where key j (1 ≤ j < i) follows a copy of query i's token
     prev_index: torch.Tensor  # (R,) where key i−1 sits in the block (clamped)
     prev_reachable: torch.Tensor  # (R,) whether it is in the block at all
     undefined: torch.Tensor  # (B, 1, R, M) metrics a row has no value for
@@ -75,7 +75,7 @@ class BlockPatterns:
         undefined[..., q_pos == 0, :] = True  # row 0 can only attend to itself
         undefined[:, 0, :, METRICS.index("duplicate_token")] |= ~patterns.has_duplicate[:, rows]
         undefined[:, 0, :, METRICS.index("induction")] |= ~patterns.has_induction[:, rows]
-        return cls(duplicate=duplicate.float(), induction=induction.float(),
+        return cls(duplicate=duplicate, induction=induction,
                    prev_index=prev_index.clamp(0, len(k_pos) - 1),
                    prev_reachable=(prev_index >= 0) & (prev_index < len(k_pos)),
                    undefined=undefined, first_key_is_token_0=keys.start == 0)
@@ -101,8 +101,8 @@ def row_metrics(probs: torch.Tensor, scores: torch.Tensor, block: BlockPatterns)
     first = probs[..., 0] if block.first_key_is_token_0 else probs.new_zeros(b, h, n)
     prev = probs.gather(-1, block.prev_index.expand(b, h, n)[..., None])[..., 0]
     prev = torch.where(block.prev_reachable, prev, 0.0)
-    duplicate = torch.einsum("bhrk,brk->bhr", probs, block.duplicate)
-    induction = torch.einsum("bhrk,brk->bhr", probs, block.induction)
+    duplicate = torch.einsum("bhrk,brk->bhr", probs, block.duplicate.to(probs.dtype))
+    induction = torch.einsum("bhrk,brk->bhr", probs, block.induction.to(probs.dtype))
     values = torch.stack([entropy, first, prev, duplicate, induction, p_max], dim=-1)  # (B, H, R, M)
     return values.masked_fill_(block.undefined, float("nan"))
 

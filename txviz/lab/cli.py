@@ -54,4 +54,4 @@ def add_lab_commands(sub) -> None:
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     p.add_argument("--out", default=str(SHIPPED_ZOO), help="writes OUT/<variant>/ (default: assets/zoo)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (tiny models gain little from more)")
-    p.set_defaults(run=cmd_lab_train, progress_on_stderr=True)
+    p.set_defaults(run=cmd_lab_train)
