@@ -114,8 +114,9 @@ def test_a_long_generation_does_not_freeze_another_session(server, browser):
         a_still_running = a.locator(RUNNING).count() == 1
         print(f"\nhead switch in B: {alone:.2f} s alone, {busy:.2f} s while A times 128 uncached tokens "
               f"(A still running when B was done: {a_still_running})")
-        assert busy < 30.0
-        assert a_still_running  # B's rerun finished inside A's long one: no session waits for another
+        # B is not queued behind A: its rerun stays within a few times its idle latency (on a loaded
+        # 2-core CI machine A's run may even finish first, so A's state is reported, not asserted)
+        assert busy < max(10.0, 5 * alone)
         a.wait_for_selector(f".st-key-kv_speed {CHART}", timeout=300_000)
         assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
     finally:
