@@ -23,6 +23,7 @@ from safetensors.torch import load_file
 
 from txviz.loading import default_device
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.json_files import read_json_object
 from txviz.loading.hf_config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config
 from txviz.loading.hf_names import to_txviz_names
 from txviz.loading.loaded import LoadedModel
@@ -38,15 +39,7 @@ __all__ = ["load_hf_dir", "read_hf_config"]
 
 # ---- weights ------------------------------------------------------------------------------------
 def _read_json(path: Path) -> dict:
-    if path.stat().st_size > MAX_SIDE_FILE_BYTES:
-        raise ModelLoadError(f"{path} is too large ({path.stat().st_size} bytes)")
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError) as exc:
-        raise ModelLoadError(f"{path} is not valid JSON: {str(exc)[:200]}") from exc
-    if not isinstance(data, dict):
-        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
-    return data
+    return read_json_object(path, MAX_SIDE_FILE_BYTES)
 
 
 def _shards(directory: Path) -> list[Path]:

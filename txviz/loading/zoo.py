@@ -21,6 +21,7 @@ import torch
 
 from txviz.config import ConfigError, ModelConfig
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.json_files import read_json_object
 from txviz.loading.loaded import LoadedModel
 
 FORMAT_KEY, FORMAT_VERSION = "txviz_format", 1
@@ -39,15 +40,7 @@ def config_json(config: ModelConfig) -> str:
 
 
 def _read_json(path: Path) -> dict:
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise ModelLoadError(f"{path} is too large ({path.stat().st_size} bytes)")
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError) as exc:
-        raise ModelLoadError(f"{path} is not valid JSON: {str(exc)[:200]}") from exc
-    if not isinstance(data, dict):
-        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
-    return data
+    return read_json_object(path, MAX_JSON_BYTES)
 
 
 def is_txviz_dir(path: str | os.PathLike) -> bool:
