@@ -301,15 +301,25 @@ def markdown(result: dict) -> str:
         return "—" if value is None else fmt.format(value)
 
     lines = ["| tokens | plain forward (s) | txviz trace (s) | HF eager + attentions (s) | trace / plain | "
-             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) | rebuild one map (s) | "
-             "rebuild 256 rows (s) |",
+             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) | rebuild one map (ms) | "
+             "rebuild 256 rows (ms) |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in result["results"]:
         lines.append(f"| {row['tokens']} | {cell(row['plain_forward_s'])} | {cell(row['trace_s'])} | "
                      f"{cell(row['hf_eager_attn_s'])} | {cell(row['trace_over_plain'], '{:.2f}×')} | "
                      f"{cell(row['hf_over_trace'], '{:.2f}×')} | {cell(row['peak_rss_mb'], '{:.0f}')} | "
                      f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {cell(row['hf_peak_rss_mb'], '{:.0f}')} | "
-                     f"{cell(row.get('rebuild_map_s'))} | {cell(row.get('rebuild_rows_s'))} |")
+                     f"{cell(_ms(row.get('rebuild_map_s')), '{:.1f}')} | {cell(_ms(row.get('rebuild_rows_s')), '{:.1f}')} |")
+    lines += ["", "CPU seconds (user + sys, medians) of the same runs: what a busy machine's other processes "
+              "cannot inflate as much as wall time.", "",
+              "| tokens | plain forward | txviz trace | HF eager + attentions | trace / plain | HF / trace |",
+              "|---:|---:|---:|---:|---:|---:|"]
+    for row in result["results"]:
+        cpu = row["cpu_s"]
+        plain, traced, hf = cpu.get("plain"), cpu.get("trace"), cpu.get("hf")
+        lines.append(f"| {row['tokens']} | {cell(plain)} | {cell(traced)} | {cell(hf)} | "
+                     f"{cell(traced / plain if traced and plain else None, '{:.2f}×')} | "
+                     f"{cell(hf / traced if hf and traced else None, '{:.2f}×')} |")
     decode = result["decode"]
     lines += ["", f"Decoding {decode['new_tokens']} tokens after a {decode['prompt_tokens']}-token prompt (greedy, "
               f"KV cache): txviz {decode['txviz_tok_s']} tok/s, transformers {cell(decode['hf_tok_s'], '{}')} tok/s; "
@@ -318,6 +328,10 @@ def markdown(result: dict) -> str:
     if skipped:
         lines += ["", "Skipped: " + "; ".join(skipped) + "."]
     return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
 
 
 if __name__ == "__main__":

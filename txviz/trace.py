@@ -95,8 +95,8 @@ class _Stack:
 class LayerRecorder:
     """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted."""
 
-    def __init__(self, stacks: dict[str, _Stack], slot: int, wanted: frozenset[str], maps: MapStorage = MapStorage(),
-                 summaries: LayerSummaries | None = None):
+    def __init__(self, stacks: dict[str, _Stack], slot: int, wanted: frozenset[str],
+                 maps: MapStorage = MapStorage(), summaries: LayerSummaries | None = None):
         self._stacks, self._slot, self._wanted, self._maps, self._summaries = stacks, slot, wanted, maps, summaries
 
     def wants(self, name: str) -> bool:
@@ -147,7 +147,8 @@ class Recorder:
     def layer(self, index: int) -> LayerRecorder:
         if index not in self._slots or not self._layer_names:
             return self._none
-        return LayerRecorder(self._stacks, self._slots[index], self._layer_names, self.maps, self._summaries.get(index))
+        return LayerRecorder(self._stacks, self._slots[index], self._layer_names, self.maps,
+                             self._summaries.get(index))
 
     def residual(self, index: int, x: torch.Tensor) -> None:
         if "resid" in self._residual:
@@ -171,7 +172,7 @@ class Recorder:
                 self._stacks["head_summaries"].put(self._slots[index], summaries.rows)
         data: dict[str, object] = {}
         for name, stack in {**self._stacks, **self._residual}.items():
-            if stack.tensor is not None and stack.complete:  # a name some layers never offer (router captures of dense layers) is left out
+            if stack.tensor is not None and stack.complete:  # names some layers never offer are left out
                 data[name] = stack.tensor
         data.update({k: v for k, v in self._globals.items() if k in self.names})
         if "logits" in self.names:
