@@ -209,13 +209,14 @@ def get_permutation_check(source: str, prompt: str, bos: str) -> dict[str, tuple
 
 
 def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_cache: bool, chat: bool,
-                   on_step=None):
+                   on_step=None, stop_at_eos: bool = True):
     """Greedy generation from the prompt, remembered per session (it is deterministic, and a cached
-    function may not draw the progress bar that ``on_step`` updates)."""
+    function may not draw the progress bar that ``on_step`` updates). ``stop_at_eos=False`` generates
+    exactly ``max_new_tokens`` (a timing needs the same number of steps whatever the model says)."""
     from txviz.generate import generate
 
     memo = st.session_state.setdefault("_generations", {})
-    key = (source, prompt, bos, max_new_tokens, use_cache, chat)
+    key = (source, prompt, bos, max_new_tokens, use_cache, chat, stop_at_eos)
     if key in memo:
         return memo[key]
 
@@ -231,7 +232,7 @@ def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_
                                               element_bytes=loaded.dtype.itemsize, use_cache=use_cache,
                                               gflops=limits().gflops))
     ids = torch.tensor(encoding.ids)
-    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    stop = () if tokenizer.eos_id is None or not stop_at_eos else (tokenizer.eos_id,)
     result = generate(loaded.model, ids, max_new_tokens, stop_ids=stop, on_step=on_step, use_cache=use_cache)
     if len(memo) >= 8:
         memo.pop(next(iter(memo)))

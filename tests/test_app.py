@@ -160,6 +160,23 @@ def test_kv_page_cache_matches_formula_and_live_kv_toggle(app):
     assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
 
 
+def test_kv_speed_tab_times_every_requested_token_even_past_end_of_text(app):
+    # this raw prompt makes the model emit end-of-text at once; the timing must still cover n steps
+    app.query_params["prompt"] = "Tell me a long story about a lighthouse."
+    at = app.run()
+    at.switch_page("app_pages/kv_cache.py").run()
+    at.slider(key="kv_speed_tokens").set_value(8).run()
+    at.button(key="kv_measure").click().run()
+    no_errors(at)
+    spec = chart(at, "kv_speed")
+    assert [trace["name"] for trace in spec["data"]] == ["with KV cache", "recompute everything"]
+    for trace in spec["data"]:
+        x, y = decode(trace["x"]).astype(float), decode(trace["y"]).astype(float)
+        assert len(y) == 7 and np.all(y > 0)  # 8 tokens, the first one (the prefill) left out
+        assert np.array_equal(x, np.arange(x[0], x[0] + 7))
+    assert "ms/token" in " ".join(c.value for c in at.caption)
+
+
 def test_coreference_tab_ranks_heads_and_scores_the_builtin_set(app):
     at = app.run()
     at.switch_page("app_pages/heads.py").run()

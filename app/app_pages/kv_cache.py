@@ -66,13 +66,22 @@ with tab_grow:
 with tab_speed:
     st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
     n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), 48, key="kv_speed_tokens")
+    st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
+               "ignoring end-of-text, so that they time the same steps.")
     if st.button("Measure", key="kv_measure"):
+        speed_bar = st.progress(0.0, text="Timing…")
         try:
-            runs = {"with KV cache" if use_cache else "recompute everything": resources.get_generation(
-                source, prompt, bos, int(n_speed), use_cache, False) for use_cache in (True, False)}
+            runs = {}
+            for done, (name, use_cache) in enumerate((("with KV cache", True), ("recompute everything", False))):
+                def timing_step(step, done=done, name=name) -> None:
+                    fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
+                    speed_bar.progress(min(fraction, 1.0), text=f"{name}: token {step.index + 1} of {n_speed}")
+                runs[name] = resources.get_generation(source, prompt, bos, int(n_speed), use_cache, False,
+                                                      on_step=timing_step, stop_at_eos=False)
             st.session_state["kv_speed_runs"] = runs
         except ValueError as error:
             st.warning(str(error))
+        speed_bar.empty()
     runs = st.session_state.get("kv_speed_runs")
     if runs:
         series = {name: np.array([s.seconds * 1000 for s in run.steps[1:]]) for name, run in runs.items()}
