@@ -91,9 +91,13 @@ def head_view(weights: np.ndarray, tokens: list[str], query: int, *, top: int = 
         fig.add_trace(go.Scatter(x=[0, 1], y=[query, key], mode="lines", hoverinfo="text",
                                  text=f"{tokens[query]!r} → {tokens[key]!r}: {w:.3f}",
                                  line=dict(width=1 + 7 * w / peak, color=f"rgba(31,119,180,{0.15 + 0.85 * w / peak:.3f})")))
+    # a long prompt labels only the query and the keys drawn (8192 labels are a wall, not a view)
+    labelled = range(n) if n <= 128 else sorted({query, *(int(k) for k in strongest)})
     for side, anchor in ((0, "right"), (1, "left")):
-        colors = ["red" if (side == 0 and i == query) else "black" for i in range(n)]
-        fig.add_trace(go.Scatter(x=[side] * n, y=list(range(n)), mode="text", text=tokens,
+        shown = [i for i in labelled if side == 1 or n <= 128 or i == query]
+        colors = ["red" if (side == 0 and i == query) else "black" for i in shown]
+        text = [tokens[i] if n <= 128 else f"{i}: {tokens[i]}" for i in shown]
+        fig.add_trace(go.Scatter(x=[side] * len(shown), y=shown, mode="text", text=text,
                                  textposition=f"middle {anchor}", textfont=dict(color=colors, size=12), hoverinfo="skip"))
     fig.update_layout(showlegend=False, height=min(1200, 120 + 20 * n), margin=dict(l=10, r=10, t=10, b=10))
     fig.update_xaxes(visible=False, range=[-0.8, 1.8])
@@ -220,6 +224,11 @@ def attention_overview(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, red
     token position; the block size is in the title and the hover."""
     probs = np.asarray(probs, dtype=np.float32)
     pooled, block = pool_attention(probs, max_cells=max_cells, reduce=reduce)
+    return pooled_attention(pooled, block, probs.shape[0], reduce=reduce, title=title)
+
+
+def pooled_attention(pooled: np.ndarray, block: int, n_tokens: int, *, reduce: str = "max", title: str = "") -> go.Figure:
+    """A map already pooled by ``pool_attention`` (cells of ``block`` × ``block`` tokens) as a heatmap."""
     rows, cols = np.arange(pooled.shape[0]) * block, np.arange(pooled.shape[1]) * block
     unit = "token" if block == 1 else f"{block}×{block} tokens"
     fig = go.Figure(go.Heatmap(

@@ -19,13 +19,15 @@ import torch
 
 from app.byte_cache import ByteBudgetCache
 from txviz import limits as limits_
-from txviz.analysis.heads import head_table
+from txviz.analysis.heads import head_table, hide_sink, metrics_table
+from txviz.capture_cost import CapturePlan
 from txviz.loading import load
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.sources import confine
 from txviz.loading.tokenizer import TokenizerError
 from txviz.model import InputError
-from txviz.trace import Trace, trace
+from txviz.maps import MapStorage
+from txviz.trace import CaptureError, Trace, trace
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,10 @@ def display_name(loaded: LoadedModel) -> str:
     return Path(loaded.source).name or loaded.config.name
 
 
-def encode(source: str, prompt: str, bos: str, *, n_new: int = 0):
+def encode(source: str, prompt: str, bos: str, *, n_new: int = 0, long: bool = False):
     """The prompt's encoding, or PromptError: empty, too many characters, not text, or more tokens
-    (+ ``n_new`` to generate) than the model's context or the limits allow."""
+    (+ ``n_new`` to generate) than the model's context or the limits allow (TXVIZ_MAX_LONG_TOKENS for
+    a ``long`` view, one that keeps summaries past TXVIZ_MAX_TOKENS)."""
     settings = limits()
     if not isinstance(prompt, str) or not prompt.strip():
         raise PromptError("The prompt is empty: type a sentence in the sidebar.")
@@ -90,7 +93,7 @@ def encode(source: str, prompt: str, bos: str, *, n_new: int = 0):
     try:
         limits_.check_prompt_chars(len(prompt), settings)
         encoding = tokenizer.encode(prompt, bos=bos)
-        limits_.check_prompt_tokens(len(encoding.ids), get_model(source).config, settings, n_new=n_new)
+        limits_.check_prompt_tokens(len(encoding.ids), get_model(source).config, settings, n_new=n_new, long=long)
     except (TokenizerError, limits_.LimitExceeded) as error:
         raise PromptError(str(error)) from None
     if not encoding.ids:
@@ -122,34 +125,77 @@ def _trace_cache() -> ByteBudgetCache:
 
 
 def get_trace(source: str, prompt: str, bos: str, capture: tuple[str, ...] = ("attn_probs",),
-              layers: tuple[int, ...] | None = None) -> PromptTrace:
+              layers: tuple[int, ...] | None = None, maps: MapStorage = MapStorage(), long: bool = False) -> PromptTrace:
     """The trace of a prompt, shared by every session; PromptError before running anything the limits
     refuse (too long, or an estimate above the memory budget)."""
 
     def compute() -> PromptTrace:
-        encoding = encode(source, prompt, bos)
+        encoding = encode(source, prompt, bos, long=long)
         loaded = get_model(source)
-        within_budget(limits_.trace_estimate(loaded.config, len(encoding.ids), capture, layers=layers,
-                                             element_bytes=loaded.dtype.itemsize, gflops=limits().gflops))
-        with st.spinner("Running the model…"):
+        estimate = within_budget(limits_.trace_estimate(loaded.config, len(encoding.ids), capture, layers=layers,
+                                                        maps=maps, element_bytes=loaded.dtype.itemsize,
+                                                        gflops=limits().gflops))
+        with st.spinner(f"Running the model on {len(encoding.ids):,} tokens "
+                        f"(about {limits_.format_seconds(estimate.seconds)} at {limits().gflops:g} GFLOP/s)…"):
             started = time.perf_counter()
             try:
-                tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture, layers=layers)
+                tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture, layers=layers, maps=maps)
             except InputError as error:  # checked above already; kept so no input reaches a page as a traceback
                 raise PromptError(str(error)) from None
         return PromptTrace(tuple(encoding.ids), tuple(encoding.tokens), tuple(encoding.offsets),
                            tuple(encoding.special), tr, time.perf_counter() - started)
 
     # the limits are part of the key: a trace made under looser limits is not served under tighter ones
-    key = (source, prompt, bos, tuple(capture), None if layers is None else tuple(layers), limits())
+    key = (source, prompt, bos, tuple(capture), None if layers is None else tuple(layers), maps, long, limits())
     return _trace_cache().get(key, compute)
+
+
+def attention_plan(source: str, prompt: str, bos: str) -> CapturePlan | None:
+    """How the Attention page captures this prompt: None up to TXVIZ_MAX_TOKENS (every map stored, the
+    trace the other pages share); longer, up to TXVIZ_MAX_LONG_TOKENS, the richest capture that fits
+    the memory budget (txviz.capture_cost.choose_capture: fp32 maps, fp16 lower triangles, or every
+    head's summaries with maps rebuilt from q_rot/k_rot one head at a time)."""
+    from txviz.capture_cost import choose_capture
+
+    settings = limits()
+    n_tokens = len(encode(source, prompt, bos, long=True).ids)
+    if n_tokens <= settings.max_prompt_tokens:
+        return None
+    loaded = get_model(source)
+    try:
+        return choose_capture(loaded.config, n_tokens, settings.memory_budget_bytes,
+                              element_bytes=loaded.dtype.itemsize, weight_bytes=0)
+    except CaptureError as error:
+        raise PromptError(f"{error} (TXVIZ_MEMORY_BUDGET)") from None
+
+
+def get_attention_trace(source: str, prompt: str, bos: str) -> tuple[PromptTrace, CapturePlan | None]:
+    """The Attention page's trace and the plan it was captured with (None: the shared full-map trace)."""
+    plan = attention_plan(source, prompt, bos)
+    if plan is None:
+        return get_trace(source, prompt, bos), None
+    return get_trace(source, prompt, bos, plan.capture, plan.layers, plan.maps, long=True), plan
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def get_head_table(source: str, prompt: str, bos: str) -> pd.DataFrame:
-    traced = get_trace(source, prompt, bos)
-    table = pd.DataFrame(head_table(traced.trace["attn_probs"][:, 0], traced.trace.ids[0], traced.trace.layers))
-    return table
+    """Every head's metrics: from the stored maps, or from the summaries a long trace keeps (equal)."""
+    traced, _ = get_attention_trace(source, prompt, bos)
+    tr = traced.trace
+    if "head_summaries" in tr:
+        return pd.DataFrame(metrics_table(tr.head_metrics(), tr.layers))
+    return pd.DataFrame(head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers))
+
+
+@st.cache_data(show_spinner="Drawing the whole map…", max_entries=64)
+def get_map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool) -> tuple[np.ndarray, int]:
+    """One head's map pooled to at most MAX_MAP_CELLS² cells (block max), remembered per head so that
+    going back to a head of a long prompt is instant (the map itself is rebuilt, then dropped)."""
+    from app.charts import pool_attention
+
+    traced, _ = get_attention_trace(source, prompt, bos)
+    probs = traced.trace.attn(layer, head)
+    return pool_attention((hide_sink(probs) if hide else probs).numpy())
 
 
 def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:

@@ -23,7 +23,7 @@ ZOO = str(Path(__file__).resolve().parents[1] / "assets" / "zoo" / "base")
 @pytest.fixture
 def env(default_model_home, monkeypatch, tmp_path):
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
-    for name in ("TXVIZ_MAX_TOKENS", "TXVIZ_MEMORY_BUDGET", "TXVIZ_MAX_NEW_TOKENS", "TXVIZ_MODEL_DIRS"):
+    for name in ("TXVIZ_MAX_TOKENS", "TXVIZ_MAX_LONG_TOKENS", "TXVIZ_MEMORY_BUDGET", "TXVIZ_MAX_NEW_TOKENS", "TXVIZ_MODEL_DIRS"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -64,11 +64,16 @@ def test_empty_and_blank_prompts_warn_on_every_page(env, page):
 
 def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env):
     env.setenv("TXVIZ_MAX_TOKENS", "16")
+    env.setenv("TXVIZ_MAX_LONG_TOKENS", "20")
     long_prompt = "The trophy didn't fit in the suitcase because it was too big, so she left it at home."
-    at = app_run(prompt=long_prompt)
+    at = app_run(prompt=long_prompt)  # 23 tokens: over both
+    no_exception(at)
+    assert "23 tokens; this server runs at most 20 (TXVIZ_MAX_LONG_TOKENS)" in texts(at.warning)
+    at.switch_page("app_pages/heads.py").run()  # a page that needs every map names its own limit
     no_exception(at)
     warning = texts(at.warning)
-    assert "tokens; this server runs at most 16 (TXVIZ_MAX_TOKENS)" in warning
+    assert "23 tokens; this server runs at most 16 (TXVIZ_MAX_TOKENS)" in warning
+    assert "The Attention page reads up to 20 (TXVIZ_MAX_LONG_TOKENS)" in warning
     at.switch_page("app_pages/kv_cache.py").run()  # generation refuses the same prompt, the page stays up
     no_exception(at)
     assert "TXVIZ_MAX_TOKENS" in texts(at.warning)
@@ -246,9 +251,14 @@ def test_limits_from_secrets_override_the_environment(env):
     from streamlit.testing.v1 import AppTest
 
     env.setenv("TXVIZ_MAX_TOKENS", "4096")
+    env.setenv("TXVIZ_MAX_LONG_TOKENS", "4096")
     at = AppTest.from_file(MAIN, default_timeout=300)
     at.secrets["TXVIZ_MAX_TOKENS"] = 8
+    at.secrets["TXVIZ_MAX_LONG_TOKENS"] = "9"
     at.run()
+    no_exception(at)
+    assert "at most 9 (TXVIZ_MAX_LONG_TOKENS)" in texts(at.warning)
+    at.switch_page("app_pages/positions.py").run()
     no_exception(at)
     assert "at most 8 (TXVIZ_MAX_TOKENS)" in texts(at.warning)
 

@@ -20,8 +20,9 @@ def test_defaults_and_environment():
     assert Limits.from_env({}) == Limits()
     limits = Limits.from_env({"TXVIZ_MAX_TOKENS": "64", "TXVIZ_MAX_NEW_TOKENS": "8", "TXVIZ_MEMORY_BUDGET": "512MiB",
                               "TXVIZ_MAX_CONFIG_BYTES": "4kib", "TXVIZ_MAX_PROMPT_CHARS": "300",
-                              "TXVIZ_TRACE_CACHE_BYTES": "1GB", "TXVIZ_GFLOPS": "2.5", "OTHER": "x"})
-    assert limits == Limits(max_prompt_tokens=64, max_new_tokens=8, memory_budget_bytes=512 * MIB,
+                              "TXVIZ_TRACE_CACHE_BYTES": "1GB", "TXVIZ_GFLOPS": "2.5", "OTHER": "x",
+                              "TXVIZ_MAX_LONG_TOKENS": "512"})
+    assert limits == Limits(max_prompt_tokens=64, max_long_tokens=512, max_new_tokens=8, memory_budget_bytes=512 * MIB,
                             max_config_bytes=4096, max_prompt_chars=300, trace_cache_bytes=10**9, gflops=2.5)
 
 
@@ -53,6 +54,12 @@ def test_prompt_checks_say_the_count_the_limit_and_the_knob():
     check_prompt_tokens(32, config, limits)
     with pytest.raises(LimitExceeded, match=r"33 tokens; this server runs at most 32 \(TXVIZ_MAX_TOKENS\)"):
         check_prompt_tokens(33, config, limits)
+    long = Limits(max_prompt_tokens=32, max_long_tokens=48)  # a summaries view reads further, and says so
+    with pytest.raises(LimitExceeded, match=r"at most 32 \(TXVIZ_MAX_TOKENS\).*reads up to 48 \(TXVIZ_MAX_LONG_TOKENS\)"):
+        check_prompt_tokens(33, config, long)
+    check_prompt_tokens(48, config, long, long=True)
+    with pytest.raises(LimitExceeded, match=r"49 tokens; this server runs at most 48 \(TXVIZ_MAX_LONG_TOKENS\)"):
+        check_prompt_tokens(49, config, long, long=True)
     with pytest.raises(LimitExceeded, match=r"65 tokens; the model's context is 64"):
         check_prompt_tokens(65, config, Limits())
     with pytest.raises(LimitExceeded, match=r"30 tokens \+ 40 new = 70; the model's context is 64"):

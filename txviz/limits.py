@@ -13,6 +13,8 @@ KV cache (txviz.model.kv_cache). Times assume ``gflops`` sustained, a rough figu
 
 Settings (environment variable, default):
   TXVIZ_MAX_TOKENS        1024     tokens a traced prompt may have (attention maps grow with T²)
+  TXVIZ_MAX_LONG_TOKENS   8192     tokens the Attention page reads: past TXVIZ_MAX_TOKENS it keeps every
+                                   head's summaries and rebuilds one map at a time (txviz.capture_cost)
   TXVIZ_MAX_NEW_TOKENS    256      tokens one generation may add
   TXVIZ_MEMORY_BUDGET     2GiB     bytes one trace or generation may take (e.g. 2147483648, 512MiB, 4GB)
   TXVIZ_TRACE_CACHE_BYTES 4GiB     bytes of traces the app keeps for all sessions together
@@ -82,6 +84,7 @@ class Limits:
     """The limits in force. Build with ``from_env``; the app layers Streamlit secrets on top."""
 
     max_prompt_tokens: int = 1024
+    max_long_tokens: int = 8192
     max_new_tokens: int = 256
     memory_budget_bytes: int = 2 * GIB
     trace_cache_bytes: int = 4 * GIB
@@ -116,12 +119,12 @@ class Limits:
 
 
 ENV_NAMES = {
-    "max_prompt_tokens": "TXVIZ_MAX_TOKENS", "max_new_tokens": "TXVIZ_MAX_NEW_TOKENS",
+    "max_prompt_tokens": "TXVIZ_MAX_TOKENS", "max_long_tokens": "TXVIZ_MAX_LONG_TOKENS", "max_new_tokens": "TXVIZ_MAX_NEW_TOKENS",
     "memory_budget_bytes": "TXVIZ_MEMORY_BUDGET", "trace_cache_bytes": "TXVIZ_TRACE_CACHE_BYTES",
     "max_config_bytes": "TXVIZ_MAX_CONFIG_BYTES",
     "max_prompt_chars": "TXVIZ_MAX_PROMPT_CHARS", "gflops": "TXVIZ_GFLOPS",
 }
-PARSERS = {"max_prompt_tokens": _whole, "max_new_tokens": _whole, "memory_budget_bytes": parse_size,
+PARSERS = {"max_prompt_tokens": _whole, "max_long_tokens": _whole, "max_new_tokens": _whole, "memory_budget_bytes": parse_size,
            "trace_cache_bytes": parse_size,
            "max_config_bytes": parse_size, "max_prompt_chars": _whole, "gflops": _positive}
 
@@ -138,15 +141,21 @@ def check_prompt_chars(n_chars: int, limits: Limits) -> None:
                             f"accepted ({ENV_NAMES['max_prompt_chars']}). Shorten it or raise the limit.")
 
 
-def check_prompt_tokens(n_tokens: int, config: ModelConfig, limits: Limits, *, n_new: int = 0) -> None:
-    """The prompt (plus ``n_new`` generated tokens) must fit the model's context and the token limit."""
+def check_prompt_tokens(n_tokens: int, config: ModelConfig, limits: Limits, *, n_new: int = 0,
+                        long: bool = False) -> None:
+    """The prompt (plus ``n_new`` generated tokens) must fit the model's context and the token limit:
+    ``max_long_tokens`` for a view that keeps summaries past ``max_prompt_tokens`` (``long``)."""
     total = n_tokens + n_new
     what = f"The prompt has {n_tokens:,} tokens" + (f" + {n_new:,} new = {total:,}" if n_new else "")
     if total > config.max_seq_len:
         raise LimitExceeded(f"{what}; the model's context is {config.max_seq_len:,} tokens. Shorten it.")
-    if n_tokens > limits.max_prompt_tokens:
-        raise LimitExceeded(f"{what}; this server runs at most {limits.max_prompt_tokens:,} "
-                            f"({ENV_NAMES['max_prompt_tokens']}). Shorten it or raise the limit.")
+    name = "max_long_tokens" if long else "max_prompt_tokens"
+    most = getattr(limits, name)
+    if n_tokens > most:
+        hint = "" if long or limits.max_long_tokens <= most else \
+            f" The Attention page reads up to {limits.max_long_tokens:,} ({ENV_NAMES['max_long_tokens']})."
+        raise LimitExceeded(f"{what}; this server runs at most {most:,} ({ENV_NAMES[name]}). "
+                            f"Shorten it or raise the limit.{hint}")
     if n_new > limits.max_new_tokens:
         raise LimitExceeded(f"{n_new:,} new tokens asked; this server generates at most {limits.max_new_tokens:,} "
                             f"({ENV_NAMES['max_new_tokens']}).")
@@ -178,11 +187,14 @@ def format_seconds(seconds: float) -> str:
 
 def trace_estimate(config: ModelConfig, n_tokens: int, capture: Iterable[str] = ("attn_probs",), *,
                    layers: Iterable[int] | None = None, element_bytes: int = 4, batch: int = 1,
-                   gflops: float = Limits.gflops) -> Estimate:
-    """A trace of ``batch`` sequences of ``n_tokens`` capturing ``capture`` (txviz.capture_cost)."""
+                   gflops: float = Limits.gflops, maps=None) -> Estimate:
+    """A trace of ``batch`` sequences of ``n_tokens`` capturing ``capture`` (txviz.capture_cost), maps
+    kept as ``maps`` (a txviz.maps.MapStorage; None: as the model computes them)."""
     from txviz.capture_cost import capture_cost
+    from txviz.maps import MapStorage
 
-    cost = capture_cost(config, n_tokens, tuple(capture), layers=layers, element_bytes=element_bytes)
+    cost = capture_cost(config, n_tokens, tuple(capture), layers=layers, element_bytes=element_bytes,
+                        maps=maps if maps is not None else MapStorage())
     return Estimate(f"tracing {n_tokens:,} tokens" + (f" × {batch}" if batch > 1 else ""),
                     batch * (cost.stored_bytes + cost.transient_bytes), batch * cost.seconds(gflops))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
+import torch
 
 from app import charts, resources, sidebar, state
 from app.widgets import bounded_slider
@@ -20,6 +21,35 @@ METRIC_HELP = {
     "max_weight": "largest weight per row",
 }
 
+
+def step_by_step(layer: int, head: int, query: int) -> None:
+    """QKᵀ → ÷√d_k → mask → softmax → ·V recomputed from this layer's captured q, k, v."""
+    layer_trace = resources.get_trace(source, prompt, bos, capture=("q_rot", "k_rot", "v", "attn_probs"),
+                                      layers=(layer,)).trace
+    steps = attention_steps(layer_trace.get("q_rot", layer)[0], layer_trace.get("k_rot", layer)[0],
+                            layer_trace.get("v", layer)[0], head, n_groups=config.n_groups)
+    diff = float((steps.probs - layer_trace.attn(layer, head)).abs().max())
+    t, d = steps.q.shape
+    st.markdown(
+        f"Q is **{t} × {d}** (tokens × d_k), K is **{steps.k.shape[0]} × {d}**, so QKᵀ is **{t} × {t}**; "
+        f"d_k = {d}, so the scores are multiplied by 1/√{d} = {steps.scale:.4f}. "
+        f"Recomputed from the captured q, k, v, the weights differ from the model's own by at most **{diff:.1e}**.")
+    a, b = st.columns(2)
+    a.plotly_chart(charts.matrix(steps.raw.numpy(), title="1. QKᵀ (raw dot products)"), key="step_raw")
+    b.plotly_chart(charts.matrix(steps.masked.numpy(), title="2–3. ÷√d_k, then the causal mask (grey = −∞)"),
+                   key="step_masked")
+    a.plotly_chart(charts.matrix(steps.probs.numpy(), title="4. softmax (rows sum to 1)", colorscale="Blues",
+                                 symmetric=False), key="step_probs")
+    b.plotly_chart(charts.matrix(steps.output.numpy(), title=f"5. weights · V → {t} × {d} output of this head"),
+                   key="step_out")
+    st.markdown(f"**Without the √d_k scaling**, row {query} ({tokens[query]!r}): the softmax gets sharper "
+                f"(entropy {float(entropy(steps.probs[query])):.2f} → {float(entropy(steps.unscaled_probs[query])):.2f} nats), "
+                "and saturated softmaxes have tiny gradients, which is why the scaling is there.")
+    st.plotly_chart(charts.softmax_with_and_without_scaling(steps.probs[query, : query + 1].numpy(),
+                                                            steps.unscaled_probs[query, : query + 1].numpy(),
+                                                            tokens[: query + 1]), key="step_softmax")
+
+
 st.title("Attention")
 st.markdown(
     "Every token asks a question (its **query** q), every token advertises what it holds (its **key** k), "
@@ -29,14 +59,35 @@ st.markdown(
 st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}}+M\Big)V,\qquad "
          r"M_{ij}=\begin{cases}0 & j\le i\\ -\infty & j>i\end{cases}")
 
-source, loaded, traced = sidebar.prompt_trace()
+source, loaded = sidebar.current()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
+try:
+    traced, plan = resources.get_attention_trace(source, prompt, bos)
+except resources.PromptError as error:
+    st.warning(str(error))
+    st.stop()
 tokens = list(traced.tokens)
+n = traced.n_tokens
+big = n > charts.MAX_MAP_CELLS  # drawn pooled, with a full-resolution region beside it
 st.markdown(charts.token_strip_html(tokens, list(traced.special)), unsafe_allow_html=True)
-st.caption(f"{traced.n_tokens} tokens · the whole model ran once in {traced.seconds * 1000:.0f} ms and every "
+st.caption(f"{n:,} tokens · the whole model ran once in {traced.seconds * 1000:,.0f} ms and every "
            f"{config.n_layers} × {config.n_heads} map below comes from that run. "
            f"Policy before the prompt: **{state.BOS_POLICIES[bos]}** (sidebar).")
+if plan is not None:
+    from txviz.capture_cost import capture_cost
+    from txviz.limits import format_bytes
+
+    full = capture_cost(config, n, ("attn_probs",), element_bytes=loaded.dtype.itemsize)
+    st.info(f"**A long prompt: cost-aware capture.** Keeping every map would take "
+            f"{format_bytes(full.stored_bytes)} ({config.n_layers} layers × {config.n_heads} heads × {n:,}² × "
+            f"{loaded.dtype.itemsize} bytes); this trace keeps **{format_bytes(plan.cost.stored_bytes)}**: "
+            f"{plan.reason}. Every head's metrics come from per-row summaries computed during the pass and "
+            "equal those of the full maps to float32 rounding (tested); "
+            + ("a head's map is rebuilt from the kept queries and keys when you open it, equal to the model's "
+               "own to float32 rounding." if "q_rot" in plan.capture else
+               "the maps are kept in float16 (about 3 significant digits)." if plan.maps.dtype == torch.float16
+               else "the maps are the model's own."))
 
 # A click on the overview grid picks a head: apply it before the layer/head widgets are drawn.
 selection = st.session_state.get("head_grid")
@@ -64,54 +115,57 @@ with right:
     hide = c3.toggle("Hide sink", key="hide_sink",
                      help="Drop the weight on the first token and renormalize the rest of each row.")
     layer, head = int(state.get("layer")), int(state.get("head"))
-    probs = traced.trace.attn(layer, head)
-    shown = hide_sink(probs) if hide else probs
     kv_head = head // config.n_groups
     title = (f"Layer {layer}, head {head} (shares KV head {kv_head} with {config.n_groups - 1} other"
              f"{'s' if config.n_groups != 2 else ''})" if config.n_groups > 1 else f"Layer {layer}, head {head}")
-    st.plotly_chart(charts.attention_heatmap(shown.numpy(), tokens, tokens, title=title), key="heatmap")
+    if not big:
+        probs = traced.trace.attn(layer, head)
+        shown = hide_sink(probs) if hide else probs
+        st.plotly_chart(charts.attention_heatmap(shown.numpy(), tokens, tokens, title=title), key="heatmap")
+    else:
+        pooled, block = resources.get_map_overview(source, prompt, bos, layer, head, hide)
+        st.plotly_chart(charts.pooled_attention(pooled, block, n, title=title), key="heatmap")
+        size = min(64, n)
+        r1, r2 = st.columns(2)
+        q0 = r1.number_input("Region: first query", 0, n - size, n - size, step=size // 2, key="region_query")
+        k0 = r2.number_input("Region: first key", 0, n - size, max(0, int(q0) - size // 2), step=size // 2,
+                             key="region_key")
+        q0, k0 = int(q0), int(k0)
+        rows = traced.trace.attn(layer, head, rows=slice(q0, q0 + size))  # exact weights, only these rows
+        rows = hide_sink(rows) if hide else rows
+        st.plotly_chart(charts.attention_region(rows[:, k0:k0 + size].numpy(), tokens[q0:q0 + size],
+                                                tokens[k0:k0 + size], q_offset=q0, k_offset=k0,
+                                                title=f"Exact weights: queries {q0}–{q0 + size - 1} × keys {k0}–{k0 + size - 1}"),
+                        key="heatmap_region")
+        st.caption(f"The whole {n:,} × {n:,} map is drawn as {pooled.shape[0]} × {pooled.shape[1]} cells "
+                   f"(the largest weight in each {block} × {block} block); the region below it shows the exact "
+                   "weights of the rows and keys you pick.")
     row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
     st.caption(" · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m]))
 
 st.subheader("Head view")
 query = st.select_slider("Query token", options=list(range(len(tokens))), value=len(tokens) - 1, key="query_token",
                          format_func=lambda i: f"{i}: {tokens[i]}")
-st.plotly_chart(charts.head_view(shown[query].numpy(), tokens, query), key="head_view")
+query_row = traced.trace.attn(layer, head, rows=slice(query, query + 1))
+query_row = (hide_sink(query_row) if hide else query_row)[0]
+st.plotly_chart(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
 st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")
 
 with st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V", expanded=False):
-    layer_trace = resources.get_trace(source, prompt, bos, capture=("q_rot", "k_rot", "v", "attn_probs"),
-                                      layers=(layer,)).trace
-    steps = attention_steps(layer_trace.get("q_rot", layer)[0], layer_trace.get("k_rot", layer)[0],
-                            layer_trace.get("v", layer)[0], head, n_groups=config.n_groups)
-    diff = float((steps.probs - layer_trace.attn(layer, head)).abs().max())
-    t, d = steps.q.shape
-    st.markdown(
-        f"Q is **{t} × {d}** (tokens × d_k), K is **{steps.k.shape[0]} × {d}**, so QKᵀ is **{t} × {t}**; "
-        f"d_k = {d}, so the scores are multiplied by 1/√{d} = {steps.scale:.4f}. "
-        f"Recomputed from the captured q, k, v, the weights differ from the model's own by at most **{diff:.1e}**.")
-    a, b = st.columns(2)
-    a.plotly_chart(charts.matrix(steps.raw.numpy(), title="1. QKᵀ (raw dot products)"), key="step_raw")
-    b.plotly_chart(charts.matrix(steps.masked.numpy(), title="2–3. ÷√d_k, then the causal mask (grey = −∞)"),
-                   key="step_masked")
-    a.plotly_chart(charts.matrix(steps.probs.numpy(), title="4. softmax (rows sum to 1)", colorscale="Blues",
-                                 symmetric=False), key="step_probs")
-    b.plotly_chart(charts.matrix(steps.output.numpy(), title=f"5. weights · V → {t} × {d} output of this head"),
-                   key="step_out")
-    st.markdown(f"**Without the √d_k scaling**, row {query} ({tokens[query]!r}): the softmax gets sharper "
-                f"(entropy {float(entropy(steps.probs[query])):.2f} → {float(entropy(steps.unscaled_probs[query])):.2f} nats), "
-                "and saturated softmaxes have tiny gradients, which is why the scaling is there.")
-    st.plotly_chart(charts.softmax_with_and_without_scaling(steps.probs[query, : query + 1].numpy(),
-                                                            steps.unscaled_probs[query, : query + 1].numpy(),
-                                                            tokens[: query + 1]), key="step_softmax")
+    if big:  # four T × T matrices: only where the map itself is drawn cell by cell
+        st.info(f"Step by step draws every intermediate T × T matrix cell by cell, so it is shown for prompts of "
+                f"up to {charts.MAX_MAP_CELLS} tokens; this one has {n:,}.")
+    else:
+        step_by_step(layer, head, query)
 
 st.subheader("Every head, sortable")
 st.dataframe(table, hide_index=True, key="head_table",
              column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m], format="%.3f") for m in METRICS})
 st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv")
 head_rows = [{k: (None if v != v else v) for k, v in row.items()} for row in table.to_dict("records")]
+with_map = plan is None  # a long prompt's map would be hundreds of megabytes of JSON
 st.download_button(
-    "Download this trace (JSON: tokens, every head's metrics, this head's map)",
+    "Download this trace (JSON: tokens, every head's metrics" + (", this head's map)" if with_map else ")"),
     export.trace_json(model=source, prompt=prompt, bos=bos, ids=traced.ids, tokens=tokens, offsets=traced.offsets,
-                      head_rows=head_rows, maps={(layer, head): probs}),
+                      head_rows=head_rows, maps={(layer, head): traced.trace.attn(layer, head)} if with_map else {}),
     file_name=f"txviz-trace-L{layer}H{head}.json", mime="application/json")

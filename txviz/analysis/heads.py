@@ -69,11 +69,17 @@ def head_metrics(probs: torch.Tensor, ids: torch.Tensor) -> dict[str, torch.Tens
 
 def head_table(probs: torch.Tensor, ids: torch.Tensor, layers: tuple[int, ...] | None = None) -> list[dict]:
     """One row per (layer, head) with every metric: the table the CLI prints and the app sorts."""
-    metrics = head_metrics(probs, ids)
-    layers = layers if layers is not None else tuple(range(probs.shape[0]))
+    return metrics_table(head_metrics(probs, ids), layers)
+
+
+def metrics_table(metrics: dict[str, torch.Tensor], layers: tuple[int, ...] | None = None) -> list[dict]:
+    """The same table from (L, H) metrics however they were computed: from full maps (head_metrics) or
+    from a long trace's per-row summaries (``Trace.head_metrics``)."""
+    first = next(iter(metrics.values()))
+    layers = layers if layers is not None else tuple(range(first.shape[0]))
     table = []
     for li, layer in enumerate(layers):
-        for head in range(probs.shape[1]):
+        for head in range(first.shape[1]):
             row = {"layer": layer, "head": head}
             for name, values in metrics.items():
                 value = float(values[li, head])
