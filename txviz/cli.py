@@ -18,7 +18,28 @@ def _progress(fraction: float, message: str) -> None:
 
 def _load(args):
     from txviz.loading import load
-    return load(args.model, device=args.device, dtype=DTYPES[args.dtype])
+    if args.device_map is None:
+        return load(args.model, device=args.device, dtype=DTYPES[args.dtype])
+    from txviz.model.placement import dispatch
+    if args.device is not None:
+        raise ValueError("give --device or --device-map, not both")
+    loaded = load(args.model, device="cpu", dtype=DTYPES[args.dtype])  # then spread from CPU memory
+    dispatch(loaded.model, args.device_map, max_memory=_max_memory(args.max_memory), offload_dir=args.offload_dir)
+    return loaded
+
+
+def _max_memory(text: str | None) -> dict[int | str, str] | None:
+    """"0=20GiB,1=20GiB,cpu=64GiB" → {0: "20GiB", 1: "20GiB", "cpu": "64GiB"} (accelerate reads the sizes)."""
+    if text is None:
+        return None
+    budget = {}
+    for item in text.split(","):
+        device, _, size = item.strip().partition("=")
+        if not device or not size:
+            raise ValueError(f"--max-memory takes DEVICE=SIZE items separated by commas, e.g. 0=20GiB,cpu=64GiB; "
+                             f"got {item!r}")
+        budget[int(device) if device.isdigit() else device] = size
+    return budget
 
 
 def cmd_fetch(args) -> dict:
@@ -36,7 +57,7 @@ def cmd_info(args) -> dict:
         "source": loaded.source, "format": loaded.format, "device": str(loaded.device),
         "dtype": str(loaded.dtype).removeprefix("torch."), "n_params": loaded.n_params,
         "attention": config.attention_kind, "kv_bytes_per_token": kv_bytes_per_token(config, element),
-        "config": config.to_dict(),
+        "config": config.to_dict(), "device_map": getattr(loaded.model, "hf_device_map", None),
     }
 
 
@@ -140,6 +161,7 @@ def cmd_bench(args) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from txviz.model.placement import STRATEGIES
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -150,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--model", default=None, help="a .gguf file or HF checkpoint directory (default: SmolLM2-135M-Instruct)")
             p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
             p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
+            p.add_argument("--device-map", choices=STRATEGIES, default=None,
+                           help="spread the model over GPUs, CPU and disk with accelerate (txviz.model.placement)")
+            p.add_argument("--max-memory", default=None, help="budget per device for --device-map, e.g. 0=20GiB,cpu=64GiB")
+            p.add_argument("--offload-dir", default=None, help="where --device-map writes the parts sent to disk")
         return p
 
     command("fetch", "download the default model into the cache (TXVIZ_HOME)", model=False).set_defaults(run=cmd_fetch)

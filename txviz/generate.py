@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Literal
 import torch
 
 from txviz.model import InputError, KVCache
+from txviz.model.placement import layer_devices
 
 
 # ---- sampling -----------------------------------------------------------------------------------
@@ -139,9 +140,8 @@ class _CachedRun:
 
     def __init__(self, model, prompt: torch.Tensor, max_new_tokens: int):
         self.model, self.prompt = model, prompt
-        weight = model.embed.weight
         self.cache = KVCache(model.config, prompt.shape[1] + max_new_tokens, batch=prompt.shape[0],
-                             dtype=weight.dtype, device=weight.device)
+                             dtype=model.embed.weight.dtype, device=layer_devices(model))
 
     def next_logits(self, previous: int | None) -> tuple[torch.Tensor, int]:
         if previous is None:
@@ -193,12 +193,14 @@ def generate(model, ids, max_new_tokens: int, *, sampling: Sampling = GREEDY, st
     prompt = _check_request(model, ids, max_new_tokens)
     stop = frozenset(int(token) for token in stop_ids)
     run = _CachedRun(model, prompt, max_new_tokens) if use_cache else _UncachedRun(model, prompt)
-    generator = None if sampling.greedy else sampling.generator(model.embed.weight.device)
+    generator = None
     steps: list[Step] = []
     previous, stop_reason = None, "max_new_tokens"
     for index in range(max_new_tokens):
         start = time.perf_counter()
         logits, computed = run.next_logits(previous)
+        if generator is None and not sampling.greedy:  # where the logits are (a split model: the ids')
+            generator = sampling.generator(logits.device)
         token = int(sample_token(logits, sampling, generator)[0])
         seconds = time.perf_counter() - start
         step = Step(index=index, position=prompt.shape[1] + index, token=token, tokens_computed=computed,

@@ -20,7 +20,7 @@ rows, which is exactly what ``analysis.heads.head_metrics`` does on a full map.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -42,12 +42,14 @@ class TokenPatterns:
         first_seen = torch.stack([_first_occurrence(row) for row in ids])  # (B, T)
         self.has_duplicate = first_seen <= positions - 1  # some j < i holds the same token
         self.has_induction = first_seen <= positions - 2  # some j−1 < i−1 does, so 1 ≤ j < i exists
-        self._blocks: dict[tuple[int, int, int, int], BlockPatterns] = {}
+        self._blocks: dict[tuple, BlockPatterns] = {}  # (rows, keys, device) → patterns
 
-    def block(self, rows: slice, keys: slice) -> "BlockPatterns":
-        key = (rows.start, rows.stop, keys.start, keys.stop)
+    def block(self, rows: slice, keys: slice, device: torch.device | None = None) -> "BlockPatterns":
+        """The patterns of one block, on ``device`` (where the layer computing it runs; None: the ids')."""
+        device = self.ids.device if device is None else device
+        key = (rows.start, rows.stop, keys.start, keys.stop, device)
         if key not in self._blocks:
-            self._blocks[key] = BlockPatterns.build(self, rows, keys)
+            self._blocks[key] = BlockPatterns.build(self, rows, keys).to(device)
         return self._blocks[key]
 
 
@@ -79,6 +81,11 @@ class BlockPatterns:
                    prev_index=prev_index.clamp(0, len(k_pos) - 1),
                    prev_reachable=(prev_index >= 0) & (prev_index < len(k_pos)),
                    undefined=undefined, first_key_is_token_0=keys.start == 0)
+
+    def to(self, device: torch.device) -> "BlockPatterns":
+        """The same patterns on ``device``, for a layer computing there (txviz.model.placement)."""
+        moved = {f.name: getattr(self, f.name).to(device) for f in fields(self) if f.name != "first_key_is_token_0"}
+        return replace(self, **moved)
 
 
 def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
@@ -118,7 +125,7 @@ class LayerSummaries:
         if self.rows is None:
             b, h, _, _ = probs.shape
             self.rows = torch.full((b, h, self.patterns.ids.shape[1], len(METRICS)), float("nan"))
-        self.rows[:, :, rows] = row_metrics(probs, scores, self.patterns.block(rows, keys)).cpu()
+        self.rows[:, :, rows] = row_metrics(probs, scores, self.patterns.block(rows, keys, probs.device)).cpu()
 
 
 def head_metrics(rows: torch.Tensor) -> dict[str, torch.Tensor]:

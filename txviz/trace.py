@@ -83,8 +83,8 @@ class _Stack:
 
     def put(self, index: int, tensor: torch.Tensor) -> None:
         if self.tensor is None:
-            self.tensor = torch.empty((len(self.filled), *tensor.shape), dtype=tensor.dtype)
-        self.tensor[index].copy_(tensor.detach())
+            self.tensor = torch.empty((len(self.filled), *tensor.shape), dtype=tensor.dtype, device="cpu")
+        self.tensor[index].copy_(tensor.detach())  # from any device: each layer's capture leaves it at once
         self.filled[index] = True
 
     @property

@@ -20,7 +20,9 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        """Where the model runs, or, spread over several devices, where it takes its input."""
+        from txviz.model.placement import compute_device
+        return compute_device(self.model)
 
     @property
     def dtype(self) -> torch.dtype:

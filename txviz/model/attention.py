@@ -18,6 +18,8 @@ same output without materializing the T×S matrix. What a recorder asks for pick
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -46,6 +48,7 @@ class AttentionContext:
     def __init__(self, positions: nn.Module, q_pos: torch.Tensor, k_pos: torch.Tensor,
                  sliding_window: int | None, dtype: torch.dtype):
         self.q_pos, self.k_pos, self.window = q_pos, k_pos, sliding_window
+        self.start = int(q_pos[0]) if len(q_pos) else 0  # where new tokens go in a cache: read once, not per layer
         rotation = positions.rotation(q_pos)
         self.cos, self.sin = (None, None) if rotation is None else (r.to(dtype) for r in rotation)
         self.alibi = positions.bias(q_pos, k_pos)  # (H, T, S) or None
@@ -56,6 +59,19 @@ class AttentionContext:
         # (no mask to build per step, and the fused kernel takes its fast path).
         self.all_visible = self.alibi is None and not self.keys_are_queries and self._no_key_hidden()
         self.mask = None if self.is_causal or self.all_visible else self._build_mask(sliding_window, dtype)
+        self._on_device = {q_pos.device: self}
+
+    def on(self, device: torch.device) -> "AttentionContext":
+        """This context with its tensors (positions, cos/sin, ALiBi bias, mask) on ``device``: a layer
+        placed on another device than the embedding (txviz.model.placement) gets copies made once per
+        call and device, shared by every layer there."""
+        if device not in self._on_device:
+            moved = copy.copy(self)
+            for name in ("q_pos", "k_pos", "cos", "sin", "alibi", "mask"):
+                value = getattr(self, name)
+                setattr(moved, name, None if value is None else value.to(device))
+            self._on_device[device] = moved  # the dict is shared with the copy
+        return self._on_device[device]
 
     def _no_key_hidden(self) -> bool:
         newest_key, oldest_key = int(self.k_pos.max()), int(self.k_pos.min())
@@ -147,12 +163,13 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache=None, record=None) -> torch.Tensor:
         # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
         b, t, _ = x.shape
+        ctx = ctx.on(x.device)
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
         if cache is not None:
-            k_all, v_all = cache.update(int(ctx.q_pos[0]), k_rot, v)  # (B, Hkv, S, D)
+            k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D)
         else:
             k_all, v_all = k_rot, v
         if record is not None:

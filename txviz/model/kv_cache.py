@@ -13,6 +13,8 @@ holds it equal to ``kv_cache_bytes``.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 
 from txviz.config import ModelConfig
@@ -92,17 +94,23 @@ class LayerKVCache:
 
 class KVCache:
     """One LayerKVCache per layer and the number of tokens seen. Pass it to ``Decoder.forward``;
-    the model itself keeps no state between calls."""
+    the model itself keeps no state between calls. ``device`` is one device, or one per layer for a
+    model whose layers sit on several (txviz.model.placement.layer_devices): each layer's K and V
+    live where that layer computes."""
 
     def __init__(self, config: ModelConfig, max_tokens: int, *, batch: int = 1,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+                 dtype: torch.dtype = torch.float32,
+                 device: torch.device | str | Sequence[torch.device | str] = "cpu"):
         window = config.sliding_window
         capacity = min(max_tokens, window) if window else max_tokens
+        devices = [device] * config.n_layers if isinstance(device, (str, torch.device)) else list(device)
+        if len(devices) != config.n_layers:
+            raise ValueError(f"{len(devices)} devices for a cache of {config.n_layers} layers")
         self.layers = [
             LayerKVCache(batch, config.n_kv_heads, capacity, config.head_dim,
                          window=window if window and window < max_tokens else None,
-                         dtype=dtype, device=device)
-            for _ in range(config.n_layers)
+                         dtype=dtype, device=layer_device)
+            for layer_device in devices
         ]
         self.max_tokens = max_tokens
         self.seq_len = 0

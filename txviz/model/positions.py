@@ -144,8 +144,12 @@ class LearnedPositions(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(config.max_seq_len, config.d_model))
 
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        """The rows of ``positions`` (T, d). A call, so a placement hook can bring an offloaded table."""
+        return self.weight[positions]
+
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return x + self.weight[positions]
+        return x + self(positions).to(x.device)
 
     def rotation(self, positions: torch.Tensor) -> None:
         return None

@@ -4,7 +4,9 @@
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
 caller wants to see is asked for per call through a recorder (txviz.trace); a KV cache is passed
-in explicitly (txviz.model.kv_cache).
+in explicitly (txviz.model.kv_cache). Its layers may sit on different devices, or be offloaded
+(txviz.model.placement): every weight is used by calling the module that owns it, so a placement hook
+sees it run, and position tables follow the hidden states.
 
 Parameter names (the loaders' target):
   embed.weight · positions.weight (learned only) · final_norm.{weight,bias} · lm_head.weight (untied)
@@ -88,10 +90,12 @@ class Decoder(nn.Module):
     def forward(self, ids: torch.Tensor, *, cache=None, record=None, last_only: bool = False) -> torch.Tensor:
         """ids (B, T) → logits (B, T, V), or (B, 1, V) with ``last_only``."""
         start = cache.seq_len if cache is not None else 0
-        ids = self.check_ids(ids, start).to(self.embed.weight.device)
+        ids = self.check_ids(ids, start)
+        if self.embed.weight.device.type != "meta":  # offloaded (txviz.model.placement): its hook moves ids
+            ids = ids.to(self.embed.weight.device)
         n_new = ids.shape[1]
         q_pos = torch.arange(start, start + n_new, device=ids.device)
-        k_pos = cache.key_positions(n_new) if cache is not None else q_pos
+        k_pos = cache.key_positions(n_new).to(q_pos.device) if cache is not None else q_pos
         x = self.positions.add_to_embeddings(self.embed(ids), q_pos)  # (B, T, d)
         ctx = AttentionContext(self.positions, q_pos, k_pos, self.config.sliding_window, x.dtype)
         if record is not None:
@@ -106,7 +110,10 @@ class Decoder(nn.Module):
             cache.advance(n_new)
         if last_only:
             x = x[:, -1:]
-        return F.linear(self.final_norm(x), self.unembedding)
+        x = self.final_norm(x)
+        if self.lm_head is not None:  # called, not read: a placement hook must see the head run
+            return self.lm_head(x)
+        return F.linear(x.to(self.embed.weight.device), self.embed.weight)
 
     @classmethod
     def from_state_dict(cls, config: ModelConfig, state_dict: dict[str, torch.Tensor], *,
