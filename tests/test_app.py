@@ -64,6 +64,19 @@ def test_attention_page_shows_the_prompt_and_follows_the_head(app):
     assert at.query_params["head"] == ["5"] or at.query_params["head"] == "5"
 
 
+def test_step_by_step_runs_only_when_opened_and_matches_the_model(app):
+    at = app.run()
+    ids = [el.proto.id for el in at.get("plotly_chart")]
+    assert not any("step_raw" in i for i in ids)  # collapsed: not computed, not sent
+    at.session_state["steps_open"] = True  # what a click on the expander does
+    at.run()
+    no_errors(at)
+    probs = decode(chart(at, "step_probs")["data"][0]["z"]).astype(float)
+    heat = decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(probs, np.nan_to_num(heat), atol=1e-6)  # recomputed = the model's own
+    assert any("differ from the model's own by at most" in m.value for m in at.markdown)
+
+
 def test_sink_toggle_renormalizes_without_the_first_token(app):
     at = app.run()
     at.toggle(key="hide_sink").set_value(True).run()

@@ -92,6 +92,8 @@ def test_long_prompt_uses_summaries_and_equals_the_full_trace(default_model, def
     no_errors(at)
     z = decode(chart(at, "heatmap_region")["data"][0]["z"]).astype(float)
     np.testing.assert_allclose(z[:, :1], full.attn(3, 4).numpy()[100:164, :1], atol=1e-5)  # the sink column
+    at.session_state["steps_open"] = True
+    at.run()
     assert "Step by step draws every intermediate" in " ".join(i.value for i in at.info)
 
 

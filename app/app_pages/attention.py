@@ -151,11 +151,14 @@ query_row = (hide_sink(query_row) if hide else query_row)[0]
 st.plotly_chart(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
 st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")
 
-with st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V", expanded=False):
-    if big:  # four T × T matrices: only where the map itself is drawn cell by cell
+# lazy: the step-by-step runs (one more traced pass of this layer) only while the expander is open
+steps_box = st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V", expanded=False,
+                        key="steps_open", on_change="rerun")
+with steps_box:
+    if steps_box.open and big:  # four T × T matrices: only where the map itself is drawn cell by cell
         st.info(f"Step by step draws every intermediate T × T matrix cell by cell, so it is shown for prompts of "
                 f"up to {charts.MAX_MAP_CELLS} tokens; this one has {n:,}.")
-    else:
+    elif steps_box.open:
         step_by_step(layer, head, query)
 
 st.subheader("Every head, sortable")
