@@ -44,6 +44,11 @@ def prompts_of(n_tokens: int, count: int) -> list[str]:
     return prompts
 
 
+def _cycle(n: int, count: int) -> list[int]:
+    """``count`` values in 1 … n−1, then 0, …, each different from the one before (heads, layers)."""
+    return [(i + 1) % n for i in range(count)]
+
+
 def _median_ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 1)
 
@@ -66,13 +71,20 @@ def server_latency(repeats: int, n_tokens: int = 64) -> dict:
         _check(at)
         return time.perf_counter() - started
 
-    heads = [timed(lambda h=h: at.number_input(key="head").set_value(h)) for h in range(1, 1 + 2 * repeats)]
+    config = _config()
+    heads = [timed(lambda h=h: at.number_input(key="head").set_value(h)) for h in _cycle(config.n_heads, 2 * repeats)]
     layers = [timed(lambda layer=layer: at.slider(key="layer").set_value(layer))
-              for layer in range(1, 1 + 2 * repeats)]
+              for layer in _cycle(config.n_layers, 2 * repeats)]
     new_prompts = [timed(lambda p=p: at.sidebar.text_area(key="prompt").input(p)) for p in prompts[1:]]
     return {"first_run_s": round(first_run, 2), "head_switch_ms": _median_ms(heads),
             "layer_switch_ms": _median_ms(layers), "prompt_64_s": round(statistics.median(new_prompts), 3),
             "samples": {"head_switch_s": heads, "layer_switch_s": layers, "prompt_64_s": new_prompts}}
+
+
+def _config():
+    from txviz.loading import load
+
+    return load().config
 
 
 def _check(at) -> None:
@@ -99,17 +111,19 @@ def browser_latency(repeats: int, n_tokens: int = 64) -> dict:
             for prompt in prompts:
                 box = page.locator(".st-key-prompt textarea")
                 box.fill(prompt)
+                before = page.locator(".st-key-heatmap").inner_text()
                 started = time.perf_counter()
                 box.press("Control+Enter")
-                page.wait_for_selector("[data-testid='stApp'][data-test-script-state='running']", timeout=30_000)
-                page.wait_for_selector(IDLE, timeout=120_000)
+                page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=before,
+                                       timeout=120_000)  # the new prompt's map is drawn
+                page.wait_for_selector(IDLE, timeout=120_000)  # the script has sent everything
                 page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
                                        arg=[CHART, n_charts], timeout=60_000)
                 prompt_times.append(time.perf_counter() - started)
                 wait_idle(page)
 
             head_times = []
-            for head in range(1, 1 + 2 * repeats):
+            for head in _cycle(_config().n_heads, 2 * repeats):
                 box = page.locator(".st-key-head input")
                 box.fill(str(head))
                 started = time.perf_counter()
