@@ -134,3 +134,37 @@ def test_moe_and_tradeoffs_pages(server, tmp_path):
         assert page.locator(ERROR).count() == 0
         page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts(tmp_path) / "tradeoffs.png"), full_page=False)
+
+
+def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(server, tmp_path):
+    """About 2000 tokens pasted (past TXVIZ_MAX_TOKENS): the page says what it keeps, draws the map pooled,
+    and the region box shows exact weights of the rows asked for."""
+    text = (Path(__file__).resolve().parents[1] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
+    with chromium_page() as page:
+        page.goto(server)
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        prompt = page.locator(".st-key-prompt textarea")
+        prompt.fill((text + "\n") * 2)
+        started = time.perf_counter()
+        prompt.press("Control+Enter")
+        page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
+                               timeout=300_000)
+        page.wait_for_selector(f".st-key-heatmap_region {CHART}", timeout=120_000)
+        wait_idle(page, timeout_ms=300_000)
+        seconds = time.perf_counter() - started
+        body = page.locator("[data-testid='stMainBlockContainer']").inner_text()
+        assert page.locator(ERROR).count() == 0
+        assert "Keeping every map would take" in body and "the largest weight in each 8 × 8 block" in body
+        title = page.locator(".st-key-heatmap").inner_text()
+        assert "each cell = 8×8 tokens" in title
+        region = page.locator(".st-key-region_query input")
+        region.fill("100")
+        region.press("Enter")
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap_region')?.innerText"
+                               ".includes('queries 100–163')", timeout=60_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        print(f"\n~2000-token prompt → pooled map and region drawn: {seconds:.1f} s")
+        page.locator(".st-key-heatmap").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)

@@ -61,3 +61,12 @@ def test_region_keeps_full_resolution_and_absolute_positions():
     assert "queries 200–209 × keys 195–214" in fig.layout.title.text
     with pytest.raises(ValueError, match="over 256×256"):
         charts.attention_region(probs[:, :10], tokens, tokens[:10], q_offset=0, k_offset=0)
+
+
+def test_overview_colour_saturates_at_the_99th_percentile_so_a_sink_does_not_wash_it_out():
+    probs = causal_map(1024) * 0.1
+    probs[:, 0] = 1.0  # an attention sink: one column near 1
+    fig = charts.attention_overview(probs)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert fig.data[0].zmax == pytest.approx(np.nanpercentile(z, 99))
+    assert fig.data[0].zmax < 0.5 and np.nanmax(z) == 1.0  # the sink is still there, at the top of the scale
