@@ -109,3 +109,25 @@ def test_the_page_refuses_past_the_long_limit_and_names_it(default_model_home, m
     no_errors(at)
     assert f"{len(ids)} tokens; this server runs at most 200 (TXVIZ_MAX_LONG_TOKENS)" in " ".join(
         w.value for w in at.warning)
+
+
+def test_a_budget_for_some_layers_keeps_the_leading_ones_and_the_page_stays_inside(
+        default_model, default_model_home, long_prompt, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    prompt, ids, full = long_prompt
+    budget = capture_cost(default_model.config, len(ids), SUMMARY_CAPTURE, layers=range(10)).peak_bytes
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    monkeypatch.setenv("TXVIZ_MAX_TOKENS", "64")
+    monkeypatch.setenv("TXVIZ_MEMORY_BUDGET", str(budget))
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["prompt"] = prompt
+    at.query_params["layer"] = "20"  # a link made on a bigger budget
+    at.run()
+    no_errors(at)
+    assert "of layers 0–9 only" in " ".join(i.value for i in at.info)
+    assert at.slider(key="layer").value == 9 and at.slider(key="layer").max == 9
+    assert len(at.dataframe[0].value) == 10 * default_model.config.n_heads
+    z = decode(chart(at, "heatmap_region")["data"][0]["z"]).astype(float)
+    n = len(ids)
+    np.testing.assert_allclose(np.nan_to_num(z[:, -1]), full.attn(9, 0).numpy()[n - 64:, n - 64 - 32 + 63], atol=1e-5)

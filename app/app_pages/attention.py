@@ -69,6 +69,9 @@ except resources.PromptError as error:
     st.stop()
 tokens = list(traced.tokens)
 n = traced.n_tokens
+n_layers = len(traced.trace.layers)  # a budget too small for every layer keeps the leading ones
+if n_layers < config.n_layers:
+    state.clamp_head(n_layers, config.n_heads)
 big = n > charts.MAX_MAP_CELLS  # drawn pooled, with a full-resolution region beside it
 st.markdown(charts.token_strip_html(tokens, list(traced.special)), unsafe_allow_html=True)
 st.caption(f"{n:,} tokens · the whole model ran once in {traced.seconds * 1000:,.0f} ms and every "
@@ -110,7 +113,7 @@ with left:
     st.caption("Click a square to open that head.")
 with right:
     c1, c2, c3 = st.columns([2, 1, 1])
-    bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
+    bounded_slider(c1, "Layer", 0, n_layers - 1, key="layer")
     c2.number_input("Head", 0, config.n_heads - 1, key="head")
     hide = c3.toggle("Hide sink", key="hide_sink",
                      help="Drop the weight on the first token and renormalize the rest of each row.")
