@@ -177,9 +177,13 @@ def get_attention_trace(source: str, prompt: str, bos: str) -> tuple[PromptTrace
     return get_trace(source, prompt, bos, plan.capture, plan.layers, plan.maps, long=True), plan
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def get_head_table(source: str, prompt: str, bos: str) -> pd.DataFrame:
     """Every head's metrics: from the stored maps, or from the summaries a long trace keeps (equal)."""
+    return _head_table(source, prompt, bos, limits())  # the limits choose the capture plan: part of the key
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _head_table(source: str, prompt: str, bos: str, settings: limits_.Limits) -> pd.DataFrame:
     traced, _ = get_attention_trace(source, prompt, bos)
     tr = traced.trace
     if "head_summaries" in tr:
@@ -187,10 +191,15 @@ def get_head_table(source: str, prompt: str, bos: str) -> pd.DataFrame:
     return pd.DataFrame(head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers))
 
 
-@st.cache_data(show_spinner="Drawing the whole map…", max_entries=64)
 def get_map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool) -> tuple[np.ndarray, int]:
     """One head's map pooled to at most MAX_MAP_CELLS² cells (block max), remembered per head so that
     going back to a head of a long prompt is instant (the map itself is rebuilt, then dropped)."""
+    return _map_overview(source, prompt, bos, layer, head, hide, limits())
+
+
+@st.cache_data(show_spinner="Drawing the whole map…", max_entries=64)
+def _map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool,
+                  settings: limits_.Limits) -> tuple[np.ndarray, int]:
     from app.charts import pool_attention
 
     traced, _ = get_attention_trace(source, prompt, bos)
