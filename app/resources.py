@@ -9,6 +9,7 @@ Streamlit secrets) before it runs; only paths inside the allowed model directori
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -48,6 +49,9 @@ class PromptTrace:
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for t in self.trace.data.values() if isinstance(t, torch.Tensor))
+
+
+LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer
 
 
 class PromptError(ValueError):
@@ -135,13 +139,24 @@ def get_trace(source: str, prompt: str, bos: str, capture: tuple[str, ...] = ("a
         estimate = within_budget(limits_.trace_estimate(loaded.config, len(encoding.ids), capture, layers=layers,
                                                         maps=maps, element_bytes=loaded.dtype.itemsize,
                                                         gflops=limits().gflops))
-        with st.spinner(f"Running the model on {len(encoding.ids):,} tokens "
-                        f"(about {limits_.format_seconds(estimate.seconds)} at {limits().gflops:g} GFLOP/s)…"):
-            started = time.perf_counter()
-            try:
-                tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture, layers=layers, maps=maps)
-            except InputError as error:  # checked above already; kept so no input reaches a page as a traceback
-                raise PromptError(str(error)) from None
+        what = (f"Running the model on {len(encoding.ids):,} tokens (about "
+                f"{limits_.format_seconds(estimate.seconds)} at {limits().gflops:g} GFLOP/s)")
+        bar = st.progress(0.0, text=f"{what}…") if estimate.seconds >= LONG_TRACE_SECONDS else None
+        started = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"{what}: layer {done} of {total}, "
+                                            f"{time.perf_counter() - started:.0f} s so far")
+
+        try:
+            with st.spinner(f"{what}…") if bar is None else contextlib.nullcontext():
+                tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture, layers=layers, maps=maps,
+                           progress=progress if bar is not None else None)
+        except InputError as error:  # checked above already; kept so no input reaches a page as a traceback
+            raise PromptError(str(error)) from None
+        finally:
+            if bar is not None:
+                bar.empty()
         return PromptTrace(tuple(encoding.ids), tuple(encoding.tokens), tuple(encoding.offsets),
                            tuple(encoding.special), tr, time.perf_counter() - started)
 

@@ -164,3 +164,18 @@ def test_concurrent_traces_on_one_model_equal_sequential_ones():
                 assert torch.equal(seq.ids, con.ids)
                 assert set(seq.data) == set(con.data)
                 assert all(torch.equal(seq[name], con[name]) for name in capture)
+
+
+def test_progress_is_told_after_every_layer_in_order_and_changes_nothing():
+    config = tiny_config()
+    model = random_decoder(config)
+    ids = random_ids(config, 12)
+    seen = []
+    with_progress = trace(model, ids, capture=("attn_probs", "resid"), progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(i, config.n_layers) for i in range(1, config.n_layers + 1)]
+    plain = trace(model, ids, capture=("attn_probs", "resid"))
+    for name in ("attn_probs", "resid"):
+        torch.testing.assert_close(with_progress[name], plain[name], rtol=0, atol=0)
+    seen.clear()
+    trace(model, ids, capture=(), layers=[0], progress=lambda done, total: seen.append(done))
+    assert seen == list(range(1, config.n_layers + 1))  # every layer runs, whatever is captured

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import torch
 
@@ -123,7 +123,8 @@ class Recorder:
     """Collects one forward call's captures. Create one per call; ``finish`` freezes it."""
 
     def __init__(self, capture: Iterable[str], layers: Iterable[int] | None, n_layers: int, *,
-                 ids: torch.Tensor | None = None, maps: MapStorage = MapStorage()):
+                 ids: torch.Tensor | None = None, maps: MapStorage = MapStorage(),
+                 progress: Callable[[int, int], None] | None = None):
         names = frozenset(capture)
         unknown = names - set(CAPTURES)
         if unknown:
@@ -143,6 +144,7 @@ class Recorder:
         self._residual = {name: _Stack(n_layers + 1) for name in names & set(RESIDUAL_CAPTURES)}
         self._globals: dict[str, torch.Tensor] = {}
         self._none = LayerRecorder({}, 0, frozenset())
+        self._progress = progress
 
     def layer(self, index: int) -> LayerRecorder:
         if index not in self._slots or not self._layer_names:
@@ -151,6 +153,10 @@ class Recorder:
                              self._summaries.get(index))
 
     def residual(self, index: int, x: torch.Tensor) -> None:
+        """The residual stream after ``index`` layers (0: the embeddings); the Decoder offers it after
+        every layer, which is also when ``progress(layers done, n_layers)`` is told."""
+        if index > 0 and self._progress is not None:
+            self._progress(index, self.n_layers)
         if "resid" in self._residual:
             self._residual["resid"].put(index, x)
         if "resid_norm" in self._residual:
@@ -235,16 +241,17 @@ class Trace:
 
 
 def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Iterable[int] | None = None,
-          maps: MapStorage = MapStorage()) -> Trace:
+          maps: MapStorage = MapStorage(), progress: Callable[[int, int], None] | None = None) -> Trace:
     """Run ``model`` once on ``ids`` and return what ``capture`` names. Logits are unchanged by it.
     ``maps`` says how ``attn_probs`` is kept (fp16, lower triangle); see txviz.capture_cost for what a
-    request costs before running it."""
+    request costs before running it. ``progress(done, n_layers)`` is called as each layer finishes
+    (a long prompt takes a while)."""
     if isinstance(capture, str):
         capture = (capture,)
     capture = tuple(capture)
     with torch.inference_mode():
         ids = model.check_ids(ids)
-        recorder = Recorder(capture, layers, model.config.n_layers, ids=ids, maps=maps)
+        recorder = Recorder(capture, layers, model.config.n_layers, ids=ids, maps=maps, progress=progress)
         # Logits of every position are (T, vocab): at 8192 tokens 1.6 GB; compute them only if kept.
         logits = model(ids, record=recorder, last_only="logits" not in capture)
     recipe = AttentionRecipe.of(model, torch.arange(ids.shape[1])) if {"q_rot", "k_rot"} <= set(capture) else None
