@@ -196,25 +196,35 @@ def pool_attention(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, reduce:
     """A causal (T, S) map → (⌈T/b⌉, ⌈S/b⌉) cells of b×b tokens, b = ⌈max(T, S)/max_cells⌉. Each cell
     is the max (or mean) of the visible weights of its block (key ≤ query); NaN where the whole block
     lies in the future. Works one band of b rows at a time, so an 8192² map needs no second copy."""
+    t, s = probs.shape
+    return pool_attention_rows(lambda start, stop: probs[start:stop], t, s, max_cells=max_cells, reduce=reduce)
+
+
+def pool_attention_rows(rows_of, t: int, s: int, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max",
+                        chunk_bands: int = 64) -> tuple[np.ndarray, int]:
+    """``pool_attention`` of a (T, S) map that is never whole: ``rows_of(start, stop)`` gives rows
+    start…stop−1 (e.g. rebuilt from q/k), asked for ``chunk_bands`` bands of b rows at a time."""
     if reduce not in ("max", "mean"):
         raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
-    t, s = probs.shape
     block = max(1, -(-max(t, s) // max_cells))
     n_cols = -(-s // block)
     pooled = np.full((-(-t // block), n_cols), np.nan, dtype=np.float32)
     key = np.arange(n_cols * block)
-    for band, start in enumerate(range(0, t, block)):
-        rows = np.full((block, n_cols * block), np.nan, dtype=np.float32)
-        rows[: min(block, t - start), :s] = probs[start:start + block]
-        rows[key[None, :] > np.arange(start, start + block)[:, None]] = np.nan  # the future
-        cells = rows.reshape(block, n_cols, block).transpose(1, 0, 2).reshape(n_cols, -1)  # (cols, b·b)
-        visible = np.isfinite(cells)
-        count = visible.sum(axis=1)
-        if reduce == "max":
-            value = np.where(visible, cells, -np.inf).max(axis=1)
-        else:
-            value = np.where(visible, cells, 0.0).sum(axis=1) / np.maximum(count, 1)
-        pooled[band] = np.where(count > 0, value, np.nan)
+    chunk_rows = block * chunk_bands
+    for chunk_start in range(0, t, chunk_rows):
+        chunk = np.asarray(rows_of(chunk_start, min(chunk_start + chunk_rows, t)), dtype=np.float32)
+        for start in range(chunk_start, chunk_start + chunk.shape[0], block):
+            rows = np.full((block, n_cols * block), np.nan, dtype=np.float32)
+            rows[: min(block, t - start), :s] = chunk[start - chunk_start:start - chunk_start + block]
+            rows[key[None, :] > np.arange(start, start + block)[:, None]] = np.nan  # the future
+            cells = rows.reshape(block, n_cols, block).transpose(1, 0, 2).reshape(n_cols, -1)  # (cols, b·b)
+            visible = np.isfinite(cells)
+            count = visible.sum(axis=1)
+            if reduce == "max":
+                value = np.where(visible, cells, -np.inf).max(axis=1)
+            else:
+                value = np.where(visible, cells, 0.0).sum(axis=1) / np.maximum(count, 1)
+            pooled[start // block] = np.where(count > 0, value, np.nan)
     return pooled, block
 
 

@@ -215,11 +215,15 @@ def get_map_overview(source: str, prompt: str, bos: str, layer: int, head: int, 
 @st.cache_data(show_spinner="Drawing the whole map…", max_entries=64)
 def _map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool,
                   settings: limits_.Limits) -> tuple[np.ndarray, int]:
-    from app.charts import pool_attention
+    from app.charts import pool_attention_rows
 
     traced, _ = get_attention_trace(source, prompt, bos)
-    probs = traced.trace.attn(layer, head)
-    return pool_attention((hide_sink(probs) if hide else probs).numpy())
+
+    def rows_of(start: int, stop: int) -> np.ndarray:  # a band at a time: an 8192² map is never whole
+        rows = traced.trace.attn(layer, head, rows=slice(start, stop))
+        return (hide_sink(rows) if hide else rows).numpy()
+
+    return pool_attention_rows(rows_of, traced.n_tokens, traced.n_tokens)
 
 
 def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:

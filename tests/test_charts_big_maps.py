@@ -70,3 +70,20 @@ def test_overview_colour_saturates_at_the_99th_percentile_so_a_sink_does_not_was
     z = np.asarray(fig.data[0].z, dtype=float)
     assert fig.data[0].zmax == pytest.approx(np.nanpercentile(z, 99))
     assert fig.data[0].zmax < 0.5 and np.nanmax(z) == 1.0  # the sink is still there, at the top of the scale
+
+
+@pytest.mark.parametrize("t,chunk_bands", [(1000, 1), (1000, 3), (777, 64), (40, 2)])
+def test_pooling_rows_band_by_band_equals_pooling_the_whole_map(t, chunk_bands):
+    probs = causal_map(t, seed=t)
+    asked = []
+
+    def rows_of(start, stop):
+        asked.append((start, stop))
+        return probs[start:stop]
+
+    pooled, block = charts.pool_attention_rows(rows_of, t, t, chunk_bands=chunk_bands, max_cells=64)
+    whole, whole_block = charts.pool_attention(probs, max_cells=64)
+    assert block == whole_block
+    np.testing.assert_array_equal(pooled, whole)
+    assert asked[0][0] == 0 and asked[-1][1] == t and all(b - a <= block * chunk_bands for a, b in asked)
+    assert all(a2 == b1 for (_, b1), (a2, _) in zip(asked, asked[1:]))  # every row once, in order
