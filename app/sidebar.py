@@ -77,7 +77,7 @@ def render() -> None:
             return
         n_tokens = None
         try:
-            encoding = resources.encode(state.get("model"), state.get("prompt"), state.get("bos"))
+            encoding = resources.encode(state.get("model"), state.get("prompt"), state.get("bos"), long=True)
             n_tokens = len(encoding.ids)
             note = resources.dropped_characters(encoding)
             if note:
@@ -90,7 +90,7 @@ def render() -> None:
             f"{config.n_layers} layers · {config.n_heads} heads · {config.n_kv_heads} KV heads "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
-            + (f" · **{n_tokens} tokens**" if n_tokens is not None else ""))
+            + (f" · **{n_tokens:,} tokens**" if n_tokens is not None else ""))
 
 
 def current():

@@ -57,6 +57,7 @@ def test_long_prompt_uses_summaries_and_equals_the_full_trace(default_model, def
     info = " ".join(i.value for i in at.info)
     assert f"{n:,}² × 4 bytes" in info and "rebuilt on demand from q_rot/k_rot" in info
     assert not at.warning, [w.value for w in at.warning]
+    assert f"**{n:,} tokens**" in " ".join(c.value for c in at.sidebar.caption)  # counted past TXVIZ_MAX_TOKENS
 
     # every head's metrics come from per-row summaries: equal to the metrics of the full maps
     expected = {(r["layer"], r["head"]): r for r in head_table(full["attn_probs"][:, 0], full.ids[0], full.layers)}
