@@ -62,20 +62,32 @@ def cmd_info(args) -> dict:
 
 
 def cmd_trace(args) -> dict:
-    from txviz.analysis.heads import head_table
+    """Every head's metrics, from per-row summaries computed during the pass (equal to the full maps'
+    to float32 rounding): no T×T map is kept, so a prompt of the model's whole context fits."""
+    from txviz.analysis.heads import metrics_table
+    from txviz.capture_cost import capture_cost
     from txviz.trace import trace
     from txviz import limits
     loaded = _load(args)
+    config, element = loaded.config, loaded.dtype.itemsize
     encoding = loaded.tokenizer.encode(args.prompt, bos=args.bos)
-    limits.check_budget(limits.trace_estimate(loaded.config, len(encoding.ids), ("attn_probs",),
-                                              element_bytes=loaded.dtype.itemsize), limits.current())
+    n, settings, capture = len(encoding.ids), limits.current(), ("head_summaries",)
+    estimate = limits.check_budget(limits.trace_estimate(config, n, capture, element_bytes=element,
+                                                         gflops=settings.gflops), settings)
+    cost = {"capture": list(capture), "stored_bytes": capture_cost(config, n, capture, element_bytes=element).stored_bytes,
+            "estimated_bytes": estimate.bytes, "estimated_seconds": round(estimate.seconds, 2),
+            "every_map_bytes": capture_cost(config, n, ("attn_probs",), element_bytes=element).stored_bytes}
+    if args.plan:
+        return {"model": loaded.source, "n_tokens": n, "cost": cost}
     started = time.perf_counter()
-    tr = trace(loaded.model, torch.tensor(encoding.ids), capture=("attn_probs",))
+    tr = trace(loaded.model, torch.tensor(encoding.ids), capture=capture,
+               progress=None if args.json or estimate.seconds < 5 else
+               lambda done, total: _progress(done / total, f"layer {done} of {total}"))
     seconds = time.perf_counter() - started
     tokens = [{"index": i, "id": tid, "text": text, "start": start, "end": end}
               for i, (tid, text, (start, end)) in enumerate(zip(encoding.ids, encoding.tokens, encoding.offsets))]
     return {"model": loaded.source, "bos": args.bos, "n_tokens": len(tokens), "seconds": round(seconds, 4),
-            "tokens": tokens, "heads": head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers)}
+            "cost": cost, "tokens": tokens, "heads": metrics_table(tr.head_metrics(), tr.layers)}
 
 
 def cmd_generate(args) -> dict:
@@ -183,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("trace", "per-head attention table for a prompt")
     p.add_argument("--prompt", required=True)
     p.add_argument("--bos", choices=["none", "bos", "sink"], default="none", help="token prepended to the prompt")
+    p.add_argument("--plan", action="store_true",
+                   help="only say what the trace would keep and cost, without running it")
     p.set_defaults(run=cmd_trace)
     p = command("generate", "generate text with the KV cache")
     p.add_argument("--prompt", required=True)
