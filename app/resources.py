@@ -334,6 +334,37 @@ def get_kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_toke
     return report
 
 
+@st.cache_resource(show_spinner=False)
+def _layer_sharing_results() -> dict:
+    return {}  # (source, n_kv_heads, text, tokens) → LayerSharing, shared by every session
+
+
+def layer_sharing_result(source: str, n_kv_heads: int, text_name: str, max_tokens: int):
+    """A sweep already measured (by any session), or None."""
+    return _layer_sharing_results().get((source, n_kv_heads, text_name, max_tokens))
+
+
+def get_layer_sharing(source: str, n_kv_heads: int, text_name: str, max_tokens: int, progress=None):
+    """Each layer's KV heads merged alone, then the cheapest first (txviz.analysis.kv_sharing.layer_sharing),
+    on a shipped text; one forward pass per layer and per point, so it is run on request, with
+    ``progress``, and remembered for every session."""
+    from txviz.analysis.kv_sharing import layer_sharing
+
+    results = _layer_sharing_results()
+    key = (source, n_kv_heads, text_name, max_tokens)
+    if key not in results:
+        loaded = get_model(source)
+        ids = shipped_text_ids(loaded, text_name, max_tokens)
+        one = limits_.trace_estimate(loaded.config, ids.shape[0], ("logits",), element_bytes=loaded.dtype.itemsize,
+                                     gflops=limits().gflops)
+        within_budget(limits_.Estimate(f"merging the KV heads of each of {loaded.config.n_layers} layers", one.bytes,
+                                       one.seconds * (loaded.config.n_layers + 8)))
+        if len(results) >= 8:
+            results.pop(next(iter(results)))
+        results[key] = layer_sharing(loaded.model, ids, n_kv_heads, progress=progress)
+    return results[key]
+
+
 @st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
 def get_coref_evaluation(source: str, bos: str) -> dict:
     from txviz.analysis.coref import builtin_cases, evaluate

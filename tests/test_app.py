@@ -190,6 +190,29 @@ def test_kv_speed_tab_times_every_requested_token_even_past_end_of_text(app):
     assert "ms/token" in " ".join(c.value for c in at.caption)
 
 
+def test_kv_page_measures_which_layers_can_share(app, default_model):
+    at = app.run()
+    at.switch_page("app_pages/kv_cache.py").run()
+    at.select_slider(key="live_tokens").set_value(128).run()
+    assert not any(el.proto.id and "layers_kl" in el.proto.id for el in at.get("plotly_chart"))  # on request only
+    original = next(m for m in at.metric if m.label == "Perplexity")
+    at.button(key="layers_run").click().run()
+    no_errors(at)
+    config = default_model.config
+    kl = decode(chart(at, "layers_kl")["data"][0]["y"]).astype(float)
+    assert len(kl) == config.n_layers and np.all(kl > 0)
+    path = at.dataframe[-1].value
+    assert list(path["layers merged"]) == [0, 5, 10, 15, 20, 25, 30]
+    per_layer_bytes = 2 * config.head_dim * 4
+    assert list(path["KV bytes / token"]) == [per_layer_bytes * (3 * (30 - n) + n) for n in path["layers merged"]]
+    # no layer merged: the perplexity the live metrics measured through the KV cache path
+    assert path["perplexity"].iloc[0] == pytest.approx(float(original.delta.split()[-1]), abs=0.01)
+    assert path["perplexity"].is_monotonic_increasing
+    assert "Cheapest layers to merge" in " ".join(m.value for m in at.markdown)
+    at.run()  # remembered: drawn again without a click
+    assert chart(at, "layers_kl")
+
+
 def test_coreference_tab_ranks_heads_and_scores_the_builtin_set(app):
     at = app.run()
     at.switch_page("app_pages/heads.py").run()

@@ -174,3 +174,55 @@ with tab_kinds:
     if n_kv < config.n_kv_heads:
         st.warning("Mean-pooling KV heads without further training (Ainslie et al. train 5% more after converting) "
                    "shows how much each head's own keys and values matter: the quality loss above is the real one.")
+
+    st.subheader("Which layers can share? One layer at a time")
+    fewer = [n for n in options if n < config.n_kv_heads]
+    if not fewer:
+        st.caption("This model already has one KV head per layer: there is nothing left to share.")
+    else:
+        st.markdown(
+            "Sharing need not be all or nothing. Merge the KV heads of **one layer** (every query head of that "
+            "layer reads the mean of its group's keys and values) and measure the damage on the same text; "
+            "then merge the cheapest layers first and watch quality against the KV bytes a token would cost. "
+            "Layers whose heads are nearly interchangeable are where a mixed design saves memory cheaply.")
+        s1, s2 = st.columns([1, 2])
+        target = s1.segmented_control("Merge to", fewer, default=fewer[0], key="layers_kv",
+                                      format_func=lambda n: f"{n} KV head{'s' if n > 1 else ''}")
+        target = int(target or fewer[0])
+        text_name = next(iter(texts))
+        sweep = resources.layer_sharing_result(source, target, text_name, int(text_tokens))
+        button_slot = s2.empty()
+        if sweep is None and button_slot.button(f"Measure all {config.n_layers} layers ({config.n_layers + 8} "
+                                                f"passes over {int(text_tokens)} tokens)", key="layers_run"):
+            button_slot.empty()
+            sweep_bar = st.progress(0.0, text="Merging one layer at a time…")
+            try:
+                sweep = resources.get_layer_sharing(
+                    source, target, text_name, int(text_tokens),
+                    progress=lambda done, total: sweep_bar.progress(done / total, text=f"pass {done} of {total}"))
+            except ValueError as error:
+                st.warning(str(error))
+            sweep_bar.empty()
+        if sweep is not None:
+            layer_names = [str(i) for i in range(config.n_layers)]
+            st.plotly_chart(charts.bars(layer_names, np.array(sweep.layer_kl), log_y=True, y_title="nats",
+                                        title=f"KL(original ‖ merged) with only that layer's KV heads merged to {target}"),
+                            key="layers_kl")
+            cheap, dear = sweep.order[:3], sweep.order[-3:][::-1]
+            st.markdown(
+                f"Cheapest layers to merge: **{', '.join(map(str, cheap))}** (KL "
+                f"{', '.join(f'{sweep.layer_kl[i]:.3f}' for i in cheap)}); dearest: **{', '.join(map(str, dear))}** "
+                f"(KL {', '.join(f'{sweep.layer_kl[i]:.3f}' for i in dear)}, top-1 agreement "
+                f"{', '.join(f'{sweep.layer_top1[i] * 100:.0f}%' for i in dear)}).")
+            kib = np.array(sweep.path_kv_bytes_per_token) / 1024
+            st.plotly_chart(charts.lines(kib, {"perplexity": np.array(sweep.path_perplexity)}, mode="lines+markers",
+                                         log_y=True, x_title="KV KiB per token", y_title="perplexity",
+                                         title="Merging the cheapest layers first: memory against quality"),
+                            key="layers_path")
+            st.dataframe({"layers merged": sweep.path_layers, "KV bytes / token": sweep.path_kv_bytes_per_token,
+                          "perplexity": [round(p, 2) for p in sweep.path_perplexity],
+                          "mean KL (nats)": [round(k, 4) for k in sweep.path_kl],
+                          "top-1 agreement": [f"{a * 100:.1f}%" for a in sweep.path_top1]}, hide_index=True)
+            st.caption("Bytes are those of a design that stores the merged layers' shared heads once "
+                       f"({target} per layer) and the others' {config.n_kv_heads}; the model measured here "
+                       "keeps its shapes and computes exactly what such a design would.")

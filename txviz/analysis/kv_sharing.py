@@ -121,3 +121,117 @@ def quality_vs_original(original: Decoder, variant: Decoder, ids) -> QualityRepo
                          perplexity_variant=float(nll_v.exp()), top1_agreement=float(agree),
                          mean_kl=float(kl.mean()), kl_per_position=kl.tolist(),
                          kv_bytes_original=bytes_o, kv_bytes_variant=bytes_v)
+
+
+# ---- per layer: where is sharing cheap? -------------------------------------------------------------
+def merge_kv_heads(model: Decoder, layers, n_kv_heads: int = 1) -> Decoder:
+    """``model`` whose ``layers`` read K/V as if they had ``n_kv_heads`` KV heads (mean-pooled as in
+    ``to_kv_groups``), stored back as copies so the config, and every other layer, stay as they are.
+    A layer merged this way computes exactly what the same layer of ``to_kv_groups(model, n_kv_heads)``
+    computes; a real per-layer design would also store only ``n_kv_heads`` heads there (see
+    ``merged_kv_bytes_per_token``). Unmerged tensors are shared with ``model``, not copied (nothing here
+    writes to them), so a variant costs only the merged projections."""
+    config = model.config
+    old = config.n_kv_heads
+    if n_kv_heads < 1 or old % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide the model's {old} KV heads")
+    chosen = sorted(set(int(layer) for layer in layers))
+    bad = [layer for layer in chosen if not 0 <= layer < config.n_layers]
+    if bad:
+        raise ValueError(f"layers {bad} out of range: the model has {config.n_layers} (0..{config.n_layers - 1})")
+    prefixes = tuple(f"layers.{layer}.attn.{proj}." for layer in chosen for proj in ("k_proj", "v_proj"))
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if name.startswith(prefixes):
+            pooled = _regroup(tensor.detach(), config.n_heads, old, n_kv_heads, config.head_dim)
+            state[name] = _regroup(pooled, config.n_heads, n_kv_heads, old, config.head_dim)  # copied back
+        else:
+            state[name] = tensor.detach()
+    first = next(model.parameters())
+    return Decoder.from_state_dict(config, state, device=first.device, dtype=first.dtype)
+
+
+def merged_kv_bytes_per_token(config: ModelConfig, merged_layers, n_kv_heads: int, element_bytes: int) -> int:
+    """KV bytes per token of a design whose ``merged_layers`` keep ``n_kv_heads`` KV heads and the
+    others keep the model's: 2 (K and V) × Σ over layers of heads × head_dim × bytes."""
+    merged = len(set(merged_layers))
+    heads = merged * n_kv_heads + (config.n_layers - merged) * config.n_kv_heads
+    return 2 * heads * config.head_dim * element_bytes
+
+
+@dataclass(frozen=True)
+class LayerSharing:
+    """How much merging each layer's KV heads alone costs, and the path that merges the cheapest first."""
+
+    n_kv_heads: int
+    layer_kl: list[float]  # mean KL(original ‖ merged) per layer, that layer merged alone
+    layer_top1: list[float]  # top-1 agreement with the original, that layer merged alone
+    order: list[int]  # layers from cheapest to dearest
+    path_layers: list[int]  # how many of the cheapest layers are merged at each point of the path
+    path_kl: list[float]
+    path_top1: list[float]
+    path_perplexity: list[float]
+    path_kv_bytes_per_token: list[int]
+    perplexity_original: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _log_probs(model: Decoder, ids: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return F.log_softmax(model(ids)[:, :-1].float(), dim=-1)  # (B, T−1, V)
+
+
+def _compare(logp_o: torch.Tensor, logp_v: torch.Tensor, ids: torch.Tensor) -> tuple[float, float, float]:
+    """(mean KL(original ‖ variant), top-1 agreement, the variant's perplexity) on the same ids."""
+    kl = (logp_o.exp() * (logp_o - logp_v)).sum(-1).mean()
+    agree = (logp_o.argmax(-1) == logp_v.argmax(-1)).float().mean()
+    nll = -logp_v.gather(-1, ids[:, 1:].to(logp_v.device)[..., None]).mean()
+    return float(kl), float(agree), float(nll.exp())
+
+
+def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int = 7,
+                  progress=None) -> LayerSharing:
+    """Merge each layer's KV heads alone and measure the damage; then merge the cheapest 0, …, all
+    layers (``path_points`` points, 0 and all included) and measure quality against KV bytes per token.
+    ``progress(done, total)`` is told after each step (the original, each layer, each point)."""
+    ids = model.check_ids(ids)
+    if ids.shape[1] < 2:
+        raise ValueError("need at least 2 tokens: quality is measured on each token's successor")
+    config = model.config
+    element = next(model.parameters()).element_size()
+    counts = sorted({round(i * config.n_layers / (max(path_points, 2) - 1)) for i in range(max(path_points, 2))})
+    total, done = 1 + config.n_layers + len(counts), 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    logp_o = _log_probs(model, ids)
+    ppl_o = float((-logp_o.gather(-1, ids[:, 1:].to(logp_o.device)[..., None]).mean()).exp())
+    tick()
+    layer_kl, layer_top1 = [], []
+    for layer in range(config.n_layers):
+        kl, top1, _ = _compare(logp_o, _log_probs(merge_kv_heads(model, [layer], n_kv_heads), ids), ids)
+        layer_kl.append(kl)
+        layer_top1.append(top1)
+        tick()
+    order = sorted(range(config.n_layers), key=lambda layer: layer_kl[layer])
+    path = {"layers": [], "kl": [], "top1": [], "ppl": [], "bytes": []}
+    for count in counts:
+        merged = order[:count]
+        if count:
+            kl, top1, ppl = _compare(logp_o, _log_probs(merge_kv_heads(model, merged, n_kv_heads), ids), ids)
+        else:
+            kl, top1, ppl = 0.0, 1.0, ppl_o
+        for key, value in zip(("layers", "kl", "top1", "ppl", "bytes"),
+                              (count, kl, top1, ppl, merged_kv_bytes_per_token(config, merged, n_kv_heads, element))):
+            path[key].append(value)
+        tick()
+    return LayerSharing(n_kv_heads=n_kv_heads, layer_kl=layer_kl, layer_top1=layer_top1, order=order,
+                        path_layers=path["layers"], path_kl=path["kl"], path_top1=path["top1"],
+                        path_perplexity=path["ppl"], path_kv_bytes_per_token=path["bytes"],
+                        perplexity_original=ppl_o)
