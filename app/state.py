@@ -61,3 +61,4 @@ def clamp_head(n_layers: int, n_heads: int) -> None:
 def set_head(layer: int, head: int) -> None:
     """Select a head from a click elsewhere (before the layer/head widgets are drawn)."""
     st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    sync_url()  # the app synced the URL before this page ran: keep the link to the view current

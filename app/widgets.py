@@ -17,3 +17,17 @@ def bounded_slider(container, label: str, low: int, high: int, value: int | None
         value = min(max(value, low), high)
         return container.slider(label, low, high, value, key=key, **kwargs)
     return container.slider(label, low, high, key=key, **kwargs)
+
+
+def picked_customdata(event) -> tuple | None:
+    """The ``customdata`` of the first point a plotly chart's selection event holds (``st.plotly_chart(...,
+    on_select="rerun")`` state), or None. The browser sends a point's customdata array as an object keyed
+    "0", "1", …; AppTest and older versions send a list: both come back as a tuple in order."""
+    selection = getattr(event, "selection", None) if not isinstance(event, dict) else event.get("selection")
+    points = (selection.get("points") if isinstance(selection, dict) else getattr(selection, "points", None)) or []
+    if not points or "customdata" not in points[0]:
+        return None
+    data = points[0]["customdata"]
+    if isinstance(data, dict):
+        return tuple(data[key] for key in sorted(data, key=int))
+    return tuple(data) if isinstance(data, (list, tuple)) else (data,)

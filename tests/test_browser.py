@@ -168,3 +168,25 @@ def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(server, tmp_path):
         print(f"\n~2000-token prompt → pooled map and region drawn: {seconds:.1f} s")
         page.locator(".st-key-heatmap").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
+
+
+def test_a_click_on_the_head_grid_opens_that_head(server, tmp_path):
+    with chromium_page() as page:
+        page.goto(server)
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        grid = ".st-key-head_grid .js-plotly-plot"
+        index = 5 * 9 + 4  # layer-major squares (tests/test_charts.py): layer 5, head 4 of SmolLM2's 9
+        square = page.locator(f"{grid} .scatterlayer .trace").first.locator(".point").nth(index)
+        square.scroll_into_view_if_needed()
+        box = square.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x - 4, y - 4)
+        page.mouse.move(x, y)  # plotly picks the point under a hover, then the click selects it
+        page.mouse.click(x, y)
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 5, head 4')",
+                               timeout=60_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0
+        assert "layer=5" in page.url and "head=4" in page.url  # the link follows the click
+        assert page.locator(".st-key-head input").input_value() == "4"

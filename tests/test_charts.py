@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app import charts
 
@@ -27,6 +28,18 @@ def test_head_grid_points_carry_layer_and_head():
     assert [list(p) for p in grid.customdata][5] == [1, 2]
     assert list(grid.marker.color) == list(range(6))
     assert fig.data[1].x == (2,) and fig.data[1].y == (1,)
+
+
+@pytest.mark.parametrize("event,expected", [
+    ({"selection": {"points": [{"point_index": 7, "customdata": {"0": 1, "1": 2}}]}}, (1, 2)),  # from a browser
+    ({"selection": {"points": [{"customdata": {"1": 12, "0": 3, "2": 0}}]}}, (3, 12, 0)),  # keys in any order
+    ({"selection": {"points": [{"customdata": [4, 5]}]}}, (4, 5)),
+    ({"selection": {"points": []}}, None), ({"selection": {"points": [{"x": 1}]}}, None), (None, None),
+])
+def test_the_picked_point_reads_customdata_as_the_browser_sends_it(event, expected):
+    from app.widgets import picked_customdata
+
+    assert picked_customdata(event) == expected
 
 
 def test_head_view_draws_one_line_per_attended_key():

@@ -7,7 +7,7 @@ import streamlit as st
 import torch
 
 from app import charts, resources, sidebar, state
-from app.widgets import bounded_slider
+from app.widgets import bounded_slider, picked_customdata
 from txviz.analysis import export
 from txviz.analysis.heads import METRICS, hide_sink
 from txviz.analysis.steps import attention_steps, entropy
@@ -93,10 +93,9 @@ if plan is not None:
                else "the maps are the model's own."))
 
 # A click on the overview grid picks a head: apply it before the layer/head widgets are drawn.
-selection = st.session_state.get("head_grid")
-points = selection.selection.points if selection is not None and selection.selection else []
-if points:
-    pick = tuple(int(v) for v in points[0]["customdata"])
+picked = picked_customdata(st.session_state.get("head_grid"))
+if picked is not None:
+    pick = tuple(int(v) for v in picked)
     if pick != st.session_state.get("_grid_pick"):
         st.session_state["_grid_pick"] = pick
         state.set_head(*pick)
