@@ -10,7 +10,7 @@ import torch
 
 from app.charts import pool_attention
 from tests.test_app import MAIN, chart, decode, no_errors
-from txviz.analysis.heads import head_table
+from txviz.analysis.heads import head_table, hide_sink
 from txviz.capture_cost import SUMMARY_CAPTURE, capture_cost, choose_capture
 from txviz.trace import trace
 
@@ -87,6 +87,12 @@ def test_long_prompt_uses_summaries_and_equals_the_full_trace(default_model, def
         np.testing.assert_allclose(np.where(future, np.nan, z), np.where(future, np.nan, probs[q0:, k0:k0 + 64]),
                                    atol=1e-5)
         assert region["y"][0].startswith(f"{q0}:")
+
+    at.toggle(key="hide_sink").set_value(True).run()  # without the sink, band by band, as on the whole map
+    no_errors(at)
+    pooled, _ = pool_attention(hide_sink(full.attn(3, 4)).numpy())
+    np.testing.assert_allclose(decode(chart(at, "heatmap")["data"][0]["z"]).astype(float), pooled, atol=1e-5)
+    at.toggle(key="hide_sink").set_value(False).run()
 
     at.number_input(key="region_query").set_value(100).run()  # move the region: its exact weights follow
     at.number_input(key="region_key").set_value(0).run()
