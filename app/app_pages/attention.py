@@ -22,12 +22,13 @@ METRIC_HELP = {
 }
 
 
-def step_by_step(layer: int, head: int, query: int) -> None:
+def step_by_step(source: str, prompt: str, bos: str, tokens: list[str], n_groups: int, layer: int, head: int,
+                 query: int) -> None:
     """QKᵀ → ÷√d_k → mask → softmax → ·V recomputed from this layer's captured q, k, v."""
     layer_trace = resources.get_trace(source, prompt, bos, capture=("q_rot", "k_rot", "v", "attn_probs"),
                                       layers=(layer,)).trace
     steps = attention_steps(layer_trace.get("q_rot", layer)[0], layer_trace.get("k_rot", layer)[0],
-                            layer_trace.get("v", layer)[0], head, n_groups=config.n_groups)
+                            layer_trace.get("v", layer)[0], head, n_groups=n_groups)
     diff = float((steps.probs - layer_trace.attn(layer, head)).abs().max())
     t, d = steps.q.shape
     st.markdown(
@@ -161,7 +162,7 @@ with steps_box:
         st.info(f"Step by step draws every intermediate T × T matrix cell by cell, so it is shown for prompts of "
                 f"up to {charts.MAX_MAP_CELLS} tokens; this one has {n:,}.")
     elif steps_box.open:
-        step_by_step(layer, head, query)
+        step_by_step(source, prompt, bos, tokens, config.n_groups, layer, head, query)
 
 st.subheader("Every head, sortable")
 st.dataframe(table, hide_index=True, key="head_table",
