@@ -123,6 +123,15 @@ def within_budget(estimate: limits_.Estimate) -> limits_.Estimate:
         raise PromptError(str(error)) from None
 
 
+def check_passes(loaded: LoadedModel, n_tokens: int, n_passes: int, what: str, *, capture: tuple[str, ...] = ("logits",)) -> None:
+    """PromptError unless ``n_passes`` forward passes over ``n_tokens`` (one at a time, each keeping
+    ``capture``) fit the memory budget: the fixed-size analyses (scaling losses, KV conversions, the
+    induction test, the coreference set) are checked like a trace, so a small TXVIZ_MEMORY_BUDGET holds."""
+    one = limits_.trace_estimate(loaded.config, max(n_tokens, 1), capture, element_bytes=loaded.dtype.itemsize,
+                                 gflops=limits().gflops)
+    within_budget(limits_.Estimate(what, one.bytes, one.seconds * n_passes))
+
+
 @st.cache_resource(show_spinner=False)
 def _trace_cache() -> ByteBudgetCache:
     return ByteBudgetCache(limits().trace_cache_bytes, size_of=lambda traced: traced.nbytes)
@@ -230,8 +239,16 @@ def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:
     return table.pivot(index="layer", columns="head", values=metric).to_numpy()
 
 
-@st.cache_resource(show_spinner="Running the induction test (random tokens, repeated)…", max_entries=8)
 def get_induction_scores(source: str, length: int, seed: int) -> np.ndarray:
+    """Every head's induction score on ``length`` random tokens repeated (checked against the budget
+    on every call: the cached result below does not know the limits)."""
+    check_passes(get_model(source), 1 + 2 * length, 1, f"the induction test on {2 * length} tokens",
+                 capture=("attn_probs",))
+    return _induction_scores(source, length, seed)
+
+
+@st.cache_resource(show_spinner="Running the induction test (random tokens, repeated)…", max_entries=8)
+def _induction_scores(source: str, length: int, seed: int) -> np.ndarray:
     from txviz.analysis.detectors import induction_scores
 
     loaded = get_model(source)
@@ -257,8 +274,18 @@ def shipped_text_ids(loaded: LoadedModel, text_name: str, max_tokens: int) -> to
     return torch.tensor(ids[:min(max_tokens, loaded.config.max_seq_len)])
 
 
-@st.cache_resource(show_spinner="Scoring the text under each RoPE scaling…", max_entries=8)
 def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
+    """Per-token loss of a shipped text under each RoPE scaling; budget-checked on every call."""
+    from txviz.analysis.positions import SCALING_KINDS
+
+    loaded = get_model(source)
+    n = len(shipped_text_ids(loaded, text_name, max_tokens))
+    check_passes(loaded, n, len(SCALING_KINDS), f"scoring {n} tokens under {len(SCALING_KINDS)} scalings")
+    return _scaling_losses(source, text_name, factor, max_tokens)
+
+
+@st.cache_resource(show_spinner="Scoring the text under each RoPE scaling…", max_entries=8)
+def _scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
     from txviz.analysis.positions import SCALING_KINDS, scaling_for, token_losses, variant
 
     loaded = get_model(source)
@@ -314,21 +341,28 @@ def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_
     return result
 
 
-@st.cache_resource(show_spinner="Converting the KV heads and measuring the quality change…", max_entries=6)
 def get_kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_tokens: int):
     """The loaded model with ``n_kv_heads`` KV heads (repeated for more, mean-pooled for fewer),
-    compared with the original on a shipped text."""
+    compared with the original on a shipped text; budget-checked on every call."""
+    loaded = get_model(source)
+    n = len(shipped_text_ids(loaded, text_name, max_tokens))
+    check_passes(loaded, n, 2, f"comparing {n} tokens with {n_kv_heads} KV heads")
+    return _kv_counterfactual(source, n_kv_heads, text_name, max_tokens)
+
+
+@st.cache_resource(show_spinner="Converting the KV heads and measuring the quality change…", max_entries=6)
+def _kv_counterfactual(source: str, n_kv_heads: int, text_name: str, max_tokens: int):
     from txviz.analysis.kv_sharing import quality_vs_original, to_kv_groups, to_mha
 
     loaded = get_model(source)
     config = loaded.config
+    ids = shipped_text_ids(loaded, text_name, max_tokens)
     if n_kv_heads == config.n_kv_heads:
         variant = loaded.model  # the original itself: the reference row, nothing converted
     elif n_kv_heads == config.n_heads:
         variant = to_mha(loaded.model)
     else:
         variant = to_kv_groups(loaded.model, n_kv_heads)
-    ids = shipped_text_ids(loaded, text_name, max_tokens)
     report = quality_vs_original(loaded.model, variant, ids)
     del variant  # the converted weights are not kept: only the numbers are
     return report
@@ -355,18 +389,26 @@ def get_layer_sharing(source: str, n_kv_heads: int, text_name: str, max_tokens: 
     if key not in results:
         loaded = get_model(source)
         ids = shipped_text_ids(loaded, text_name, max_tokens)
-        one = limits_.trace_estimate(loaded.config, ids.shape[0], ("logits",), element_bytes=loaded.dtype.itemsize,
-                                     gflops=limits().gflops)
-        within_budget(limits_.Estimate(f"merging the KV heads of each of {loaded.config.n_layers} layers", one.bytes,
-                                       one.seconds * (loaded.config.n_layers + 8)))
+        check_passes(loaded, ids.shape[0], loaded.config.n_layers + 8,
+                     f"merging the KV heads of each of {loaded.config.n_layers} layers")
         if len(results) >= 8:
             results.pop(next(iter(results)))
         results[key] = layer_sharing(loaded.model, ids, n_kv_heads, progress=progress)
     return results[key]
 
 
-@st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
 def get_coref_evaluation(source: str, bos: str) -> dict:
+    """Every head scored on the built-in coreference set; budget-checked on every call."""
+    from txviz.analysis.coref import builtin_cases
+
+    loaded, cases = get_model(source), builtin_cases()
+    longest = max(len(loaded.tokenizer.encode(case.text, bos=bos).ids) for case in cases)
+    check_passes(loaded, longest, len(cases), f"scoring every head on {len(cases)} sentences", capture=("attn_probs",))
+    return _coref_evaluation(source, bos)
+
+
+@st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
+def _coref_evaluation(source: str, bos: str) -> dict:
     from txviz.analysis.coref import builtin_cases, evaluate
 
     return evaluate(get_model(source), builtin_cases(), bos=bos)

@@ -98,6 +98,24 @@ def test_over_the_memory_budget_is_refused_with_the_estimate(env):
     assert "above this server's budget of 100.0 KiB per request (TXVIZ_MEMORY_BUDGET)" in texts(at.warning)
 
 
+def test_fixed_size_analyses_are_held_to_the_budget_too(env):
+    # enough for the prompt's traces, not for hundreds of tokens with full logits
+    env.setenv("TXVIZ_MEMORY_BUDGET", "40MiB")
+    at = app_run(page="app_pages/positions.py")
+    no_exception(at)
+    warning = texts(at.warning)
+    assert "Refused: scoring 512 tokens under 5 scalings" in warning and "(TXVIZ_MEMORY_BUDGET)" in warning
+    assert any(el.proto.id and "rope_angles" in el.proto.id for el in at.get("plotly_chart"))  # the rest is there
+    at.switch_page("app_pages/kv_cache.py").run()
+    no_exception(at)
+    assert "Refused: comparing 256 tokens with 3 KV heads" in texts(at.warning)
+    assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
+    at.switch_page("app_pages/heads.py").run()
+    no_exception(at)
+    assert not at.warning  # the induction test (101 tokens) fits
+    assert any(el.proto.id and "det_ind" in el.proto.id for el in at.get("plotly_chart"))
+
+
 def test_a_prompt_over_the_character_limit_from_the_url(env):
     env.setenv("TXVIZ_MAX_PROMPT_CHARS", "50")
     at = app_run({"prompt": "word " * 40})

@@ -128,11 +128,16 @@ with tab_detect:
     longest = max(1, min(200, (config.max_seq_len - 1) // 2))  # sink + the sequence twice must fit the context
     length = b.number_input("Induction test: random tokens repeated twice, length", min(10, longest), longest,
                             min(50, longest), key="ind_len")
-    induction = resources.get_induction_scores(source, int(length), 0)
-    b.plotly_chart(charts.metric_heatmap(induction, title=f"Induction (random {length}-token sequence, repeated)",
-                                         zmax=1), key="det_ind")
-    best = divmod(int(induction.argmax()), induction.shape[1])
-    b.caption(f"Strongest induction head: layer {best[0]}, head {best[1]} ({induction.max():.2f}).")
+    try:
+        induction = resources.get_induction_scores(source, int(length), 0)
+    except resources.PromptError as error:  # over the memory budget
+        b.warning(str(error))
+        induction = None
+    if induction is not None:
+        b.plotly_chart(charts.metric_heatmap(induction, title=f"Induction (random {length}-token sequence, repeated)",
+                                             zmax=1), key="det_ind")
+        best = divmod(int(induction.argmax()), induction.shape[1])
+        b.caption(f"Strongest induction head: layer {best[0]}, head {best[1]} ({induction.max():.2f}).")
 
     st.subheader("Your own pattern")
     kind = st.radio("Pattern", ["k tokens back", "a token's text"], horizontal=True, key="pattern_kind")

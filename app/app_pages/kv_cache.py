@@ -163,7 +163,11 @@ with tab_kinds:
     st.caption(describe_regrouping(config.n_kv_heads, n_kv))
     texts = resources.shipped_texts()
     text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], value=256, key="live_tokens")
-    report = resources.get_kv_counterfactual(source, n_kv, next(iter(texts)), int(text_tokens))
+    try:
+        report = resources.get_kv_counterfactual(source, n_kv, next(iter(texts)), int(text_tokens))
+    except resources.PromptError as error:  # over the memory budget: say so, keep the calculator above
+        st.warning(str(error))
+        st.stop()
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("KV cache (measured)", f"{report.kv_bytes_variant / 2**20:.2f} MiB",
               delta=f"{(report.kv_bytes_variant / report.kv_bytes_original - 1) * 100:+.0f}%", delta_color="inverse")

@@ -90,7 +90,12 @@ with tab_scaling:
     if texts:
         name = st.selectbox("Text", list(texts), key="rope_text")
         max_tokens = st.select_slider("Tokens", [256, 512, 1024, 2048], value=512, key="rope_text_tokens")
-        losses = resources.get_scaling_losses(source, name, float(factor), int(max_tokens))
+        try:
+            losses = resources.get_scaling_losses(source, name, float(factor), int(max_tokens))
+        except resources.PromptError as error:  # over the memory budget
+            st.warning(str(error))
+            losses = None
+    if texts and losses is not None:
         window = max(8, len(losses["none"]) // 16)
         smooth = {k: np.convolve(v, np.ones(window) / window, mode="valid") for k, v in losses.items()}
         st.plotly_chart(charts.lines(range(len(next(iter(smooth.values())))), smooth,
