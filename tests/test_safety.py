@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import jinja2
@@ -144,6 +145,40 @@ def test_malicious_templates_are_refused_by_the_sandbox(template):
 def test_templates_that_fail_or_explode_give_a_tokenizer_error(template, message):
     with pytest.raises(TokenizerError, match=message):
         templated(template).apply_chat_template(HI)
+
+
+@pytest.mark.parametrize("template", [
+    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",  # 10¹⁰ empty steps
+    "{% set s = 'ab' * 50000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",  # no call to hook
+])
+def test_a_template_that_loops_for_hours_is_stopped(template):
+    started = time.perf_counter()
+    with pytest.raises(TokenizerError, match=r"ran for more than 2 s and was stopped"):
+        templated(template).apply_chat_template(HI)
+    assert time.perf_counter() - started < 10  # stopped, not waited out
+    assert templated("{{ messages[0]['content'] }}").apply_chat_template(HI) == HI[0]["content"]  # still works
+
+
+def test_the_deadline_stops_the_work_and_passes_results_and_errors_through():
+    from txviz.loading.deadline import DeadlineExceeded, run_with_deadline
+
+    assert run_with_deadline(lambda: 6 * 7, 1.0) == 42
+    with pytest.raises(KeyError):
+        run_with_deadline(lambda: {}["missing"], 1.0)
+    state = {"steps": 0}
+
+    def forever() -> None:
+        while True:
+            try:
+                state["steps"] += 1
+            except Exception:  # the stop is not an Exception: ordinary handlers do not swallow it
+                pass
+
+    with pytest.raises(DeadlineExceeded):
+        run_with_deadline(forever, 0.2)
+    steps = state["steps"]
+    time.sleep(0.2)
+    assert state["steps"] == steps  # the loop really stopped
 
 
 def test_hidden_attributes_render_as_nothing():

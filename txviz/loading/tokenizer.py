@@ -29,7 +29,10 @@ from typing import Any, Literal, Mapping, Sequence
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 
+from txviz.loading.deadline import DeadlineExceeded, run_with_deadline
+
 MAX_CHAT_CHARS = 1 << 20  # a rendered chat is a few KiB; a template writing more is refused
+CHAT_TEMPLATE_SECONDS = 2.0  # a real template renders in about a millisecond; loops that run longer are stopped
 
 BosPolicy = Literal["none", "bos", "sink"]
 BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
@@ -256,18 +259,25 @@ class Tokenizer:
         template = compile_chat_template(self.chat_template)
         context = dict(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
                        bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
-        rendered, size = [], 0
-        try:
+
+        def render() -> str:
+            rendered, size = [], 0
             for chunk in template.generate(**context):  # streamed, so a template's output bomb stops early
                 size += len(chunk)
                 if size > MAX_CHAT_CHARS:
                     raise TokenizerError(f"the chat template wrote more than {MAX_CHAT_CHARS:,} characters")
                 rendered.append(chunk)
+            return "".join(rendered)
+
+        try:
+            return run_with_deadline(render, CHAT_TEMPLATE_SECONDS)
         except TokenizerError:
             raise
+        except DeadlineExceeded:
+            raise TokenizerError(f"the chat template ran for more than {CHAT_TEMPLATE_SECONDS:g} s and was "
+                                 "stopped") from None
         except Exception as exc:  # template code from a model file: SecurityError, a too-big range, 1/0, …
             raise TokenizerError(f"the chat template failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        return "".join(rendered)
 
     def __repr__(self) -> str:
         return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "
