@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import charts, resources, sidebar, state
+from app import charts, sidebar, state
 from app.widgets import bounded_slider
 from txviz.analysis.block import block_walkthrough, logit_lens
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import charts, resources, sidebar, state
+from app import charts, kv_resources, resources, sidebar, state
 from app.widgets import bounded_slider
 from txviz.model.kv_cache import kv_cache_bytes
 
@@ -39,7 +39,7 @@ with tab_grow:
         bar.progress((step.index + 1) / n_new, text=f"token {step.index + 1} of at most {n_new}")
 
     try:
-        result = resources.get_generation(source, prompt, bos, int(n_new), True, chat and has_template,
+        result = kv_resources.get_generation(source, prompt, bos, int(n_new), True, chat and has_template,
                                           on_step=report)
     except ValueError as error:  # the prompt (empty, too long, over the budget): the other tabs still work
         result = None
@@ -76,7 +76,7 @@ with tab_speed:
                 def timing_step(step, done=done, name=name) -> None:
                     fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
                     speed_bar.progress(min(fraction, 1.0), text=f"{name}: token {step.index + 1} of {n_speed}")
-                runs[name] = resources.get_generation(source, prompt, bos, int(n_speed), use_cache, False,
+                runs[name] = kv_resources.get_generation(source, prompt, bos, int(n_speed), use_cache, False,
                                                       on_step=timing_step, stop_at_eos=False)
             st.session_state["kv_speed_runs"] = runs
         except ValueError as error:
@@ -164,7 +164,7 @@ with tab_kinds:
     texts = resources.shipped_texts()
     text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], value=256, key="live_tokens")
     try:
-        report = resources.get_kv_counterfactual(source, n_kv, next(iter(texts)), int(text_tokens))
+        report = kv_resources.get_kv_counterfactual(source, n_kv, next(iter(texts)), int(text_tokens))
     except resources.PromptError as error:  # over the memory budget: say so, keep the calculator above
         st.warning(str(error))
         st.stop()
@@ -194,14 +194,14 @@ with tab_kinds:
                                       format_func=lambda n: f"{n} KV head{'s' if n > 1 else ''}")
         target = int(target or fewer[0])
         text_name = next(iter(texts))
-        sweep = resources.layer_sharing_result(source, target, text_name, int(text_tokens))
+        sweep = kv_resources.layer_sharing_result(source, target, text_name, int(text_tokens))
         button_slot = s2.empty()
         if sweep is None and button_slot.button(f"Measure all {config.n_layers} layers ({config.n_layers + 8} "
                                                 f"passes over {int(text_tokens)} tokens)", key="layers_run"):
             button_slot.empty()
             sweep_bar = st.progress(0.0, text="Merging one layer at a time…")
             try:
-                sweep = resources.get_layer_sharing(
+                sweep = kv_resources.get_layer_sharing(
                     source, target, text_name, int(text_tokens),
                     progress=lambda done, total: sweep_bar.progress(done / total, text=f"pass {done} of {total}"))
             except ValueError as error:

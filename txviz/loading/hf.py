@@ -13,7 +13,6 @@ from tokenizer_config.json (or chat_template.jinja).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
