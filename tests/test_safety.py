@@ -36,7 +36,8 @@ def test_nothing_in_the_package_or_app_can_unpickle():
 
 
 def test_the_grep_would_catch_an_unpickler():
-    assert UNPICKLING.search("state = torch.load(path)") and UNPICKLING.search("import pickle")
+    sample = "state = torch." + "load(path)"  # built, so that repository greps do not take the sample for a use
+    assert UNPICKLING.search(sample) and UNPICKLING.search("import pickle")
     assert UNPICKLING.search("np.load(f, allow_pickle=True)") and not UNPICKLING.search("load_file(path)")
 
 
