@@ -122,3 +122,21 @@ def test_stale_or_damaged_copy_is_ignored(home, tiny_gguf):
     with pytest.warns(UserWarning, match="ignoring unreadable cached weights"):
         damaged = fetch.load_gguf_cached(tiny_gguf, device="cpu")
     assert same_weights(first, damaged)
+
+
+def test_index_reachability_names_the_true_cause(monkeypatch, tmp_path):
+    import socket
+
+    with socket.socket() as listener:  # an index host that answers (a loopback port we hold open)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{listener.getsockname()[1]}/simple")
+        assert fetch.index_reachable(timeout_s=2)
+        assert fetch.index_reachability(timeout_s=2) == "the package index answers"
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # the discard port: nothing listens
+    assert not fetch.index_reachable(timeout_s=2)
+    assert fetch.index_reachability(timeout_s=2) == "the package index is unreachable"
+    monkeypatch.setenv("PIP_INDEX_URL", tmp_path.as_uri())  # a local index is reachable when it exists
+    assert fetch.index_reachable()
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "missing").as_uri())
+    assert not fetch.index_reachable()
