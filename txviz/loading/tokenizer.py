@@ -201,6 +201,20 @@ class Tokenizer:
             return token
         return self._backend.decode([int(token_id)], skip_special_tokens=False) or token
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for (a byte-level token, or a ``<0xAB>`` byte-fallback token, may
+        hold part of a character: token_text.readable_tokens puts such tokens back together)."""
+        token = self.id_to_token(token_id)
+        if token_id not in self._special_ids:
+            if self._byte_level and all(ch in byte_level_alphabet() for ch in token):
+                return bytes(byte_level_alphabet()[ch] for ch in token)
+            if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+                try:
+                    return bytes([int(token[3:5], 16)])
+                except ValueError:
+                    pass
+        return self.display(token_id).encode("utf-8", "surrogatepass")
+
     def _check_ids(self, ids: Sequence[int]) -> list[int]:
         out = []
         for token_id in ids:
