@@ -119,14 +119,17 @@ def softmax_with_and_without_scaling(scaled: np.ndarray, unscaled: np.ndarray, t
 
 
 def matrix(values: np.ndarray, *, title: str, x: list[str] | None = None, y: list[str] | None = None,
-           colorscale: str = "RdBu", symmetric: bool = True) -> go.Figure:
-    """A small generic heatmap for the step-by-step view (scores, V, outputs)."""
+           colorscale: str = "RdBu", symmetric: bool = True, value_name: str | None = None) -> go.Figure:
+    """A small generic heatmap for the step-by-step view (scores, V, outputs). ``value_name`` titles the
+    colour bar and the hover (e.g. "bias", "cosine")."""
     values = np.asarray(values, dtype=float)
     finite = values[np.isfinite(values)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
+    named = {} if value_name is None else dict(colorbar=dict(title=value_name),
+                                               hovertemplate=f"%{{y}} · %{{x}}<br>{value_name} %{{z:.4g}}<extra></extra>")
     fig = go.Figure(go.Heatmap(z=values, x=x, y=y, colorscale=colorscale, zmid=0 if symmetric else None,
                                zmin=-bound if symmetric else None, zmax=bound if symmetric else None,
-                               hoverongaps=False))
+                               hoverongaps=False, **named))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR)
     fig.update_yaxes(autorange="reversed")
     return fig

@@ -274,29 +274,33 @@ def shipped_text_ids(loaded: LoadedModel, text_name: str, max_tokens: int) -> to
     return torch.tensor(ids[:min(max_tokens, loaded.config.max_seq_len)])
 
 
-def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
-    """Per-token loss of a shipped text under each RoPE scaling; budget-checked on every call."""
+def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int,
+                       progress=None) -> dict[str, np.ndarray]:
+    """Per-token loss of a shipped text under each RoPE scaling; budget-checked on every call. Each
+    scaling is cached on its own and ``progress(fraction, message)`` is called after each, so a page
+    shows how far it is and a rerun stops it between scalings."""
     from txviz.analysis.positions import SCALING_KINDS
 
     loaded = get_model(source)
     n = len(shipped_text_ids(loaded, text_name, max_tokens))
     check_passes(loaded, n, len(SCALING_KINDS), f"scoring {n} tokens under {len(SCALING_KINDS)} scalings")
-    return _scaling_losses(source, text_name, factor, max_tokens)
+    losses = {}
+    for kind in SCALING_KINDS:
+        losses[kind] = _scaling_loss(source, text_name, factor, max_tokens, kind)
+        if progress is not None:
+            progress(len(losses) / len(SCALING_KINDS), f"{kind} scored")
+    return losses
 
 
-@st.cache_resource(show_spinner="Scoring the text under each RoPE scaling…", max_entries=8)
-def _scaling_losses(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
-    from txviz.analysis.positions import SCALING_KINDS, scaling_for, token_losses, variant
+@st.cache_resource(show_spinner=False, max_entries=40)
+def _scaling_loss(source: str, text_name: str, factor: float, max_tokens: int, kind: str) -> np.ndarray:
+    from txviz.analysis.positions import scaling_for, token_losses, variant
 
     loaded = get_model(source)
     ids = shipped_text_ids(loaded, text_name, max_tokens)
-    config = loaded.config
-    losses = {}
-    for kind in SCALING_KINDS:
-        model = loaded.model if kind == "none" else variant(
-            loaded.model, rope_scaling=scaling_for(kind, factor, config.max_seq_len))
-        losses[kind] = token_losses(model, ids).numpy()
-    return losses
+    model = loaded.model if kind == "none" else variant(
+        loaded.model, rope_scaling=scaling_for(kind, factor, loaded.config.max_seq_len))
+    return token_losses(model, ids).numpy()
 
 
 @st.cache_resource(show_spinner="Shuffling the prompt…", max_entries=8)

@@ -5,8 +5,17 @@
 * RoPE's relative property on real vectors: q_m·k_n depends only on m − n;
 * RoPE scaling variants (linear, NTK-aware, YaRN, Llama 3) on the angle table and on the model's
   per-token loss over a text;
-* ALiBi's slopes and bias, and what it would add to a head's real scores;
+* ALiBi's slopes and bias, and what it would add to a head's real scores; on an ALiBi model, the
+  slopes read back from the bias its forward pass added, and how far back each head looks with and
+  without that bias;
+* learned absolute positions: how alike the table's rows are (cosine similarity) and their norms;
+* no positions: the causal mask alone still tells a query how many tokens precede it (a query at i
+  sees i + 1 keys), so a head that spreads its attention has entropy up to log(i + 1) (Haviv et al.
+  2022, "Transformer Language Models without Positional Encodings Still Learn Positional Information");
 * permutation (seed §3.1): without positions, layer 0's scores of a shuffled prompt are the same set.
+
+``SECTIONS`` names what the Positions page shows for each scheme: only what the model uses, plus
+ALiBi as a labelled what-if on a RoPE model.
 
 Variants of a loaded model (other positions, other scaling) are new Decoders that share the
 original's weight tensors (nothing is copied or mutated).
@@ -25,6 +34,17 @@ from txviz.model.transformer import Decoder
 from txviz.trace import trace
 
 SCALING_KINDS = ("none", "linear", "ntk", "yarn", "llama3")
+SECTIONS = {
+    "rope": ("RoPE angles", "RoPE scaling", "ALiBi what-if", "Permutation"),
+    "alibi": ("ALiBi slopes and bias", "Permutation"),
+    "learned": ("Learned position table", "Permutation"),
+    "none": ("No positions: the causal mask", "Permutation"),
+}
+
+
+def sections(positions: str) -> tuple[str, ...]:
+    """The Positions page's tabs for a model with ``positions`` (a ModelConfig.positions value)."""
+    return SECTIONS[positions]
 
 
 def wavelengths(inv_freq: torch.Tensor) -> torch.Tensor:
@@ -111,3 +131,60 @@ def alibi_bias_matrix(n_heads: int, n_tokens: int) -> torch.Tensor:
     distance = torch.arange(n_tokens)[:, None] - torch.arange(n_tokens)[None, :]
     bias = -alibi_slopes(n_heads)[:, None, None] * distance.float()
     return bias.masked_fill(distance < 0, float("-inf"))
+
+
+def without_bias(scores: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """softmax(scores − bias) over the last dimension: the attention a head would have had without an
+    additive ``bias`` (masked −inf entries stay masked; the bias there is ignored)."""
+    finite_bias = torch.where(torch.isfinite(bias), bias, torch.zeros_like(bias))
+    return torch.softmax(scores.double() - finite_bias.double(), dim=-1).float()
+
+
+def with_bias(scores: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """softmax(scores + bias): a what-if bias added to real (masked) scores."""
+    finite_bias = torch.where(torch.isfinite(bias), bias, torch.zeros_like(bias))
+    return torch.softmax(scores.double() + finite_bias.double(), dim=-1).float()
+
+
+def measured_slopes(bias: torch.Tensor) -> torch.Tensor:
+    """(H,) the slope of each head read back from a captured ALiBi bias (H, T, S): the least-squares
+    fit of bias = −slope·(i − j) over the visible pairs (i ≥ j)."""
+    t, s = bias.shape[-2:]
+    distance = (torch.arange(t)[:, None] + (s - t) - torch.arange(s)[None, :]).double()  # (T, S)
+    visible = (distance > 0) & torch.isfinite(bias).all(dim=0)
+    if not visible.any():
+        raise ValueError("a bias over one token has no distance to read a slope from")
+    d, b = distance[visible], bias[:, visible].double()  # (N,), (H, N)
+    return (-(b * d).sum(-1) / (d * d).sum()).float()
+
+
+def mean_distance(probs: torch.Tensor) -> torch.Tensor:
+    """(..., ) how far back attention looks: Σ_j p_ij·(i − j), averaged over the query rows of
+    (..., T, S) maps (the last T keys are the queries' own positions)."""
+    t, s = probs.shape[-2:]
+    distance = (torch.arange(t)[:, None] + (s - t) - torch.arange(s)[None, :]).clamp(min=0).to(probs.dtype)
+    return (torch.nan_to_num(probs) * distance).sum(-1).mean(-1)
+
+
+def row_entropy(probs: torch.Tensor) -> torch.Tensor:
+    """(..., T) entropy in nats of each attention row of (..., T, S)."""
+    p = torch.nan_to_num(probs.double())
+    return -torch.where(p > 0, p * p.log(), torch.zeros_like(p)).sum(-1).float()
+
+
+def uniform_entropy(n_tokens: int) -> torch.Tensor:
+    """(T,) log(i + 1): the entropy of a query at i that spreads evenly over the i + 1 keys it sees."""
+    return torch.arange(1, n_tokens + 1, dtype=torch.float64).log().float()
+
+
+def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
+    """(P, P) cosine similarity between the rows of a (P, d) position table."""
+    unit = F.normalize(table.double(), dim=-1)
+    return (unit @ unit.T).float()
+
+
+def neighbour_similarity(table: torch.Tensor, max_offset: int) -> torch.Tensor:
+    """(max_offset,) mean cosine similarity of rows p and p + k for k = 1 … max_offset: how fast a
+    learned table forgets where it is."""
+    similarity = cosine_similarity_matrix(table)
+    return torch.stack([similarity.diagonal(k).mean() for k in range(1, max_offset + 1)])

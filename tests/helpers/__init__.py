@@ -1,0 +1,1 @@
+"""Helpers shared by test files (never imported from another test file)."""

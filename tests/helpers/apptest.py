@@ -1,0 +1,69 @@
+"""AppTest helpers: start the app on a model, pick a model in the sidebar, read charts back."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+
+
+def app_on(model: str | None = None, prompt: str | None = None, timeout: float = 120):
+    """An AppTest of the app, opened on ``model`` (a path; None: the default) with ``prompt``."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(MAIN, default_timeout=timeout)
+    if model is not None:
+        at.query_params["model"] = model
+    if prompt is not None:
+        at.query_params["prompt"] = prompt
+    return at
+
+
+def pick_model(at, name: str):
+    """Choose the picker entry of the zoo variant ``name`` (its label starts "name — ")."""
+    picker = at.sidebar.selectbox(key="model_choice")
+    label = next(o for o in picker.options if o.startswith(f"{name} — "))
+    return picker.set_value(label)
+
+
+def chart_ids(at) -> list[str]:
+    return [el.proto.id for el in at.get("plotly_chart")]
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        if element.proto.id and key in element.proto.id:
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no plotly chart with key {key!r}")
+
+
+def has_chart(at, key: str) -> bool:
+    return any(i and key in i for i in chart_ids(at))
+
+
+def decode(array) -> np.ndarray:
+    """plotly ≥ 6 ships arrays as {"dtype", "bdata", "shape"}."""
+    if isinstance(array, dict) and "bdata" in array:
+        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        shape = array.get("shape")
+        if shape:
+            values = values.reshape([int(s) for s in str(shape).split(",")])
+        return values
+    return np.array(array, dtype=object)
+
+
+def texts(at) -> str:
+    """Every markdown, caption, subheader, warning and info on the page, joined."""
+    parts = []
+    for kind in ("markdown", "caption", "subheader", "warning", "info", "latex"):
+        parts.extend(str(e.value) for e in at.get(kind))
+    return "\n".join(parts)
+
+
+def no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

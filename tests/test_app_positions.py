@@ -1,0 +1,125 @@
+"""The Positions page shows what the loaded model uses, per position scheme, on the zoo's tiny models:
+RoPE sections only for RoPE, ALiBi measured on an ALiBi model (bias, with and without it), the learned
+table for learned positions, and for no positions what the causal mask gives. Switching the model in
+the sidebar after interacting leaves no stale widget of the old scheme."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, pick_model, texts
+from txviz.loading.zoo import SHIPPED_ZOO
+
+PROMPT = "Michael Turner had a red kite. Then Michael Turner went to the park. He took his red kite."
+ROPE_CHARTS = ("rope_angles", "rope_waves", "rope_path", "rope_relative", "rope_scaled_freqs", "rope_scaling_loss")
+
+
+def trained(name: str) -> bool:
+    return (SHIPPED_ZOO / name / "eval.json").is_file()
+
+
+pytestmark = pytest.mark.skipif(not all(trained(n) for n in ("base", "alibi", "learned", "no_positions")),
+                                reason="the zoo's position variants are not trained")
+
+
+def positions_page(name: str):
+    at = app_on(str(SHIPPED_ZOO / name), PROMPT).run()
+    at.switch_page("app_pages/positions.py").run()
+    no_errors(at)
+    return at
+
+
+def tab_labels(at) -> list[str]:
+    return [t.label for t in at.tabs]
+
+
+def rope_widgets(at) -> list[str]:
+    keys = [getattr(w, "key", None) or "" for kind in ("slider", "selectbox", "select_slider", "button")
+            for w in at.get(kind)]
+    return [k for k in keys if k.startswith("rope_")]
+
+
+def test_rope_model_shows_rope_and_the_alibi_what_if_beside_the_real_map():
+    at = positions_page("base")
+    assert tab_labels(at) == ["RoPE angles", "RoPE scaling", "ALiBi what-if", "Permutation"]
+    assert "A real query, rotated" in texts(at) and "Only the distance matters" in texts(at)
+    bias = chart(at, "alibi_bias")["data"][0]
+    assert bias["colorbar"]["title"]["text"] == "bias" and "bias" in bias["hovertemplate"]
+    real = decode(chart(at, "alibi_real")["data"][0]["z"]).astype(float)
+    what_if = decode(chart(at, "alibi_overlay")["data"][0]["z"]).astype(float)
+    assert real.shape == what_if.shape and not np.allclose(np.nan_to_num(real), np.nan_to_num(what_if))
+    np.testing.assert_allclose(np.nansum(real, axis=1), 1.0, atol=1e-5)  # the unbiased map is a real softmax
+    assert "what-if" in texts(at)
+
+
+def test_rope_scaling_runs_only_when_asked_with_a_time_estimate():
+    at = positions_page("base")
+    assert not has_chart(at, "rope_scaling_loss")  # nothing scored on load
+    button = at.button(key="rope_scaling_run")
+    assert "≈" in button.label and "takes about" in texts(at)
+    button.click().run()
+    no_errors(at)
+    assert has_chart(at, "rope_scaling_loss")
+    losses = next(d.value for d in at.dataframe if "scaling" in d.value.columns)
+    assert set(losses["scaling"]) == {"none", "linear", "ntk", "yarn", "llama3"}
+    assert losses.set_index("scaling")["mean loss (nats)"].nunique() > 1  # five different curves, not one
+    at.run()  # remembered for this session: drawn again without a click
+    assert has_chart(at, "rope_scaling_loss")
+
+
+def test_alibi_model_shows_its_measured_bias_with_and_without_it_and_no_rope():
+    at = positions_page("alibi")
+    assert tab_labels(at) == ["ALiBi slopes and bias", "Permutation"]
+    assert not any(key in i for i in chart_ids(at) for key in ROPE_CHARTS + ("alibi_overlay",))
+    assert "A real query, rotated" not in texts(at) and "Only the distance matters" not in texts(at)
+    assert not rope_widgets(at)
+    assert chart(at, "alibi_bias")["data"][0]["colorbar"]["title"]["text"] == "bias"
+    real = decode(chart(at, "alibi_real")["data"][0]["z"]).astype(float)
+    unbiased = decode(chart(at, "alibi_unbiased")["data"][0]["z"]).astype(float)
+    assert not np.allclose(np.nan_to_num(real), np.nan_to_num(unbiased))
+    heads = next(d.value for d in at.dataframe if "slope (measured)" in d.value.columns)
+    np.testing.assert_allclose(heads["slope (measured)"], [0.25, 0.0625, 0.015625, 0.00390625], rtol=1e-5)
+    # the bias pulls attention toward recent tokens: every head looks less far back with it
+    assert (heads["mean distance looked back"] <= heads["…without the bias"] + 1e-6).all()
+
+
+def test_learned_model_shows_its_position_table():
+    at = positions_page("learned")
+    assert tab_labels(at) == ["Learned position table", "Permutation"]
+    assert not any(key in i for i in chart_ids(at) for key in ROPE_CHARTS + ("alibi_",))
+    similarity = decode(chart(at, "learned_similarity")["data"][0]["z"]).astype(float)
+    assert similarity.shape == (128, 128)
+    np.testing.assert_allclose(np.diag(similarity), 1.0, atol=1e-5)
+    assert chart(at, "learned_similarity")["data"][0]["colorbar"]["title"]["text"] == "cosine"
+    assert "128 rows" in texts(at)
+    permutation = at.dataframe[-1].value.set_index("model").iloc[:, 0]
+    assert permutation["with the model's positions"] > 1e-3 > permutation["positions removed"]
+
+
+def test_no_position_model_says_so_and_shows_what_the_mask_gives():
+    at = positions_page("no_positions")
+    assert tab_labels(at) == ["No positions: the causal mask", "Permutation"]
+    assert not any(key in i for i in chart_ids(at) for key in ROPE_CHARTS + ("alibi_",))
+    assert "no position scheme" in texts(at)
+    series = {trace["name"]: decode(trace["y"]).astype(float) for trace in chart(at, "nopos_entropy")["data"]}
+    bound = series.pop("log(i + 1): even over all visible keys")
+    for entropy in series.values():  # no head spreads wider than evenly over what it can see
+        assert np.all(entropy <= bound + 1e-4)
+    permutation = at.dataframe[-1].value.iloc[:, 1]
+    assert (permutation < 1e-4).all()  # nothing to remove: both score sets are permutations
+
+
+def test_switching_from_a_rope_to_an_alibi_model_leaves_no_rope_widgets():
+    at = positions_page("base")
+    at.slider(key="rope_pair").set_value(3).run()
+    at.slider(key="rope_span").set_value(128).run()
+    no_errors(at)
+    assert "pair 3" in chart(at, "rope_path")["layout"]["title"]["text"]
+    pick_model(at, "alibi").run()
+    no_errors(at)
+    assert tab_labels(at) == ["ALiBi slopes and bias", "Permutation"]
+    assert not rope_widgets(at)
+    assert not any(key in i for i in chart_ids(at) for key in ROPE_CHARTS)
+    assert "A real query, rotated" not in texts(at)
+    assert has_chart(at, "alibi_unbiased")
