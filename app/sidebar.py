@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import streamlit as st
 
 from app import resources, state
+from txviz.lab.corpus import sample_text
+from txviz.lab.tokenizer import UNKNOWN, unknown_words
+from txviz.lab.zoo import describe
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.sources import confine, discover
+from txviz.loading.zoo import is_txviz_dir
 
 CUSTOM = "Path…"
 
 
+DEFAULT_LABEL = "SmolLM2-135M-Instruct (default)"
+
+
+def _is_default_file(path: str) -> bool:
+    """The default model's own .gguf (fetched into the cache, or TXVIZ_DEFAULT_GGUF): listed once, as the default."""
+    from txviz.loading import fetch
+
+    candidates = [fetch.txviz_home() / fetch.DEFAULT_GGUF_NAME, os.environ.get("TXVIZ_DEFAULT_GGUF")]
+    try:
+        return any(c and Path(c).resolve() == Path(path).resolve() for c in candidates)
+    except OSError:
+        return False
+
+
+def _label(source) -> str:
+    """A zoo variant's one-line description (from its config.json), else the discovered label."""
+    if not is_txviz_dir(source.path):
+        return source.label
+    try:
+        return describe(Path(source.path))
+    except ModelLoadError:
+        return source.label
+
+
 def _model_options() -> dict[str, str]:
-    options = {"SmolLM2-135M-Instruct (default)": "default"}
+    options = {DEFAULT_LABEL: "default"}
     for source in discover():
-        options.setdefault(source.label, source.path)
+        if not _is_default_file(source.path):
+            options.setdefault(_label(source), source.path)
     return options
 
 
@@ -82,6 +112,7 @@ def render() -> None:
             note = resources.dropped_characters(encoding)
             if note:
                 st.warning(note)
+            _warn_unknown(loaded, encoding)
         except resources.PromptError:
             pass
         config = loaded.config
@@ -91,6 +122,26 @@ def render() -> None:
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
             + (f" · **{n_tokens:,} tokens**" if n_tokens is not None else ""))
+
+
+def _use_sample(text: str) -> None:
+    st.session_state["prompt"] = text  # a callback runs before the prompt's widget is drawn again
+    st.session_state["sample_index"] = st.session_state.get("sample_index", 0) + 1
+
+
+def _warn_unknown(loaded, encoding) -> None:
+    """Say how many of the prompt's tokens the vocabulary lacks, and offer text it knows (the zoo's stories)."""
+    words = unknown_words(loaded.tokenizer.backend, encoding.text)
+    if not words:
+        return
+    shown = ", ".join(dict.fromkeys(w.strip() for w in words))
+    st.warning(f"**{len(words)} of {len(encoding.ids)} tokens are unknown** to this model's vocabulary and became "
+               f"`{getattr(loaded.tokenizer.backend.model, 'unk_token', UNKNOWN)}`: {shown[:200]}. Repeated unknowns look like repeated tokens, which inflates "
+               "duplicate-token and induction scores.")
+    sample = sample_text(st.session_state.get("sample_index", 0))
+    if not unknown_words(loaded.tokenizer.backend, sample):
+        st.button("Use a sentence this model knows", key="use_sample", on_click=_use_sample, args=(sample,),
+                  help=f"From the lab's held-out stories, whose words make up the zoo's vocabulary: “{sample}”")
 
 
 def current():

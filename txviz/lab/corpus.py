@@ -191,6 +191,13 @@ def stories(split: str, settings: CorpusSettings = CorpusSettings()) -> list[str
     return [story(settings.seed, split, i, settings) for i in range(counts[split])]
 
 
+def sample_text(index: int = 0, n_sentences: int = 3, settings: CorpusSettings = CorpusSettings()) -> str:
+    """The first ``n_sentences`` sentences of held-out story ``index``: text every zoo tokenizer knows
+    word for word (the vocabulary is the corpus's), for a prompt the zoo's models can read."""
+    sentences = story(settings.seed, "val", index % settings.n_val, settings).split(". ")
+    return ". ".join(sentences[:n_sentences]).rstrip(".") + "."
+
+
 def join_documents(texts: list[str]) -> str:
     """Stories as one stream, each opened by the separator (the sink/BOS the model sees first)."""
     return "".join(DOCUMENT_SEPARATOR + text for text in texts)

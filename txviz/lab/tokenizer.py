@@ -51,6 +51,17 @@ def build_tokenizer(texts: list[str]) -> tokenizers.Tokenizer:
     return backend
 
 
+def unknown_words(backend: tokenizers.Tokenizer, text: str) -> list[str]:
+    """The pieces of ``text`` that the vocabulary lacks (each became the unknown token), in order; [] for
+    a tokenizer without an unknown token (a byte-level BPE can spell anything)."""
+    token = getattr(backend.model, "unk_token", None)
+    unknown_id = backend.token_to_id(token) if token else None
+    if unknown_id is None:
+        return []
+    encoding = backend.encode(text, add_special_tokens=False)
+    return [text[start:end] for token_id, (start, end) in zip(encoding.ids, encoding.offsets) if token_id == unknown_id]
+
+
 def encode_stream(backend: tokenizers.Tokenizer, texts: list[str]) -> list[int]:
     """Token ids of the stories one after another, each opened by the separator."""
     separator = backend.token_to_id(DOCUMENT_SEPARATOR)

@@ -151,6 +151,15 @@ def summary(directory: Path) -> dict:
             "bytes_on_disk": sum(p.stat().st_size for p in directory.iterdir() if p.is_file())}
 
 
+def describe(directory: Path) -> str:
+    """One line for a model picker, from the directory's config.json: the variant, the one choice it
+    makes (the zoo writes it as the config's ``source``) and its size."""
+    config = read_txviz_config(Path(directory))
+    about = (config.source or "").removeprefix("txviz lab zoo: ") or "txviz lab model"
+    return (f"{Path(directory).name} — {about} · {config.n_layers} layers × d {config.d_model}, "
+            f"{n_params(config) / 1e3:.0f} k params")
+
+
 def listing(root: Path = SHIPPED_ZOO) -> list[dict]:
     """Every variant with its description and config changes, and its summary where it is trained."""
     rows = []
