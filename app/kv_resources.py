@@ -1,7 +1,8 @@
 """Process-wide and per-session runs for the KV cache page: generation with and without the cache
-(remembered per session, drawn with a progress bar), the loaded model with more or fewer KV heads, and
-the per-layer sharing sweep (run on request, kept for every session). Each is checked against the
-limits before it runs, as traces are (app/resources.py)."""
+(the growth view shared by every session, timings per session, drawn with a progress bar), the loaded
+model with more or fewer KV heads, and the per-layer sharing sweep (timed first, run on request,
+kept for every session). Each is checked against the limits before it runs, as traces are
+(app/resources.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,21 @@ from txviz import limits as limits_
 from txviz.loading.tokenizer import TokenizerError
 
 
+@st.cache_resource(show_spinner=False)
+def _shared_generations() -> dict:
+    return {}  # (source, prompt, bos, n, use_cache, chat, stop_at_eos) → Generation, for every session
+
+
 def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_cache: bool, chat: bool,
-                   on_step=None, stop_at_eos: bool = True):
-    """Greedy generation from the prompt, remembered per session (it is deterministic, and a cached
-    function may not draw the progress bar that ``on_step`` updates). ``stop_at_eos=False`` generates
-    exactly ``max_new_tokens`` (a timing needs the same number of steps whatever the model says)."""
+                   on_step=None, stop_at_eos: bool = True, shared: bool = False):
+    """Greedy generation from the prompt, remembered (a cached function may not draw the progress bar
+    that ``on_step`` updates): per session, or with ``shared`` for every session (greedy decoding is
+    deterministic, so the cache-growth view of a prompt is computed once; timings stay per session).
+    ``stop_at_eos=False`` generates exactly ``max_new_tokens`` (a timing needs the same number of steps
+    whatever the model says)."""
     from txviz.generate import generate
 
-    memo = st.session_state.setdefault("_generations", {})
+    memo = _shared_generations() if shared else st.session_state.setdefault("_generations", {})
     key = (source, prompt, bos, max_new_tokens, use_cache, chat, stop_at_eos)
     if key in memo:
         return memo[key]
@@ -40,7 +48,7 @@ def get_generation(source: str, prompt: str, bos: str, max_new_tokens: int, use_
     stop = () if tokenizer.eos_id is None or not stop_at_eos else (tokenizer.eos_id,)
     result = generate(loaded.model, ids, max_new_tokens, stop_ids=stop, on_step=on_step, use_cache=use_cache)
     if len(memo) >= 8:
-        memo.pop(next(iter(memo)))
+        memo.pop(next(iter(memo)), None)
     memo[key] = result
     return result
 
@@ -80,6 +88,18 @@ def _layer_sharing_results() -> dict:
 def layer_sharing_result(source: str, n_kv_heads: int, text_name: str, max_tokens: int):
     """A sweep already measured (by any session), or None."""
     return _layer_sharing_results().get((source, n_kv_heads, text_name, max_tokens))
+
+
+@st.cache_resource(show_spinner="Timing one step of the sweep…", max_entries=16)
+def layer_sharing_step_seconds(source: str, n_kv_heads: int, text_name: str, max_tokens: int) -> float:
+    """Seconds one step of the per-layer sweep takes on this server (measured once, kept): the estimate
+    shown before the sweep starts is this times ``layer_sharing_steps``."""
+    from txviz.analysis.kv_sharing import time_one_layer_step
+
+    loaded = get_model(source)
+    ids = shipped_text_ids(loaded, text_name, max_tokens)
+    check_passes(loaded, ids.shape[0], 1, "timing one step of the per-layer sweep")
+    return time_one_layer_step(loaded.model, ids, n_kv_heads)
 
 
 def get_layer_sharing(source: str, n_kv_heads: int, text_name: str, max_tokens: int, progress=None):

@@ -16,6 +16,7 @@ The original is never touched: variants are new Decoders built from cloned tenso
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 
 import torch
@@ -191,6 +192,25 @@ def _compare(logp_o: torch.Tensor, logp_v: torch.Tensor, ids: torch.Tensor) -> t
     return float(kl), float(agree), float(nll.exp())
 
 
+def _path_counts(n_layers: int, path_points: int) -> list[int]:
+    return sorted({round(i * n_layers / (max(path_points, 2) - 1)) for i in range(max(path_points, 2))})
+
+
+def layer_sharing_steps(config: ModelConfig, path_points: int = 7) -> int:
+    """How many steps ``layer_sharing`` takes (the count its ``progress`` reports): the original, one per
+    layer, one per point of the path (the first point, nothing merged, needs no pass)."""
+    return 1 + config.n_layers + len(_path_counts(config.n_layers, path_points))
+
+
+def time_one_layer_step(model: Decoder, ids, n_kv_heads: int = 1) -> float:
+    """Seconds one step of ``layer_sharing`` takes here (merge layer 0, then a forward pass), measured:
+    times ``layer_sharing_steps`` it estimates the whole sweep before it starts."""
+    ids = model.check_ids(ids)
+    start = time.perf_counter()
+    _log_probs(merge_kv_heads(model, [0], n_kv_heads), ids)
+    return time.perf_counter() - start
+
+
 def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int = 7,
                   progress=None) -> LayerSharing:
     """Merge each layer's KV heads alone and measure the damage; then merge the cheapest 0, …, all
@@ -201,8 +221,8 @@ def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int 
         raise ValueError("need at least 2 tokens: quality is measured on each token's successor")
     config = model.config
     element = next(model.parameters()).element_size()
-    counts = sorted({round(i * config.n_layers / (max(path_points, 2) - 1)) for i in range(max(path_points, 2))})
-    total, done = 1 + config.n_layers + len(counts), 0
+    counts = _path_counts(config.n_layers, path_points)
+    total, done = layer_sharing_steps(config, path_points), 0
 
     def tick() -> None:
         nonlocal done

@@ -1,4 +1,4 @@
-"""How much memory a model needs to serve (seed §4.1, §5.2, §6): weights plus the KV cache.
+"""How much memory a model needs to serve (seed §4.1, §5.2, §6): weights, the KV cache, activations.
 
 Per token and layer the cache keeps K and V for every KV head (MHA: one per query head; GQA: one per
 group; MQA: one), or, with DeepSeek's multi-head latent attention (MLA), one compressed latent plus
@@ -12,6 +12,9 @@ growing. Weights take n_params × bytes_per_weight: all experts of a MoE stay in
 only top-k run per token. Quantized sizes are ideal (no scales or zero points; real int4 formats add
 a few percent). For a ModelConfig these equal ``txviz.model.kv_cache``'s formula and the bytes of a
 real KVCache (tests/test_memory.py). Presets: ``txviz.analysis.presets``.
+
+Activations (``activation_bytes``) are an estimate with its assumptions written out: the peak of one
+inference forward pass, one layer's tensors alive at a time, fused attention (no T×T scores).
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class MemoryModel:
     active_params: int | None = None  # per token (MoE); None: all of n_params
     max_context: int | None = None  # what the model was built for (max_position_embeddings)
     source: str = ""
+    d_model: int = 0  # residual width; 0: n_heads × head_dim
+    ffn_width: int = 0  # FFN hidden width one token runs through (a MoE: its top-k experts'); 0: 4 × d_model
+    vocab_size: int = 0  # 0: unknown (no logits counted)
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
@@ -68,6 +74,12 @@ class MemoryModel:
             object.__setattr__(self, "window_layers", self.n_layers)
         if self.window_layers is not None and not 0 <= self.window_layers <= self.n_layers:
             raise ValueError(f"window_layers={self.window_layers} must be between 0 and n_layers={self.n_layers}")
+        if min(self.d_model, self.ffn_width, self.vocab_size) < 0:
+            raise ValueError("d_model, ffn_width and vocab_size must be >= 0 (0: derived or unknown)")
+        if not self.d_model:
+            object.__setattr__(self, "d_model", self.n_heads * self.head_dim)
+        if not self.ffn_width:
+            object.__setattr__(self, "ffn_width", 4 * self.d_model)
 
     @property
     def kind(self) -> Kind:
@@ -91,7 +103,30 @@ class MemoryModel:
         return cls(name=config.name, n_layers=config.n_layers, n_heads=config.n_heads,
                    kv_heads=config.n_kv_heads, head_dim=config.head_dim, n_params=count_params(config),
                    active_params=count_active_params(config), sliding_window=config.sliding_window,
-                   max_context=config.max_seq_len, source=config.source or "computed from its ModelConfig")
+                   max_context=config.max_seq_len, source=config.source or "computed from its ModelConfig",
+                   d_model=config.d_model, vocab_size=config.vocab_size,
+                   ffn_width=config.ffn_hidden * (config.top_k if config.is_moe else 1))
+
+    @classmethod
+    def from_config_json(cls, data: bytes, filename: str = "config.json") -> "MemoryModel":
+        """An uploaded config.json, named after what it describes rather than its family ("llama"): its
+        ``_name_or_path``, else the file's own name unless that is just "config", then the architecture,
+        parameters and layers, so that two uploads are told apart."""
+        from pathlib import PurePath
+
+        from txviz.loading.hf_config import config_from_dict, parse_config_json
+
+        raw, _ = parse_config_json(data)
+        config = config_from_dict(raw, name="uploaded", source=f"uploaded file {filename}")
+        named = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1]
+        stem = PurePath(filename).stem
+        named = named or ("" if stem.lower() in ("config", "") else stem)
+        architecture = (raw.get("architectures") or [raw.get("model_type")])[0]
+        size = f"{architecture}, {count_params(config) / 1e9:.2f} B params, {config.n_layers} layers × {config.d_model}"
+        model = cls.from_config(config)
+        return replace(model, name=f"{named} ({size})" if named else size,
+                       source=f"uploaded file {filename}" + (f" ({raw['_name_or_path']})" if named and
+                                                             raw.get("_name_or_path") else ""))
 
 
 Spec = MemoryModel | ModelConfig
@@ -290,3 +325,79 @@ def kind_variants(spec: Spec, gqa_kv_heads: int | None = None) -> dict[str, Memo
     counts = {"MHA": h, "GQA": gqa, "MQA": 1}
     return {kind: replace(model, kv_heads=n, name=f"{model.name} as {kind} ({n} KV heads)")
             for kind, n in counts.items() if n is not None}
+
+
+# ---- the whole bill: weights + KV cache + activations ---------------------------------------------
+ACTIVATION_ASSUMPTIONS = (
+    "Activations: the peak of one forward pass over the prompt (the prefill, serving's largest step), "
+    "B·T·(2·d_model + (H + 2·H_kv)·d_head + 2·ffn_width) × bytes + B·vocab·4. Assumed: inference keeps no "
+    "activations for a backward pass, so one layer's tensors are alive at a time (the residual stream and its "
+    "normed copy, q, k and v, the FFN's two hidden projections; a MoE counts its top-k experts); attention is "
+    "fused (FlashAttention / SDPA: no T×T score matrix); only the last position's logits are kept, in fp32; "
+    "T is the whole prompt, or the chunk size with chunked prefill. Compute runs in the weights' float dtype "
+    "(bf16 for quantized weights). Not counted: the CUDA context and allocator slack (often 0.5–1 GiB).")
+
+
+def activation_dtype(weight_dtype: str) -> str:
+    """Quantized weights are dequantized for the matmuls: their activations are bf16."""
+    return weight_dtype if weight_dtype in ("fp32", "bf16", "fp16") else "bf16"
+
+
+def activation_bytes(spec: Spec, tokens: int, batch: int = 1, act_dtype: str = "bf16",
+                     prefill_chunk: int | None = None) -> int:
+    """Peak activation bytes of prefilling ``tokens`` tokens for ``batch`` sequences (``ACTIVATION_ASSUMPTIONS``):
+
+        T = min(tokens, prefill_chunk or tokens)
+        B·T·(2·d_model + (H + 2·H_kv)·d_head + 2·ffn_width)·bytes(act_dtype) + B·vocab·4
+    """
+    model = as_memory_model(spec)
+    if tokens < 0 or batch < 0 or (prefill_chunk is not None and prefill_chunk < 1):
+        raise ValueError(f"need tokens, batch >= 0 and prefill_chunk >= 1; got {tokens}, {batch}, {prefill_chunk}")
+    chunk = min(tokens, prefill_chunk or tokens)
+    width = 2 * model.d_model + (model.n_heads + 2 * model.kv_heads) * model.head_dim + 2 * model.ffn_width
+    logits = batch * model.vocab_size * 4 if tokens else 0
+    return _bytes(batch * chunk * width, act_dtype) + logits
+
+
+@dataclass(frozen=True)
+class MemoryBill:
+    """What serving ``tokens`` tokens for ``batch`` sequences takes on the device, in bytes."""
+
+    tokens: int
+    weights: int
+    kv_cache: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.activations
+
+
+def memory_bill(spec: Spec, tokens: int, *, batch: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                prefill_chunk: int | None = None) -> MemoryBill:
+    return MemoryBill(tokens, weight_bytes(spec, weight_dtype), kv_cache_bytes(spec, tokens, batch, kv_dtype),
+                      activation_bytes(spec, tokens, batch, activation_dtype(weight_dtype), prefill_chunk))
+
+
+def bill_vs_context(spec: Spec, lengths: Sequence[int], **settings) -> dict[str, list[int]]:
+    """{"tokens", "weights", "kv_cache", "activations", "total"}: one list each, for a stacked chart."""
+    bills = [memory_bill(spec, t, **settings) for t in lengths]
+    return {"tokens": list(lengths), **{k: [getattr(b, k) for b in bills]
+                                        for k in ("weights", "kv_cache", "activations", "total")}}
+
+
+def longest_context(spec: Spec, gpu_gib: float, *, limit: int = 1 << 40, **settings) -> int | None:
+    """Largest context whose whole bill (weights + KV + activations) fits ``gpu_gib`` GiB; None when even
+    ``limit`` tokens fit (windows on every layer and a bounded prefill chunk stop the growth)."""
+    if not 0 < gpu_gib < math.inf:
+        raise ValueError(f"gpu_gib must be positive and finite, got {gpu_gib}")
+    gpu = int(gpu_gib * GIB)
+    if memory_bill(spec, limit, **settings).total <= gpu:
+        return None
+    low, high = 0, limit  # bill(low) fits (or low is 0), bill(high) does not: the total grows with tokens
+    if memory_bill(spec, 0, **settings).total > gpu:
+        return 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if memory_bill(spec, middle, **settings).total <= gpu else (low, middle)
+    return low
