@@ -1,12 +1,14 @@
 """The few session-state keys the app shares between pages, mirrored in the URL query params so a
-view can be shared by link: prompt, model, bos policy, layer, head."""
+view can be shared by link: prompt, model, bos policy, layer, head, the coreference sentence."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
-DEFAULTS = {"prompt": DEFAULT_PROMPT, "model": "default", "bos": "sink", "layer": 0, "head": 0}
+DEFAULT_COREF = "Mary met John at the station, and she gave him a book."  # the Heads page's coreference sentence
+DEFAULTS = {"prompt": DEFAULT_PROMPT, "model": "default", "bos": "sink", "layer": 0, "head": 0,
+            "coref_text": DEFAULT_COREF}
 BOS_POLICIES = {"sink": "prepend <|endoftext|> as an attention sink", "none": "no extra token",
                 "bos": "prepend the model's BOS token"}
 URL_KEYS = tuple(DEFAULTS)

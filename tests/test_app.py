@@ -216,25 +216,6 @@ def test_kv_page_measures_which_layers_can_share(app, default_model):
     assert chart(at, "layers_kl")
 
 
-def test_coreference_tab_ranks_heads_and_scores_the_builtin_set(app):
-    at = app.run()
-    at.switch_page("app_pages/heads.py").run()
-    no_errors(at)
-    ranking = at.dataframe[0].value
-    assert len(ranking) == 15 and list(ranking.columns[:4]) == ["layer", "head", "margin", "predicts"]
-    assert ranking["margin"].is_monotonic_decreasing
-    assert ranking["predicts"].iloc[0] == "Mary"  # the best head for "she" → Mary does prefer Mary
-    at.radio(key="coref_target").set_value(1).run()  # rank for John instead: another order
-    no_errors(at)
-    assert at.dataframe[0].value["predicts"].iloc[0] == "John"
-    at.button(key="coref_builtin").click().run()
-    no_errors(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Nearest-candidate baseline"] == "50.0%"
-    best = float(at.metric[0].proto.delta.split()[-1].rstrip("%"))
-    assert best > 80.0
-
-
 def _zoo_trained(*names: str) -> bool:
     from txviz.loading.zoo import SHIPPED_ZOO
 

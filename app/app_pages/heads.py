@@ -2,74 +2,179 @@
 
 from __future__ import annotations
 
-import re
+import hashlib
 
 import numpy as np
 import streamlit as st
+import torch
 
 from app import charts, resources, sidebar, state
 from txviz.analysis.coref import score_heads, word_token_spans
+from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_sentence, default_completion,
+                                         max_row_difference, query_row, read_answer, sentence_words,
+                                         suggest_candidates, suggest_deciding_word, suggest_pronoun)
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
+from txviz.analysis.heads import duplicate_pattern
 
-DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
-PRONOUNS = {"he", "she", "it", "they", "him", "her", "them", "his", "its", "their"}
-
-
-def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word", "completion end": "the completion's end"}
 
 
-def coref_tab(source: str, config, bos: str) -> None:
+def _sentence_key(*parts) -> str:
+    """A widget-key suffix from the inputs its options come from: a new sentence gets fresh widgets."""
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
+
+
+def _mark_words(text: str, words) -> dict | None:
+    """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete."""
+    key = _sentence_key(text)
+    pronoun_default = suggest_pronoun(words)
+    candidate_default = suggest_candidates(words, pronoun_default)
+    label = lambda i: words[i].text  # noqa: E731
+    options = range(len(words))
+    pronoun = st.pills("Pronoun: click it", options, default=pronoun_default, format_func=label,
+                       key=f"coref_pronoun_{key}")
+    candidates = st.pills("Candidates it may refer to: click two or more (nouns before it are suggested)", options,
+                          selection_mode="multi", default=candidate_default, format_func=label,
+                          key=f"coref_candidates_{key}")
+    deciding = st.pills("Deciding word: the word that settles the answer (optional)", options,
+                        default=suggest_deciding_word(words, pronoun_default), format_func=label,
+                        key=f"coref_deciding_{key}")
+    if pronoun is None:
+        st.info("Click the pronoun in the first strip.")
+        return None
+    candidates = sorted(candidates)
+    if len(candidates) < 2 or pronoun in candidates:
+        st.info("Click at least two candidate words, other than the pronoun.")
+        return None
+    completion = st.text_input("Completion, appended after the sentence: the model's next word is its answer",
+                               value=default_completion(text, words, pronoun_default, candidate_default),
+                               key=f"coref_completion_{key}", max_chars=200)
+    return {"pronoun": pronoun, "candidates": candidates, "deciding": deciding, "completion": completion.rstrip()}
+
+
+def _causal_note(source: str, bos: str, text: str, words, marks: dict) -> None:
+    """Say why the pronoun's row cannot carry the answer, and measure it on the other sentence of the pair."""
+    pronoun, deciding = words[marks["pronoun"]], marks["deciding"]
+    if deciding is None or deciding <= marks["pronoun"]:
+        st.caption(f"At “{pronoun.text}” the model has read only “{text[:pronoun.end]}”: agreement (gender, "
+                   "number) can decide there, but nothing said after the pronoun can. Mark a deciding word after "
+                   "it to read attention from there.")
+        return
+    word = words[deciding]
+    st.info(f"**At “{pronoun.text}” no head can know the answer.** “{pronoun.text}” comes before “{word.text}”, and "
+            f"a causal model reads left to right: its row at “{pronoun.text}” sees only “{text[:pronoun.end]}”. Every "
+            f"head's attention there is the same whatever the sentence says after it, so a ranking read at the "
+            f"pronoun cannot reflect “{word.text}”. Read from the deciding word or the completion's end instead, and "
+            f"ask the model itself (below).")
+    swap = st.text_input(f"Check it: replace “{word.text}” with", value=CONTRASTS.get(word.text.lower(), ""),
+                         key=f"coref_swap_{_sentence_key(text, deciding)}", max_chars=40).strip()
+    if not swap:
+        return
+    try:
+        a, b = (resources.get_trace(source, t, bos) for t in (text, contrast_sentence(text, word, swap)))
+        row, _ = word_token_spans(a.offsets, a.special, (pronoun.start, pronoun.end), [])
+    except (resources.PromptError, ValueError) as error:
+        st.warning(f"Cannot compare: {error}")
+        return
+    if a.ids[:row + 1] != b.ids[:row + 1]:
+        st.caption("The two sentences differ before the pronoun's token: nothing to compare.")
+        return
+    delta = max_row_difference(a.trace["attn_probs"][:, 0], b.trace["attn_probs"][:, 0], row)
+    heads = a.trace["attn_probs"].shape[0] * a.trace["attn_probs"].shape[2]
+    st.caption(f"Measured: “…too {swap}.” against “…too {word.text}.”, the largest difference of any of the "
+               f"{heads} heads' attention at “{pronoun.text}” is {delta:.3g}.")
+
+
+def _model_answer(traced, tokenizer, names: list[str], completion: str) -> None:
+    """The model's next-token probability for each candidate after sentence + completion."""
+    try:
+        answer = read_answer(traced.trace["logits"][0, -1], tokenizer, names)
+    except ValueError as error:
+        st.warning(f"Cannot read the model's answer: {error}")
+        return
+    st.markdown(f"**The model's own answer** after “…{completion.strip()}”: its probability for each candidate's "
+                "first token, over the whole vocabulary and renormalized over the candidates.")
+    columns = st.columns(len(names))
+    best = max(range(len(names)), key=answer.p_candidates.__getitem__)
+    for k, column in enumerate(columns):
+        column.metric(f"{names[k]} (token “{answer.tokens[k]}”)", f"{answer.p_candidates[k]:.1%} of the candidates",
+                      f"{answer.p_vocab[k]:.2%} of the vocabulary", delta_color="off")
+    if answer.shared_first_token:
+        st.warning("Two candidates start with the same token: their probabilities cannot tell them apart.")
+    top = ", ".join(f"“{token}” {p:.1%}" for token, p in answer.top)
+    st.caption(f"The model prefers **{names[best]}**. Its five likeliest next tokens: {top}.")
+
+
+def _rank(source: str, bos: str, text: str, words, marks: dict):
+    """The cached trace of sentence + completion (one model run per sentence and completion); the ranking
+    is recomputed from it for each set of marks, which costs milliseconds."""
+    full = text + marks["completion"]
+    try:
+        traced = resources.get_trace(source, full, bos, capture=("attn_probs", "logits"))
+    except resources.PromptError as error:
+        st.warning(str(error))
+        return None
+    kinds = [k for k in QUERY_KINDS if k != "deciding word" or marks["deciding"] is not None]
+    kind = st.radio("Read attention from", kinds, format_func=QUERY_LABELS.get, horizontal=True,
+                    key=f"coref_query_{_sentence_key(text, marks['deciding'] is None)}")
+    pronoun, deciding = words[marks["pronoun"]], marks["deciding"]
+    try:
+        _, spans = word_token_spans(traced.offsets, traced.special, (pronoun.start, pronoun.end),
+                                    [(words[i].start, words[i].end) for i in marks["candidates"]])
+        row = query_row(kind, traced.offsets, traced.special, pronoun=(pronoun.start, pronoun.end),
+                        deciding=None if deciding is None else (words[deciding].start, words[deciding].end))
+    except ValueError as error:
+        st.warning(f"Cannot rank with these choices: {error}")
+        return None
+    return traced, spans, row
+
+
+def coref_tab(source: str, config, bos: str, tokenizer) -> None:
     st.markdown(
-        "Which heads connect a pronoun to the noun it stands for? Write a sentence, pick the pronoun and the "
-        "candidates, and every head is ranked by how much more attention flows from the pronoun to the candidate "
-        "you mark as the answer than to the best other one. A causal model reads left to right, so only words "
-        "*before* the pronoun can receive its attention.")
-    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{pj} - \max_{c\neq\text{answer}} \sum_{j\in c} A_{pj}")
-    text = st.text_input("Sentence", value=DEFAULT_COREF, key="coref_text")
-    words = _words(text)
+        "Which heads connect a pronoun to the noun it stands for? Write a sentence, click the pronoun and the "
+        "candidates, and every head is ranked by how much more attention flows from the query token to the "
+        "candidate you mark as the answer than to the best other one. A causal model reads left to right: a "
+        "token's attention reaches only the words *before* it.")
+    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{qj} - \max_{c\neq\text{answer}} \sum_{j\in c} A_{qj}")
+    text = st.text_input("Sentence (press Enter)", key="coref_text", max_chars=300)
+    words = sentence_words(text)
     if len(words) < 3:
         st.info("Write a sentence with a pronoun and at least two candidate words before it.")
         return
-    labels = [f"{w} (#{i})" for i, (w, _, _) in enumerate(words)]
-    pronoun_default = next((i for i, (w, _, _) in enumerate(words) if w.lower() in PRONOUNS), len(words) - 1)
-    c1, c2, c3 = st.columns([1, 2, 1])
-    pronoun = c1.selectbox("Pronoun", range(len(words)), index=pronoun_default, format_func=labels.__getitem__,
-                           key="coref_pronoun")
-    before = [i for i in range(pronoun) if words[i][0][:1].isupper() or words[i][0].lower() not in PRONOUNS]
-    default_candidates = [i for i in before if words[i][0][:1].isupper()][:2] or before[:2]
-    candidates = c2.multiselect("Candidates (two or more)", range(len(words)), default=default_candidates,
-                                format_func=labels.__getitem__, key="coref_candidates")
-    if len(candidates) < 2:
-        st.info("Pick at least two candidate words.")
+    marks = _mark_words(text, words)
+    if marks is None:
         return
-    target = c3.radio("The answer is", range(len(candidates)), format_func=lambda k: words[candidates[k]][0],
-                      key="coref_target")
-    try:
-        traced = resources.get_trace(source, text, bos)
-    except resources.PromptError as error:
-        st.warning(str(error))
+    _causal_note(source, bos, text, words, marks)
+    ranked = _rank(source, bos, text, words, marks)
+    if ranked is None:
         return
+    traced, spans, row = ranked
+    names = [words[i].text for i in marks["candidates"]]
+    _model_answer(traced, tokenizer, names, marks["completion"])
+    target = st.radio("Rank the heads for the answer", range(len(names)), format_func=names.__getitem__,
+                      horizontal=True, key=f"coref_target_{_sentence_key(text, names)}")
     try:
-        pronoun_row, spans = word_token_spans(traced.offsets, traced.special, words[pronoun][1:],
-                                              [words[i][1:] for i in candidates])
-        scores = score_heads(traced.trace["attn_probs"][:, 0], pronoun_row, spans, target=int(target))
+        scores = score_heads(traced.trace["attn_probs"][:, 0], row, spans, target=int(target))
     except ValueError as error:
         st.warning(f"Cannot rank with these choices: {error}")
         return
-    names = [words[i][0] for i in candidates]
+    _show_ranking(config, traced, scores, names, int(target), row)
+
+
+def _show_ranking(config, traced, scores, names: list[str], target: int, row: int) -> None:
     rows = [{"layer": s.layer, "head": s.head, "margin": s.margin,
              "predicts": "tie" if s.predicted is None else names[s.predicted]}
             | {f"→ {name}": m for name, m in zip(names, s.mass)} for s in scores]
-    right = sum(r["predicts"] == names[int(target)] for r in rows)
-    st.markdown(f"**{right} of {len(rows)} heads** put the most attention from *{words[pronoun][0]}* on "
-                f"*{names[int(target)]}*. Best heads first:")
+    right = sum(r["predicts"] == names[target] for r in rows)
+    query = traced.tokens[row].strip() or traced.tokens[row]
+    st.markdown(f"**{right} of {len(rows)} heads** put the most attention from *{query}* (token #{row}) on "
+                f"*{names[target]}*. Best heads first:")
     st.dataframe(rows[:15], hide_index=True, key="coref_ranking")
     grid = np.zeros((config.n_layers, config.n_heads))
     for s in scores:
         grid[s.layer, s.head] = s.margin
-    st.plotly_chart(charts.metric_heatmap(grid, title=f"Margin for {names[int(target)]!r}, every head", zmin=None),
-                    key="coref_grid")
+    st.plotly_chart(charts.metric_heatmap(grid, title=f"Margin for {names[target]!r} from {query!r}, every head",
+                                          zmin=None), key="coref_grid")
     tokens = list(traced.tokens)
     columns = st.columns(3)
     for column, s in zip(columns, scores[:3]):
@@ -77,6 +182,8 @@ def coref_tab(source: str, config, bos: str) -> None:
                                                      title=f"Layer {s.layer}, head {s.head}"),
                             key=f"coref_map_{s.layer}_{s.head}")
 
+
+def builtin_section(source: str, config, bos: str) -> None:
     st.subheader("Scored on the built-in labeled set")
     st.markdown("240 sentences written for txviz (gender, number, animacy), balanced so that always picking the "
                 "nearest candidate, or the first, scores exactly 50%. A head is right when the answer gets more "
@@ -121,8 +228,12 @@ with tab_detect:
     a, b = st.columns(2)
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "prev_token"),
                                          title="Previous-token (on your prompt)", zmax=1), key="det_prev")
-    b.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "duplicate_token"),
-                                         title="Duplicate-token (on your prompt)", zmax=1), key="det_dup")
+    if duplicate_pattern(torch.as_tensor(traced.ids)).any():
+        b.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "duplicate_token"),
+                                             title="Duplicate-token (on your prompt)", zmax=1), key="det_dup")
+    else:  # the score is a mean over rows with an earlier copy: none here, so every head's is undefined
+        b.info("Duplicate-token: no token repeats in this prompt, so there is nothing to score. Add a word "
+               "twice (e.g. “the cat saw the cat”) to see which heads look back at earlier copies.")
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "first_token_mass"),
                                          title="First-token sink (on your prompt)", zmax=1), key="det_sink")
     longest = max(1, min(200, (config.max_seq_len - 1) // 2))  # sink + the sequence twice must fit the context
@@ -156,4 +267,5 @@ with tab_detect:
         st.plotly_chart(charts.metric_heatmap(scores, title=f"Mass on {label}", zmax=1), key="det_custom")
 
 with tab_coref:
-    coref_tab(source, config, bos)
+    coref_tab(source, config, bos, loaded.tokenizer)
+    builtin_section(source, config, bos)

@@ -1,0 +1,149 @@
+"""The Heads page's Coreference tab and Detectors tab through AppTest on the default model: the marks
+follow the sentence, the causal story, the query position, the model's own answer, the sentence in
+the URL; the duplicate-token detector on a prompt with no repeated token."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import MAIN, chart, has_chart, no_errors, texts
+from txviz.analysis.coref_answer import model_answer, sentence_words
+
+pytestmark = pytest.mark.default_model
+
+TROPHY = "The trophy didn't fit in the suitcase because it was too big."
+
+
+@pytest.fixture
+def app(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    return AppTest.from_file(MAIN, default_timeout=300)
+
+
+def heads_page(at):
+    at.run()
+    at.switch_page("app_pages/heads.py").run()
+    no_errors(at)
+    return at
+
+
+def strip(at, name: str):
+    """The pills strip ``coref_<name>_<sentence hash>``."""
+    found = [w for w in at.get("button_group") if w.key and w.key.startswith(f"coref_{name}_")]
+    assert len(found) == 1, [w.key for w in at.get("button_group")]
+    return found[0]
+
+
+def marked(at) -> tuple[str, list[str]]:
+    """(pronoun, candidates) as the strips show them, read through their options' labels."""
+    pronoun, candidates = strip(at, "pronoun"), strip(at, "candidates")
+    return pronoun.format_func(pronoun.value), [candidates.format_func(i) for i in candidates.value]
+
+
+def headline(at) -> str:
+    lines = [m.value for m in at.markdown if "heads**" in m.value]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def new_sentence(at, text: str):
+    at.text_input(key="coref_text").input(text).run()
+    no_errors(at)
+    return at
+
+
+def test_a_new_sentence_gets_its_own_marks_and_headline(app):
+    """Issue 11, item 1: the defaults of the old sentence (she, Mary, John) must not carry over."""
+    at = heads_page(app)
+    assert "from *she*" in headline(at) and "on *Mary*" in headline(at)
+    new_sentence(at, TROPHY)
+    assert "from *it*" in headline(at) and "on *trophy*" in headline(at), headline(at)
+    assert marked(at) == ("it", ["trophy", "suitcase"])
+    assert at.dataframe[0].value["→ trophy"].notna().all()
+
+
+def test_marks_chosen_by_hand_are_reset_by_a_new_sentence(app):
+    at = heads_page(app)
+    words = [w.text for w in sentence_words(at.text_input(key="coref_text").value)]
+    strip(at, "pronoun").set_value(words.index("him")).run()
+    strip(at, "candidates").set_value([words.index("Mary"), words.index("John"), words.index("station")]).run()
+    no_errors(at)
+    assert marked(at) == ("him", ["Mary", "John", "station"])
+    assert "from *him*" in headline(at)
+    assert list(at.dataframe[0].value.columns[-3:]) == ["→ Mary", "→ John", "→ station"]
+
+    new_sentence(at, TROPHY)
+    assert marked(at) == ("it", ["trophy", "suitcase"])
+    assert "from *it*" in headline(at) and "on *trophy*" in headline(at)
+    assert list(at.dataframe[0].value.columns[-2:]) == ["→ trophy", "→ suitcase"]
+    completion = next(t for t in at.text_input if t.key.startswith("coref_completion_"))
+    assert completion.value == " The thing that was too big was the"
+
+
+def test_causal_story_query_position_and_the_models_answer(app, default_model):
+    at = new_sentence(heads_page(app), TROPHY)
+    page = texts(at)
+    assert "At “it” no head can know the answer" in page
+    assert "the largest difference of any of the 270 heads' attention at “it” is 0." in page  # big vs small
+    labels = [m.label for m in at.metric]
+    assert labels[:2] == ["trophy (token “ trophy”)", "suitcase (token “ suit”)"]
+    completion = " The thing that was too big was the"
+    answer = model_answer(default_model, TROPHY, completion, ["trophy", "suitcase"])
+    shown = [float(m.value.split("%")[0]) / 100 for m in at.metric[:2]]
+    assert shown == pytest.approx(answer.p_candidates, abs=0.0006)
+    assert [float(m.proto.delta.split("%")[0]) / 100 for m in at.metric[:2]] == pytest.approx(answer.p_vocab,
+                                                                                               abs=0.00006)
+    query = next(r for r in at.radio if r.key.startswith("coref_query_"))
+    assert query.options == ["the pronoun", "the deciding word", "the completion's end"]
+    query.set_value("deciding word").run()
+    no_errors(at)
+    assert "from *big*" in headline(at)
+    next(r for r in at.radio if r.key.startswith("coref_query_")).set_value("completion end").run()
+    no_errors(at)
+    assert "from *the*" in headline(at)
+
+    edited = next(t for t in at.text_input if t.key.startswith("coref_completion_"))
+    edited.input(" So the big one was the").run()  # the user's own completion: another answer
+    no_errors(at)
+    mine = model_answer(default_model, TROPHY, " So the big one was the", ["trophy", "suitcase"])
+    assert [float(m.value.split("%")[0]) / 100 for m in at.metric[:2]] == pytest.approx(mine.p_candidates, abs=6e-4)
+
+
+def test_ranking_for_another_answer_and_the_builtin_set(app):
+    at = heads_page(app)
+    ranking = at.dataframe[0].value
+    assert len(ranking) == 15 and list(ranking.columns[:4]) == ["layer", "head", "margin", "predicts"]
+    assert ranking["margin"].is_monotonic_decreasing
+    assert ranking["predicts"].iloc[0] == "Mary"  # the best head for "she" → Mary does prefer Mary
+    target = next(r for r in at.radio if r.key.startswith("coref_target_"))
+    target.set_value(1).run()  # rank for John instead: another order
+    no_errors(at)
+    assert at.dataframe[0].value["predicts"].iloc[0] == "John"
+    at.button(key="coref_builtin").click().run()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Nearest-candidate baseline"] == "50.0%"
+    best = next(m for m in at.metric if m.label == "Best head")
+    assert float(best.proto.delta.split()[-1].rstrip("%")) > 80.0
+
+
+def test_the_sentence_is_kept_in_the_url(app):
+    app.query_params["coref_text"] = TROPHY
+    at = heads_page(app)
+    assert at.text_input(key="coref_text").value == TROPHY
+    assert "from *it*" in headline(at)
+    new_sentence(at, "Anna called Peter because she needed help.")
+    assert at.query_params["coref_text"] in ("Anna called Peter because she needed help.",
+                                             ["Anna called Peter because she needed help."])
+
+
+def test_duplicate_token_detector_says_when_no_token_repeats(app):
+    at = heads_page(app)  # the default prompt: no token occurs twice
+    assert not has_chart(at, "det_dup")
+    assert any("no token repeats in this prompt" in i.value for i in at.info)
+    at.sidebar.text_area(key="prompt").input("the cat saw the cat").run()
+    no_errors(at)
+    assert chart(at, "det_dup")["data"][0]["z"]
+    assert not any("no token repeats" in i.value for i in at.info)

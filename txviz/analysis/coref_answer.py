@@ -1,0 +1,190 @@
+"""One sentence, marked and asked: its words, the suggested pronoun and nouns, where to read attention
+from, and the model's own answer after a completion.
+
+Why a choice of query position. In a Winograd pair (Levesque et al. 2012), "The trophy didn't fit in
+the suitcase because it was too big/small.", the pronoun comes *before* the word that decides it. A
+causal model's row at "it" sees only the words up to "it", so every head's attention there is the same
+in both sentences: nothing at the pronoun can depend on "big" or "small". The attention that could
+carry the answer is read later: at the deciding word, or at the last token of a completion such as
+" The thing that was too big was the", where the model has to name the answer next.
+
+The model's own answer (as in Trinh & Le 2018, "A simple method for commonsense reasoning"): after
+sentence + completion, its next-token probability for each candidate's first token, softmax over the
+whole vocabulary and renormalized over the candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from txviz.analysis.coref import token_span
+
+WORD = re.compile(r"\w+(?:['’]\w+)*")  # contractions stay whole: "didn't" is one word
+PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them", "his", "its", "their"})
+SUBJECT_PRONOUNS = {"he": "The person who", "she": "The person who", "it": "The thing that",
+                    "they": "The ones that"}
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "his", "her", "its", "their", "my",
+                         "your", "our", "some", "every", "each", "another", "no", "any"})
+# Never suggested as a candidate, even when capitalized at the start of a sentence.
+FUNCTION_WORDS = DETERMINERS | PRONOUNS | frozenset({
+    "i", "you", "we", "me", "us", "and", "but", "or", "so", "because", "when", "while", "if", "then", "after",
+    "before", "since", "although", "though", "as", "at", "in", "on", "to", "of", "for", "with", "from", "by",
+    "into", "onto", "not", "was", "were", "is", "are", "be", "been", "did", "do", "does", "had", "has", "have",
+    "there", "here", "yesterday", "today", "later", "once", "someone", "nobody", "everyone", "what", "who"})
+QUERY_KINDS = ("pronoun", "deciding word", "completion end")
+CONTRASTS = {"big": "small", "small": "big", "large": "small", "heavy": "light", "light": "heavy", "long": "short",
+             "short": "long", "strong": "weak", "weak": "strong", "fast": "slow", "slow": "fast"}
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: int  # character offsets in the sentence, end exclusive
+    end: int
+
+
+def sentence_words(text: str) -> tuple[Word, ...]:
+    """The words of ``text``, contractions whole ("didn't", "John's"), punctuation left out."""
+    return tuple(Word(m.group(), m.start(), m.end()) for m in WORD.finditer(text))
+
+
+def suggest_pronoun(words: Sequence[Word]) -> int | None:
+    """The first pronoun that has a word before it, or None."""
+    return next((i for i, w in enumerate(words) if i > 0 and w.text.lower() in PRONOUNS), None)
+
+
+def is_noun_like(words: Sequence[Word], i: int) -> bool:
+    """A simple heuristic, no tagger: a word right after a determiner ("the trophy", "a book") or a
+    capitalized word that is not a function word (a name: "Mary"). Adjectives fool it ("the big box")."""
+    lowered = words[i].text.lower()
+    if lowered in FUNCTION_WORDS or not words[i].text[0].isalpha():
+        return False
+    after_determiner = i > 0 and words[i - 1].text.lower() in DETERMINERS
+    return after_determiner or words[i].text[0].isupper()
+
+
+def suggest_candidates(words: Sequence[Word], pronoun: int | None, limit: int = 2) -> list[int]:
+    """Up to ``limit`` noun-like words before the pronoun (all words when there is none), first ones
+    first; distinct spellings only."""
+    end = len(words) if pronoun is None else pronoun
+    chosen, seen = [], set()
+    for i in range(end):
+        if is_noun_like(words, i) and words[i].text.lower() not in seen:
+            chosen.append(i)
+            seen.add(words[i].text.lower())
+    return chosen[:limit]
+
+
+def suggest_deciding_word(words: Sequence[Word], pronoun: int | None) -> int | None:
+    """The sentence's last word when it comes after the pronoun and is not a noun ("big" in "… it was
+    too big.", not "book" in "… she gave him a book."), else None."""
+    last = len(words) - 1
+    if pronoun is None or pronoun >= last or is_noun_like(words, last):
+        return None
+    return last
+
+
+def default_completion(text: str, words: Sequence[Word], pronoun: int | None,
+                       candidates: Sequence[int]) -> str:
+    """A completion after which the next word should be the answer: " The thing that was too big was
+    the" for "… because it was too big." (a subject pronoun: restate what is said of it), else
+    " In this sentence, "her" means". Ends in " the" when every candidate follows "the"/"a"/"an"."""
+    if pronoun is None:
+        return ""
+    said = text[words[pronoun].end:].strip().rstrip(".!?;,:").strip()
+    lead = SUBJECT_PRONOUNS.get(words[pronoun].text.lower())
+    verb = "were" if words[pronoun].text.lower() == "they" else "was"
+    completion = f" {lead} {said} {verb}" if lead and said else f' In this sentence, "{words[pronoun].text}" means'
+    if candidates and all(c > 0 and words[c - 1].text.lower() in {"the", "a", "an"} for c in candidates):
+        completion += " the"
+    return completion
+
+
+def query_row(kind: str, offsets: Sequence[tuple[int, int]], special: Sequence[bool] | None, *,
+              pronoun: tuple[int, int], deciding: tuple[int, int] | None = None) -> int:
+    """The token whose attention row is read: the last token of the pronoun or of the deciding word
+    (character spans), or the last ordinary token of the whole text ("completion end")."""
+    if kind not in QUERY_KINDS:
+        raise ValueError(f"query kind must be one of {QUERY_KINDS}, got {kind!r}")
+    if kind == "completion end":
+        rows = [i for i, (a, b) in enumerate(offsets) if b > a and not (special is not None and special[i])]
+    elif kind == "deciding word" and deciding is None:
+        raise ValueError("no deciding word is marked")
+    else:
+        rows = list(token_span(offsets, *(pronoun if kind == "pronoun" else deciding), special))
+    if not rows:
+        raise ValueError(f"no ordinary token for the {kind}")
+    return rows[-1]
+
+
+def contrast_sentence(text: str, word: Word, replacement: str) -> str:
+    """``text`` with ``word`` replaced: the other sentence of a Winograd pair ("… too small.")."""
+    return text[:word.start] + replacement + text[word.end:]
+
+
+def max_row_difference(probs_a: torch.Tensor, probs_b: torch.Tensor, row: int) -> float:
+    """probs (L, H, T, T) of two sentences that agree up to token ``row`` → the largest |difference|
+    of any head's attention row at ``row`` (0.0 for a causal model: it cannot see what follows)."""
+    return float((probs_a[:, :, row, :row + 1] - probs_b[:, :, row, :row + 1]).abs().max())
+
+
+# ---- the model's own answer ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Answer:
+    words: tuple[str, ...]
+    token_ids: tuple[int, ...]  # the first token of " " + word, for each candidate
+    tokens: tuple[str, ...]
+    p_vocab: tuple[float, ...]  # softmax over the whole vocabulary
+    p_candidates: tuple[float, ...]  # the same, renormalized over the candidates
+    top: tuple[tuple[str, float], ...]  # the model's 5 likeliest next tokens
+
+    @property
+    def shared_first_token(self) -> bool:
+        """Two candidates start with the same token: their probabilities cannot tell them apart."""
+        return len(set(self.token_ids)) < len(self.token_ids)
+
+
+def first_tokens(tokenizer, words: Sequence[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Each word's first token as it would follow a space (" trophy"), with no BOS."""
+    encodings = [tokenizer.encode(" " + word, bos="none") for word in words]
+    if any(not e.ids for e in encodings):
+        raise ValueError("a candidate has no token in this vocabulary")
+    return tuple(e.ids[0] for e in encodings), tuple(_token_name(tokenizer, e.ids[0]) for e in encodings)
+
+
+def candidate_probabilities(logits: torch.Tensor, token_ids: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits (V,) of the next token → (p over the vocabulary, p renormalized over the candidates), each (C,)."""
+    probs = torch.softmax(logits.double(), dim=-1)[list(token_ids)]
+    return probs, probs / probs.sum()
+
+
+def read_answer(logits: torch.Tensor, tokenizer, words: Sequence[str]) -> Answer:
+    """The model's answer from the next-token logits (V,) after sentence + completion."""
+    ids, tokens = first_tokens(tokenizer, words)
+    p_vocab, p_candidates = candidate_probabilities(logits, ids)
+    top = torch.softmax(logits.double(), dim=-1).topk(5)
+    names = [_token_name(tokenizer, int(i)) for i in top.indices]
+    return Answer(tuple(words), ids, tokens, tuple(float(p) for p in p_vocab), tuple(float(p) for p in p_candidates),
+                  tuple((str(n), float(p)) for n, p in zip(names, top.values)))
+
+
+def _token_name(tokenizer, token_id: int) -> str:
+    for method in ("display", "id_to_token"):  # txviz's Tokenizer shows " the" for "Ġthe"
+        if hasattr(tokenizer, method):
+            return str(getattr(tokenizer, method)(token_id))
+    return str(token_id)
+
+
+def model_answer(source, sentence: str, completion: str, words: Sequence[str], *, bos: str = "sink") -> Answer:
+    """Run the model on ``sentence + completion`` and read its answer. ``source``: a LoadedModel or a
+    (model, tokenizer) pair."""
+    model, tokenizer = (source.model, source.tokenizer) if hasattr(source, "model") else source
+    ids = torch.as_tensor(list(tokenizer.encode(sentence + completion, bos=bos).ids))[None]  # (1, T)
+    with torch.inference_mode():
+        logits = model(ids, last_only=True)[0, -1]  # (V,)
+    return read_answer(logits, tokenizer, words)
