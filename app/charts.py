@@ -11,9 +11,26 @@ MASKED_COLOR = "#d9d9d9"  # cells the causal mask hides
 SCALE = "Blues"
 
 
-def _labels(tokens: list[str]) -> list[str]:
+def token_labels(tokens: list[str]) -> list[str]:
     """Unique axis labels: plotly merges equal category names, so prefix the position."""
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+_labels = token_labels
+
+
+def log_axis(values) -> dict:
+    """Axis settings for a log axis over ``values``: one tick per decade (every other decade past
+    eight), where plotly's default also labels 2 and 5 in each decade and the labels run together
+    on a narrow chart. Within about a decade, plotly's own ticks are kept."""
+    values = np.asarray(values, dtype=float).ravel()
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size == 0:
+        return dict(type="log")
+    decades = float(np.log10(values.max()) - np.log10(values.min()))
+    if decades < 1.5:
+        return dict(type="log")
+    return dict(type="log", dtick=1 if decades <= 8 else 2, minor=dict(showgrid=False))
 
 
 def attention_heatmap(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str], *,
@@ -43,25 +60,37 @@ def attention_heatmap(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str
 
 def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | None = None,
               layers: list[int] | None = None) -> go.Figure:
-    """Layers × heads overview as clickable squares (a scatter, so a click selects a head)."""
+    """Layers × heads overview; a click on a cell selects that head. Each head is a bar exactly one
+    cell wide and one layer tall, so a click anywhere in the cell picks it, whatever the chart's size
+    (square markers have a size in pixels: on a narrow column they overlapped and a click on head 7
+    opened head 8). Heads where the metric is undefined for the prompt are grey."""
     values = np.asarray(values, dtype=float)
     n_layers, n_heads = values.shape
     layers = layers if layers is not None else list(range(n_layers))
     layer_idx, head_idx = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    x, y = head_idx.ravel(), np.array(layers)[layer_idx.ravel()]
-    fig = go.Figure(go.Scatter(
-        x=x, y=y, mode="markers", customdata=np.stack([y, x], axis=1),
-        marker=dict(symbol="square", size=max(10, min(26, 660 // max(n_heads, n_layers))), color=values.ravel(),
-                    colorscale="Viridis", colorbar=dict(title=metric), line=dict(width=0)),
-        hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>" + metric + " %{marker.color:.3f}<extra></extra>"))
-    if selected is not None:
-        fig.add_trace(go.Scatter(x=[selected[1]], y=[selected[0]], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="square-open", size=30, color="red", line=dict(width=3)),
-                                 showlegend=False))
-    fig.update_layout(height=max(300, 24 * n_layers + 120), showlegend=False, clickmode="event+select",
-                      margin=dict(l=10, r=10, t=30, b=10), dragmode=False)
-    fig.update_xaxes(title="head", dtick=1, range=[-0.6, n_heads - 0.4])
-    fig.update_yaxes(title="layer", range=[max(layers) + 0.6, min(layers) - 0.6], dtick=max(1, n_layers // 15))
+    x, y, z = head_idx.ravel(), np.array(layers)[layer_idx.ravel()], values.ravel()
+    defined = np.isfinite(z)
+    cell = dict(width=1.0, orientation="v", unselected=dict(marker=dict(opacity=1)), selected=dict(marker=dict(opacity=1)))
+    hover = "layer %{customdata[0]} head %{customdata[1]}<br>" + metric
+    fig = go.Figure([
+        go.Bar(x=x[defined], y=np.ones(int(defined.sum())), base=y[defined] - 0.5, customdata=np.stack([y, x], 1)[defined],
+               marker=dict(color=z[defined], colorscale="Viridis", line=dict(width=1, color="white"),
+                           colorbar=dict(title=dict(text=metric, side="top"), orientation="h", y=-0.02, yanchor="top",
+                                         thickness=12, len=1.0)),
+               hovertemplate=hover + " %{marker.color:.3f}<extra></extra>", **cell),
+        go.Bar(x=x[~defined], y=np.ones(int((~defined).sum())), base=y[~defined] - 0.5,
+               customdata=np.stack([y, x], 1)[~defined], marker=dict(color=MASKED_COLOR, line=dict(width=1, color="white")),
+               hovertemplate=hover + " undefined for this prompt<extra></extra>", **cell),
+    ])
+    if selected is not None:  # a shape, not a trace: it never takes the click meant for the cell below it
+        fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
+                      y1=selected[0] + 0.5, line=dict(color="red", width=3), layer="above")
+    fig.update_layout(height=110 + 22 * n_layers, showlegend=False, clickmode="event+select", barmode="overlay",
+                      bargap=0, margin=dict(l=10, r=10, t=10, b=10), dragmode=False, hovermode="closest")
+    fig.update_xaxes(title=dict(text="head", standoff=2), dtick=1, range=[-0.5, n_heads - 0.5], side="top",
+                     fixedrange=True, showgrid=False, zeroline=False)
+    fig.update_yaxes(title="layer", range=[max(layers) + 0.5, min(layers) - 0.5], dtick=1 if n_layers <= 16 else 2,
+                     fixedrange=True, showgrid=False, zeroline=False)
     return fig
 
 
@@ -93,14 +122,16 @@ def head_view(weights: np.ndarray, tokens: list[str], query: int, *, top: int = 
                                  line=dict(width=1 + 7 * w / peak, color=f"rgba(31,119,180,{0.15 + 0.85 * w / peak:.3f})")))
     # a long prompt labels only the query and the keys drawn (8192 labels are a wall, not a view)
     labelled = range(n) if n <= 128 else sorted({query, *(int(k) for k in strongest)})
-    for side, anchor in ((0, "right"), (1, "left")):
+    # plotly's textposition names the side of the point the text goes on: the queries' labels end at
+    # x = 0 ("middle left"), the keys' start at x = 1 ("middle right"), and the lines run between them
+    for side, position in ((0, "middle left"), (1, "middle right")):
         shown = [i for i in labelled if side == 1 or n <= 128 or i == query]
         colors = ["red" if (side == 0 and i == query) else "black" for i in shown]
         text = [tokens[i] if n <= 128 else f"{i}: {tokens[i]}" for i in shown]
         fig.add_trace(go.Scatter(x=[side] * len(shown), y=shown, mode="text", text=text,
-                                 textposition=f"middle {anchor}", textfont=dict(color=colors, size=12), hoverinfo="skip"))
+                                 textposition=position, textfont=dict(color=colors, size=12), hoverinfo="skip"))
     fig.update_layout(showlegend=False, height=min(1200, 120 + 20 * n), margin=dict(l=10, r=10, t=10, b=10))
-    fig.update_xaxes(visible=False, range=[-0.8, 1.8])
+    fig.update_xaxes(visible=False, range=[-1.0, 2.0])
     fig.update_yaxes(visible=False, autorange="reversed")
     return fig
 
@@ -146,28 +177,41 @@ def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
     return fig
 
 
-def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[int] | None = None) -> str:
-    """Tokens as boxes with their index; special tokens (BOS/sink) in orange, highlights in yellow."""
+TOKEN_STRIP_CSS = (".txviz-strip{line-height:2.1;overflow-y:auto;padding:2px;border:1px solid #e9ecef;border-radius:6px}"
+                   ".txviz-strip span{display:inline-block;margin:2px;padding:2px 5px;border-radius:4px;"
+                   "background:#e7f5ff;font-family:monospace;font-size:13px;white-space:pre}"
+                   ".txviz-strip span.s{background:#ffd8a8}.txviz-strip span.h{background:#fff3bf}"
+                   ".txviz-strip sub{color:#868e96}")
+
+
+def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[int] | None = None,
+                     titles: list[str] | None = None, max_height_px: int | None = None) -> str:
+    """Tokens as boxes with their index; special tokens (BOS/sink) in orange, highlights in yellow.
+    ``titles``: each box's tooltip (default "token i"). ``max_height_px``: past it the strip scrolls, so
+    a long prompt does not push the charts off the screen. One class per box, styled once: a
+    thousand tokens are ~60 KB of HTML, not 200."""
     highlight = highlight or set()
     boxes = []
     for i, (token, is_special) in enumerate(zip(tokens, special)):
-        color = "#ffd8a8" if is_special else ("#fff3bf" if i in highlight else "#e7f5ff")
+        kind = " class=s" if is_special else (" class=h" if i in highlight else "")
         text = html.escape(token.replace(" ", "␣").replace("\n", "↵")) or "∅"
-        boxes.append(f"<span title='token {i}' style='display:inline-block;margin:2px;padding:2px 5px;"
-                     f"border-radius:4px;background:{color};font-family:monospace;font-size:13px'>"
-                     f"<sub style='color:#868e96'>{i}</sub>&nbsp;{text}</span>")
-    return "<div style='line-height:2.1'>" + "".join(boxes) + "</div>"
+        title = html.escape(titles[i] if titles is not None else f"token {i}", quote=True)
+        boxes.append(f"<span{kind} title=\"{title}\"><sub>{i}</sub>&nbsp;{text}</span>")
+    height = f" style='max-height:{int(max_height_px)}px'" if max_height_px else ""
+    return f"<style>{TOKEN_STRIP_CSS}</style><div class='txviz-strip'{height}>" + "".join(boxes) + "</div>"
 
 
 def lines(x, series: dict[str, np.ndarray], *, title: str = "", x_title: str = "", y_title: str = "",
           log_y: bool = False, log_x: bool = False, height: int = 340, mode: str = "lines") -> go.Figure:
-    """Several named series over one x axis."""
-    fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, dtype=float), name=name, mode=mode)
-                     for name, y in series.items()])
+    """Several named series over one x axis; a log axis gets one tick per decade (``log_axis``)."""
+    x = list(x)
+    ys = {name: np.asarray(y, dtype=float) for name, y in series.items()}
+    fig = go.Figure([go.Scatter(x=x, y=y, name=name, mode=mode) for name, y in ys.items()])
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", y=-0.25))
-    fig.update_xaxes(title=x_title, type="log" if log_x else None)
-    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    fig.update_xaxes(title=x_title, **(log_axis(x) if log_x else {}))
+    every_y = np.concatenate([y.ravel() for y in ys.values()]) if ys else np.array([])
+    fig.update_yaxes(title=y_title, **(log_axis(every_y) if log_y else {}))
     return fig
 
 
@@ -187,7 +231,7 @@ def rotation_path(points: np.ndarray, *, title: str, labels: list[str] | None = 
 def bars(labels: list[str], values: np.ndarray, *, title: str = "", y_title: str = "", log_y: bool = False) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(labels), y=np.asarray(values, dtype=float)))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    fig.update_yaxes(title=y_title, **(log_axis(values) if log_y else {}))
     return fig
 
 
@@ -360,8 +404,8 @@ def labelled_points(x: list[float], y: list[float], labels: list[str], *, title:
     fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text", textposition="top center",
                                marker=dict(size=11), hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(title=x_title, type="log" if log_x else None)
-    fig.update_yaxes(title=y_title, type="log" if log_y else None)
+    fig.update_xaxes(title=x_title, **(log_axis(x) if log_x else {}))
+    fig.update_yaxes(title=y_title, **(log_axis(y) if log_y else {}))
     return fig
 
 

@@ -22,9 +22,21 @@ except LimitError as error:  # the operator's settings, not the visitor's input:
     st.stop()
 state.init()
 
+ATTENTION = st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention")
+
+
+def _to_attention() -> None:
+    st.switch_page(ATTENTION, query_params=st.query_params.to_dict())
+
+
+# Streamlit serves its default page at "/" only and answers that page's own url_path with "Page not
+# found": so "/" is a hidden page that forwards to /attention (with the link's view), and /attention is a
+# page like the others.
+HOME = st.Page(_to_attention, title="txviz", url_path="home", default=True, visibility="hidden")
 PAGES = {
+    "": [HOME],
     "Look inside": [
-        st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
+        ATTENTION,
         st.Page("app_pages/heads.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
         st.Page("app_pages/block.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
     ],
@@ -39,6 +51,11 @@ PAGES = {
 }
 
 navigation = st.navigation(PAGES)
+if navigation is HOME:
+    _to_attention()
 sidebar.render()
+note = state.url_note()
+if note:
+    st.sidebar.caption(note)
 state.sync_url()
 navigation.run()

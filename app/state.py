@@ -1,17 +1,134 @@
 """The few session-state keys the app shares between pages, mirrored in the URL query params so a
-view can be shared by link: prompt, model, bos policy, layer, head, the coreference sentence."""
+view can be shared by link: prompt, model, BOS policy, layer, head and the Attention page's view
+(hide-sink, colour-by, query token).
+
+``FIELDS`` is the one table: a session key (also its query-param name), its default and how to read
+it back from the URL. A page that wants a key in the link adds a ``Field`` there. A text too long
+for a link (browsers and servers refuse URLs past a few KB; a 100 KB prompt made a link the server
+answered with HTTP 400) goes into the URL as ``<key>_id=<hash>``, and the text itself into a small
+store on this server, which forgets it when the server restarts (the page then says so).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import quote
+
 import streamlit as st
 
+from txviz.analysis.heads import METRICS
+
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
-DEFAULT_COREF = "Mary met John at the station, and she gave him a book."  # the Heads page's coreference sentence
-DEFAULTS = {"prompt": DEFAULT_PROMPT, "model": "default", "bos": "sink", "layer": 0, "head": 0,
-            "coref_text": DEFAULT_COREF}
+DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
 BOS_POLICIES = {"sink": "prepend <|endoftext|> as an attention sink", "none": "no extra token",
                 "bos": "prepend the model's BOS token"}
-URL_KEYS = tuple(DEFAULTS)
+MAX_URL_VALUE = 2000  # characters of one URL-encoded value; longer texts go by id
+LONG_STORE_CHARS = 32_000_000  # what the server keeps of long texts, all sessions together (oldest dropped)
+
+
+def _as_bool(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One URL-backed session key. ``choices``: the values it may take (others fall back to the default)."""
+
+    default: Any
+    parse: Callable[[str], Any] = str
+    dump: Callable[[Any], str] = str
+    choices: tuple | None = None
+
+    def read(self, raw: str) -> Any:
+        try:
+            value = self.parse(raw)
+        except (TypeError, ValueError):
+            return self.default
+        if self.choices is not None and value not in self.choices:
+            return self.default
+        if isinstance(value, str) and not value.strip() and self.default:
+            return self.default
+        return value
+
+
+FIELDS: dict[str, Field] = {
+    "prompt": Field(DEFAULT_PROMPT),
+    "model": Field("default"),
+    "bos": Field("sink", choices=tuple(BOS_POLICIES)),
+    "layer": Field(0, int),
+    "head": Field(0, int),
+    # the Attention page's view
+    "hide_sink": Field(False, _as_bool, lambda value: "1" if value else "0"),
+    "grid_metric": Field("first_token_mass", choices=METRICS),
+    "query": Field(-1, int),  # the head view's query token; -1: the last one, whatever the prompt's length
+    # the Heads page's coreference sentence
+    "coref_text": Field(DEFAULT_COREF),
+}
+DEFAULTS = {key: field.default for key, field in FIELDS.items()}
+URL_KEYS = tuple(FIELDS)
+
+
+class LongValueStore:
+    """Texts too long for a link, by a short hash of their content; the oldest go first past ``max_chars``."""
+
+    def __init__(self, max_chars: int = LONG_STORE_CHARS):
+        self.max_chars = max_chars
+        self._values: OrderedDict[str, str] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key_of(value: str) -> str:
+        return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def put(self, value: str) -> str:
+        key = self.key_of(value)
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return key
+            self._values[key] = value
+            self._chars += len(value)
+            while self._chars > self.max_chars and len(self._values) > 1:
+                _, dropped = self._values.popitem(last=False)
+                self._chars -= len(dropped)
+        return key
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
+
+
+@st.cache_resource
+def long_values() -> LongValueStore:
+    """The server's one store of long texts, shared by every session."""
+    return LongValueStore()
+
+
+def _from_url(key: str, field: Field, params) -> Any:
+    raw = params.get(key)
+    if raw is not None:
+        return field.read(raw)
+    text_id = params.get(f"{key}_id")
+    if text_id is None:
+        return field.default
+    value = long_values().get(text_id)
+    if value is None:
+        st.session_state["_url_note"] = (f"This link's {key} was too long for a URL and was kept on the server, "
+                                         "which has restarted since: showing the default instead.")
+        return field.default
+    return field.read(value)
 
 
 def init() -> None:
@@ -22,35 +139,57 @@ def init() -> None:
                 st.session_state[key] = st.session_state[key]
         return
     params = st.query_params
-    for key, default in DEFAULTS.items():
-        raw = params.get(key)
-        value = default
-        if raw is not None:
-            try:
-                value = type(default)(raw)
-            except ValueError:
-                value = default
-        st.session_state[key] = value
-    if st.session_state["bos"] not in BOS_POLICIES:
-        st.session_state["bos"] = DEFAULTS["bos"]
-    if not st.session_state["model"].strip():
-        st.session_state["model"] = DEFAULTS["model"]
+    for key, field in FIELDS.items():
+        st.session_state[key] = _from_url(key, field, params)
     st.session_state["_initialized"] = True
 
 
+def _set_param(name: str, text: str | None) -> None:
+    if text is None:
+        if name in st.query_params:
+            del st.query_params[name]
+    elif st.query_params.get(name) != text:
+        st.query_params[name] = text
+
+
 def sync_url() -> None:
-    """Write the shared keys back into the URL (only those that differ from the defaults)."""
-    for key in URL_KEYS:
-        value = st.session_state.get(key, DEFAULTS[key])
-        if value == DEFAULTS[key]:
-            if key in st.query_params:
-                del st.query_params[key]
-        elif st.query_params.get(key) != str(value):
-            st.query_params[key] = str(value)
+    """Write the shared keys back into the URL (only those that differ from the defaults); a text too
+    long for a link goes by its id in the server's store."""
+    for key, field in FIELDS.items():
+        value = st.session_state.get(key, field.default)
+        text, text_id = None, None
+        if value != field.default:
+            text = field.dump(value)
+            if len(quote(text, safe="")) > MAX_URL_VALUE:
+                text, text_id = None, long_values().put(text)
+        _set_param(key, text)
+        _set_param(f"{key}_id", text_id)
+
+
+def url_note() -> str | None:
+    """What the page should say about the link: a long text kept by id, or one the server forgot."""
+    note = st.session_state.get("_url_note")
+    long_keys = [key for key in FIELDS if f"{key}_id" in st.query_params]
+    if long_keys:
+        kept = " and ".join(long_keys)
+        note = ((note + " ") if note else "") + (
+            f"The {kept} is too long for a link ({MAX_URL_VALUE:,}+ characters): the link holds a short id and "
+            "this server keeps the text until it restarts.")
+    return note
 
 
 def get(key: str):
     return st.session_state.get(key, DEFAULTS[key])
+
+
+def reset_on_change(key: str, inputs: Any) -> None:
+    """Put ``key`` back to its default when ``inputs`` (what its options come from: the prompt, the
+    model) changed since the last run that called this. The first call keeps the value (from a link)."""
+    marker = f"_inputs_of_{key}"
+    previous = st.session_state.get(marker)
+    if previous is not None and previous != inputs:
+        st.session_state[key] = DEFAULTS[key]
+    st.session_state[marker] = inputs
 
 
 def clamp_head(n_layers: int, n_heads: int) -> None:

@@ -20,14 +20,33 @@ def test_attention_heatmap_blanks_the_future_and_labels_tokens():
     assert "query %{y}" in heat.hovertemplate and "key %{x}" in heat.hovertemplate and "weight" in heat.hovertemplate
 
 
-def test_head_grid_points_carry_layer_and_head():
-    values = np.arange(6).reshape(2, 3)
+def test_head_grid_cells_tile_the_grid_exactly():
+    """Each head is a bar one head wide and one layer tall: a click anywhere in a cell picks that head,
+    at any chart size (22 px square markers on 13 px columns overlapped: a click on head 7 opened 8)."""
+    values = np.arange(6, dtype=float).reshape(2, 3)
     fig = charts.head_grid(values, metric="m", selected=(1, 2))
-    grid = fig.data[0]
-    assert len(grid.x) == 6
-    assert [list(p) for p in grid.customdata][5] == [1, 2]
-    assert list(grid.marker.color) == list(range(6))
-    assert fig.data[1].x == (2,) and fig.data[1].y == (1,)
+    cells = fig.data[0]
+    assert cells.type == "bar" and len(cells.x) == 6 and fig.layout.barmode == "overlay"
+    assert [list(p) for p in cells.customdata][5] == [1, 2]
+    assert list(cells.marker.color) == list(range(6))
+    assert cells.width == 1.0 and set(cells.y) == {1.0}
+    x0, y0 = np.array(cells.x) - 0.5, np.array(cells.base)  # each cell's corner, from its bar
+    corners = {(float(a), float(b)) for a, b in zip(x0, y0)}
+    assert corners == {(h - 0.5, layer - 0.5) for layer in range(2) for h in range(3)}  # no gap, no overlap
+    assert [list(p) for p in cells.customdata] == [[int(b + 0.5), int(a + 0.5)] for a, b in zip(x0, y0)]
+    assert tuple(fig.layout.xaxis.range) == (-0.5, 2.5) and tuple(fig.layout.yaxis.range) == (1.5, -0.5)
+    assert len(fig.data) == 2 and len(fig.data[1].x) == 0  # the selection is a shape: it takes no click
+    (box,) = fig.layout.shapes
+    assert (box.x0, box.x1, box.y0, box.y1) == (1.5, 2.5, 0.5, 1.5)
+
+
+def test_head_grid_greys_undefined_heads():
+    values = np.array([[0.5, np.nan], [np.nan, 0.25]])
+    fig = charts.head_grid(values, metric="induction")
+    defined, undefined = fig.data
+    assert list(defined.marker.color) == [0.5, 0.25]
+    assert sorted(map(tuple, undefined.customdata)) == [(0, 1), (1, 0)]
+    assert "undefined" in undefined.hovertemplate
 
 
 @pytest.mark.parametrize("event,expected", [
@@ -49,9 +68,49 @@ def test_head_view_draws_one_line_per_attended_key():
     assert sorted(line.y[1] for line in lines) == [0, 2]
 
 
+def test_head_view_labels_sit_outside_the_lines():
+    """The lines run from x = 0 to x = 1; the query labels end at 0 and the key labels start at 1
+    (plotly's "middle right" puts text right of the point: on the lines, as it was)."""
+    fig = charts.head_view(np.array([0.2, 0.3, 0.5]), ["a", "b", "c"], query=2)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert all(tuple(line.x) == (0, 1) for line in lines)
+    left, right = [t for t in fig.data if t.mode == "text"]
+    assert set(left.x) == {0} and left.textposition == "middle left"
+    assert set(right.x) == {1} and right.textposition == "middle right"
+    low, high = fig.layout.xaxis.range
+    assert low <= -0.8 and high >= 1.8  # room for the labels on both sides
+
+
 def test_token_strip_escapes_html():
     html = charts.token_strip_html(["<b>", " x"], [False, False])
     assert "&lt;b&gt;" in html and "␣x" in html
+
+
+def test_token_strip_scrolls_and_carries_tooltips():
+    html = charts.token_strip_html(["<|endoftext|>", "😀", "…"], [True, False, False], max_height_px=220,
+                                   titles=["token 0", "token 1 · bytes 98 80 · one character with tokens 1–2",
+                                           "a \"quoted\" <tip>"])
+    assert "max-height:220px" in html and "overflow-y:auto" in html
+    assert 'title="token 1 · bytes 98 80' in html and "&quot;quoted&quot; &lt;tip&gt;" in html
+    assert html.count("class=s") == 1  # the sink
+    assert len(charts.token_strip_html(["tok"] * 1000, [False] * 1000)) < 60_000  # styled once, not per box
+
+
+def test_log_axis_ticks_once_per_decade():
+    assert charts.log_axis([1, 10, 1e4])["dtick"] == 1
+    assert charts.log_axis([1e-3, 1e9])["dtick"] == 2  # twelve decades: every other one
+    assert "dtick" not in charts.log_axis([2, 9]) and charts.log_axis([2, 9])["type"] == "log"
+    assert charts.log_axis([0, -1, np.nan]) == {"type": "log"}
+    fig = charts.lines([1, 10, 100, 1000], {"a": [1, 1e2, 1e4, 1e6], "b": [0, 1, 2, 3]}, log_x=True, log_y=True)
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1 and fig.layout.yaxis.dtick == 1
+    assert charts.bars(["x", "y"], np.array([1e-4, 1.0]), log_y=True).layout.yaxis.dtick == 1
+    assert charts.labelled_points([1, 1e6], [1, 2], ["a", "b"], log_x=True).layout.xaxis.dtick == 1
+
+
+def test_step_by_step_matrices_carry_token_labels():
+    labels = charts.token_labels(["a", "b", "a"])
+    fig = charts.matrix(np.zeros((3, 3)), title="m", x=labels, y=labels)
+    assert list(fig.data[0].x) == ["0:a", "1:b", "2:a"] and list(fig.data[0].y) == labels
 
 
 def test_residual_norms_and_matrix_shapes():
