@@ -399,11 +399,17 @@ def histograms(series: dict[str, np.ndarray], *, title: str = "", x_title: str =
 
 
 def labelled_points(x: list[float], y: list[float], labels: list[str], *, title: str = "", x_title: str = "",
-                    y_title: str = "", log_x: bool = False, log_y: bool = False) -> go.Figure:
-    """A scatter with a text label on every point (one point per model or config)."""
+                    y_title: str = "", log_x: bool = False, log_y: bool = False, y_error: list[float] | None = None,
+                    y_range: tuple[float, float] | None = None) -> go.Figure:
+    """A scatter with a text label on every point (one point per model or config); ``y_error`` draws
+    ± error bars, ``y_range`` fixes the y-axis (so noise is not zoomed into a finding)."""
+    errors = None if y_error is None else dict(type="data", array=list(y_error), visible=True)
     fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text", textposition="top center",
-                               marker=dict(size=11), hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
+                               marker=dict(size=11), error_y=errors,
+                               hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10))
+    if y_range is not None:
+        fig.update_yaxes(range=list(y_range))
     fig.update_xaxes(title=x_title, **(log_axis(x) if log_x else {}))
     fig.update_yaxes(title=y_title, **(log_axis(y) if log_y else {}))
     return fig

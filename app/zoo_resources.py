@@ -70,6 +70,19 @@ def zoo_text_trace(name: str, text: str) -> tuple[tuple[str, ...], Trace]:
     return encoding.tokens[:len(ids)], trace(loaded.model, torch.tensor(ids), capture=ROUTER_CAPTURES)
 
 
+@st.cache_resource(show_spinner="Scoring the held-out stories window by window…", max_entries=16)
+def zoo_window_losses(name: str) -> torch.Tensor:
+    """(W,) mean loss of each held-out window evaluate() scores (their mean is eval.json's val_loss):
+    the spread that gives the evaluation noise."""
+    from txviz.lab.data import held_out_windows
+    from txviz.lab.evaluate import window_losses
+    from txviz.lab.zoo import CORPUS
+
+    loaded = zoo_model(name)
+    windows = held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+    return window_losses(loaded.model, windows)
+
+
 def first_story() -> str:
     from txviz.lab.corpus import stories
     from txviz.lab.zoo import CORPUS

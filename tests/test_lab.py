@@ -247,3 +247,50 @@ def test_shipped_moe_gates_are_normalized_as_configured(name):
 def test_the_shipped_zoo_is_discovered_for_the_model_picker():
     paths = {source.path for source in discover()}
     assert {str(SHIPPED_ZOO / name) for name in zoo.VARIANTS} <= paths
+
+
+# ---- what the app reads from the zoo: held-out windows, known sentences, picker lines ---------------
+@pytest.mark.parametrize("name", ["mha", "base", "mqa"])
+def test_window_losses_rebuild_the_shipped_val_loss(name):
+    from txviz.lab.data import held_out_windows
+    from txviz.lab.evaluate import window_losses
+    from txviz.lab.zoo import CORPUS
+    from txviz.loading import load
+
+    loaded = load(SHIPPED_ZOO / name, device="cpu")
+    windows = held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+    evaluation = json.loads((SHIPPED_ZOO / name / "eval.json").read_text())
+    assert windows.shape[1] == loaded.config.max_seq_len + 1
+    losses = window_losses(loaded.model, windows)
+    assert len(losses) == (evaluation["val_tokens"] - 1) // loaded.config.max_seq_len
+    assert round(float(losses.mean()), 4) == evaluation["val_loss"]
+
+
+def test_sample_sentences_are_in_the_zoo_vocabulary_and_other_words_are_named():
+    from txviz.lab.corpus import sample_text
+    from txviz.lab.tokenizer import unknown_words
+    from txviz.loading import load
+
+    backend = load(SHIPPED_ZOO / "alibi", device="cpu").tokenizer.backend
+    for index in range(20):
+        text = sample_text(index)
+        assert text.count(".") == 3 and not unknown_words(backend, text)
+    words = [w.strip() for w in unknown_words(backend, "The trophy didn't fit in the suitcase because it was too big.")]
+    assert words == ["The", "trophy", "didn", "'", "t", "fit", "suitcase", "because", "too", "big"]
+
+
+def test_a_byte_level_tokenizer_has_no_unknown_words():
+    import tokenizers
+
+    from txviz.lab.tokenizer import unknown_words
+
+    backend = tokenizers.Tokenizer(tokenizers.models.BPE())
+    assert unknown_words(backend, "anything at all ☃") == []
+
+
+def test_picker_lines_say_the_variants_choice_and_size():
+    from txviz.lab.zoo import describe
+
+    line = describe(SHIPPED_ZOO / "alibi")
+    assert line.startswith("alibi — positions: ALiBi") and "4 layers × d 64" in line and "k params" in line
+    assert "experts" in describe(SHIPPED_ZOO / "moe_top2") and "\n" not in line

@@ -167,3 +167,21 @@ def test_routing_of_a_hugging_face_mixtral_matches_transformers(mixtral_dir):
     pooled = moe.load_balancing_loss(ours.logits, ours.expert_ids)
     assert_close(reference.aux_loss.float(), config.top_k * pooled, rtol=1e-5, atol=1e-6)
     assert all(1.0 <= e <= 4.0 for e in ours.effective_experts.tolist())
+
+
+# ---- the balanced-vs-unbalanced comparison in words -------------------------------------------------
+def test_top2_that_barely_collapses_is_said_to_barely_collapse():
+    text = moe.balance_finding(2, 4, [3.958, 3.977, 3.923, 3.919], [3.96, 3.994, 3.983, 3.981])
+    assert "barely collapses" in text and "3.94 effective experts of 4" in text and "3.98 with it" in text
+    assert "0.04" in text and "layer (3)" in text
+
+
+def test_top1_that_collapses_is_said_to_collapse_with_its_worst_layer():
+    text = moe.balance_finding(1, 4, [3.856, 2.813, 2.153, 3.176], [3.897, 3.985, 3.999, 3.988])
+    assert "**collapses**" in text and "3.00 effective experts" in text and "layer 2 only 2.15" in text
+    assert "barely" not in text
+
+
+def test_a_router_more_even_without_the_loss_is_not_called_collapsed():
+    text = moe.balance_finding(2, 8, [7.9, 7.9], [6.0, 6.5])
+    assert "more even without" in text and "collapses" not in text

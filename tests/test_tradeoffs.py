@@ -167,3 +167,47 @@ def test_the_shipped_zoo_base_reads():
     row = tr.zoo_rows(["base"])[0]
     assert row["trained"] and row["n_experts"] == 0 and row["val_loss"] > 0
     assert row["non_embedding_params"] == tr.non_embedding_params(row["config"])
+
+
+# ---- noise in the zoo's losses: the wording follows the numbers -------------------------------------
+def _estimates(means, se=0.0057, n=552):
+    return [tr.LossEstimate(name, mean, se, n) for name, mean in means.items()]
+
+
+def test_a_gap_inside_the_standard_error_is_called_noise_and_one_seed_is_said():
+    estimates = _estimates({"mha": 1.0528, "base": 1.0530, "mqa": 1.0516})
+    text = tr.noise_finding(estimates, {("base", "mqa"): (0.0014, 0.0003)}, n_seeds=1)
+    assert "within **0.0014 nats**" in text and "within evaluation noise" in text and "0.2 standard errors" in text
+    assert "base − mqa = +0.0014 ± 0.0003" in text and "5 paired standard errors" in text
+    assert "one seed" in text and "no evidence" in text
+
+
+def test_a_gap_beyond_the_noise_is_not_called_noise():
+    text = tr.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {("b", "a"): (0.1, 0.002)}, n_seeds=3)
+    assert "larger than evaluation noise" in text and "within evaluation noise" not in text
+    assert "one seed" not in text
+
+
+def test_a_paired_difference_inside_its_noise_says_so():
+    text = tr.noise_finding(_estimates({"a": 1.0, "b": 1.0002}), {("b", "a"): (0.0002, 0.0003)})
+    assert "inside the paired noise too" in text
+
+
+def test_standard_errors_and_paired_differences():
+    a = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    b = a + torch.tensor([0.1, -0.1, 0.1, -0.1])
+    estimate = tr.loss_estimate("a", a)
+    assert estimate.mean == 2.5 and estimate.n_windows == 4
+    assert estimate.se == pytest.approx(float(a.std()) / 2)
+    diff, se = tr.paired_difference(b, a)
+    assert diff == pytest.approx(0.0, abs=1e-12) and se == pytest.approx(float((b - a).std()) / 2)
+    assert se < estimate.se  # the same windows cancel what the text itself varies
+
+
+def test_the_loss_axis_does_not_zoom_into_the_noise():
+    estimates = _estimates({"mha": 1.0528, "base": 1.0530, "mqa": 1.0516}, se=0.0057)
+    low, high = tr.loss_axis_range(estimates)
+    assert high - low >= 0.05 * 1.0530 - 1e-12
+    assert all(low <= e.mean - 2 * e.se and e.mean + 2 * e.se <= high for e in estimates)
+    wide = _estimates({"a": 1.0, "b": 2.0}, se=0.01)
+    assert tr.loss_axis_range(wide) == pytest.approx((1.0 - 0.02, 2.0 + 0.02))

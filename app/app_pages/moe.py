@@ -151,10 +151,21 @@ def _costs(own) -> None:
         key="moe_family")
 
 
+def _findings() -> None:
+    """Each routing's balanced-vs-unbalanced comparison in words, from the effective experts measured live."""
+    for k in (1, 2):
+        pair = [f"moe_top{k}", f"moe_top{k}_balanced"]
+        if zoo.trained(pair) == pair:
+            without, with_loss = (zoo.zoo_routing(name) for name in pair)
+            st.markdown("- " + moe.balance_finding(k, without.n_experts, without.effective_experts.tolist(),
+                                                    with_loss.effective_experts.tolist()))
+
+
 with tab_balance:
     st.markdown(
         "The zoo trains each MoE twice, identical but for the balancing loss (weight 0.01, as in Switch). "
         "Both are run below on the same held-out stories the models never trained on.")
+    _findings()
     kind = st.segmented_control("Routing", ["top-1", "top-2"], default="top-1", key="moe_pair",
                                 format_func=lambda k: {"top-1": "top-1 (Switch)", "top-2": "top-2 (Mixtral)"}[k])
     pair = [f"moe_top{(kind or 'top-1')[-1]}", f"moe_top{(kind or 'top-1')[-1]}_balanced"]

@@ -41,6 +41,22 @@ def powers_of_two(low: int, high: int) -> list[int]:
     return [2 ** e for e in range(int(np.log2(low)), int(np.log2(high)) + 1)]
 
 
+def kv_noise(done: list[dict]) -> None:
+    """The zoo's attention kinds with their evaluation noise: error bars, an honest axis, and the verdict in words."""
+    windows = {r["variant"]: zoo.zoo_window_losses(r["variant"]) for r in done}
+    estimates = [tr.loss_estimate(name, losses) for name, losses in windows.items()]
+    paired = {(a, b): tr.paired_difference(windows[a], windows[b]) for a in windows for b in windows if a != b}
+    st.markdown(tr.noise_finding(estimates, paired, n_seeds=1))  # the zoo keeps one run per variant
+    st.plotly_chart(charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
+                                           [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
+                                           y_range=tr.loss_axis_range(estimates),
+                                           title="KV cache vs validation loss (bars: ± 2 standard errors)",
+                                           x_title="KV bytes per token (fp32)", y_title="val loss (nats)"),
+                    key="to_kv_zoo")
+    st.caption("Standard errors over the held-out windows the lab's evaluation scores (their mean is eval.json's "
+               "val loss); the y-axis spans at least 5 % of the loss, so a 0.1 % difference looks like one.")
+
+
 tabs = st.tabs(["Depth vs width", "Dense vs MoE", "MHA / GQA / MQA", "Context length", "FlashAttention",
                 "Parallel vs sequential", "Positions beyond training"])
 
@@ -126,10 +142,7 @@ with tabs[2]:
                         "params": "params", "val_loss": "val loss", "val_loss_4x": "val loss at 4× context"})
     done = [r for r in kv_rows if r["trained"]]
     if done:
-        st.plotly_chart(charts.labelled_points([r["kv_bytes_per_token"] for r in done], [r["val_loss"] for r in done],
-                                               [r["variant"] for r in done], title="KV cache vs validation loss",
-                                               x_title="KV bytes per token (fp32)", y_title="val loss (nats)"),
-                        key="to_kv_zoo")
+        kv_noise(done)
 
 with tabs[3]:
     st.markdown("Per layer, naive attention compares every query with every key: QKᵀ and A·V cost 4·H·d_head·T² "

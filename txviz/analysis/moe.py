@@ -159,6 +159,26 @@ def measure_routing(model, ids: torch.Tensor, layers=None) -> Routing:
     return routing(trace(model, ids, capture=ROUTER_CAPTURES, layers=layers))
 
 
+def balance_finding(top_k: int, n_experts: int, without: list[float], with_loss: list[float],
+                    barely: float = 0.05) -> str:
+    """The balanced-vs-unbalanced comparison in words, from the effective experts per layer of the
+    two routers: "collapses" when the mean without the loss falls short of the mean with it by more
+    than ``barely`` × E, "barely" otherwise; the worst layer is named either way."""
+    mean_without, mean_with = sum(without) / len(without), sum(with_loss) / len(with_loss)
+    gap = mean_with - mean_without
+    worst = min(range(len(without)), key=lambda i: without[i])
+    numbers = (f"{mean_without:.2f} effective experts of {n_experts} without the balancing loss against "
+               f"{mean_with:.2f} with it")
+    if gap > barely * n_experts:
+        return (f"Top-{top_k} routing **collapses**: {numbers}; in layer {worst} only "
+                f"{without[worst]:.2f} experts are effectively used.")
+    if gap < -barely * n_experts:
+        return f"Top-{top_k} routing is **more even without** the balancing loss: {numbers}."
+    return (f"Top-{top_k} routing **barely collapses**: {numbers}, a difference of {abs(gap):.2f} "
+            f"({abs(gap) / n_experts:.0%} of {n_experts}); even its most uneven layer ({worst}) uses "
+            f"{without[worst]:.2f}. The balancing loss has little left to fix here.")
+
+
 # ---- what a token costs ---------------------------------------------------------------------------
 def expert_matmul_params(config: ModelConfig) -> int:
     """Weights of one FFN (or one expert): gate, up, down (SwiGLU) or up, down (GELU MLP)."""

@@ -50,6 +50,13 @@ class LabData:
         return torch.stack([self.val[s:s + length + 1] for s in starts.tolist()])
 
 
+def held_out_windows(tokenizer: tokenizers.Tokenizer, settings: CorpusSettings, length: int) -> torch.Tensor:
+    """(W, length + 1): the validation windows ``evaluate`` scores, rebuilt from a shipped tokenizer
+    (the held-out stories only: no training story is generated)."""
+    val = torch.tensor(encode_stream(tokenizer, stories("val", settings)))
+    return LabData(settings, tokenizer, torch.empty(0, dtype=torch.long), val).val_windows(length)
+
+
 def prepare_data(settings: CorpusSettings) -> LabData:
     train_texts, val_texts = stories("train", settings), stories("val", settings)
     tokenizer = build_tokenizer(train_texts[:VOCABULARY_SAMPLE])

@@ -45,6 +45,11 @@ def token_losses(model: Decoder, windows: torch.Tensor) -> torch.Tensor:
     return torch.cat(out)
 
 
+def window_losses(model: Decoder, windows: torch.Tensor) -> torch.Tensor:
+    """(W,) mean next-token loss of each window: the pieces whose spread gives the evaluation noise."""
+    return token_losses(model, windows).mean(dim=-1)
+
+
 def extrapolation(model: Decoder, data: LabData, context: int, factors=(2, 4)) -> dict:
     """Validation loss at ``context`` and at each ``factor`` × ``context`` (null where impossible)."""
     result = {"context": context, "loss_at": {}, "loss_beyond_context_at": {}, "why_null": None}

@@ -1,0 +1,52 @@
+"""The MoE and Tradeoffs pages state what the zoo's numbers support, in words computed from them:
+top-2 routing barely collapses, and the MHA/GQA/MQA losses differ by less than their noise (drawn with
+error bars on an axis that does not zoom into it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import app_on, chart, decode, no_errors, texts
+from txviz.loading.zoo import SHIPPED_ZOO
+
+MOE = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
+KINDS = ("mha", "base", "mqa")
+
+pytestmark = pytest.mark.skipif(not all((SHIPPED_ZOO / n / "eval.json").is_file() for n in MOE + KINDS),
+                                reason="the zoo's MoE and attention variants are not trained")
+
+
+def open_page(page: str):
+    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300).run()
+    at.switch_page(page).run()
+    no_errors(at)
+    return at
+
+
+def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_numbers():
+    at = open_page("app_pages/moe.py")
+    words = texts(at)
+    top1 = next(line for line in words.splitlines() if "Top-1 routing" in line)
+    top2 = next(line for line in words.splitlines() if "Top-2 routing" in line)
+    assert "**collapses**" in top1 and "**barely collapses**" in top2
+    table = next(d.value for d in at.dataframe if "effective experts (mean)" in d.value.columns).set_index("variant")
+    effective = table["effective experts (mean)"]  # the top-1 pair, measured on the same held-out tokens
+    assert f"{effective['moe_top1']:.2f} effective experts of 4" in top1
+    assert f"against {effective['moe_top1_balanced']:.2f} with it" in top1
+    at.segmented_control(key="moe_pair").set_value("top-2").run()
+    table = next(d.value for d in at.dataframe if "effective experts (mean)" in d.value.columns).set_index("variant")
+    assert f"{table['effective experts (mean)']['moe_top2']:.2f} effective experts of 4" in top2
+
+
+def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestly():
+    at = open_page("app_pages/tradeoffs.py")
+    words = texts(at)
+    assert "within evaluation noise" in words and "one seed" in words
+    spec = chart(at, "to_kv_zoo")
+    points = spec["data"][0]
+    losses = decode(points["y"]).astype(float)
+    errors = decode(points["error_y"]["array"]).astype(float)
+    assert sorted(points["text"]) == sorted(KINDS) and (errors > 0).all()
+    low, high = spec["layout"]["yaxis"]["range"]
+    assert high - low >= 0.05 * losses.max() - 1e-9  # a 0.1 % gap is not stretched over the whole axis
+    assert losses.max() - losses.min() < (errors / 2).max() * 2  # the gap is inside 2 standard errors
