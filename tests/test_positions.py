@@ -175,3 +175,61 @@ def test_model_to_bf16_keeps_rope_frequencies_in_float32():
     assert angles.dtype == torch.float32
     alibi = random_decoder(tiny_config(positions="alibi")).to(torch.bfloat16)
     assert alibi.positions.slopes.dtype == torch.float32
+
+
+# ---- what the Positions page measures (txviz.analysis.positions) ----------------------------------
+@pytest.mark.parametrize("n_heads", [4, 6])
+def test_slopes_read_back_from_a_traced_bias_are_the_formulas(n_heads):
+    from txviz.analysis import positions as pos
+
+    config = tiny_config(positions="alibi", n_heads=n_heads, d_model=8 * n_heads)
+    tr = trace(random_decoder(config), random_ids(config, 7), capture=("alibi_bias",))
+    assert_close(pos.measured_slopes(tr["alibi_bias"]), alibi_slopes(n_heads))
+    with pytest.raises(ValueError):
+        pos.measured_slopes(tr["alibi_bias"][:, :1, :1])
+
+
+def test_removing_the_bias_gives_the_softmax_of_the_unbiased_masked_scores():
+    from txviz.analysis import positions as pos
+
+    config = tiny_config(positions="alibi", n_heads=4, d_model=32)
+    tr = trace(random_decoder(config), random_ids(config, 9), capture=("alibi_bias", "attn_logits", "attn_scores"))
+    scores, logits, bias = tr["attn_scores"][1, 0], tr["attn_logits"][1, 0], tr["alibi_bias"]
+    future = torch.triu(torch.ones(9, 9, dtype=torch.bool), 1)
+    assert_close(pos.without_bias(scores, bias), torch.softmax(logits.masked_fill(future, float("-inf")), -1),
+                 rtol=1e-5, atol=1e-6)
+    assert_close(pos.with_bias(pos.without_bias(scores, bias).log(), bias), torch.softmax(scores, -1),
+                 rtol=1e-4, atol=1e-6)
+
+
+def test_mean_distance_and_entropy_of_simple_maps():
+    from txviz.analysis import positions as pos
+
+    t = 5
+    diagonal = torch.eye(t)  # every query on itself: distance 0, entropy 0
+    first = torch.zeros(t, t)
+    first[:, 0] = 1  # every query on token 0: distance i
+    even = torch.tril(torch.ones(t, t)) / torch.arange(1, t + 1)[:, None]
+    assert float(pos.mean_distance(diagonal)) == 0
+    assert float(pos.mean_distance(first)) == pytest.approx(sum(range(t)) / t)
+    assert_close(pos.row_entropy(diagonal), torch.zeros(t))
+    assert_close(pos.row_entropy(even), pos.uniform_entropy(t))  # evenly over what it sees: log(i + 1)
+
+
+def test_cosine_similarity_of_a_position_table():
+    from txviz.analysis import positions as pos
+
+    table = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0], [-3.0, 0.0]])
+    similarity = pos.cosine_similarity_matrix(table)
+    assert_close(similarity.diagonal(), torch.ones(4))
+    assert similarity[0, 2] == pytest.approx(0.0) and similarity[0, 3] == pytest.approx(-1.0)
+    assert_close(pos.neighbour_similarity(table, 1), torch.tensor([(2 ** -0.5 + 2 ** -0.5 + 0.0) / 3]))
+
+
+def test_the_page_shows_each_scheme_its_own_sections_and_permutation_for_all():
+    from txviz.analysis import positions as pos
+
+    assert all("Permutation" in pos.sections(kind) for kind in ("rope", "alibi", "learned", "none"))
+    assert [name for name in pos.sections("rope") if "RoPE" in name] == ["RoPE angles", "RoPE scaling"]
+    for kind in ("alibi", "learned", "none"):
+        assert not any("RoPE" in name or "what-if" in name for name in pos.sections(kind))
