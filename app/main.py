@@ -54,8 +54,8 @@ navigation = st.navigation(PAGES)
 if navigation is HOME:
     _to_attention()
 sidebar.render()
+state.sync_url()
 note = state.url_note()
 if note:
     st.sidebar.caption(note)
-state.sync_url()
 navigation.run()

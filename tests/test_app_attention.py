@@ -1,0 +1,132 @@
+"""The Attention page's view state: in the URL and back (hide-sink, colour-by, query token, head), a
+token index that follows its prompt, a prompt too long for a link kept by id; token text and undefined
+metrics as a reader should see them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.test_app import MAIN, chart, no_errors
+
+pytestmark = pytest.mark.default_model
+
+
+@pytest.fixture
+def new_app(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+
+    def make(**params):
+        at = AppTest.from_file(MAIN, default_timeout=300)
+        for key, value in params.items():
+            at.query_params[key] = value
+        return at
+    return make
+
+
+def params(at) -> dict:
+    return {key: (value[0] if isinstance(value, list) else value) for key, value in at.query_params.items()}
+
+
+def red_label(at) -> str:
+    """The head view's query token: the one label drawn in red."""
+    left = [t for t in chart(at, "head_view")["data"] if t.get("mode") == "text"][0]
+    return next(text for text, color in zip(left["text"], left["textfont"]["color"]) if color == "red")
+
+
+def test_the_view_state_round_trips_through_the_url(new_app):
+    at = new_app().run()
+    no_errors(at)
+    assert params(at) == {}  # defaults stay out of the link
+    at.toggle(key="hide_sink").set_value(True).run()
+    at.selectbox(key="grid_metric").set_value("prev_token").run()
+    at.select_slider(key="query_token").set_value(4).run()
+    at.number_input(key="head").set_value(5).run()
+    no_errors(at)
+    link = params(at)
+    assert link == {"hide_sink": "1", "grid_metric": "prev_token", "query": "4", "head": "5"}
+
+    shared = new_app(**link).run()  # someone opens the link
+    no_errors(shared)
+    assert shared.toggle(key="hide_sink").value is True
+    assert shared.selectbox(key="grid_metric").value == "prev_token"
+    assert shared.select_slider(key="query_token").value == 4 and red_label(shared).endswith("'t")
+    assert "head 5" in chart(shared, "heatmap")["layout"]["title"]["text"]
+    assert chart(shared, "head_grid")["data"][0]["hovertemplate"].count("prev_token") == 1
+    assert np.nansum(_z(shared)[1:, 0]) == 0  # drawn without the sink
+    assert params(shared) == link
+
+
+def _z(at) -> np.ndarray:
+    from tests.test_app import decode
+
+    return decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+
+
+def test_the_query_token_follows_its_prompt(new_app):
+    """A token index means nothing in another prompt: a new prompt puts the query back on its last token."""
+    at = new_app().run()
+    at.select_slider(key="query_token").set_value(3).run()
+    assert params(at)["query"] == "3"
+    at.sidebar.text_area(key="prompt").input("Paris is the capital of France.").run()
+    no_errors(at)
+    slider = at.select_slider(key="query_token")
+    assert slider.value == len(slider.options) - 1 and "query" not in params(at)
+    assert red_label(at) == "."
+    broken = new_app(query="999").run()  # a link past the prompt: the last token
+    no_errors(broken)
+    assert broken.select_slider(key="query_token").value == len(broken.select_slider(key="query_token").options) - 1
+
+
+def test_a_prompt_too_long_for_a_link_goes_by_id(new_app):
+    from app.state import MAX_URL_VALUE
+
+    long_prompt = "中文" * 120  # 240 characters, 2,160 once URL-encoded
+    at = new_app().run()
+    at.sidebar.text_area(key="prompt").input(long_prompt).run()
+    no_errors(at)
+    link = params(at)
+    assert "prompt" not in link and len(link["prompt_id"]) == 16
+    assert sum(len(k) + len(v) for k, v in link.items()) < MAX_URL_VALUE
+    assert any("too long for a link" in c.value for c in at.sidebar.caption)
+
+    shared = new_app(**link).run()  # the same server: the text comes back from its store
+    no_errors(shared)
+    assert shared.sidebar.text_area(key="prompt").value == long_prompt
+    assert any("中" in label for label in chart(shared, "heatmap")["data"][0]["x"])
+
+    shorter = shared.sidebar.text_area(key="prompt").input("Short again.").run()
+    assert params(shorter) == {"prompt": "Short again."}  # a short prompt is in the link itself again
+
+    forgotten = new_app(prompt_id="0123456789abcdef").run()  # the server restarted since
+    no_errors(forgotten)
+    assert any("restarted" in c.value for c in forgotten.sidebar.caption)
+    assert forgotten.sidebar.text_area(key="prompt").value == "The trophy didn't fit in the suitcase because it was too big."
+
+
+def test_split_characters_are_shown_whole(new_app):
+    at = new_app(prompt="I 😀 you 🦜").run()
+    no_errors(at)
+    strip = next(m.value for m in at.markdown if "txviz-strip" in m.value)
+    assert "😀" in strip and "🦜" in strip and "\\x" not in strip
+    assert "f0 9f · one character with tokens" in strip  # the first half's tooltip: its bytes, and whose they are
+    labels = chart(at, "heatmap")["data"][0]["x"]
+    assert any(label.endswith("😀") for label in labels) and not any("\\x" in label for label in labels)
+
+
+def test_undefined_metrics_are_blank_with_a_reason(new_app):
+    at = new_app(prompt="One two three four.", grid_metric="induction").run()  # nothing repeats
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert table["induction"].isna().all() and table["entropy"].notna().all()
+    assert str(table["induction"].dtype) == "float64"  # NaN (shown blank), not None (shown "None")
+    columns = json.loads(at.dataframe[0].proto.columns)
+    assert "no token of this prompt repeats" in columns["induction"]["help"]
+    assert "help" in columns["entropy"] and "undefined" not in columns["entropy"]["help"]
+    grid = chart(at, "head_grid")["data"]
+    assert "undefined" in grid[1]["hovertemplate"]
+    assert any("grey: undefined" in c.value for c in at.caption)
