@@ -160,7 +160,7 @@ def test_winograd_pair_in_the_default_model(default_model):
     traces = [trace(default_model.model, torch.tensor([tokenizer.encode(t, bos="sink").ids])) for t in (TROPHY, small)]
     encoding = tokenizer.encode(TROPHY, bos="sink")
     row, _ = word_token_spans(encoding.offsets, encoding.special, (words[8].start, words[8].end), [])
-    assert encoding.tokens[row] == "Ġit"
+    assert encoding.tokens[row].strip() == "it"
     assert max_row_difference(traces[0]["attn_probs"][:, 0], traces[1]["attn_probs"][:, 0], row) == 0.0
     completion = default_completion(TROPHY, words, 8, [1, 6])
     answer = model_answer(default_model, TROPHY, completion, ["trophy", "suitcase"])
