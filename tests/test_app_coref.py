@@ -129,6 +129,22 @@ def test_ranking_for_another_answer_and_the_builtin_set(app):
     assert float(best.proto.delta.split()[-1].rstrip("%")) > 80.0
 
 
+def test_a_sentence_without_a_pronoun_or_with_too_few_marks_says_what_to_click(app):
+    at = new_sentence(heads_page(app), "Paris is the capital of France.")
+    assert strip(at, "pronoun").value is None and any("Click the pronoun" in i.value for i in at.info)
+    assert not [m for m in at.markdown if "heads**" in m.value]
+    new_sentence(at, TROPHY)
+    strip(at, "candidates").set_value([1]).run()  # one candidate only
+    no_errors(at)
+    assert any("at least two candidate words" in i.value for i in at.info)
+    strip(at, "candidates").set_value([1, 6]).run()
+    strip(at, "deciding").set_value(None).run()  # no deciding word: its query position is not offered
+    no_errors(at)
+    assert next(r for r in at.radio if r.key.startswith("coref_query_")).options == ["the pronoun",
+                                                                                     "the completion's end"]
+    assert "from *it*" in headline(at)
+
+
 def test_the_sentence_is_kept_in_the_url(app):
     app.query_params["coref_text"] = TROPHY
     at = heads_page(app)

@@ -114,6 +114,8 @@ def _rank(source: str, bos: str, text: str, words, marks: dict):
     except resources.PromptError as error:
         st.warning(str(error))
         return None
+    st.caption(f"The model ran once on these {traced.n_tokens} tokens ({traced.seconds:.2f} s), kept for this sentence "
+               "and completion: marking other words only re-reads its attention.")
     kinds = [k for k in QUERY_KINDS if k != "deciding word" or marks["deciding"] is not None]
     kind = st.radio("Read attention from", kinds, format_func=QUERY_LABELS.get, horizontal=True,
                     key=f"coref_query_{_sentence_key(text, marks['deciding'] is None)}")
