@@ -123,3 +123,10 @@ def test_switching_from_a_rope_to_an_alibi_model_leaves_no_rope_widgets():
     assert not any(key in i for i in chart_ids(at) for key in ROPE_CHARTS)
     assert "A real query, rotated" not in texts(at)
     assert has_chart(at, "alibi_unbiased")
+
+
+def test_the_bias_map_leaves_the_future_keys_grey_and_is_never_positive():
+    at = positions_page("alibi")
+    z = decode(chart(at, "alibi_bias")["data"][0]["z"]).astype(float)
+    future = np.triu(np.ones_like(z, dtype=bool), 1)
+    assert np.isnan(z[future]).all() and np.nanmax(z) == 0 and np.nanmin(z) < 0

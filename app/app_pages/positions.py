@@ -32,6 +32,8 @@ SCHEMES = {
              r"s_{ij}=q_i\cdot k_j/\sqrt{d}\ \ (j \le i),\qquad -\infty\ \ (j > i)"),
 }
 
+SCHEME_NAMES = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned absolute", "none": "none"}
+
 st.title("Positions")
 st.markdown("Attention on its own is blind to order: shuffle the tokens and every query–key dot product is "
             "still there, just moved. So position must be injected, or inferred.")
@@ -41,13 +43,16 @@ prompt, bos = state.get("prompt"), state.get("bos")
 tokens = list(traced.tokens)
 labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
 about, formula = SCHEMES[config.positions]
-st.markdown(f"**{resources.display_name(loaded)}** uses **{config.positions}** positions"
+st.markdown(f"Loaded: **{resources.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
             + (f" (θ base {config.rope_theta:g}, {config.head_dim // 2} pairs per head, scaling "
                f"{config.rope_scaling.kind})" if config.positions == "rope" else "") + ". " + about)
 st.latex(formula)
-c1, c2, _ = st.columns([2, 1, 3])
-layer = bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
-head = int(c2.number_input("Head", 0, config.n_heads - 1, key="head"))
+if config.positions == "learned":  # the table is read before any layer: no layer or head to pick
+    layer, head = int(state.get("layer")), int(state.get("head"))
+else:
+    c1, c2, _ = st.columns([2, 1, 3])
+    layer = bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
+    head = int(c2.number_input("Head", 0, config.n_heads - 1, key="head"))
 
 
 def rope_angles() -> None:
@@ -150,7 +155,10 @@ def show_scaling_losses(name: str, losses: dict) -> None:
 
 
 def bias_chart(bias: np.ndarray, title: str):
-    return charts.matrix(np.where(np.isfinite(bias), bias, np.nan), title=title, x=labels, y=labels,
+    """A (T, S) bias with the future keys (which the causal mask hides anyway) left grey."""
+    t, s = bias.shape
+    future = np.arange(s)[None, :] > np.arange(t)[:, None] + (s - t)
+    return charts.matrix(np.where(future | ~np.isfinite(bias), np.nan, bias), title=title, x=labels, y=labels,
                          colorscale="Reds_r", symmetric=False, value_name="bias")
 
 
@@ -209,9 +217,11 @@ def learned_table() -> None:
     b.plotly_chart(charts.lines(range(1, len(near) + 1), {"mean cos(p_i, p_i+k)": near},
                                 title="How alike positions k apart are", x_title="offset k", y_title="cosine"),
                    key="learned_neighbours")
+    trend = ("similarity falls as positions move apart, so nearby positions get similar codes" if near[-1] < near[0]
+             else "similarity does not fall with distance here")
     st.markdown(f"The table has **{n_rows} rows**: positions {n_rows} and later have no vector, so this model "
-                f"cannot read past {n_rows} tokens. Neighbours are alike (cos {near[0]:.2f} one apart, {near[-1]:.2f} "
-                f"{len(near)} apart): the model learned a smooth code for where a token is.")
+                f"cannot read past {n_rows} tokens. Mean cosine {near[0]:.2f} one position apart, {near[-1]:.2f} "
+                f"{len(near)} apart: {trend}.")
 
 
 def no_positions() -> None:
@@ -225,6 +235,11 @@ def no_positions() -> None:
     series["log(i + 1): even over all visible keys"] = pos.uniform_entropy(len(tokens)).numpy()
     st.plotly_chart(charts.lines(range(len(tokens)), series, title=f"Layer {layer}: attention entropy per query position",
                                  x_title="query position i", y_title="nats"), key="nopos_entropy")
+    if len(tokens) > 1:
+        share = entropy[:, 1:].sum(-1) / float(pos.uniform_entropy(len(tokens))[1:].sum())  # (H,)
+        st.caption(f"In layer {layer} the heads reach {share.min():.0%}–{share.max():.0%} of the even-spread entropy "
+                   "summed over the prompt: the closer to 100 %, the more a head's output is an average whose "
+                   "dilution tells the position.")
     st.plotly_chart(charts.attention_heatmap(probs[head].numpy(), tokens, tokens,
                                              title=f"Layer {layer} head {head}"), key="nopos_map")
 
