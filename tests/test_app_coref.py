@@ -95,6 +95,7 @@ def test_causal_story_query_position_and_the_models_answer(app, default_model):
     assert shown == pytest.approx(answer.p_candidates, abs=0.0006)
     assert [float(m.proto.delta.split("%")[0]) / 100 for m in at.metric[:2]] == pytest.approx(answer.p_vocab,
                                                                                                abs=0.00006)
+    assert f"the candidates together get only {sum(answer.p_vocab):.1%} of the next token" in texts(at)
     query = next(r for r in at.radio if r.key.startswith("coref_query_"))
     assert query.options == ["the pronoun", "the deciding word", "the completion's end"]
     query.set_value("deciding word").run()

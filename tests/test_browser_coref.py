@@ -83,7 +83,7 @@ def test_marks_follow_a_new_sentence(server, tmp_path):
         assert selected(page, "deciding") == ["big"]
         assert "on trophy" in body and "from him" not in body and "station (token" not in body
         assert "At “it” no head can know the answer" in body and "attention at “it” is 0." in body
-        assert "trophy (token “ trophy”)" in body and "The model prefers" in body
+        assert "trophy (token “ trophy”)" in body and "the model prefers" in body
         assert "coref_text=" in page.url and "trophy" in page.url
         assert page.locator(ERROR).count() == 0
         page.locator("[class*='st-key-coref_pronoun_']").scroll_into_view_if_needed()

@@ -16,7 +16,8 @@ from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_senten
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
 from txviz.analysis.heads import duplicate_pattern
 
-QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word", "completion end": "the completion's end"}
+QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word",
+                "completion end": "the completion's end"}
 
 
 def _sentence_key(*parts) -> str:
@@ -61,11 +62,11 @@ def _causal_note(source: str, bos: str, text: str, words, marks: dict) -> None:
                    "it to read attention from there.")
         return
     word = words[deciding]
-    st.info(f"**At “{pronoun.text}” no head can know the answer.** “{pronoun.text}” comes before “{word.text}”, and "
-            f"a causal model reads left to right: its row at “{pronoun.text}” sees only “{text[:pronoun.end]}”. Every "
-            f"head's attention there is the same whatever the sentence says after it, so a ranking read at the "
-            f"pronoun cannot reflect “{word.text}”. Read from the deciding word or the completion's end instead, and "
-            f"ask the model itself (below).")
+    st.info(f"**At “{pronoun.text}” no head can know the answer.** “{pronoun.text}” comes before "
+            f"“{word.text}”, and a causal model reads left to right: its row at “{pronoun.text}” sees only "
+            f"“{text[:pronoun.end]}”. Every head's attention there is the same whatever the sentence says after "
+            f"it, so a ranking read at the pronoun cannot reflect “{word.text}”. Read from the deciding word or "
+            "the completion's end instead, and ask the model itself (below).")
     swap = st.text_input(f"Check it: replace “{word.text}” with", value=CONTRASTS.get(word.text.lower(), ""),
                          key=f"coref_swap_{_sentence_key(text, deciding)}", max_chars=40).strip()
     if not swap:
@@ -81,7 +82,8 @@ def _causal_note(source: str, bos: str, text: str, words, marks: dict) -> None:
         return
     delta = max_row_difference(a.trace["attn_probs"][:, 0], b.trace["attn_probs"][:, 0], row)
     heads = a.trace["attn_probs"].shape[0] * a.trace["attn_probs"].shape[2]
-    st.caption(f"Measured: “…too {swap}.” against “…too {word.text}.”, the largest difference of any of the "
+    tail = text[word.end:]
+    st.caption(f"Measured: “…{swap}{tail}” against “…{word.text}{tail}”, the largest difference of any of the "
                f"{heads} heads' attention at “{pronoun.text}” is {delta:.3g}.")
 
 
@@ -92,17 +94,21 @@ def _model_answer(traced, tokenizer, names: list[str], completion: str) -> None:
     except ValueError as error:
         st.warning(f"Cannot read the model's answer: {error}")
         return
-    st.markdown(f"**The model's own answer** after “…{completion.strip()}”: its probability for each candidate's "
+    st.markdown(f"**The model's own answer** after “…{completion}”: its probability for each candidate's "
                 "first token, over the whole vocabulary and renormalized over the candidates.")
     columns = st.columns(len(names))
     best = max(range(len(names)), key=answer.p_candidates.__getitem__)
     for k, column in enumerate(columns):
         column.metric(f"{names[k]} (token “{answer.tokens[k]}”)", f"{answer.p_candidates[k]:.1%} of the candidates",
-                      f"{answer.p_vocab[k]:.2%} of the vocabulary", delta_color="off")
+                      f"{answer.p_vocab[k]:.2%} of the vocabulary", delta_color="off", delta_arrow="off")
     if answer.shared_first_token:
         st.warning("Two candidates start with the same token: their probabilities cannot tell them apart.")
     top = ", ".join(f"“{token}” {p:.1%}" for token, p in answer.top)
-    st.caption(f"The model prefers **{names[best]}**. Its five likeliest next tokens: {top}.")
+    together = sum(answer.p_vocab)
+    doubt = (f" But the candidates together get only {together:.1%} of the next token: this completion does not "
+             "make the model name one of them, so read the split with care." if together < 0.5 else "")
+    st.caption(f"Between the candidates the model prefers **{names[best]}**.{doubt} Its five likeliest next "
+               f"tokens: {top}.")
 
 
 def _rank(source: str, bos: str, text: str, words, marks: dict):
@@ -137,7 +143,8 @@ def coref_tab(source: str, config, bos: str, tokenizer) -> None:
         "candidates, and every head is ranked by how much more attention flows from the query token to the "
         "candidate you mark as the answer than to the best other one. A causal model reads left to right: a "
         "token's attention reaches only the words *before* it.")
-    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{qj} - \max_{c\neq\text{answer}} \sum_{j\in c} A_{qj}")
+    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{qj}"
+             r" - \max_{c\neq\text{answer}} \sum_{j\in c} A_{qj}")
     text = st.text_input("Sentence (press Enter)", key="coref_text", max_chars=300)
     words = sentence_words(text)
     if len(words) < 3:
