@@ -157,63 +157,7 @@ def test_positions_page_relative_property_and_permutation(app):
     assert all(abs(mean[k] - mean["none"]) < 0.3 for k in ("ntk", "yarn", "llama3"))
 
 
-def test_kv_page_cache_matches_formula_and_live_kv_toggle(app):
-    at = app.run()
-    at.switch_page("app_pages/kv_cache.py").run()
-    no_errors(at)
-    growth = next(m.value for m in at.markdown if "largest difference over all steps" in m.value)
-    assert "**0 bytes**" in growth
-    spec = chart(at, "kv_growth")
-    measured, formula = (decode(trace["y"]).astype(float) for trace in spec["data"])
-    np.testing.assert_array_equal(measured, formula)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Top-1 agreement"] == "100.0%"
-    original_mib = float(metrics["KV cache (measured)"].split()[0])
-    at.get("segmented_control")[1].set_value(9).run()  # MHA: repeat the KV heads
-    no_errors(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert float(metrics["KV cache (measured)"].split()[0]) == pytest.approx(3 * original_mib, rel=1e-3)
-    assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
-
-
-def test_kv_speed_tab_times_every_requested_token_even_past_end_of_text(app):
-    # this raw prompt makes the model emit end-of-text at once; the timing must still cover n steps
-    app.query_params["prompt"] = "Tell me a long story about a lighthouse."
-    at = app.run()
-    at.switch_page("app_pages/kv_cache.py").run()
-    at.slider(key="kv_speed_tokens").set_value(8).run()
-    at.button(key="kv_measure").click().run()
-    no_errors(at)
-    spec = chart(at, "kv_speed")
-    assert [trace["name"] for trace in spec["data"]] == ["with KV cache", "recompute everything"]
-    for trace in spec["data"]:
-        x, y = decode(trace["x"]).astype(float), decode(trace["y"]).astype(float)
-        assert len(y) == 7 and np.all(y > 0)  # 8 tokens, the first one (the prefill) left out
-        assert np.array_equal(x, np.arange(x[0], x[0] + 7))
-    assert "ms/token" in " ".join(c.value for c in at.caption)
-
-
-def test_kv_page_measures_which_layers_can_share(app, default_model):
-    at = app.run()
-    at.switch_page("app_pages/kv_cache.py").run()
-    at.select_slider(key="live_tokens").set_value(128).run()
-    assert not any(el.proto.id and "layers_kl" in el.proto.id for el in at.get("plotly_chart"))  # on request only
-    original = next(m for m in at.metric if m.label == "Perplexity")
-    at.button(key="layers_run").click().run()
-    no_errors(at)
-    config = default_model.config
-    kl = decode(chart(at, "layers_kl")["data"][0]["y"]).astype(float)
-    assert len(kl) == config.n_layers and np.all(kl > 0)
-    path = at.dataframe[-1].value
-    assert list(path["layers merged"]) == [0, 5, 10, 15, 20, 25, 30]
-    per_layer_bytes = 2 * config.head_dim * 4
-    assert list(path["KV bytes / token"]) == [per_layer_bytes * (3 * (30 - n) + n) for n in path["layers merged"]]
-    # no layer merged: the perplexity the live metrics measured through the KV cache path
-    assert path["perplexity"].iloc[0] == pytest.approx(float(original.delta.split()[-1]), abs=0.01)
-    assert path["perplexity"].is_monotonic_increasing
-    assert "Cheapest layers to merge" in " ".join(m.value for m in at.markdown)
-    at.run()  # remembered: drawn again without a click
-    assert chart(at, "layers_kl")
+# The KV cache & memory page: tests/test_app_kv.py
 
 
 def _zoo_trained(*names: str) -> bool:

@@ -42,6 +42,12 @@ def app_run(params: dict | None = None, page: str | None = None, prompt: str | N
     return at
 
 
+def kv_tab(at, label: str):
+    """Open a tab of the KV page (only the open one runs), as a click on it does."""
+    at.session_state["kv_tab"] = label
+    return at.run()
+
+
 def no_exception(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -55,10 +61,12 @@ def texts(elements) -> str:
 def test_empty_and_blank_prompts_warn_on_every_page(env, page):
     at = app_run({"prompt": " \n\t "}, page=page)
     no_exception(at)
-    assert "empty" in texts(at.warning)
-    if page.endswith("kv_cache.py"):  # the calculator needs no prompt: it is still there
+    if page.endswith("kv_cache.py"):  # the calculator needs no prompt: it opens first and is there
         assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
-        at.button(key="kv_measure").click().run()
+        kv_tab(at, "Cache growth")
+    assert "empty" in texts(at.warning)
+    if page.endswith("kv_cache.py"):
+        kv_tab(at, "Cached vs uncached").button(key="kv_measure").click().run()
         no_exception(at)
 
 
@@ -75,9 +83,10 @@ def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env
     assert "23 tokens; this server runs at most 16 (TXVIZ_MAX_TOKENS)" in warning
     assert "The Attention page reads up to 20 (TXVIZ_MAX_LONG_TOKENS)" in warning
     at.switch_page("app_pages/kv_cache.py").run()  # generation refuses the same prompt, the page stays up
+    kv_tab(at, "Cache growth")
     no_exception(at)
     assert "TXVIZ_MAX_TOKENS" in texts(at.warning)
-    at.button(key="kv_measure").click().run()
+    kv_tab(at, "Cached vs uncached").button(key="kv_measure").click().run()
     no_exception(at)
 
 
@@ -86,6 +95,7 @@ def test_a_prompt_longer_than_the_models_context(env):
     no_exception(at)
     assert "the model's context is 128 tokens" in texts(at.warning)
     at.switch_page("app_pages/kv_cache.py").run()
+    kv_tab(at, "Cache growth")
     no_exception(at)
     assert "context is 128" in texts(at.warning)
 
@@ -108,8 +118,9 @@ def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     assert any(el.proto.id and "rope_angles" in el.proto.id for el in at.get("plotly_chart"))  # the rest is there
     at.switch_page("app_pages/kv_cache.py").run()
     no_exception(at)
+    assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))  # needs no model run
+    kv_tab(at, "Sharing KV heads")
     assert "Refused: comparing 256 tokens with 3 KV heads" in texts(at.warning)
-    assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
     at.switch_page("app_pages/heads.py").run()
     no_exception(at)
     assert not at.warning  # the induction test (101 tokens) fits
@@ -290,9 +301,10 @@ def test_a_malformed_setting_stops_the_app_with_its_name(env):
 
 def test_a_limit_of_one_new_token_keeps_the_kv_page_working(env):
     env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
-    at = app_run(page="app_pages/kv_cache.py")
+    at = kv_tab(app_run(page="app_pages/kv_cache.py"), "Cache growth")
     no_exception(at)
     assert not at.warning
+    assert any(el.proto.id and "kv_growth" in el.proto.id for el in at.get("plotly_chart"))
 
 
 def test_characters_the_vocabulary_lacks_are_named_and_a_prompt_of_only_those_warns(env):
