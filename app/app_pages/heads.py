@@ -187,9 +187,10 @@ def _show_ranking(config, traced, scores, names: list[str], target: int, row: in
     tokens = list(traced.tokens)
     columns = st.columns(3)
     for column, s in zip(columns, scores[:3]):
-        column.plotly_chart(charts.attention_heatmap(traced.trace.attn(s.layer, s.head).numpy(), tokens, tokens,
-                                                     title=f"Layer {s.layer}, head {s.head}"),
-                            key=f"coref_map_{s.layer}_{s.head}")
+        figure = charts.attention_heatmap(traced.trace.attn(s.layer, s.head).numpy(), tokens, tokens,
+                                          title=f"Layer {s.layer}, head {s.head} (boxed: the query row)")
+        figure.add_hrect(y0=row - 0.5, y1=row + 0.5, line=dict(color="crimson", width=2))  # categorical y: index
+        column.plotly_chart(figure, key=f"coref_map_{s.layer}_{s.head}")
 
 
 def builtin_section(source: str, config, bos: str) -> None:
