@@ -94,7 +94,7 @@ def test_a_long_generation_does_not_freeze_another_session(server, browser):
     a_context, a = open_session(browser, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
     b_context, b = open_session(browser, server, prompt="Mary met John at the station.")
     try:
-        a.wait_for_selector(f".st-key-kv_growth {CHART}", timeout=180_000)
+        a.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)  # the KV page opens on its calculator
         wait_idle(a)
         wait_heatmap_with(b, "station")
         wait_idle(b)
@@ -165,9 +165,9 @@ def test_a_malformed_or_huge_config_upload_gets_a_message(server, browser, tmp_p
         (tmp_path / name).write_text(text)
     context, page = open_session(browser, server, "kv-cache")
     try:
-        page.wait_for_selector(f".st-key-kv_growth {CHART}", timeout=180_000)
+        page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
         wait_idle(page)
-        page.get_by_role("tab", name="MHA / GQA / MQA").click()
+        page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
         upload = page.locator(".st-key-mem_upload input[type=file]")
         for name in ("broken.json", "list_type.json", "array.json"):
             upload.set_input_files(str(tmp_path / name))
@@ -175,7 +175,7 @@ def test_a_malformed_or_huge_config_upload_gets_a_message(server, browser, tmp_p
                                    timeout=60_000)
             wait_idle(page)
             assert page.locator(ERROR).count() == 0, name
-            page.wait_for_selector(f".st-key-mem_context {CHART}")  # the calculator still shows the preset
+            assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
         upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
         page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
                                timeout=60_000)
