@@ -142,10 +142,16 @@ def test_positions_page_relative_property_and_permutation(app):
     relative = next(m.value for m in at.markdown if "largest spread along a diagonal" in m.value)
     spread = float(relative.split("**")[1])
     assert spread < 1e-9  # q_m·k_n depends only on m − n, on the model's real vectors
-    assert len(at.dataframe) == 1  # the permutation check; the scaling losses wait for a click
+    assert not at.dataframe  # only the open tab (RoPE angles) runs
+    at.session_state["positions_tab_rope"] = "Permutation"  # what a click on the tab does
+    at.run()
+    perm = at.dataframe[0].value
+    at.session_state["positions_tab_rope"] = "RoPE scaling"
+    at.run()
+    assert not at.dataframe  # the scaling losses wait for a click
     at.button(key="rope_scaling_run").click().run()
     no_errors(at)
-    losses, perm = at.dataframe[0].value, at.dataframe[1].value
+    losses = at.dataframe[0].value
     removed = perm[perm["model"] == "positions removed"].iloc[0, 1]
     kept = perm[perm["model"] != "positions removed"].iloc[0, 1]
     assert removed < 1e-4 < kept

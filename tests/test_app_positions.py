@@ -30,6 +30,16 @@ def positions_page(name: str):
     return at
 
 
+def open_tab(at, label: str):
+    """What a click on the tab does: the page keys its tabs by the position scheme."""
+    scheme = {"RoPE": "rope", "ALiBi": "alibi", "Learned": "learned", "No": "none"}
+    key = next(f"positions_tab_{v}" for k, v in scheme.items() if tab_labels(at)[0].startswith(k))
+    at.session_state[key] = label
+    at.run()
+    no_errors(at)
+    return at
+
+
 def tab_labels(at) -> list[str]:
     return [t.label for t in at.tabs]
 
@@ -44,6 +54,8 @@ def test_rope_model_shows_rope_and_the_alibi_what_if_beside_the_real_map():
     at = positions_page("base")
     assert tab_labels(at) == ["RoPE angles", "RoPE scaling", "ALiBi what-if", "Permutation"]
     assert "A real query, rotated" in texts(at) and "Only the distance matters" in texts(at)
+    assert not has_chart(at, "alibi_") and not at.dataframe  # the closed tabs did not run
+    open_tab(at, "ALiBi what-if")
     bias = chart(at, "alibi_bias")["data"][0]
     assert bias["colorbar"]["title"]["text"] == "bias" and "bias" in bias["hovertemplate"]
     real = decode(chart(at, "alibi_real")["data"][0]["z"]).astype(float)
@@ -54,8 +66,8 @@ def test_rope_model_shows_rope_and_the_alibi_what_if_beside_the_real_map():
 
 
 def test_rope_scaling_runs_only_when_asked_with_a_time_estimate():
-    at = positions_page("base")
-    assert not has_chart(at, "rope_scaling_loss")  # nothing scored on load
+    at = open_tab(positions_page("base"), "RoPE scaling")
+    assert not has_chart(at, "rope_scaling_loss")  # nothing scored on opening the tab
     button = at.button(key="rope_scaling_run")
     assert "≈" in button.label and "takes about" in texts(at)
     button.click().run()
@@ -93,7 +105,7 @@ def test_learned_model_shows_its_position_table():
     np.testing.assert_allclose(np.diag(similarity), 1.0, atol=1e-5)
     assert chart(at, "learned_similarity")["data"][0]["colorbar"]["title"]["text"] == "cosine"
     assert "128 rows" in texts(at)
-    permutation = at.dataframe[-1].value.set_index("model").iloc[:, 0]
+    permutation = open_tab(at, "Permutation").dataframe[-1].value.set_index("model").iloc[:, 0]
     assert permutation["with the model's positions"] > 1e-3 > permutation["positions removed"]
 
 
@@ -106,12 +118,14 @@ def test_no_position_model_says_so_and_shows_what_the_mask_gives():
     bound = series.pop("log(i + 1): even over all visible keys")
     for entropy in series.values():  # no head spreads wider than evenly over what it can see
         assert np.all(entropy <= bound + 1e-4)
-    permutation = at.dataframe[-1].value.iloc[:, 1]
+    permutation = open_tab(at, "Permutation").dataframe[-1].value.iloc[:, 1]
     assert (permutation < 1e-4).all()  # nothing to remove: both score sets are permutations
 
 
 def test_switching_from_a_rope_to_an_alibi_model_leaves_no_rope_widgets():
-    at = positions_page("base")
+    at = open_tab(positions_page("base"), "RoPE scaling")
+    at.select_slider(key="rope_factor").set_value(8.0).run()
+    open_tab(at, "RoPE angles")
     at.slider(key="rope_pair").set_value(3).run()
     at.slider(key="rope_span").set_value(128).run()
     no_errors(at)

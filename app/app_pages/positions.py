@@ -266,6 +266,8 @@ SECTION_VIEWS = {"RoPE angles": rope_angles, "RoPE scaling": rope_scaling, "ALiB
                  "ALiBi slopes and bias": alibi_measured, "Learned position table": learned_table,
                  "No positions: the causal mask": no_positions, "Permutation": permutation}
 names = pos.sections(config.positions)
-for tab, name in zip(st.tabs(list(names)), names):
+# keyed by the scheme: another model's tabs start afresh; only the open tab runs
+for tab, name in zip(st.tabs(list(names), key=f"positions_tab_{config.positions}", on_change="rerun"), names):
     with tab:
-        SECTION_VIEWS[name]()
+        if tab.open is not False:  # None: state tracking off (never here)
+            SECTION_VIEWS[name]()
