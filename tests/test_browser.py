@@ -170,23 +170,115 @@ def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(server, tmp_path):
         page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
 
 
-def test_a_click_on_the_head_grid_opens_that_head(server, tmp_path):
+# Where a cell of the head grid is on the screen: plotly's own axes, so the test clicks where a person would.
+CELL_JS = """([layer, head]) => {
+  const plot = document.querySelector('.st-key-head_grid .js-plotly-plot');
+  const x = plot._fullLayout.xaxis, y = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();
+  return [box.left + x._offset + x.d2p(head), box.top + y._offset + y.d2p(layer)];
+}"""
+
+
+def click_grid(page, layer: float, head: float, *, from_cell: tuple[int, int]) -> None:
+    """Move onto the grid inside ``from_cell`` (plotly picks what is under the pointer on hover), then to
+    (layer, head) in data coordinates, and click there."""
+    page.locator(".st-key-head_grid").scroll_into_view_if_needed()
+    page.mouse.move(*page.evaluate(CELL_JS, list(from_cell)))
+    x, y = page.evaluate(CELL_JS, [layer, head])
+    page.mouse.move(x, y, steps=4)
+    page.wait_for_timeout(150)  # plotly throttles hover: let the last move land before the click
+    page.mouse.click(x, y)
+
+
+def test_a_click_on_the_head_grid_opens_exactly_that_head(server, tmp_path):
+    """Centres and near-corners of cells, the right-hand column and the last row: each click opens the
+    head under the pointer (square markers overlapped: a click where head 7 was drawn opened head 8)."""
+    clicks = [  # (layer, head) in data units, the cell it is in
+        (5, 4), (5, 7), (5, 8), (0, 8), (29, 8), (5.35, 7.35), (5.35, 7.65), (12.65, 2.65), (20.35, 0.35),
+        (28.65, 8.35),
+    ]
+    timings = []
     with chromium_page() as page:
         page.goto(server)
         page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
         wait_idle(page)
-        grid = ".st-key-head_grid .js-plotly-plot"
-        index = 5 * 9 + 4  # layer-major squares (tests/test_charts.py): layer 5, head 4 of SmolLM2's 9
-        square = page.locator(f"{grid} .scatterlayer .trace").first.locator(".point").nth(index)
-        square.scroll_into_view_if_needed()
-        box = square.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        page.mouse.move(x - 4, y - 4)
-        page.mouse.move(x, y)  # plotly picks the point under a hover, then the click selects it
-        page.mouse.click(x, y)
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 5, head 4')",
+        for layer, head in clicks:
+            cell = (round(layer), round(head))
+            started = time.perf_counter()
+            click_grid(page, layer, head, from_cell=cell)
+            page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
+                                   arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
+            wait_idle(page)
+            timings.append(time.perf_counter() - started)
+            assert page.locator(ERROR).count() == 0
+            assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
+            assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
+        print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
+        page.locator(".st-key-head_grid").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
+
+
+def test_the_attention_address_opens_the_page_without_not_found(server):
+    """Streamlit answers its default page's own address with "Page not found": /attention must open the
+    page, and / must forward to it with the link's view."""
+    with chromium_page() as page:
+        started = time.perf_counter()
+        page.goto(f"{server}/attention?layer=2")
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        print(f"\n/attention → heatmap drawn: {time.perf_counter() - started:.2f} s")
+        assert "Layer 2, head 0" in heatmap_text(page)
+        page.wait_for_timeout(500)
+        assert "Page not found" not in page.locator("body").inner_text()
+        assert page.locator("[role='dialog']").count() == 0
+
+        page.goto(f"{server}/?prompt=Shared+by+link.&head=3")
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 0, head 3')",
                                timeout=60_000)
         wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        assert "layer=5" in page.url and "head=4" in page.url  # the link follows the click
-        assert page.locator(".st-key-head input").input_value() == "4"
+        assert "/attention?" in page.url and "prompt=Shared" in page.url and "head=3" in page.url
+        assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
+        assert "4: link" in heatmap_text(page)
+        assert "Page not found" not in page.locator("body").inner_text()
+
+
+def test_the_layer_slider_arrow_keys_and_the_url(server):
+    """Arrow keys on the layer slider move the head's map (only the head explorer reruns) and the link."""
+    with chromium_page() as page:
+        page.goto(f"{server}/attention")
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        page.locator(".st-key-layer input[type='range']").focus()
+        started = time.perf_counter()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
+                               timeout=60_000)
+        wait_idle(page)
+        print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
+        assert "layer=3" in page.url and page.locator(ERROR).count() == 0
+
+
+def test_a_prompt_too_long_for_a_link_is_kept_by_id(server):
+    """A 90 KB prompt made a link of ~130 KB that the server refused (HTTP 400): the link now holds a short
+    id, opens, and brings the prompt back."""
+    text = (Path(__file__).resolve().parents[1] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
+    long_prompt = (text * (90_000 // len(text) + 1))[:90_000]
+    with chromium_page() as page:
+        page.goto(f"{server}/attention?hide_sink=1")
+        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+        wait_idle(page)
+        prompt = page.locator(".st-key-prompt textarea")
+        prompt.fill(long_prompt)
+        prompt.press("Control+Enter")
+        page.wait_for_function("() => location.search.includes('prompt_id=')", timeout=120_000)
+        wait_idle(page, timeout_ms=300_000)
+        link = page.url
+        assert len(link) < 200 and "hide_sink=1" in link, link  # the rest of the view stays in the link
+        assert "too long for a link" in page.locator("[data-testid='stSidebar']").inner_text()
+
+        opened = page.context.browser.new_page()  # someone else opens the link: a session of their own
+        response = opened.goto(link)
+        assert response.status == 200
+        wait_idle(opened, timeout_ms=300_000)
+        assert opened.locator(".st-key-prompt textarea").input_value() == long_prompt
+        assert opened.locator(ERROR).count() == 0
