@@ -113,9 +113,14 @@ def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     env.setenv("TXVIZ_MEMORY_BUDGET", "40MiB")
     at = app_run(page="app_pages/positions.py")
     no_exception(at)
+    assert any(el.proto.id and "rope_angles" in el.proto.id for el in at.get("plotly_chart"))  # the open tab
+    at.session_state["positions_tab_rope"] = "RoPE scaling"  # what a click on the tab does
+    at.run()
+    no_exception(at)
     warning = texts(at.warning)
     assert "Refused: scoring 512 tokens under 5 scalings" in warning and "(TXVIZ_MEMORY_BUDGET)" in warning
-    assert any(el.proto.id and "rope_angles" in el.proto.id for el in at.get("plotly_chart"))  # the rest is there
+    assert all(b.key != "rope_scaling_run" for b in at.button)  # refused before it is offered
+    assert any(el.proto.id and "rope_scaled_freqs" in el.proto.id for el in at.get("plotly_chart"))  # the rest is there
     at.switch_page("app_pages/kv_cache.py").run()
     no_exception(at)
     assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))  # needs no model run

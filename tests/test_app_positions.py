@@ -144,3 +144,14 @@ def test_the_bias_map_leaves_the_future_keys_grey_and_is_never_positive():
     z = decode(chart(at, "alibi_bias")["data"][0]["z"]).astype(float)
     future = np.triu(np.ones_like(z, dtype=bool), 1)
     assert np.isnan(z[future]).all() and np.nanmax(z) == 0 and np.nanmin(z) < 0
+
+
+def test_the_token_pickers_follow_a_new_prompt():
+    at = positions_page("base")
+    at.selectbox(key="rope_token").set_value(2).run()
+    assert "Turner" in chart(at, "rope_path")["layout"]["title"]["text"]
+    at.sidebar.text_area(key="prompt").input("Mary had a cat.").run()
+    no_errors(at)
+    picker = at.selectbox(key="rope_token")
+    assert len(picker.options) == 6 and picker.value == 5  # <|endoftext|> Mary had a cat . : the last token again
+    assert at.selectbox(key="rope_key_token").value == 3

@@ -72,12 +72,22 @@ def rope_angles() -> None:
     rope_real_vectors(inv_freq)
 
 
+def follow_inputs(keys: tuple[str, ...], *inputs) -> None:
+    """Widgets whose options come from ``inputs`` (the model, the prompt's tokens) start afresh when
+    those change, instead of keeping a position that now names another token (STYLE 11)."""
+    if st.session_state.get(f"{keys[0]}__inputs") != inputs:
+        for key in keys:
+            st.session_state.pop(key, None)
+        st.session_state[f"{keys[0]}__inputs"] = inputs
+
+
 def rope_real_vectors(inv_freq: torch.Tensor) -> None:
     st.subheader("A real query, rotated")
     qk = resources.get_trace(source, prompt, bos, capture=("q", "k"), layers=(layer,)).trace
     c1, c2, c3 = st.columns(3)
+    follow_inputs(("rope_token", "rope_key_token"), source, tuple(tokens))
     token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: labels[i],
-                         key=f"rope_token_{source}_{len(tokens)}")
+                         key="rope_token")
     pair = bounded_slider(c2, "Pair i", 0, config.head_dim // 2 - 1, 0, key="rope_pair")
     span = c3.slider("Positions", 8, 512, 64, key="rope_span")
     q_vec = qk.get("q", layer)[0, head, token]
@@ -86,7 +96,7 @@ def rope_real_vectors(inv_freq: torch.Tensor) -> None:
                                                  f"placed at positions 0…{span - 1}"), key="rope_path")
     st.subheader("Only the distance matters")
     key_token = st.selectbox("Key token", range(len(tokens)), index=max(0, len(tokens) - 3),
-                             format_func=lambda i: labels[i], key=f"rope_key_token_{source}_{len(tokens)}")
+                             format_func=lambda i: labels[i], key="rope_key_token")
     k_vec = qk.get("k", layer)[0, head // config.n_groups, key_token]
     scores = pos.relative_scores(q_vec, k_vec, inv_freq, 48)
     spread = pos.spread_per_offset(scores)
@@ -127,6 +137,12 @@ def scaling_losses(name: str, factor: float, max_tokens: int) -> dict | None:
     estimate = limits_.trace_estimate(config, n, ("logits",), element_bytes=loaded.dtype.itemsize,
                                       gflops=resources.limits().gflops).seconds * len(pos.SCALING_KINDS)
     if run_key not in done:
+        try:  # a run the memory budget refuses is said before it is offered
+            resources.check_passes(loaded, n, len(pos.SCALING_KINDS),
+                                   f"scoring {n} tokens under {len(pos.SCALING_KINDS)} scalings")
+        except resources.PromptError as error:
+            st.warning(str(error))
+            return None
         st.caption(f"Scoring {n:,} tokens under {len(pos.SCALING_KINDS)} scalings takes about "
                    f"{limits_.format_seconds(estimate)} here (at the assumed {resources.limits().gflops:g} GFLOP/s).")
         if not st.button(f"Score the text (≈ {limits_.format_seconds(estimate)})", key="rope_scaling_run"):
