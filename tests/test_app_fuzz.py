@@ -6,6 +6,7 @@ conversion, timing uncached generation, scoring the built-in coreference set) ke
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,8 @@ def random_params(rng: random.Random) -> dict:
     params = {"prompt": random_text(rng)}
     if rng.random() < 0.5:
         params["bos"] = rng.choice(["sink", "none", "bos", "junk"])
+    if rng.random() < 0.3:
+        params["coref_text"] = random_text(rng)
     if rng.random() < 0.4:
         params["layer"] = str(rng.choice([-3, 0, 5, 29, 30, 10**6]))
         params["head"] = str(rng.choice([-1, 0, 8, 9, 99]))
@@ -49,7 +52,7 @@ INDEXED = {"rope_token", "rope_key_token", "coref_pronoun", "coref_target", "que
 
 def choice_values(kind: str, widget) -> list | None:
     """What a selectbox, radio or segmented control may be set to, or None if its values are unknown."""
-    if widget.key in INDEXED:
+    if re.sub(r"_[0-9a-f]{12}$", "", widget.key) in INDEXED:  # keys that end in a hash of their inputs
         return list(range(len(widget.proto.options)))
     if widget.key == "bos":
         return ["sink", "none", "bos"]
@@ -67,12 +70,14 @@ def choice_values(kind: str, widget) -> list | None:
 
 def widgets(at):
     kinds = ("slider", "select_slider", "number_input", "selectbox", "multiselect", "radio", "toggle", "text_input",
-             "text_area", "button", "segmented_control")
+             "text_area", "button", "segmented_control", "button_group")
     found = []
     for kind in kinds:
         for widget in at.get(kind):
             key = getattr(widget, "key", None)
             if key and key not in EXPENSIVE and not getattr(widget.proto, "disabled", False):
+                if kind == "button_group" and not key.startswith("coref_"):  # pills whose values are indices
+                    continue
                 if kind in ("selectbox", "radio", "segmented_control") and choice_values(kind, widget) is None:
                     continue
                 if kind == "multiselect" and key != "coref_candidates":  # values known only there
@@ -99,6 +104,11 @@ def act(rng: random.Random, kind: str, widget) -> str:
         widget.set_value(value)
     elif kind == "multiselect":
         value = rng.sample(range(len(proto.options)), k=rng.randint(0, min(4, len(proto.options))))
+        widget.set_value(value)
+    elif kind == "button_group":  # the Coreference tab's strips of words: values are word indices
+        n = len(proto.options)
+        single = widget._is_single_select
+        value = rng.choice([None, *range(n)]) if single else rng.sample(range(n), k=rng.randint(0, min(4, n)))
         widget.set_value(value)
     elif kind == "toggle":
         value = rng.random() < 0.5

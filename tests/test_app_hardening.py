@@ -256,26 +256,39 @@ def test_the_path_box_with_a_corrupt_file_and_a_path_outside(env, broken_models)
 @pytest.mark.parametrize("sentence,expect", [
     ("", "Write a sentence"), ("she", "Write a sentence"), ("漢字 かな 中文", None), ("😀 😀 😀 she", "Write a sentence"),
     ("<|im_end|> Mary met John and she smiled", None), ("Mary Mary Mary she", None),
-    ("word " * 2000, "TXVIZ_MAX_TOKENS"),
+    ("word " * 2000, "TXVIZ_MAX_TOKENS"), ("Mary met John and she smiled. " * 12, "at most 60 words"),
 ])
 def test_coreference_tab_with_odd_sentences(env, sentence, expect):
-    at = app_run(page="app_pages/heads.py")
-    at.text_input(key="coref_text").input(sentence).run()
+    if len(sentence) > 300:  # the box takes 300 characters: a longer text can only come from a link
+        at = app_run(params={"coref_text": sentence}, page="app_pages/heads.py")
+    else:
+        at = app_run(page="app_pages/heads.py")
+        at.text_input(key="coref_text").input(sentence).run()
     no_exception(at)
     if expect:
         assert expect in texts(at.info) + texts(at.warning)
 
 
+def coref_strip(at, name: str):
+    """The Coreference tab's strip of clickable words ``coref_<name>_<hash of the sentence>``."""
+    return next(w for w in at.get("button_group") if w.key and w.key.startswith(f"coref_{name}_"))
+
+
 def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
     at = app_run(page="app_pages/heads.py")
     at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
-    at.selectbox(key="coref_pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
+    coref_strip(at, "pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
     no_exception(at)
-    at.multiselect(key="coref_candidates").set_value([0, 1]).run()
+    coref_strip(at, "candidates").set_value([1, 3]).run()
     no_exception(at)
-    assert "Cannot rank" in texts(at.warning) or "at least two" in texts(at.info)
-    at.selectbox(key="coref_pronoun").set_value(6).run()  # "she", with a candidate equal to... itself
-    at.multiselect(key="coref_candidates").set_value([2, 6]).run()
+    assert "Cannot rank" in texts(at.warning)
+    coref_strip(at, "pronoun").set_value(5).run()  # "she", with a candidate equal to... itself
+    coref_strip(at, "candidates").set_value([1, 5]).run()
+    no_exception(at)
+    assert "other than the pronoun" in texts(at.info)
+    coref_strip(at, "deciding").set_value(2).run()  # a deciding word that is also a candidate ("Mary")
+    coref_strip(at, "candidates").set_value([2, 3]).run()
+    next(r for r in at.radio if r.key.startswith("coref_query_")).set_value("deciding word").run()
     no_exception(at)
     assert "Cannot rank" in texts(at.warning)
 

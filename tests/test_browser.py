@@ -76,7 +76,8 @@ def test_heads_page_coreference_ranking(server, tmp_path):
         sentence = page.locator(".st-key-coref_text input")
         sentence.fill("Anna called Peter because she needed help.")
         sentence.press("Enter")
-        page.wait_for_function("() => document.body.innerText.includes('from she on Anna')", timeout=60_000)
+        page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
+                               timeout=60_000)
         wait_idle(page)
         assert page.locator(ERROR).count() == 0
         text = page.locator("[data-testid='stMainBlockContainer']").inner_text()

@@ -16,6 +16,7 @@ from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_senten
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
 from txviz.analysis.heads import duplicate_pattern
 
+MAX_WORDS = 60  # three strips of clickable words: beyond this they stop being readable
 QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word",
                 "completion end": "the completion's end"}
 
@@ -149,6 +150,15 @@ def coref_tab(source: str, config, bos: str, tokenizer) -> None:
     words = sentence_words(text)
     if len(words) < 3:
         st.info("Write a sentence with a pronoun and at least two candidate words before it.")
+        return
+    try:
+        resources.encode(source, text, bos)  # the server's limits, before anything is drawn or run
+    except resources.PromptError as error:
+        st.warning(str(error))
+        return
+    if len(words) > MAX_WORDS:
+        st.warning(f"This text has {len(words)} words: marking works on a sentence or two, at most {MAX_WORDS} "
+                   "words. Shorten it.")
         return
     marks = _mark_words(text, words)
     if marks is None:
