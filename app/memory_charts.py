@@ -61,17 +61,18 @@ def cache_growth(positions, held_per_layer, measured_bytes, formula_bytes, *, pr
     fig.add_trace(go.Scatter(x=positions, y=formula_mib, mode="lines", name="formula",
                              line=dict(color="#4c78a8", dash="dash")), row=1, col=2)
     fig.frames = [go.Frame(data=traces(k), traces=[0, 1], name=str(int(positions[k]))) for k in steps]
-    slider = dict(active=len(steps) - 1, currentvalue=dict(prefix="tokens in the cache: "), pad=dict(t=40),
+    slider = dict(active=len(steps) - 1, currentvalue=dict(prefix="tokens in the cache: "), pad=dict(t=50),
+                  x=0.08, len=0.92,
                   steps=[dict(label=str(int(positions[k])), method="animate",
                               args=[[str(int(positions[k]))], dict(mode="immediate", frame=dict(duration=0, redraw=True),
                                                                     transition=dict(duration=0))])
                          for k in steps])
-    play = dict(type="buttons", showactive=False, x=0, y=-0.18, xanchor="left", yanchor="top",
+    play = dict(type="buttons", showactive=False, x=0, y=-0.2, xanchor="left", yanchor="top", pad=dict(t=50),
                 buttons=[dict(label="▶ Play", method="animate",
                               args=[None, dict(frame=dict(duration=120, redraw=True), fromcurrent=False,
                                                transition=dict(duration=0))])])
-    fig.update_layout(height=430, margin=dict(l=10, r=10, t=50, b=10), sliders=[slider], updatemenus=[play],
-                      legend=dict(orientation="h", y=1.12, x=0.6))
+    fig.update_layout(height=480, margin=dict(l=10, r=10, t=40, b=10), sliders=[slider], updatemenus=[play],
+                      legend=dict(orientation="h", x=0.62, y=0.98, bgcolor="rgba(255,255,255,0.7)"))
     fig.update_xaxes(title="slot (token position)", row=1, col=1)
     fig.update_yaxes(title="layer", autorange="reversed", row=1, col=1)
     fig.update_xaxes(title="tokens in the cache", range=[0, max(int(positions.max()), 1) * 1.05], row=1, col=2)
@@ -97,7 +98,7 @@ def memory_bill(tokens, parts: dict[str, np.ndarray], *, gpu_gib: float, title: 
     fig.add_hline(y=gpu_gib, line_dash="dash", line_color="#d62728", annotation_text=f"GPU {gpu_gib:g} GiB",
                   annotation_position="top left")
     fig.update_layout(barmode="stack", title=title, height=380, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.2))
+                      legend=dict(orientation="h", y=-0.2, traceorder="normal"))
     fig.update_xaxes(title="context (tokens per sequence)", type="category")
     fig.update_yaxes(title="GiB")
     return fig

@@ -9,8 +9,8 @@ import torch
 from torch.testing import assert_close
 
 from tests.tiny import random_decoder, random_ids, tiny_config
-from txviz.analysis.kv_sharing import (layer_sharing, merge_kv_heads, merged_kv_bytes_per_token, quality_vs_original,
-                                       to_kv_groups)
+from txviz.analysis.kv_sharing import (layer_sharing, layer_sharing_steps, merge_kv_heads, merged_kv_bytes_per_token,
+                                       quality_vs_original, time_one_layer_step, to_kv_groups)
 from txviz.model.kv_cache import kv_bytes_per_token
 
 
@@ -86,3 +86,19 @@ def test_sweep_ranks_layers_and_walks_the_cheapest_first(model):
     assert sweep.path_kv_bytes_per_token == [merged_kv_bytes_per_token(config, sweep.order[:n], 1, 4)
                                              for n in (0, 2, 4)]
     assert sweep.path_kv_bytes_per_token[0] > sweep.path_kv_bytes_per_token[-1]
+
+
+@pytest.mark.parametrize("path_points", [2, 3, 7])
+def test_the_step_count_is_what_progress_reports(model, path_points):
+    ids = random_ids(model.config, 12)
+    reported = []
+    layer_sharing(model, ids, 2, path_points=path_points, progress=lambda done, total: reported.append((done, total)))
+    steps = layer_sharing_steps(model.config, path_points)
+    assert reported == [(done, steps) for done in range(1, steps + 1)]
+
+
+def test_one_step_is_timed_and_leaves_the_model_alone(model):
+    ids = random_ids(model.config, 12)
+    before = logits(model, ids)
+    assert 0 < time_one_layer_step(model, ids, 1) < 60
+    assert torch.equal(logits(model, ids), before)

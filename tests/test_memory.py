@@ -19,6 +19,8 @@ from txviz.analysis.kv_sharing import kv_head_options, quality_vs_original, to_k
 from txviz.analysis.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
                                    kv_cache_bytes, max_context, preset, weight_bytes)
 from txviz.analysis.texts import read_text
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf_config import read_hf_config
 
 # ---- KV formula = bytes of a real KVCache ----------------------------------------------------------
 CACHE_CONFIGS = {
@@ -460,3 +462,90 @@ def test_to_mha_keeps_the_default_models_logits(default_model):
     with torch.inference_mode():
         assert_close(mha(ids), default_model.model(ids), rtol=1e-5, atol=1e-5)
     assert count_params(default_model.config) == default_model.n_params == preset("smollm2-135m").n_params
+
+
+# ---- the whole bill: weights + KV cache + activations (issue 11 item 12) ----------------------------------
+def test_llama_2_7b_fp16_bill_by_hand_from_its_config_json():
+    from tests.published_hf_configs import LLAMA_2_7B as c
+
+    d, ffn, vocab, layers = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_hidden_layers"]
+    heads, kv_heads = c["num_attention_heads"], c["num_key_value_heads"]
+    head_dim = d // heads
+    # per layer: q, k, v, o; gate, up, down; two RMSNorm weights. Untied embedding and LM head; a final norm
+    params = layers * (d * head_dim * (2 * heads + 2 * kv_heads) + 3 * d * ffn + 2 * d) + 2 * vocab * d + d
+    assert params == 6_738_415_616
+    assert params * 2 / 1e9 == pytest.approx(13.48, abs=0.01)  # "Llama 2 7B takes ≈ 13.5 GB in fp16"
+    tokens = 4096
+    kv = 2 * layers * kv_heads * head_dim * 2 * tokens  # K and V, fp16
+    activations = tokens * (2 * d + (heads + 2 * kv_heads) * head_dim + 2 * ffn) * 2 + vocab * 4
+    for spec in (preset("llama-2-7b"), MemoryModel.from_config(read_hf_config(c))):
+        bill = memory.memory_bill(spec, tokens, weight_dtype="fp16", kv_dtype="fp16")
+        assert (bill.weights, bill.kv_cache, bill.activations) == (params * 2, kv, activations)
+        assert bill.total == params * 2 + 2 * GIB + 348_255_232
+        assert bill.total / 1e9 == pytest.approx(15.97, abs=0.01)
+
+
+def test_activations_stop_growing_at_the_prefill_chunk_and_follow_the_compute_dtype():
+    model = preset("llama-3-8b")
+    width = 2 * 4096 + (32 + 2 * 8) * 128 + 2 * 14336
+    assert memory.activation_bytes(model, 1000, batch=3) == 3 * 1000 * width * 2 + 3 * 128256 * 4
+    chunked = [memory.activation_bytes(model, t, prefill_chunk=2048) for t in (2048, 8192, 131072)]
+    assert chunked == [2048 * width * 2 + 128256 * 4] * 3
+    assert memory.activation_bytes(model, 0) == 0
+    assert memory.activation_dtype("int4") == memory.activation_dtype("bf16") == "bf16"
+    assert memory.memory_bill(model, 100, weight_dtype="fp32").activations == 100 * width * 4 + 128256 * 4
+    with pytest.raises(ValueError):
+        memory.activation_bytes(model, 10, prefill_chunk=0)
+
+
+def test_a_moe_counts_the_experts_a_token_runs_through():
+    mixtral = preset("mixtral-8x7b")
+    assert mixtral.ffn_width == 2 * 14336  # top-2 of 8
+    config = tiny_config(n_experts=4, top_k=2)
+    assert MemoryModel.from_config(config).ffn_width == 2 * config.ffn_hidden
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_SHAPES))
+def test_preset_widths_are_those_of_their_config(name):
+    config, published = PUBLISHED_SHAPES[name], preset(name)
+    derived = MemoryModel.from_config(config)
+    assert (published.d_model, published.ffn_width, published.vocab_size) == \
+        (derived.d_model, derived.ffn_width, derived.vocab_size)
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "llama-3-8b", "mixtral-8x7b", "gemma-2-9b", "smollm2-135m"])
+@pytest.mark.parametrize("gib,settings", [(24, dict()), (80, dict(batch=8, kv_dtype="fp8")),
+                                          (141, dict(prefill_chunk=2048, weight_dtype="int4"))])
+def test_longest_context_is_the_last_that_fits_the_whole_bill(name, gib, settings):
+    model = preset(name)
+    longest = memory.longest_context(model, gib, **settings)
+    if longest == 0:
+        assert memory.memory_bill(model, 1, **settings).total > gib * GIB
+    else:
+        assert memory.memory_bill(model, longest, **settings).total <= gib * GIB
+        assert memory.memory_bill(model, longest + 1, **settings).total > gib * GIB
+
+
+def test_windows_everywhere_and_a_chunked_prefill_fit_any_context():
+    assert memory.longest_context(preset("mistral-7b-v0.1"), 80, prefill_chunk=2048) is None
+    assert memory.longest_context(preset("mistral-7b-v0.1"), 80) is not None  # a whole-prompt prefill grows
+    assert memory.longest_context(preset("llama-3-70b"), 80) == 0  # 141 GB of bf16 weights
+    series = memory.bill_vs_context(preset("gpt2"), [256, 1024], kv_dtype="fp32")
+    assert series["total"] == [w + k + a for w, k, a in zip(series["weights"], series["kv_cache"], series["activations"])]
+    assert json.loads(json.dumps(series)) == series
+
+
+def test_an_uploaded_config_is_named_after_what_it_describes():
+    from tests.published_hf_configs import LLAMA_3_8B
+
+    plain = MemoryModel.from_config_json(json.dumps(LLAMA_3_8B).encode(), "config.json")
+    assert plain.name == "LlamaForCausalLM, 8.03 B params, 32 layers × 4096"
+    assert plain.source == "uploaded file config.json"
+    by_file = MemoryModel.from_config_json(json.dumps(LLAMA_3_8B).encode(), "llama3-8b.json")
+    assert by_file.name == "llama3-8b (LlamaForCausalLM, 8.03 B params, 32 layers × 4096)"
+    named = {**LLAMA_3_8B, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}
+    by_path = MemoryModel.from_config_json(json.dumps(named).encode(), "config.json")
+    assert by_path.name.startswith("Meta-Llama-3-8B (") and "meta-llama/Meta-Llama-3-8B" in by_path.source
+    assert kv_bytes_per_token(plain) == kv_bytes_per_token(preset("llama-3-8b"))
+    with pytest.raises(ModelLoadError):
+        MemoryModel.from_config_json(b"{not json", "config.json")
