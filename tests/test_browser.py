@@ -95,11 +95,12 @@ def test_positions_and_kv_pages_with_the_mha_toggle(server, tmp_path):
         assert page.locator(ERROR).count() == 0
 
         page.goto(f"{server}/kv-cache")
-        page.wait_for_selector(f".st-key-kv_growth {CHART}", timeout=180_000)
+        page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)  # it opens on the calculator
         wait_idle(page)
         assert page.locator(ERROR).count() == 0
-        page.get_by_role("tab", name="MHA / GQA / MQA").click()
-        page.wait_for_selector(f".st-key-mem_context {CHART}")
+        page.get_by_role("tab", name="Sharing KV heads").click()  # the loaded model runs when this opens
+        page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
+        wait_idle(page)
         before = page.locator("[data-testid='stMetric']").all_inner_texts()
         page.locator(".st-key-live_kv button", has_text="MHA").click()
         page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
