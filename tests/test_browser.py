@@ -199,7 +199,7 @@ def test_a_click_on_the_head_grid_opens_exactly_that_head(server, tmp_path):
         (28.65, 8.35),
     ]
     timings = []
-    with chromium_page() as page:
+    with chromium_page(width=1100, height=1000) as page:  # a laptop's window: narrow grid columns
         page.goto(server)
         page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
         wait_idle(page)
