@@ -228,15 +228,19 @@ def test_tradeoffs_page_formulas_and_measurements(app):
     at = app.run()
     at.switch_page("app_pages/tradeoffs.py").run()
     no_errors(at)
+    shapes = at.dataframe[0].value  # the open tab: depth vs width
+    budget = shapes["non_embedding_params"]
+    assert (budget.max() - budget.min()) / budget.mean() < 0.005 and 30 in set(shapes["n_layers"])
+    at.session_state["tradeoffs_tab"] = "Context length"  # what a click on the tab does (only the open one runs)
+    at.run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Attention overtakes the FFN at"] == "T* ≈ 2,304 tokens"  # SmolLM2: 2·3·576·1536 / (4·9·64)
     at.toggle(key="to_ctx_causal").set_value(True).run()
     no_errors(at)
     assert {m.label: m.value for m in at.metric}["Attention overtakes the FFN at"] == "T* ≈ 4,607 tokens"
-    shapes = at.dataframe[0].value
-    budget = shapes["non_embedding_params"]
-    assert (budget.max() - budget.min()) / budget.mean() < 0.005 and 30 in set(shapes["n_layers"])
 
+    at.session_state["tradeoffs_tab"] = "FlashAttention"
+    at.run()
     at.select_slider(key="to_flash_max").set_value(512).run()
     at.button(key="to_flash_run").click().run()
     no_errors(at)
@@ -244,6 +248,8 @@ def test_tradeoffs_page_formulas_and_measurements(app):
     assert list(flash["tokens"]) == [128, 256, 512] and (flash["max |naive − SDPA|"] < 1e-4).all()
     assert flash["SDPA peak MiB"].iloc[-1] < flash["one score matrix MiB (analytic)"].iloc[-1] < flash["naive peak MiB"].iloc[-1]
 
+    at.session_state["tradeoffs_tab"] = "Parallel vs sequential"
+    at.run()
     at.select_slider(key="to_rnn_max").set_value(16).run()
     at.button(key="to_rnn_run").click().run()
     no_errors(at)

@@ -38,8 +38,15 @@ def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_num
     assert f"{table['effective experts (mean)']['moe_top2']:.2f} effective experts of 4" in top2
 
 
+def open_tab(at, label: str):
+    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
+
+
 def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestly():
-    at = open_page("app_pages/tradeoffs.py")
+    at = open_tab(open_page("app_pages/tradeoffs.py"), "MHA / GQA / MQA")
     words = texts(at)
     assert "within evaluation noise" in words and "one seed" in words
     spec = chart(at, "to_kv_zoo")
@@ -50,3 +57,16 @@ def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestl
     low, high = spec["layout"]["yaxis"]["range"]
     assert high - low >= 0.05 * losses.max() - 1e-9  # a 0.1 % gap is not stretched over the whole axis
     assert losses.max() - losses.min() < (errors / 2).max() * 2  # the gap is inside 2 standard errors
+
+
+def test_tradeoffs_tabs_run_only_when_open_and_each_says_its_noise():
+    at = open_page("app_pages/tradeoffs.py")
+    ids = [el.proto.id for el in at.get("plotly_chart")]
+    assert any("to_depth_flops" in i for i in ids) and not any("to_kv_zoo" in i or "to_ctx" in i for i in ids)
+    depth = texts(at)
+    assert "The losses of deep_narrow, base, shallow_wide" in depth and "within evaluation noise" in depth
+    moe_tab = texts(open_tab(at, "Dense vs MoE"))
+    assert "larger than evaluation noise" in moe_tab and "another seed" in moe_tab  # MoE gaps exceed the noise
+    assert "error_y" in chart(at, "to_moe_zoo")["data"][0]
+    for label in ("Context length", "FlashAttention", "Parallel vs sequential", "Positions beyond training"):
+        open_tab(at, label)

@@ -211,3 +211,8 @@ def test_the_loss_axis_does_not_zoom_into_the_noise():
     assert all(low <= e.mean - 2 * e.se and e.mean + 2 * e.se <= high for e in estimates)
     wide = _estimates({"a": 1.0, "b": 2.0}, se=0.01)
     assert tr.loss_axis_range(wide) == pytest.approx((1.0 - 0.02, 2.0 + 0.02))
+
+
+def test_a_gap_beyond_the_noise_from_one_seed_is_not_called_no_evidence():
+    text = tr.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {}, n_seeds=1)
+    assert "larger than evaluation noise" in text and "one seed" in text and "no evidence" not in text

@@ -41,12 +41,18 @@ def powers_of_two(low: int, high: int) -> list[int]:
     return [2 ** e for e in range(int(np.log2(low)), int(np.log2(high)) + 1)]
 
 
-def kv_noise(done: list[dict]) -> None:
-    """The zoo's attention kinds with their evaluation noise: error bars, an honest axis, and the verdict in words."""
+def loss_noise(done: list[dict]) -> list[tr.LossEstimate]:
+    """The trained variants' losses with their evaluation noise, and the verdict in words."""
     windows = {r["variant"]: zoo.zoo_window_losses(r["variant"]) for r in done}
     estimates = [tr.loss_estimate(name, losses) for name, losses in windows.items()]
     paired = {(a, b): tr.paired_difference(windows[a], windows[b]) for a in windows for b in windows if a != b}
     st.markdown(tr.noise_finding(estimates, paired, n_seeds=1))  # the zoo keeps one run per variant
+    return estimates
+
+
+def kv_noise(done: list[dict]) -> None:
+    """The zoo's attention kinds with their evaluation noise: error bars, an honest axis, and the verdict in words."""
+    estimates = loss_noise(done)
     st.plotly_chart(charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
                                            [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
                                            y_range=tr.loss_axis_range(estimates),
@@ -57,10 +63,7 @@ def kv_noise(done: list[dict]) -> None:
                "val loss); the y-axis spans at least 5 % of the loss, so a 0.1 % difference looks like one.")
 
 
-tabs = st.tabs(["Depth vs width", "Dense vs MoE", "MHA / GQA / MQA", "Context length", "FlashAttention",
-                "Parallel vs sequential", "Positions beyond training"])
-
-with tabs[0]:
+def depth_vs_width() -> None:
     st.markdown("Depth composes features layer on layer; width gives each layer more room. At a fixed count "
                 "of non-embedding parameters N, the same budget can be few wide layers or many narrow ones. The "
                 "weights cost the same ≈ 2N FLOPs per token either way, but attention over the context and the "
@@ -87,6 +90,8 @@ with tabs[0]:
     zoo_table(depth_rows, {"variant": "variant", "n_layers": "layers", "d_model": "d", "non_embedding_params": "N",
                            "flops_per_token": "FLOPs/token", "kv_bytes_per_token": "KV bytes/token (fp32)",
                            "val_loss": "val loss"})
+    if any(r["trained"] for r in depth_rows):
+        loss_noise([r for r in depth_rows if r["trained"]])
     curves = tr.zoo_curves([r["variant"] for r in depth_rows if r["trained"]])
     if curves:
         st.plotly_chart(charts.lines(range(1, max(len(c["loss"]) for c in curves.values()) + 1),
@@ -94,7 +99,7 @@ with tabs[0]:
                                      title="Training loss, same data and steps", x_title="step", y_title="loss"),
                         key="to_depth_curves")
 
-with tabs[1]:
+def dense_vs_moe() -> None:
     st.markdown("Splitting the FFN into E experts and running k per token multiplies the capacity (and the "
                 "memory) by about E/k while the FLOPs per token stay those of k experts.")
     st.latex(r"N_{\text{total}} = N_{\text{attn}} + E\,N_{\text{ffn}},\quad "
@@ -120,11 +125,14 @@ with tabs[1]:
                          "effective_experts": "effective experts"})
     done = [r for r in moe_rows if r["trained"]]
     if done:
-        st.plotly_chart(charts.labelled_points([r["params"] for r in done], [r["val_loss"] for r in done],
-                                               [r["variant"] for r in done], title="Capacity vs validation loss",
+        estimates = loss_noise(done)
+        st.plotly_chart(charts.labelled_points([r["params"] for r in done], [e.mean for e in estimates],
+                                               [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
+                                               y_range=tr.loss_axis_range(estimates),
+                                               title="Capacity vs validation loss (bars: ± 2 standard errors)",
                                                x_title="total parameters", y_title="val loss (nats)"), key="to_moe_zoo")
 
-with tabs[2]:
+def attention_kinds() -> None:
     st.markdown("Every query head can keep its own keys and values (MHA), share them within a group (GQA) "
                 "or all share one pair (MQA). The cache shrinks with the number of KV heads; the question is "
                 "what quality it costs.")
@@ -144,7 +152,7 @@ with tabs[2]:
     if done:
         kv_noise(done)
 
-with tabs[3]:
+def context_length() -> None:
     st.markdown("Per layer, naive attention compares every query with every key: QKᵀ and A·V cost 4·H·d_head·T² "
                 "FLOPs and hold an H×T×T score matrix, while the FFN costs the same per token whatever the "
                 "length. Doubling the context quadruples the first and doubles the second, so past some T* "
@@ -178,7 +186,7 @@ with tabs[3]:
                    "outweighs its FFN while training." if zoo_cross and zoo_cross > zoo_base.max_seq_len else
                    f"In the zoo's base, T* ≈ {zoo_cross:,.0f} tokens, inside its {zoo_base.max_seq_len}-token context.")
 
-with tabs[4]:
+def flash_attention() -> None:
     st.markdown("FlashAttention computes exactly softmax(QKᵀ/√d)V, but tile by tile: a block of queries meets "
                 "a block of keys, the softmax is kept as a running maximum and sum, and the T×T matrix is never "
                 "stored. Below, the seed's naive code against PyTorch's fused `scaled_dot_product_attention`, "
@@ -219,7 +227,7 @@ with tabs[4]:
                    "(torch.testing.assert_close). Naive runs are skipped where three score matrices would exceed "
                    f"the memory budget ({budget / 2**30:.1f} GiB). {torch.get_num_threads()} CPU threads.")
 
-with tabs[5]:
+def parallel_vs_sequential() -> None:
     st.markdown("A recurrent network must finish token t before it can start token t+1. A transformer can "
                 "read the same way — one token per step, carrying its KV cache like a hidden state — or read "
                 "all T tokens in one pass of large matrix products, which is what makes training on long "
@@ -248,7 +256,7 @@ with tabs[5]:
         st.dataframe(table.rename(columns={"ratio": "sequential ÷ parallel", "max_abs_diff": "max |Δ last logits|"}),
                      hide_index=True)
 
-with tabs[6]:
+def positions_beyond() -> None:
     rows = tr.extrapolation_rows()
     trained_context = next((r["context"] for r in rows if r["trained"]), 128)
     st.markdown(f"Trained on {trained_context}-token windows, each zoo model is scored on windows of 1×, 2× and 4× "
@@ -269,3 +277,14 @@ with tabs[6]:
     if missing:
         st.caption("Not in the zoo yet: " + ", ".join(missing) + ".")
     st.caption(f"The loaded model uses {config.positions} positions; zoo files in {SHIPPED_ZOO}.")
+
+
+TABS = ["Depth vs width", "Dense vs MoE", "MHA / GQA / MQA", "Context length", "FlashAttention",
+        "Parallel vs sequential", "Positions beyond training"]
+VIEWS = (depth_vs_width, dense_vs_moe, attention_kinds, context_length, flash_attention, parallel_vs_sequential,
+         positions_beyond)
+# only the open tab runs (the zoo's window losses, the model's shapes): a click on another reruns the page
+for tab, view in zip(st.tabs(TABS, key="tradeoffs_tab", on_change="rerun"), VIEWS):
+    with tab:
+        if tab.open is not False:  # None: state tracking off (never here)
+            view()

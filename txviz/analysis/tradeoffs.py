@@ -267,7 +267,8 @@ def noise_finding(estimates: list[LossEstimate], paired: dict[tuple[str, str], t
                     f"({abs(diff) / paired_se:.0f} paired standard errors: these weights do differ on this text). "))
     if n_seeds <= 1:
         text += ("Each variant was trained from **one seed**, so the spread between training runs is not measured "
-                 "here; a gap this size is no evidence that the choice itself changes quality.")
+                 "here; " + ("a gap this size is no evidence that the choice itself changes quality." if gap < 2 * se
+                             else "how much of this gap another seed would move is not known."))
     return text
 
 
