@@ -123,9 +123,9 @@ def test_undefined_metrics_are_blank_with_a_reason(new_app):
     no_errors(at)
     table = at.dataframe[0].value
     assert table["induction"].isna().all() and table["entropy"].notna().all()
-    assert str(table["induction"].dtype) == "float64"  # NaN (shown blank), not None (shown "None")
+    assert str(table["induction"].dtype) == "float64" and at.dataframe[0].proto.placeholder == "—"  # not "None"
     columns = json.loads(at.dataframe[0].proto.columns)
-    assert "no token of this prompt repeats" in columns["induction"]["help"]
+    assert "no token of this prompt repeats" in columns["induction"]["help"] and "—" in columns["induction"]["help"]
     assert "help" in columns["entropy"] and "undefined" not in columns["entropy"]["help"]
     grid = chart(at, "head_grid")["data"]
     assert "undefined" in grid[1]["hovertemplate"]

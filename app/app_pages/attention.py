@@ -225,8 +225,8 @@ head_explorer()
 
 st.subheader("Every head, sortable")
 undefined = [m for m in METRICS if table[m].isna().any()]
-st.dataframe(table, hide_index=True, key="head_table",
+st.dataframe(table, hide_index=True, key="head_table", placeholder="—",  # a missing number, not "None"
              column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m] + (
-                 f". Blank where undefined: {UNDEFINED_HELP[m]}" if m in undefined else ""), format="%.3f")
+                 f". “—” where undefined: {UNDEFINED_HELP[m]}" if m in undefined else ""), format="%.3f")
                  for m in METRICS})
 st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv")
