@@ -18,8 +18,10 @@ from txviz.model.kv_cache import kv_cache_bytes
 TABS = ("Memory calculator", "Cache growth", "Cached vs uncached", "Sharing KV heads")
 PRESET, UPLOAD = "Preset", "Your config.json"
 WHOLE = "whole prompt"
-CALCULATOR_DEFAULTS = {"mem_source": PRESET, "mem_preset": "llama-3-8b", "mem_weight_dtype": "bf16",
-                       "mem_kv_dtype": "bf16", "mem_batch": 1, "mem_gpu": 80.0, "mem_chunk": WHOLE}
+PRESET_BY_NAME = {fields["name"]: key for key, fields in memory.PRESETS.items()}  # the box shows names
+CALCULATOR_DEFAULTS = {"mem_source": PRESET, "mem_preset": memory.PRESETS["llama-3-8b"]["name"],
+                       "mem_weight_dtype": "bf16", "mem_kv_dtype": "bf16", "mem_batch": 1, "mem_gpu": 80.0,
+                       "mem_chunk": WHOLE}
 
 
 def follow(key: str, identity: str, default) -> None:
@@ -62,8 +64,7 @@ def calculator_model() -> tuple[memory.MemoryModel, str] | None:
     max_config = resources.limits().max_config_bytes
     source_kind = st.radio("Model from", (PRESET, UPLOAD), key="mem_source", horizontal=True)
     if source_kind == PRESET:
-        chosen = st.selectbox("Preset", list(memory.PRESETS), key="mem_preset",
-                              format_func=lambda key: memory.PRESETS[key]["name"])
+        chosen = PRESET_BY_NAME[st.selectbox("Preset", list(PRESET_BY_NAME), key="mem_preset")]
         return memory.preset(chosen), f"preset:{chosen}"
     upload = st.file_uploader("A Hugging Face config.json", type=["json"], key="mem_upload",
                               max_upload_size=max(1, -(-max_config // 2**20)),
