@@ -99,6 +99,16 @@ def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(kv
     assert per_token_metric(at)[1] == "512.0 KiB"  # Llama 2 7B: the famous half a MiB per token
 
 
+def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(kv_page):
+    at = kv_page
+    for key in PRESETS:
+        choose_preset(at, key)
+        model = memory.preset(key)
+        assert per_token_metric(at) == (f"KV bytes per token ({model.kind})",
+                                        f"{memory.kv_bytes_per_token(model, 'bf16') / 1024:,.1f} KiB"), key
+        assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
+
+
 def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(kv_page):
     at = kv_page
     choose_preset(at, "falcon-7b")
@@ -270,3 +280,17 @@ def test_a_sweep_ended_by_a_click_says_where_it_stopped(kv_page):
     assert "Stopped after 4 of 38 steps; nothing was kept." in " ".join(i.value for i in at.info)
     at.run()
     assert not any("Stopped after" in i.value for i in at.info)  # said once
+
+
+def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model(kv_page):
+    at = open_tab(kv_page, "Sharing KV heads")
+    widget(at, "segmented_control", "live_kv").set_value(9).run()  # MHA on SmolLM2: 9 KV heads
+    no_errors(at)
+    picker = widget(at, "selectbox", "model_choice")
+    zoo_base = next(o for o in picker.options if "base" in o and "long" not in o)  # the zoo's 4-head, 2-KV-head model
+    picker.set_value(zoo_base).run()
+    no_errors(at)
+    assert widget(at, "segmented_control", "live_kv").value == 2  # its own, not SmolLM2's 9
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Top-1 agreement"] == "100.0%" and metrics["KV cache (measured)"].endswith("MiB")
+    assert widget(at, "segmented_control", "layers_kv").value == 1
