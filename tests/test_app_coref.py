@@ -22,9 +22,13 @@ def app(default_model_home, monkeypatch):
     return AppTest.from_file(MAIN, default_timeout=300)
 
 
-def heads_page(at):
+def heads_page(at, tab: str | None = "Coreference"):
+    """Open the Heads page, then ``tab`` as a click on it does (only the open tab is computed)."""
     at.run()
     at.switch_page("app_pages/heads.py").run()
+    if tab is not None:
+        at.session_state["heads_tab"] = tab
+        at.run()
     no_errors(at)
     return at
 
@@ -148,7 +152,7 @@ def test_a_sentence_without_a_pronoun_or_with_too_few_marks_says_what_to_click(a
 
 def test_the_sentence_is_kept_in_the_url(app):
     app.query_params["coref_text"] = TROPHY
-    at = heads_page(app)
+    at = heads_page(app, tab=None)  # a link that carries a sentence opens on the Coreference tab
     assert at.text_input(key="coref_text").value == TROPHY
     assert "from *it*" in headline(at)
     new_sentence(at, "Anna called Peter because she needed help.")
@@ -157,10 +161,27 @@ def test_the_sentence_is_kept_in_the_url(app):
 
 
 def test_duplicate_token_detector_says_when_no_token_repeats(app):
-    at = heads_page(app)  # the default prompt: no token occurs twice
+    at = heads_page(app, tab=None)  # the Detectors tab, open by default; the default prompt: no token occurs twice
     assert not has_chart(at, "det_dup")
     assert any("no token repeats in this prompt" in i.value for i in at.info)
     at.sidebar.text_area(key="prompt").input("the cat saw the cat").run()
     no_errors(at)
     assert chart(at, "det_dup")["data"][0]["z"]
     assert not any("no token repeats" in i.value for i in at.info)
+
+
+def test_only_the_open_tab_is_computed_and_the_marks_survive_a_visit_to_the_other(app):
+    at = heads_page(app, tab=None)
+    assert has_chart(at, "det_prev") and not has_chart(at, "coref_grid")  # Detectors: no coreference work
+    at.session_state["heads_tab"] = "Coreference"
+    at.run()
+    assert has_chart(at, "coref_grid") and not has_chart(at, "det_prev")
+    words = [w.text for w in sentence_words(at.text_input(key="coref_text").value)]
+    strip(at, "pronoun").set_value(words.index("him")).run()
+    at.session_state["heads_tab"] = "Detectors"
+    at.run()
+    no_errors(at)
+    at.session_state["heads_tab"] = "Coreference"
+    at.run()
+    no_errors(at)
+    assert marked(at)[0] == "him" and "from *him*" in headline(at)

@@ -253,6 +253,12 @@ def test_the_path_box_with_a_corrupt_file_and_a_path_outside(env, broken_models)
 
 
 # ---- the coreference tab ------------------------------------------------------------------------------
+def open_coreference(at):
+    """Open the Heads page's Coreference tab (only the open tab runs), as a click on it does."""
+    at.session_state["heads_tab"] = "Coreference"
+    return at.run()
+
+
 @pytest.mark.parametrize("sentence,expect", [
     ("", "Write a sentence"), ("she", "Write a sentence"), ("漢字 かな 中文", None), ("😀 😀 😀 she", "Write a sentence"),
     ("<|im_end|> Mary met John and she smiled", None), ("Mary Mary Mary she", None),
@@ -262,7 +268,7 @@ def test_coreference_tab_with_odd_sentences(env, sentence, expect):
     if len(sentence) > 300:  # the box takes 300 characters: a longer text can only come from a link
         at = app_run(params={"coref_text": sentence}, page="app_pages/heads.py")
     else:
-        at = app_run(page="app_pages/heads.py")
+        at = open_coreference(app_run(page="app_pages/heads.py"))
         at.text_input(key="coref_text").input(sentence).run()
     no_exception(at)
     if expect:
@@ -275,7 +281,7 @@ def coref_strip(at, name: str):
 
 
 def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
-    at = app_run(page="app_pages/heads.py")
+    at = open_coreference(app_run(page="app_pages/heads.py"))
     at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
     coref_strip(at, "pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
     no_exception(at)

@@ -8,6 +8,7 @@ import os
 import re
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -96,3 +97,21 @@ def test_marks_follow_a_new_sentence(server, tmp_path):
         page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts(tmp_path) / "coref_completion_end.png"), full_page=False)
     print("\n" + ", ".join(f"{step}: {seconds:.2f} s" for step, seconds in times.items()))
+
+
+def test_a_link_with_a_sentence_opens_its_tab_and_marks_survive_a_visit_to_detectors(server, tmp_path):
+    with chromium_page() as page:
+        started = time.perf_counter()
+        page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
+        wait_text(page, "put the most attention from it", timeout_ms=180_000)  # opened on Coreference
+        print(f"\nlink → coreference ranking: {time.perf_counter() - started:.2f} s")
+        assert page.get_by_role("tab", name="Coreference").get_attribute("aria-selected") == "true"
+        click_word(page, "candidates", "fit")
+        wait_text(page, "fit (token")
+        page.get_by_role("tab", name="Detectors").click()
+        page.wait_for_selector(f".st-key-det_prev {CHART}", timeout=60_000)
+        wait_idle(page)
+        page.get_by_role("tab", name="Coreference").click()
+        wait_text(page, "fit (token")
+        assert selected(page, "candidates") == ["trophy", "fit", "suitcase"]
+        assert page.locator(ERROR).count() == 0

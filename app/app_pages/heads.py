@@ -16,31 +16,39 @@ from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_senten
 from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
 from txviz.analysis.heads import duplicate_pattern
 
+TABS = ("Detectors", "Coreference")
+DETECTOR_WIDGETS = ("ind_len", "pattern_")  # key prefixes of each tab's widgets
+COREF_WIDGETS = tuple(f"coref_{name}_" for name in ("pronoun", "candidates", "deciding", "completion", "swap",
+                                                     "query", "target"))
 MAX_WORDS = 60  # three strips of clickable words: beyond this they stop being readable
 QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word",
                 "completion end": "the completion's end"}
 
 
-def _sentence_key(*parts) -> str:
-    """A widget-key suffix from the inputs its options come from: a new sentence gets fresh widgets."""
+def _digest(*parts) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
+
+
+def _coref_key(name: str, text: str, *inputs) -> str:
+    """``coref_<name>_<hash of the sentence>[_<hash of the other inputs>]``: a widget keyed by what its
+    options and default come from, so a new sentence (or new marks) gets fresh widgets."""
+    return f"coref_{name}_{_digest(text)}" + (f"_{_digest(*inputs)}" if inputs else "")
 
 
 def _mark_words(text: str, words) -> dict | None:
     """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete."""
-    key = _sentence_key(text)
     pronoun_default = suggest_pronoun(words)
     candidate_default = suggest_candidates(words, pronoun_default)
     label = lambda i: words[i].text  # noqa: E731
     options = range(len(words))
     pronoun = st.pills("Pronoun: click it", options, default=pronoun_default, format_func=label,
-                       key=f"coref_pronoun_{key}")
+                       key=_coref_key("pronoun", text))
     candidates = st.pills("Candidates it may refer to: click two or more (nouns before it are suggested)", options,
                           selection_mode="multi", default=candidate_default, format_func=label,
-                          key=f"coref_candidates_{key}")
+                          key=_coref_key("candidates", text))
     deciding = st.pills("Deciding word: the word that settles the answer (optional)", options,
                         default=suggest_deciding_word(words, pronoun_default), format_func=label,
-                        key=f"coref_deciding_{key}")
+                        key=_coref_key("deciding", text))
     if pronoun is None:
         st.info("Click the pronoun in the first strip.")
         return None
@@ -50,7 +58,7 @@ def _mark_words(text: str, words) -> dict | None:
         return None
     completion = st.text_input("Completion, appended after the sentence: the model's next word is its answer",
                                value=default_completion(text, words, pronoun_default, candidate_default),
-                               key=f"coref_completion_{key}", max_chars=200)
+                               key=_coref_key("completion", text), max_chars=200)
     return {"pronoun": pronoun, "candidates": candidates, "deciding": deciding, "completion": completion.rstrip()}
 
 
@@ -69,7 +77,7 @@ def _causal_note(source: str, bos: str, text: str, words, marks: dict) -> None:
             f"it, so a ranking read at the pronoun cannot reflect “{word.text}”. Read from the deciding word or "
             "the completion's end instead, and ask the model itself (below).")
     swap = st.text_input(f"Check it: replace “{word.text}” with", value=CONTRASTS.get(word.text.lower(), ""),
-                         key=f"coref_swap_{_sentence_key(text, deciding)}", max_chars=40).strip()
+                         key=_coref_key("swap", text, deciding), max_chars=40).strip()
     if not swap:
         return
     try:
@@ -125,7 +133,7 @@ def _rank(source: str, bos: str, text: str, words, marks: dict):
                "and completion: marking other words only re-reads its attention.")
     kinds = [k for k in QUERY_KINDS if k != "deciding word" or marks["deciding"] is not None]
     kind = st.radio("Read attention from", kinds, format_func=QUERY_LABELS.get, horizontal=True,
-                    key=f"coref_query_{_sentence_key(text, marks['deciding'] is None)}")
+                    key=_coref_key("query", text, marks["deciding"] is None))
     pronoun, deciding = words[marks["pronoun"]], marks["deciding"]
     try:
         _, spans = word_token_spans(traced.offsets, traced.special, (pronoun.start, pronoun.end),
@@ -171,7 +179,7 @@ def coref_tab(source: str, config, bos: str, tokenizer) -> None:
     names = [words[i].text for i in marks["candidates"]]
     _model_answer(traced, tokenizer, names, marks["completion"])
     target = st.radio("Rank the heads for the answer", range(len(names)), format_func=names.__getitem__,
-                      horizontal=True, key=f"coref_target_{_sentence_key(text, names)}")
+                      horizontal=True, key=_coref_key("target", text, names))
     try:
         scores = score_heads(traced.trace["attn_probs"][:, 0], row, spans, target=int(target))
     except ValueError as error:
@@ -229,22 +237,10 @@ def builtin_section(source: str, config, bos: str) -> None:
                         key="coref_accuracy")
         st.dataframe(result["heads"][:10], hide_index=True, key="coref_builtin_table")
 
-st.title("Heads & coreference")
-st.markdown(
-    "Heads specialize. Some always look one token back, some look at earlier copies of the current token, "
-    "some complete patterns (**induction**: after *A B … A*, attend to *B*), many park their attention on "
-    "the first token when they have nothing to do. A detector scores each head by the attention mass it "
-    "puts on a pattern P, averaged over the rows where P is defined.")
-st.latex(r"\mathrm{score}(\text{head}) = \frac{1}{|R|}\sum_{i \in R}\ \sum_{j:\,P_{ij}=1} A_{ij}")
 
-source, loaded, traced = sidebar.prompt_trace()
-config = loaded.config
-prompt, bos = state.get("prompt"), state.get("bos")
-tokens = list(traced.tokens)
-table = resources.get_head_table(source, prompt, bos)
-
-tab_detect, tab_coref = st.tabs(["Detectors", "Coreference"])
-with tab_detect:
+def detectors_tab(source: str, config, traced) -> None:
+    tokens = list(traced.tokens)
+    table = resources.get_head_table(source, state.get("prompt"), state.get("bos"))
     a, b = st.columns(2)
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "prev_token"),
                                          title="Previous-token (on your prompt)", zmax=1), key="det_prev")
@@ -286,6 +282,41 @@ with tab_detect:
         scores = pattern_scores(traced.trace["attn_probs"][:, 0], pattern).numpy()
         st.plotly_chart(charts.metric_heatmap(scores, title=f"Mass on {label}", zmax=1), key="det_custom")
 
-with tab_coref:
-    coref_tab(source, config, bos, loaded.tokenizer)
-    builtin_section(source, config, bos)
+
+def keep_widgets_alive(text: str) -> None:
+    """A closed tab's widgets are not drawn, and Streamlit would forget their values: keep them, so that
+    reopening the tab shows them again. The marks of an earlier sentence are dropped."""
+    sentence = _digest(text)
+    for key in list(st.session_state):
+        if not isinstance(key, str):
+            continue
+        if key.startswith(DETECTOR_WIDGETS) or (key.startswith(COREF_WIDGETS) and key.split("_")[2] == sentence):
+            st.session_state[key] = st.session_state[key]
+        elif key.startswith(COREF_WIDGETS):
+            del st.session_state[key]
+
+
+st.title("Heads & coreference")
+st.markdown(
+    "Heads specialize. Some always look one token back, some look at earlier copies of the current token, "
+    "some complete patterns (**induction**: after *A B … A*, attend to *B*), many park their attention on "
+    "the first token when they have nothing to do. A detector scores each head by the attention mass it "
+    "puts on a pattern P, averaged over the rows where P is defined.")
+st.latex(r"\mathrm{score}(\text{head}) = \frac{1}{|R|}\sum_{i \in R}\ \sum_{j:\,P_{ij}=1} A_{ij}")
+
+source, loaded, traced = sidebar.prompt_trace()
+config = loaded.config
+bos = state.get("bos")
+
+keep_widgets_alive(state.get("coref_text"))
+if "heads_tab" not in st.session_state and state.get("coref_text") != state.DEFAULT_COREF:
+    st.session_state["heads_tab"] = "Coreference"  # a link that carries a sentence opens on it
+st.caption("Only the open tab is computed.")
+tabs = dict(zip(TABS, st.tabs(list(TABS), key="heads_tab", on_change="rerun")))
+with tabs["Detectors"]:
+    if tabs["Detectors"].open is not False:  # None: state tracking off (never here)
+        detectors_tab(source, config, traced)
+with tabs["Coreference"]:
+    if tabs["Coreference"].open is not False:
+        coref_tab(source, config, bos, loaded.tokenizer)
+        builtin_section(source, config, bos)
