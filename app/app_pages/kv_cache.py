@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import charts, kv_resources, memory_charts, resources, sidebar, state
 from app.widgets import bounded_slider
+from txviz import limits as limits_
 from txviz.analysis import memory
 from txviz.analysis.kv_sharing import describe_regrouping, kv_head_options, layer_sharing_steps
 from txviz.loading.errors import ModelLoadError
@@ -195,8 +196,10 @@ def cached_vs_uncached() -> None:
     st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
     n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), 48, key="kv_speed_tokens")
     st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
-               "ignoring end-of-text, so that they time the same steps. They run when you press Measure.")
+               "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
+               + rough_time(prompt, bos, int(n_speed)) + "; a click on Stop ends them.")
     if st.button("Measure", key="kv_measure"):
+        st.button("Stop", key="kv_measure_stop", help="Ends the timing; nothing partial is kept.")
         speed_bar = st.progress(0.0, text="Timing…")
         try:
             runs = {}
@@ -217,6 +220,18 @@ def cached_vs_uncached() -> None:
         st.plotly_chart(charts.lines(x, series, title="Milliseconds per new token (after the prefill)",
                                      x_title="sequence length", y_title="ms", mode="lines+markers"), key="kv_speed")
         st.caption(" · ".join(f"{name}: {float(v.mean()):.1f} ms/token" for name, v in series.items()))
+
+
+def rough_time(prompt: str, bos: str, n_new: int) -> str:
+    """', roughly N s here' from the FLOPs of both runs (txviz.limits), or nothing for a prompt that cannot run."""
+    try:
+        n_prompt = len(resources.encode(source, prompt, bos).ids)
+    except resources.PromptError:
+        return ""
+    seconds = sum(limits_.generation_estimate(config, n_prompt, n_new, element_bytes=loaded.dtype.itemsize,
+                                              use_cache=use_cache, gflops=resources.limits().gflops).seconds
+                  for use_cache in (True, False))
+    return f" (roughly {limits_.format_seconds(seconds)} here, from their FLOPs)"
 
 
 # ---- the loaded model with more or fewer KV heads ----------------------------------------------------
