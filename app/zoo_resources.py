@@ -73,11 +73,14 @@ def zoo_text_trace(name: str, text: str) -> tuple[tuple[str, ...], Trace]:
 @st.cache_resource(show_spinner="Scoring the held-out stories window by window…", max_entries=16)
 def zoo_window_losses(name: str) -> torch.Tensor:
     """(W,) mean loss of each held-out window evaluate() scores (their mean is eval.json's val_loss):
-    the spread that gives the evaluation noise."""
+    the spread that gives the evaluation noise. Kept in eval.json by the lab; scored here if absent."""
     from txviz.lab.data import held_out_windows
     from txviz.lab.evaluate import window_losses
-    from txviz.lab.zoo import CORPUS
+    from txviz.lab.zoo import CORPUS, stored_window_losses
 
+    stored = stored_window_losses(SHIPPED_ZOO / name)
+    if stored is not None:
+        return stored
     loaded = zoo_model(name)
     windows = held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
     return window_losses(loaded.model, windows)

@@ -170,6 +170,8 @@ def test_a_run_writes_safetensors_config_tokenizer_curves_and_eval(learned_run):
     evaluation = json.loads((learned_run / "eval.json").read_text())
     assert evaluation["val_loss"] > 0 and evaluation["val_loss_2x"] is None and evaluation["val_loss_4x"] is None
     assert "table has 128 rows" in evaluation["extrapolation"]["why_null"]
+    windows = evaluation["val_window_losses"]  # the evaluation noise: one loss per validation window
+    assert len(windows) > 1 and abs(sum(windows) / len(windows) - evaluation["val_loss"]) < 1e-4
 
 
 def test_a_run_loads_through_load_with_the_sink_token(learned_run):
@@ -264,6 +266,15 @@ def test_window_losses_rebuild_the_shipped_val_loss(name):
     losses = window_losses(loaded.model, windows)
     assert len(losses) == (evaluation["val_tokens"] - 1) // loaded.config.max_seq_len
     assert round(float(losses.mean()), 4) == evaluation["val_loss"]
+    assert_close(zoo.stored_window_losses(SHIPPED_ZOO / name), losses.double(), rtol=0, atol=1e-5)  # what eval.json keeps
+
+
+@pytest.mark.parametrize("name", sorted(zoo.VARIANTS))
+def test_every_shipped_eval_keeps_its_window_losses(name):
+    stored = zoo.stored_window_losses(SHIPPED_ZOO / name)
+    evaluation = json.loads((SHIPPED_ZOO / name / "eval.json").read_text())
+    assert stored is not None and round(float(stored.mean()), 4) == evaluation["val_loss"]
+    assert 0 < float(stored.std()) / len(stored) ** 0.5 < 0.02  # a standard error of a few thousandths of a nat
 
 
 def test_sample_sentences_are_in_the_zoo_vocabulary_and_other_words_are_named():

@@ -5,7 +5,8 @@
     tokenizer.json     the word-level tokenizer (txviz.lab.tokenizer)
     curves.json        loss and load-balancing loss per step, learning rate, tokens/s, wall time,
                        seed, training and corpus settings
-    eval.json          validation losses (at 1×, 2×, 4× the training context) and expert load
+    eval.json          validation losses (at 1×, 2×, 4× the training context), expert load, probes,
+                       and the loss of each validation window (the evaluation noise)
 
 Weights are stored in float16 to keep the whole zoo a few MB; the evaluation is run on the weights
 *after* that rounding (``as_shipped``), so eval.json describes exactly the model that loads.

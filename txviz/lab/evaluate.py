@@ -7,6 +7,10 @@ rebuilt with a longer ``max_seq_len``); learned absolute positions have no vecto
 so their longer-context losses are recorded as null, with the reason. Besides the mean over every
 token of the longer windows, the loss over the positions the model never saw in training (those at
 or past the training context) is reported, where the schemes differ most.
+
+``val_window_losses`` keeps the mean loss of each validation window at the training context: their
+spread is the evaluation noise of ``val_loss`` (its standard error is their std / √W), which says
+whether two variants' losses differ by more than the text they were scored on.
 """
 
 from __future__ import annotations
@@ -36,18 +40,20 @@ def with_context(model: Decoder, context: int) -> Decoder | None:
 
 
 @torch.inference_mode()
-def token_losses(model: Decoder, windows: torch.Tensor) -> torch.Tensor:
+def token_losses(model: Decoder, windows: torch.Tensor, batch: int = EVAL_BATCH) -> torch.Tensor:
     """(W, T) next-token cross-entropy at every position of every (W, T + 1) window."""
     out = []
-    for chunk in windows.split(EVAL_BATCH):
+    for chunk in windows.split(batch):
         logits = model(chunk[:, :-1])  # (b, T, V)
         out.append(F.cross_entropy(logits.float().transpose(1, 2), chunk[:, 1:], reduction="none"))
     return torch.cat(out)
 
 
-def window_losses(model: Decoder, windows: torch.Tensor) -> torch.Tensor:
-    """(W,) mean next-token loss of each window: the pieces whose spread gives the evaluation noise."""
-    return token_losses(model, windows).mean(dim=-1)
+@torch.inference_mode()
+def window_losses(model: Decoder, windows: torch.Tensor, batch: int = 64) -> torch.Tensor:
+    """(W,) mean next-token loss of each window: the pieces whose spread gives the evaluation noise.
+    (Larger batches than training's evaluation: fewer calls, the same numbers to float rounding.)"""
+    return token_losses(model, windows, batch).mean(dim=-1)
 
 
 def extrapolation(model: Decoder, data: LabData, context: int, factors=(2, 4)) -> dict:
@@ -95,9 +101,15 @@ def routing_load(model: Decoder, data: LabData, context: int) -> dict | None:
             "top_k": config.top_k, "router_norm": config.router_norm}
 
 
+def rounded_window_losses(model: Decoder, windows: torch.Tensor) -> list[float]:
+    """``window_losses`` as plain numbers for eval.json (5 decimals: their mean still gives val_loss)."""
+    return [round(float(v), 5) for v in window_losses(model, windows)]
+
+
 def evaluate(model: Decoder, data: LabData, context: int) -> dict:
     ext = extrapolation(model, data, context)
     return {"val_loss": ext["loss_at"][str(context)], "val_loss_2x": ext["loss_at"][str(2 * context)],
             "val_loss_4x": ext["loss_at"][str(4 * context)], "extrapolation": ext,
             "val_tokens": len(data.val), "expert_load": routing_load(model, data, context),
-            "probes": probes(model, data, context)}
+            "probes": probes(model, data, context),
+            "val_window_losses": rounded_window_losses(model, data.val_windows(context))}

@@ -151,6 +151,30 @@ def summary(directory: Path) -> dict:
             "bytes_on_disk": sum(p.stat().st_size for p in directory.iterdir() if p.is_file())}
 
 
+def stored_window_losses(directory: Path) -> torch.Tensor | None:
+    """(W,) the per-window validation losses eval.json keeps (txviz.lab.evaluate), or None."""
+    evaluation = json.loads((Path(directory) / EVAL_FILE).read_text(encoding="utf-8"))
+    stored = evaluation.get("val_window_losses")
+    return None if not stored else torch.tensor(stored, dtype=torch.float64)
+
+
+def add_window_losses(directory: Path) -> list[float]:
+    """Score a trained variant's validation windows and keep each window's loss in its eval.json (for a
+    zoo evaluated before eval.json held them; the weights are untouched). The held-out windows are
+    rebuilt from the variant's own tokenizer, so no training story is generated."""
+    from txviz.lab.data import held_out_windows
+    from txviz.lab.evaluate import rounded_window_losses
+    from txviz.loading.zoo import load_zoo_model
+
+    loaded = load_zoo_model(directory, device="cpu")
+    windows = held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+    losses = rounded_window_losses(loaded.model, windows)
+    path = Path(directory) / EVAL_FILE
+    evaluation = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**evaluation, "val_window_losses": losses}, indent=2) + "\n", encoding="utf-8")
+    return losses
+
+
 def describe(directory: Path) -> str:
     """One line for a model picker, from the directory's config.json: the variant, the one choice it
     makes (the zoo writes it as the config's ``source``) and its size."""
