@@ -20,16 +20,22 @@ _labels = token_labels
 
 
 def log_axis(values) -> dict:
-    """Axis settings for a log axis over ``values``: one tick per decade (every other decade past
-    eight), where plotly's default also labels 2 and 5 in each decade and the labels run together
-    on a narrow chart. Within about a decade, plotly's own ticks are kept."""
+    """Axis settings for a log axis over ``values``. Plotly's default also labels 2 and 5 (small, unlabelled
+    by their decade) in every decade, and the labels run together on a narrow chart: over one to three
+    decades the ticks are 1, 2, 5 × 10^k written out, past two one per decade (every other past eight).
+    Within a decade plotly's own ticks are kept."""
     values = np.asarray(values, dtype=float).ravel()
     values = values[np.isfinite(values) & (values > 0)]
     if values.size == 0:
         return dict(type="log")
-    decades = float(np.log10(values.max()) - np.log10(values.min()))
-    if decades < 1.5:
+    low, high = float(values.min()), float(values.max())
+    decades = np.log10(high) - np.log10(low)
+    if decades < 1:
         return dict(type="log")
+    if decades <= 2:
+        exponents = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+        ticks = [m * 10.0 ** k for k in exponents for m in (1, 2, 5) if low <= m * 10.0 ** k <= high]
+        return dict(type="log", tickvals=ticks, minor=dict(showgrid=False))
     return dict(type="log", dtick=1 if decades <= 8 else 2, minor=dict(showgrid=False))
 
 
