@@ -135,8 +135,9 @@ def _warn_unknown(loaded, encoding) -> None:
     if not words:
         return
     shown = ", ".join(dict.fromkeys(w.strip() for w in words))
+    unknown_token = getattr(loaded.tokenizer.backend.model, "unk_token", UNKNOWN)
     st.warning(f"**{len(words)} of {len(encoding.ids)} tokens are unknown** to this model's vocabulary and became "
-               f"`{getattr(loaded.tokenizer.backend.model, 'unk_token', UNKNOWN)}`: {shown[:200]}. Repeated unknowns look like repeated tokens, which inflates "
+               f"`{unknown_token}`: {shown[:200]}. Repeated unknowns look like repeated tokens, which inflates "
                "duplicate-token and induction scores.")
     sample = sample_text(st.session_state.get("sample_index", 0))
     if not unknown_words(loaded.tokenizer.backend, sample):
