@@ -90,9 +90,14 @@ def bill_chart(selected: memory.MemoryModel, kind: str, lengths: list[int], sett
     a, b, c = st.columns(3)
     a.metric(f"KV bytes per token ({kind})", f"{memory.kv_bytes_per_token(selected, settings['kv_dtype']) / 1024:,.1f} KiB")
     longest = memory.longest_context(selected, gpu_gib, **settings)
-    b.metric("Longest context that fits (all three)", "not limited" if longest is None else f"{longest:,} tokens")
-    at = min(n for n in (longest, selected.max_context, lengths[-1]) if n is not None)
+    b.metric("Longest context that fits (all three)",
+             "not limited" if longest is None else "none" if longest == 0 else f"{longest:,} tokens")
+    at = min(n for n in (longest or None, selected.max_context, lengths[-1]) if n is not None)  # what fits, else the model's
     total = memory.memory_bill(selected, at, **settings)
+    if longest == 0:
+        st.warning(f"The weights alone ({total.weights / memory.GIB:,.1f} GiB in {settings['weight_dtype']}) "
+                   f"{'do not fit' if total.weights > gpu_gib * memory.GIB else 'leave no room for one token'} "
+                   f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
     c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
              delta=f"{(gpu_gib * memory.GIB - total.total) / memory.GIB:+,.2f} GiB free", delta_color="normal")
     st.caption(f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
