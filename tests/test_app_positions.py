@@ -155,3 +155,14 @@ def test_the_token_pickers_follow_a_new_prompt():
     picker = at.selectbox(key="rope_token")
     assert len(picker.options) == 6 and picker.value == 5  # <|endoftext|> Mary had a cat . : the last token again
     assert at.selectbox(key="rope_key_token").value == 3
+
+
+@pytest.mark.parametrize("name", ["base", "alibi", "learned", "no_positions"])
+def test_a_one_token_prompt_breaks_no_section(name):
+    at = app_on(str(SHIPPED_ZOO / name), "Mary")
+    at.query_params["bos"] = "none"
+    at.run()
+    at.switch_page("app_pages/positions.py").run()
+    no_errors(at)
+    for label in tab_labels(at)[1:]:
+        open_tab(at, label)

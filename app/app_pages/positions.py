@@ -201,6 +201,9 @@ def alibi_measured() -> None:
     tr = resources.get_trace(source, prompt, bos, capture=("alibi_bias", "attn_logits", "attn_scores"),
                              layers=(layer,)).trace
     bias, scores = tr["alibi_bias"], tr.get("attn_scores", layer)[0]  # (H, T, S), (H, T, S)
+    if len(tokens) < 2:
+        st.info("A one-token prompt has no distance for the bias to penalize: type a longer prompt.")
+        return
     measured, formula = pos.measured_slopes(bias).numpy(), alibi_slopes(config.n_heads).numpy()
     st.markdown(f"Slopes read back from the bias this model's forward pass added: "
                 + ", ".join(f"{s:.4g}" for s in measured) + f" (the formula's differ by at most "
