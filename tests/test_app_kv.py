@@ -295,3 +295,16 @@ def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model(kv_pag
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Top-1 agreement"] == "100.0%" and metrics["KV cache (measured)"].endswith("MiB")
     assert widget(at, "segmented_control", "layers_kv").value == 1
+
+
+def test_weights_that_do_not_fit_are_named_instead_of_a_context(kv_page):
+    at = kv_page
+    choose_preset(at, "llama-3-70b")
+    weights_gib = memory.weight_bytes(memory.preset("llama-3-70b"), "bf16") / memory.GIB
+    assert weights_gib > 80
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Longest context that fits (all three)"] == "none"
+    assert f"The weights alone ({weights_gib:,.1f} GiB in bf16) do not fit in 80 GiB" in at.warning[0].value
+    widget(at, "selectbox", "mem_weight_dtype").set_value("int4").run()  # 33 GiB: now it fits
+    assert not at.warning
+    assert {m.label: m.value for m in at.metric}["Longest context that fits (all three)"].endswith(" tokens")
