@@ -151,7 +151,7 @@ def head_explorer() -> None:
         lambda: export.trace_json(model=source, prompt=prompt, bos=bos, ids=traced.ids, tokens=traced.tokens,
                                   offsets=traced.offsets, head_rows=head_rows(),
                                   maps={(layer, head): traced.trace.attn(layer, head)} if with_map else {}),
-        file_name=f"txviz-trace-L{layer}H{head}.json", mime="application/json", key="download_trace")
+        file_name=f"txviz-trace-L{layer}H{head}.json", mime="application/json", key="download_trace", on_click="ignore")
     state.sync_url()  # a rerun of this fragment alone does not pass through main.py's sync
 
 
@@ -229,4 +229,5 @@ st.dataframe(table, hide_index=True, key="head_table", placeholder="—",  # a m
              column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m] + (
                  f". “—” where undefined: {UNDEFINED_HELP[m]}" if m in undefined else ""), format="%.3f")
                  for m in METRICS})
-st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv")
+st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name="heads.csv", mime="text/csv",
+                   on_click="ignore")
