@@ -410,7 +410,8 @@ def labelled_points(x: list[float], y: list[float], labels: list[str], *, title:
     """A scatter with a text label on every point (one point per model or config); ``y_error`` draws
     ± error bars, ``y_range`` fixes the y-axis (so noise is not zoomed into a finding)."""
     errors = None if y_error is None else dict(type="data", array=list(y_error), visible=True)
-    fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text", textposition="top center",
+    fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text",
+                               textposition="top center" if errors is None else "middle right",  # clear of the bars
                                marker=dict(size=11), error_y=errors,
                                hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10))
