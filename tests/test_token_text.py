@@ -60,3 +60,22 @@ def test_the_default_tokenizer_puts_emoji_back_together(default_model):
     assert any("\\x" in t for t in encoding.tokens)  # the tokenizer does split these characters
     assert not any("\\x" in t.text for t in shown)
     assert "".join(t.text for t in shown[1:]).replace(CONTINUES, "") == text
+
+
+def test_byte_fallback_tokens_are_put_back_together():
+    """A SentencePiece-style vocabulary spells an unknown character as <0x..> byte tokens."""
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from txviz.loading.tokenizer import Tokenizer
+
+    vocab = {"<unk>": 0, "a": 1, **{f"<0x{byte:02X}>": 2 + byte for byte in range(256)}}
+    backend = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=True))
+    backend.pre_tokenizer = pre_tokenizers.Split(" ", "isolated")
+    backend.decoder = decoders.ByteFallback()
+    tok = Tokenizer(backend)
+    encoding = tok.encode("a😀")
+    assert len(encoding.ids) == 5  # "a" and four byte tokens
+    pieces = [tok.token_bytes(i) for i in encoding.ids]
+    assert pieces == [b"a", *(bytes([byte]) for byte in SMILE)]
+    assert [t.text for t in readable_tokens(pieces, encoding.special)] == ["a", CONTINUES, CONTINUES, CONTINUES, "😀"]
