@@ -1,6 +1,6 @@
 """The few session-state keys the app shares between pages, mirrored in the URL query params so a
-view can be shared by link: prompt, model, BOS policy, layer, head and the Attention page's view
-(hide-sink, colour-by, query token).
+view can be shared by link: prompt, model, BOS policy, layer, head, the Attention page's view
+(hide-sink, colour-by, query token) and the Heads page's coreference sentence.
 
 ``FIELDS`` is the one table: a session key (also its query-param name), its default and how to read
 it back from the URL. A page that wants a key in the link adds a ``Field`` there. A text too long
