@@ -59,7 +59,7 @@ def texts(elements) -> str:
 # ---- prompts ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("page", PAGES)
 def test_empty_and_blank_prompts_warn_on_every_page(env, page):
-    at = app_run({"prompt": " \n\t "}, page=page)
+    at = app_run(page=page, prompt=" \n\t ")  # typed: a link with a blank prompt opens the default one
     no_exception(at)
     if page.endswith("kv_cache.py"):  # the calculator needs no prompt: it opens first and is there
         assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
