@@ -308,3 +308,24 @@ def test_weights_that_do_not_fit_are_named_instead_of_a_context(kv_page):
     widget(at, "selectbox", "mem_weight_dtype").set_value("int4").run()  # 33 GiB: now it fits
     assert not at.warning
     assert {m.label: m.value for m in at.metric}["Longest context that fits (all three)"].endswith(" tokens")
+
+
+def test_the_calculator_works_when_no_model_loads(default_model_home, monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + bytes(60))  # allowed, there, and not a model
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["model"] = str(tmp_path / "broken.gguf")
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "Could not load the model" in " ".join(e.value for e in at.error), [e.value for e in at.error]
+    assert "mem_total" in chart_keys(at)  # the calculator needs no model
+    widget(at, "selectbox", "mem_preset").select_index(list(PRESETS).index("llama-2-7b")).run()
+    assert not at.exception
+    assert per_token_metric(at) == ("KV bytes per token (MHA)", "512.0 KiB")
+    at.session_state["kv_tab"] = "Cache growth"  # a tab that runs the model says there is none
+    at.run()
+    assert not at.exception and "No model loaded" in " ".join(i.value for i in at.info)
