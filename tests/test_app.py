@@ -3,18 +3,13 @@ is shown. Charts are read back from their plotly spec."""
 
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers.apptest import MAIN, chart, decode, no_errors
 
 pytestmark = pytest.mark.default_model
-
-MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-
 
 @pytest.fixture
 def app(default_model_home, monkeypatch):
@@ -22,30 +17,6 @@ def app(default_model_home, monkeypatch):
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     return AppTest.from_file(MAIN, default_timeout=300)
-
-
-def chart(at, key: str) -> dict:
-    for element in at.get("plotly_chart"):
-        spec = json.loads(element.proto.spec)
-        if element.proto.id and key in element.proto.id:
-            return spec
-    raise AssertionError(f"no plotly chart with key {key!r}")
-
-
-def decode(array) -> np.ndarray:
-    """plotly ≥ 6 ships arrays as {"dtype", "bdata", "shape"}."""
-    if isinstance(array, dict) and "bdata" in array:
-        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
-        shape = array.get("shape")
-        if shape:
-            values = values.reshape([int(s) for s in str(shape).split(",")])
-        return values
-    return np.array(array, dtype=object)
-
-
-def no_errors(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def test_attention_page_shows_the_prompt_and_follows_the_head(app):

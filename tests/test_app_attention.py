@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.test_app import MAIN, chart, no_errors
+from tests.helpers.apptest import MAIN, chart, no_errors
 
 pytestmark = pytest.mark.default_model
 
@@ -62,7 +62,7 @@ def test_the_view_state_round_trips_through_the_url(new_app):
 
 
 def _z(at) -> np.ndarray:
-    from tests.test_app import decode
+    from tests.helpers.apptest import decode
 
     return decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from app.charts import pool_attention
-from tests.test_app import MAIN, chart, decode, no_errors
+from tests.helpers.apptest import MAIN, chart, decode, no_errors
 from txviz.analysis.heads import head_table, hide_sink
 from txviz.capture_cost import SUMMARY_CAPTURE, capture_cost, choose_capture
 from txviz.trace import trace
