@@ -8,7 +8,7 @@ import streamlit as st
 
 from app import charts, sidebar, state
 from app.widgets import bounded_slider
-from txviz.analysis.block import block_walkthrough, logit_lens
+from txviz.analysis.block import block_equation, block_walkthrough, logit_lens
 
 st.title("One block, end to end")
 st.markdown(
@@ -17,11 +17,10 @@ st.markdown(
     "whose output is added back too. Attention is the only place tokens talk to each other; the FFN "
     "transforms each token on its own. Stacking L such blocks and reading the last stream through the "
     "unembedding gives the next-token logits.")
-st.latex(r"h = x + \mathrm{MHA}(\mathrm{RMSNorm}(x)),\qquad y = h + W_2\big(\mathrm{SiLU}(W_1 \hat h)\odot W_3 \hat h\big),"
-         r"\quad \hat h=\mathrm{RMSNorm}(h)")
 
 source, loaded, traced = sidebar.prompt_trace(capture=("resid",))
 config = loaded.config
+st.latex(block_equation(config), help="This model's own norm and feed-forward network, read from its config.")
 prompt, bos = state.get("prompt"), state.get("bos")
 tokens = list(traced.tokens)
 resid = traced.trace["resid"][:, 0]  # (L+1, T, d)

@@ -3,7 +3,8 @@
     a = Norm₁(x) → h = x + Attention(a) → b = Norm₂(h) → y = h + FFN(b)
 
 and the logit lens (nostalgebraist 2020): read the residual stream after every layer through the
-final norm and the unembedding, as if the model stopped there.
+final norm and the unembedding, as if the model stopped there. ``block_equation`` writes that block
+for one config: its own norm (RMSNorm or LayerNorm) and FFN (SwiGLU, GELU MLP, or a mixture of either).
 """
 
 from __future__ import annotations
@@ -26,6 +27,54 @@ def _step(name: str, equation: str, x: torch.Tensor) -> Step:
     return Step(name, equation, tuple(x.shape), float(x.float().norm(dim=-1).mean()))
 
 
+def norm_terms(config) -> tuple[str, str]:
+    """(name, plain-text equation with ``{v}`` for the input) of the config's norm."""
+    if config.norm == "rmsnorm":
+        return "RMSNorm", "{v} / rms({v}) · w"
+    return "LayerNorm", "({v} − mean({v})) / std({v}) · w + β"
+
+
+def _gelu_name(config) -> str:
+    return "GELU_tanh" if config.gelu_approximate == "tanh" else "GELU"
+
+
+def ffn_terms(config) -> tuple[str, str]:
+    """(name, plain-text equation on the normed input b) of the config's FFN, dense or mixture."""
+    plus = " + bias" if config.mlp_bias else ""
+    if config.ffn == "swiglu":
+        name, eq = "SwiGLU FFN", f"W_down(SiLU(b W_gate) ⊙ b W_up){plus}"
+    else:
+        name, eq = f"{_gelu_name(config)} MLP", f"W_down {_gelu_name(config)}(b W_up){plus}"
+    if config.is_moe:
+        expert = "W_down,e(SiLU(b W_gate,e) ⊙ b W_up,e)" if config.ffn == "swiglu" else \
+            f"W_down,e {_gelu_name(config)}(b W_up,e)"
+        name = f"MoE FFN ({config.n_experts} {name} experts, top-{config.top_k})"
+        eq = f"Σ_top-{config.top_k} g_e(b) · {expert}"
+    return name, eq
+
+
+_LATEX_NORM = {"rmsnorm": r"\mathrm{RMSNorm}", "layernorm": r"\mathrm{LayerNorm}"}
+_LATEX_NORM_DEF = {"rmsnorm": r"\mathrm{RMSNorm}(v)=\frac{v}{\sqrt{\overline{v^2}+\epsilon}}\odot w",
+                   "layernorm": r"\mathrm{LayerNorm}(v)=\frac{v-\bar v}{\sqrt{\mathrm{Var}(v)+\epsilon}}\odot w+\beta"}
+
+
+def block_equation(config) -> str:
+    """The LaTeX of one block of ``config``: its own norm, its own FFN (gated or not, dense or MoE)."""
+    norm = _LATEX_NORM[config.norm]
+    gelu = r"\mathrm{GELU}_{\tanh}" if config.gelu_approximate == "tanh" else r"\mathrm{GELU}"
+    bias = r" + b_2" if config.mlp_bias else ""
+    if config.ffn == "swiglu":
+        ffn = r"W_2\big(\mathrm{SiLU}(W_1 \hat h)\odot W_3 \hat h\big)" + bias
+        expert = r"W_{2,e}\big(\mathrm{SiLU}(W_{1,e} \hat h)\odot W_{3,e} \hat h\big)"
+    else:
+        ffn = rf"W_2\,{gelu}(W_1 \hat h{' + b_1' if config.mlp_bias else ''}){bias}"
+        expert = rf"W_{{2,e}}\,{gelu}(W_{{1,e}} \hat h)"
+    if config.is_moe:
+        ffn = rf"\sum_{{e\in\mathrm{{top}}\text{{-}}{config.top_k}}} g_e(\hat h)\,{expert}"
+    return (rf"h = x + \mathrm{{MHA}}({norm}(x)),\qquad y = h + {ffn},\quad \hat h={norm}(h),"
+            rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
+
+
 @torch.inference_mode()
 def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], torch.Tensor]:
     """x (T, d): the residual stream entering ``layer``. Recomputes the block's steps with its own
@@ -42,17 +91,14 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     b = block.ffn_norm(h)
     ffn = block.ffn(b)
     y = h + ffn
-    norm_name = "RMSNorm" if model.config.norm == "rmsnorm" else "LayerNorm"
-    ffn_name = "SwiGLU FFN" if model.config.ffn == "swiglu" else "GELU MLP"
-    ffn_eq = "W_down(SiLU(b W_gate) ⊙ b W_up)" if model.config.ffn == "swiglu" else "W_down GELU(b W_up)"
-    if model.config.is_moe:
-        ffn_name, ffn_eq = f"MoE FFN ({model.config.n_experts} experts, top-{model.config.top_k})", "Σ_top-k g_e(b) FFN_e(b)"
+    norm_name, norm_eq = norm_terms(model.config)
+    ffn_name, ffn_eq = ffn_terms(model.config)
     steps = [
         _step("input x", "residual stream entering the block", x[0]),
-        _step(f"{norm_name} (attention)", "a = x / rms(x) · w", a[0]),
+        _step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), a[0]),
         _step("multi-head attention", "concat_h softmax(q kᵀ/√d + M) v · W_O", attn[0]),
         _step("residual add", "h = x + attention(a)", h[0]),
-        _step(f"{norm_name} (FFN)", "b = h / rms(h) · w", b[0]),
+        _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="h"), b[0]),
         _step(ffn_name, ffn_eq, ffn[0]),
         _step("residual add", "y = h + FFN(b)", y[0]),
     ]
