@@ -35,6 +35,18 @@ def pytest_unconfigure(config):
         shutil.rmtree(_FRESH_HOME, ignore_errors=True)
 
 
+E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``e2e`` every test that needs the real model or a real browser, so that
+    ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both."""
+    for item in items:
+        if item.get_closest_marker("browser") or item.get_closest_marker("default_model") \
+                or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
 

