@@ -21,14 +21,14 @@ import torch
 from app.byte_cache import ByteBudgetCache
 from txviz import limits as limits_
 from txviz.analysis.heads import head_table, hide_sink, metrics_table
-from txviz.capture_cost import CapturePlan
+from txviz.capture.cost import CapturePlan
 from txviz.loading import load
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.sources import confine
 from txviz.loading.tokenizer import TokenizerError
 from txviz.model import InputError
-from txviz.maps import MapStorage
-from txviz.trace import CaptureError, Trace, trace
+from txviz.capture.maps import MapStorage
+from txviz.capture.trace import CaptureError, Trace, trace
 
 
 @dataclass(frozen=True)
@@ -177,9 +177,9 @@ def get_trace(source: str, prompt: str, bos: str, capture: tuple[str, ...] = ("a
 def attention_plan(source: str, prompt: str, bos: str) -> CapturePlan | None:
     """How the Attention page captures this prompt: None up to TXVIZ_MAX_TOKENS (every map stored, the
     trace the other pages share); longer, up to TXVIZ_MAX_LONG_TOKENS, the richest capture that fits
-    the memory budget (txviz.capture_cost.choose_capture: fp32 maps, fp16 lower triangles, or every
+    the memory budget (txviz.capture.cost.choose_capture: fp32 maps, fp16 lower triangles, or every
     head's summaries with maps rebuilt from q_rot/k_rot one head at a time)."""
-    from txviz.capture_cost import choose_capture
+    from txviz.capture.cost import choose_capture
 
     settings = limits()
     n_tokens = len(encode(source, prompt, bos, long=True).ids)

@@ -16,7 +16,7 @@ from txviz.analysis.moe import ROUTER_CAPTURES, Routing, measure_routing
 from txviz.loading import load
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.zoo import EVAL_FILE, SHIPPED_ZOO, WEIGHTS_FILE
-from txviz.trace import Trace, trace
+from txviz.capture.trace import Trace, trace
 
 MOE_VARIANTS = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
 VALIDATION_WINDOWS = 64  # × the training context (128): 8192 held-out tokens per measurement

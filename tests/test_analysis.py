@@ -13,7 +13,7 @@ from txviz.analysis.detectors import induction_scores, offset_pattern, repeated_
 from txviz.analysis.heads import (duplicate_pattern, head_metrics, head_table, hide_sink, induction_pattern,
                                   pattern_score)
 from txviz.analysis.steps import attention_steps
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 
 def one_hot_probs(t: int, target) -> torch.Tensor:

@@ -11,8 +11,8 @@ import torch
 from app.charts import pool_attention
 from tests.helpers.apptest import MAIN, chart, decode, no_errors
 from txviz.analysis.heads import head_table, hide_sink
-from txviz.capture_cost import SUMMARY_CAPTURE, capture_cost, choose_capture
-from txviz.trace import trace
+from txviz.capture.cost import SUMMARY_CAPTURE, capture_cost, choose_capture
+from txviz.capture.trace import trace
 
 pytestmark = pytest.mark.default_model
 

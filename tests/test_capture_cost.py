@@ -8,9 +8,9 @@ import torch
 
 from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import CAPTURES, CaptureError, ModelConfig, trace
-from txviz.capture_cost import attention_path, capture_cost, choose_capture
-from txviz.maps import MapStorage
-from txviz.trace import SUMMARY_CAPTURE
+from txviz.capture.cost import attention_path, capture_cost, choose_capture
+from txviz.capture.maps import MapStorage
+from txviz.capture.trace import SUMMARY_CAPTURE
 
 SMOLLM2_135M = ModelConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, ffn_hidden=1536,
                            max_seq_len=8192, rope_theta=100000.0, tie_embeddings=True)

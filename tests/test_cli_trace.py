@@ -12,7 +12,7 @@ from txviz.analysis.heads import head_table
 from txviz.cli import main
 from txviz.loading import load
 from txviz.loading.zoo import SHIPPED_ZOO
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 MODEL = str(SHIPPED_ZOO / "base")
 PROMPT = "Once upon a time there was a little dog. The dog ran to the park, and the dog ran home."

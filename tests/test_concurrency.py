@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from txviz.generate import generate
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 pytestmark = pytest.mark.default_model
 

@@ -12,7 +12,7 @@ from txviz.analysis.coref import word_token_spans
 from txviz.analysis.coref_answer import (candidate_probabilities, contrast_sentence, default_completion,
                                          first_tokens, max_row_difference, model_answer, query_row, read_answer,
                                          sentence_words, suggest_candidates, suggest_deciding_word, suggest_pronoun)
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 MARY = "Mary met John at the station, and she gave him a book."

@@ -8,7 +8,7 @@ import torch
 
 from txviz.generate import generate
 from txviz.loading.gguf import load_gguf
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 pytestmark = pytest.mark.default_model
 TOLERANCE = 1e-4  # fp32; the eager paths agree far more closely in practice

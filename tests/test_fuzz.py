@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tests.test_trace import expected_shapes
 from tests.tiny import VARIANTS, random_decoder, tiny_config
 from txviz import InputError
-from txviz.trace import CAPTURES, trace
+from txviz.capture.trace import CAPTURES, trace
 
 def fuzz(max_examples: int = 100) -> settings:
     return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,

@@ -13,11 +13,11 @@ from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import CaptureError, trace
 from txviz.analysis.heads import METRICS as HEAD_METRICS
 from txviz.analysis.heads import head_metrics
-from txviz.head_summaries import METRICS, head_metrics as summary_metrics
-from txviz import maps
-from txviz.maps import MapStorage, rebuild_attention
+from txviz.capture.summaries import METRICS, head_metrics as summary_metrics
+from txviz.capture import maps
+from txviz.capture.maps import MapStorage, rebuild_attention
 from txviz.model.attention import AttentionContext
-from txviz.trace import SUMMARY_CAPTURE, Recorder
+from txviz.capture.trace import SUMMARY_CAPTURE, Recorder
 
 ATTENTION_VARIANTS = ["mha", "gqa", "mqa", "sliding_window", "alibi", "learned", "no_positions", "yarn"]
 N_TOKENS = 40  # > the sliding window (5) and several blocks when blocks are small

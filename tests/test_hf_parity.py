@@ -24,7 +24,7 @@ from txviz.loading.errors import ModelLoadError  # noqa: E402
 from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
 from txviz.loading.hf_config import CONFIG_READERS, SUPPORTED  # noqa: E402
 from txviz.loading.hf_names import LAYOUTS  # noqa: E402
-from txviz.trace import trace  # noqa: E402
+from txviz.capture.trace import trace  # noqa: E402
 
 ROPE_VARIANTS = sorted(v for v in VARIANTS if "rope" in v or "theta" in v)
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.byte_cache import ByteBudgetCache
 from tests.tiny import VARIANTS, tiny_config
-from txviz.capture_cost import capture_cost
+from txviz.capture.cost import capture_cost
 from txviz.limits import (GIB, MIB, LimitError, LimitExceeded, Limits, check_budget, check_prompt_chars,
                           check_prompt_tokens, generation_estimate, parse_size, trace_estimate)
 from txviz.model.kv_cache import kv_cache_bytes

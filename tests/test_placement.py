@@ -18,7 +18,7 @@ from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.generate import Sampling, generate
 from txviz.model import KVCache
 from txviz.model.placement import PlacementError, dispatch, layer_devices, offloaded
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 accelerate = pytest.importorskip("accelerate")
 

@@ -12,7 +12,7 @@ from torch.testing import assert_close
 
 from tests.tiny import VARIANTS, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference, tiny_config
 from txviz import CAPTURES, CaptureError, kv_cache_bytes, trace
-from txviz.head_summaries import METRICS
+from txviz.capture.summaries import METRICS
 
 ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs", "head_summaries")  # not the fused kernel
 OTHER_CAPTURES = tuple(name for name in CAPTURES if name not in ATTENTION_CAPTURES)

@@ -161,7 +161,7 @@ def _prompt(loaded, n_tokens: int) -> torch.Tensor:
 
 
 def _methods(loaded, hf_model, ids: torch.Tensor) -> dict[str, Callable[[], object]]:
-    from txviz.trace import SUMMARY_CAPTURE, trace
+    from txviz.capture.trace import SUMMARY_CAPTURE, trace
 
     def plain():
         with torch.inference_mode():
@@ -181,8 +181,8 @@ def _skips(job: dict, loaded) -> dict[str, str]:
     """Methods whose estimated peak memory would not fit: skipped with the estimate, not crashed."""
     import psutil
 
-    from txviz.capture_cost import capture_cost
-    from txviz.trace import SUMMARY_CAPTURE
+    from txviz.capture.cost import capture_cost
+    from txviz.capture.trace import SUMMARY_CAPTURE
 
     config, t = loaded.config, job["tokens"]
     available = psutil.virtual_memory().available

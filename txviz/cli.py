@@ -65,8 +65,8 @@ def cmd_trace(args) -> dict:
     """Every head's metrics, from per-row summaries computed during the pass (equal to the full maps'
     to float32 rounding): no T×T map is kept, so a prompt of the model's whole context fits."""
     from txviz.analysis.heads import metrics_table
-    from txviz.capture_cost import capture_cost
-    from txviz.trace import trace
+    from txviz.capture.cost import capture_cost
+    from txviz.capture.trace import trace
     from txviz import limits
     loaded = _load(args)
     config, element = loaded.config, loaded.dtype.itemsize

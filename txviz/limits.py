@@ -8,13 +8,13 @@ generated, how much memory one request may take, how large an uploaded config.js
 
 A request is estimated before it runs (bytes kept + the largest temporaries, and a rough time) and
 refused above the budget with the estimate and the setting to change, so a shared server says "no"
-instead of running out of memory. Trace estimates come from txviz.capture_cost; generation adds the
+instead of running out of memory. Trace estimates come from txviz.capture.cost; generation adds the
 KV cache (txviz.model.kv_cache). Times assume ``gflops`` sustained, a rough figure for a small CPU.
 
 Settings (environment variable, default):
   TXVIZ_MAX_TOKENS        1024     tokens a traced prompt may have (attention maps grow with T²)
   TXVIZ_MAX_LONG_TOKENS   8192     tokens the Attention page reads: past TXVIZ_MAX_TOKENS it keeps every
-                                   head's summaries and rebuilds one map at a time (txviz.capture_cost)
+                                   head's summaries and rebuilds one map at a time (txviz.capture.cost)
   TXVIZ_MAX_NEW_TOKENS    256      tokens one generation may add
   TXVIZ_MEMORY_BUDGET     2GiB     bytes one trace or generation may take (e.g. 2147483648, 512MiB, 4GB)
   TXVIZ_TRACE_CACHE_BYTES 4GiB     bytes of traces the app keeps for all sessions together
@@ -188,10 +188,10 @@ def format_seconds(seconds: float) -> str:
 def trace_estimate(config: ModelConfig, n_tokens: int, capture: Iterable[str] = ("attn_probs",), *,
                    layers: Iterable[int] | None = None, element_bytes: int = 4, batch: int = 1,
                    gflops: float = Limits.gflops, maps=None) -> Estimate:
-    """A trace of ``batch`` sequences of ``n_tokens`` capturing ``capture`` (txviz.capture_cost), maps
-    kept as ``maps`` (a txviz.maps.MapStorage; None: as the model computes them)."""
-    from txviz.capture_cost import capture_cost
-    from txviz.maps import MapStorage
+    """A trace of ``batch`` sequences of ``n_tokens`` capturing ``capture`` (txviz.capture.cost), maps
+    kept as ``maps`` (a txviz.capture.maps.MapStorage; None: as the model computes them)."""
+    from txviz.capture.cost import capture_cost
+    from txviz.capture.maps import MapStorage
 
     cost = capture_cost(config, n_tokens, tuple(capture), layers=layers, element_bytes=element_bytes,
                         maps=maps if maps is not None else MapStorage())
@@ -204,7 +204,7 @@ def generation_estimate(config: ModelConfig, n_prompt: int, n_new: int, *, eleme
     """Generating ``n_new`` tokens after ``n_prompt``: the preallocated KV cache plus one forward's
     temporaries; time from the FLOPs of the prefill and every decode step (every step recomputes the
     whole sequence without the cache)."""
-    from txviz.capture_cost import capture_cost
+    from txviz.capture.cost import capture_cost
     from txviz.model.kv_cache import kv_cache_bytes
 
     total = n_prompt + n_new

@@ -99,7 +99,7 @@ st.caption(f"{n:,} tokens · the whole model ran once in {traced.seconds * 1000:
            f"{config.n_layers} × {config.n_heads} map below comes from that run. "
            f"Policy before the prompt: **{state.BOS_POLICIES[bos]}** (sidebar).")
 if plan is not None:
-    from txviz.capture_cost import capture_cost
+    from txviz.capture.cost import capture_cost
     from txviz.limits import format_bytes
 
     full = capture_cost(config, n, ("attn_probs",), element_bytes=loaded.dtype.itemsize)

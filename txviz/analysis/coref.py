@@ -286,7 +286,7 @@ def _batches(lengths: Sequence[int], batch_size: int) -> Iterable[list[int]]:
 def _pronoun_masses(model, encodings, spans, batch_size: int) -> Iterable[tuple[int, torch.Tensor]]:
     """Yield (case index, (L, H, C) mass). Cases run in right-padded batches: a causal model's rows
     for the real tokens never see the padding after them, so batching changes nothing but the speed."""
-    from txviz.trace import trace
+    from txviz.capture.trace import trace
 
     for batch in _batches([len(e.ids) for e in encodings], batch_size):
         width = max(len(encodings[i].ids) for i in batch)
@@ -397,7 +397,7 @@ def score_heads(probs: torch.Tensor, pronoun_index: int, candidate_spans: Sequen
 def rank_for_sentence(source, text: str, pronoun_index: int, candidate_spans: Sequence[Sequence[int]], *,
                       bos: str = "sink", target: int = 0) -> SentenceRanking:
     """Trace ``text`` (token indices refer to ``tokenizer.encode(text, bos=bos)``) and rank every head."""
-    from txviz.trace import trace
+    from txviz.capture.trace import trace
 
     model, tokenizer, _ = _model_and_tokenizer(source)
     encoding = tokenizer.encode(text, bos=bos)

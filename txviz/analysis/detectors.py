@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from txviz.analysis.heads import pattern_score
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 
 def repeated_random_tokens(vocab_size: int, length: int, *, seed: int = 0, prefix: tuple[int, ...] = (),

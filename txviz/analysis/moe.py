@@ -5,7 +5,7 @@ A MoE layer scores every expert with a linear router, keeps the top k and mixes 
 
     y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x),      g(x) = softmax(x W_router)
 
-Routing, from a trace that captured ``ROUTER_CAPTURES`` (txviz.trace), per layer:
+Routing, from a trace that captured ``ROUTER_CAPTURES`` (txviz.capture.trace), per layer:
 
 * load f_e: the share of the routing assignments expert e received (top-k: all k choices counted);
 * effective experts exp(H(f)): E when the load is even, 1 when one expert takes everything;
@@ -152,7 +152,7 @@ def routing(tr, batch: int | None = None) -> Routing:
 
 def measure_routing(model, ids: torch.Tensor, layers=None) -> Routing:
     """Run ``model`` on ``ids`` (B, T) and pool the routing of every token."""
-    from txviz.trace import trace
+    from txviz.capture.trace import trace
 
     if not model.config.is_moe:
         raise ValueError(f"{model.config.name} has a dense FFN: there is no router to measure")

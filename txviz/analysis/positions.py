@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from txviz.config import RopeScaling
 from txviz.model.positions import alibi_slopes, apply_rotary, rope_inv_freq
 from txviz.model.transformer import Decoder
-from txviz.trace import trace
+from txviz.capture.trace import trace
 
 SCALING_KINDS = ("none", "linear", "ntk", "yarn", "llama3")
 SECTIONS = {

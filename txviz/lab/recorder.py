@@ -1,6 +1,6 @@
 """A recorder that keeps what it is asked for *with* gradients, for training losses on internals.
 
-``txviz.trace.Recorder`` detaches and copies to the CPU, because a trace is for looking. Training
+``txviz.capture.trace.Recorder`` detaches and copies to the CPU, because a trace is for looking. Training
 the router of a Mixture of Experts against the load-balancing loss (txviz.lab.balancing) needs the
 router logits still attached to the graph. This recorder follows the same protocol the Decoder
 calls (``layer(i)`` → ``wants`` / ``wants_any`` / ``__call__`` / ``many``, plus ``globals`` and
@@ -17,7 +17,7 @@ from typing import Iterable
 
 import torch
 
-from txviz.trace import LAYER_CAPTURES, CaptureError
+from txviz.capture.trace import LAYER_CAPTURES, CaptureError
 
 
 class LiveLayerRecorder:

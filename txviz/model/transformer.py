@@ -3,7 +3,7 @@
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
-caller wants to see is asked for per call through a recorder (txviz.trace); a KV cache is passed
+caller wants to see is asked for per call through a recorder (txviz.capture.trace); a KV cache is passed
 in explicitly (txviz.model.kv_cache). Its layers may sit on different devices, or be offloaded
 (txviz.model.placement): every weight is used by calling the module that owns it, so a placement hook
 sees it run, and position tables follow the hidden states.

@@ -5,7 +5,7 @@ fits a byte budget.
     plan = choose_capture(config, 8192, budget_bytes=2 * 2**30)
     tr = trace(model, ids, capture=plan.capture, layers=plan.layers, maps=plan.maps)
 
-Sizes follow the shapes documented in txviz.trace.CAPTURES for one sequence (B = 1). The attention
+Sizes follow the shapes documented in txviz.capture.trace.CAPTURES for one sequence (B = 1). The attention
 path follows ``Attention._path``: whole maps (eager) hold 3 H×T×T matrices per layer while it runs;
 summaries (blockwise) hold a few blocks of ``BLOCK_ELEMENTS`` scores plus the token patterns shared
 by all layers; otherwise the fused kernel holds O(T). FLOPs count the matrix products only (2 per
@@ -20,10 +20,10 @@ from typing import Iterable
 import torch
 
 from txviz.config import ModelConfig
-from txviz.head_summaries import METRICS
-from txviz.maps import MapStorage
+from txviz.capture.summaries import METRICS
+from txviz.capture.maps import MapStorage
 from txviz.model.attention import BLOCK_ELEMENTS
-from txviz.trace import CAPTURES, SUMMARY_CAPTURE, CaptureError
+from txviz.capture.trace import CAPTURES, SUMMARY_CAPTURE, CaptureError
 
 WHOLE_MAPS = ("attn_logits", "attn_scores", "attn_probs")
 

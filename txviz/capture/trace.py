@@ -5,8 +5,8 @@
     tr.attn(layer=5, head=3)  # (T, S) for the first sequence
 
 At long contexts ask for the summaries instead of the maps: every head's metrics per query row,
-computed block by block during the pass (txviz.head_summaries), and q_rot/k_rot, from which any
-head's map (or a band of its rows) is rebuilt exactly on demand (txviz.maps):
+computed block by block during the pass (txviz.capture.summaries), and q_rot/k_rot, from which any
+head's map (or a band of its rows) is rebuilt exactly on demand (txviz.capture.maps):
 
     tr = trace(model, ids, capture=SUMMARY_CAPTURE)  # no T×T map is ever held
     tr.head_metrics()["induction"]                    # (L, H)
@@ -25,8 +25,8 @@ from typing import Callable, Iterable, Mapping
 
 import torch
 
-from txviz.head_summaries import LayerSummaries, TokenPatterns, head_metrics
-from txviz.maps import AttentionRecipe, MapStorage, rebuild_attention
+from txviz.capture.summaries import LayerSummaries, TokenPatterns, head_metrics
+from txviz.capture.maps import AttentionRecipe, MapStorage, rebuild_attention
 
 LAYER_CAPTURES = {
     "q": "queries before RoPE (B, H, T, D)",
@@ -37,7 +37,7 @@ LAYER_CAPTURES = {
     "attn_logits": "QKᵀ/√d before the mask (B, H, T, S)",
     "attn_scores": "pre-softmax scores with mask and ALiBi bias added (B, H, T, S)",
     "attn_probs": "attention probabilities (B, H, T, S); packed (B, H, T(T+1)/2) with lower-triangle storage",
-    "head_summaries": "per-head metrics per query row (B, H, T, M), M = head_summaries.METRICS, NaN where "
+    "head_summaries": "per-head metrics per query row (B, H, T, M), M = summaries.METRICS, NaN where "
                       "undefined; computed block by block, no T×S map kept",
     "kv_bytes": "bytes of K and V this layer keeps (scalar)",
     "attn_out": "attention sublayer output added to the residual (B, T, d)",
@@ -243,7 +243,7 @@ class Trace:
 def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Iterable[int] | None = None,
           maps: MapStorage = MapStorage(), progress: Callable[[int, int], None] | None = None) -> Trace:
     """Run ``model`` once on ``ids`` and return what ``capture`` names. Logits are unchanged by it.
-    ``maps`` says how ``attn_probs`` is kept (fp16, lower triangle); see txviz.capture_cost for what a
+    ``maps`` says how ``attn_probs`` is kept (fp16, lower triangle); see txviz.capture.cost for what a
     request costs before running it. ``progress(done, n_layers)`` is called as each layer finishes
     (a long prompt takes a while)."""
     if isinstance(capture, str):
