@@ -274,33 +274,75 @@ def shipped_text_ids(loaded: LoadedModel, text_name: str, max_tokens: int) -> to
     return torch.tensor(ids[:min(max_tokens, loaded.config.max_seq_len)])
 
 
-def get_scaling_losses(source: str, text_name: str, factor: float, max_tokens: int,
-                       progress=None) -> dict[str, np.ndarray]:
-    """Per-token loss of a shipped text under each RoPE scaling; budget-checked on every call. Each
-    scaling is cached on its own and ``progress(fraction, message)`` is called after each, so a page
-    shows how far it is and a rerun stops it between scalings."""
+def scaling_losses_kept(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
+    """The scalings of this text and factor already scored (by any session, a stopped run's included),
+    in SCALING_KINDS order."""
     from txviz.analysis.positions import SCALING_KINDS
 
-    loaded = get_model(source)
-    n = len(shipped_text_ids(loaded, text_name, max_tokens))
-    check_passes(loaded, n, len(SCALING_KINDS), f"scoring {n} tokens under {len(SCALING_KINDS)} scalings")
-    losses = {}
-    for kind in SCALING_KINDS:
-        losses[kind] = _scaling_loss(source, text_name, factor, max_tokens, kind)
-        if progress is not None:
-            progress(len(losses) / len(SCALING_KINDS), f"{kind} scored")
-    return losses
+    store = _scaling_store()
+    return {kind: store[(source, text_name, factor, max_tokens, kind)] for kind in SCALING_KINDS
+            if (source, text_name, factor, max_tokens, kind) in store}
 
 
-@st.cache_resource(show_spinner=False, max_entries=40)
-def _scaling_loss(source: str, text_name: str, factor: float, max_tokens: int, kind: str) -> np.ndarray:
+def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, kind: str) -> np.ndarray:
+    """Per-token loss of a shipped text under one RoPE scaling (budget-checked), kept for every session
+    as soon as it is scored, so a run stopped between scalings keeps what it did; its time is kept as
+    the measured step that later estimates use."""
     from txviz.analysis.positions import scaling_for, token_losses, variant
 
+    store, key = _scaling_store(), (source, text_name, factor, max_tokens, kind)
+    if key not in store:
+        loaded = get_model(source)
+        ids = shipped_text_ids(loaded, text_name, max_tokens)
+        check_passes(loaded, len(ids), 1, f"scoring {len(ids)} tokens under the {kind} scaling")
+        started = time.perf_counter()
+        model = loaded.model if kind == "none" else variant(
+            loaded.model, rope_scaling=scaling_for(kind, factor, loaded.config.max_seq_len))
+        losses = token_losses(model, ids).numpy()
+        _scaling_step_times()[(source, len(ids))] = time.perf_counter() - started
+        while len(store) >= 40:
+            store.pop(next(iter(store)))
+        store[key] = losses
+    return store[key]
+
+
+def scaling_step_seconds(source: str, n_tokens: int) -> tuple[float, str]:
+    """(seconds one scaling of ``n_tokens`` takes here, how that is known): the last one scored on
+    this server if any, else the loaded model's FLOPs at the speed a short forward measured."""
+    measured = _scaling_step_times().get((source, n_tokens))
+    if measured is not None:
+        return measured, f"one scaling of {n_tokens:,} tokens took {measured:.1f} s here"
+    loaded, speed = get_model(source), forward_gflops(source)
+    seconds = limits_.trace_estimate(loaded.config, n_tokens, ("logits",), element_bytes=loaded.dtype.itemsize,
+                                     gflops=speed).seconds
+    return seconds, f"a short forward of this model ran at {speed:.1f} GFLOP/s here"
+
+
+@st.cache_resource(show_spinner="Timing a short forward of the model…", max_entries=4)
+def forward_gflops(source: str, n_tokens: int = 64) -> float:
+    """GFLOP/s of a forward of ``n_tokens`` of a shipped text, measured once per model (after a warm-up
+    forward, so one-time setup is not counted): what turns a run's FLOPs into seconds on this server."""
+    from txviz.analysis.positions import token_losses
+
     loaded = get_model(source)
-    ids = shipped_text_ids(loaded, text_name, max_tokens)
-    model = loaded.model if kind == "none" else variant(
-        loaded.model, rope_scaling=scaling_for(kind, factor, loaded.config.max_seq_len))
-    return token_losses(model, ids).numpy()
+    ids = shipped_text_ids(loaded, next(iter(shipped_texts())), n_tokens)
+    token_losses(loaded.model, ids[:8])
+    started = time.perf_counter()
+    token_losses(loaded.model, ids)
+    seconds = max(time.perf_counter() - started, 1e-6)
+    flops = limits_.trace_estimate(loaded.config, len(ids), ("logits",), element_bytes=loaded.dtype.itemsize,
+                                   gflops=1.0).seconds  # seconds at 1 GFLOP/s = GFLOPs
+    return flops / seconds
+
+
+@st.cache_resource(show_spinner=False)
+def _scaling_store() -> dict:
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
+def _scaling_step_times() -> dict:
+    return {}
 
 
 @st.cache_resource(show_spinner="Shuffling the prompt…", max_entries=8)

@@ -5,6 +5,8 @@ the sidebar after interacting leaves no stale widget of the old scheme."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -76,8 +78,54 @@ def test_rope_scaling_runs_only_when_asked_with_a_time_estimate():
     losses = next(d.value for d in at.dataframe if "scaling" in d.value.columns)
     assert set(losses["scaling"]) == {"none", "linear", "ntk", "yarn", "llama3"}
     assert losses.set_index("scaling")["mean loss (nats)"].nunique() > 1  # five different curves, not one
-    at.run()  # remembered for this session: drawn again without a click
+    at.run()  # remembered: drawn again without a click
     assert has_chart(at, "rope_scaling_loss")
+
+
+def scaling_caption(at) -> str:
+    return next(c.value for c in at.caption if "scalings takes about" in c.value)
+
+
+def test_the_scaling_estimate_is_measured_here_first_on_a_short_forward_then_on_a_scored_scaling():
+    from app import resources
+
+    resources._scaling_step_times().clear()  # as on a server that has scored no scaling yet
+    at = open_tab(positions_page("base"), "RoPE scaling")
+    at.select_slider(key="rope_factor").set_value(16.0).run()  # a factor no other test scores
+    assert "a short forward of this model ran at" in scaling_caption(at) and "GFLOP/s here" in scaling_caption(at)
+    assert "assumed" not in texts(at)  # no uncalibrated figure
+    at.button(key="rope_scaling_run").click().run()
+    no_errors(at)
+    at.select_slider(key="rope_factor").set_value(2.0).run()  # the same text: now the step just measured
+    assert re.search(r"one scaling of \d+ tokens took \d+\.\d s here", scaling_caption(at)), scaling_caption(at)
+
+
+def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_only_the_rest():
+    from app import resources
+
+    at = open_tab(positions_page("base"), "RoPE scaling")
+    at.select_slider(key="rope_factor").set_value(8.0).run()
+    button = at.button(key="rope_scaling_run")
+    assert button.label.startswith("Score the text under 5 scalings (≈ ")
+    run = (at.session_state["model"], at.selectbox(key="rope_text").value, 8.0, 512)
+    # what a run that a Stop click ended after two scalings leaves: those two scored, the flag still set
+    for kind in ("none", "linear"):
+        resources.score_scaling(*run, kind)
+    at.session_state["_rope_running"] = run
+    at.run()
+    no_errors(at)
+    said = " ".join(i.value for i in at.info)
+    assert "Stopped after 2 of 5 scalings (factor 8" in said
+    assert "none, linear are kept, so scoring again does only the other 3." in said
+    assert at.button(key="rope_scaling_run").label.startswith("Score the text under the other 3 scalings (≈ ")
+    assert not has_chart(at, "rope_scaling_loss")
+    at.button(key="rope_scaling_run").click().run()
+    no_errors(at)
+    assert at.button(key="rope_scaling_stop")  # a Stop button while it runs
+    losses = next(d.value for d in at.dataframe if "scaling" in d.value.columns)
+    assert list(losses["scaling"]) == ["none", "linear", "ntk", "yarn", "llama3"]
+    at.run()
+    assert has_chart(at, "rope_scaling_loss") and not any("Stopped after" in i.value for i in at.info)  # said once
 
 
 def test_alibi_model_shows_its_measured_bias_with_and_without_it_and_no_rope():

@@ -130,34 +130,48 @@ def rope_scaling() -> None:
 
 
 def scaling_losses(name: str, factor: float, max_tokens: int) -> dict | None:
-    """The losses once asked for (a button, with the time estimate on it), else None: never on load."""
-    run_key = (source, name, factor, max_tokens)
-    done = st.session_state.setdefault("rope_scaling_done", set())
+    """The five losses once all are scored, else None: never on load. The scalings still missing run one
+    at a time on a click, with a measured time estimate; a Stop button ends the run between scalings,
+    and what was scored is kept (for every session), so starting again does only the rest."""
+    kinds = pos.SCALING_KINDS
+    kept = resources.scaling_losses_kept(source, name, factor, max_tokens)
+    stopped = st.session_state.pop("_rope_running", None)  # still set: a click ended the last run early
+    if len(kept) == len(kinds):
+        return kept
+    if stopped is not None:
+        at_factor = resources.scaling_losses_kept(*stopped)
+        st.info(f"Stopped after {len(at_factor)} of {len(kinds)} scalings (factor {stopped[2]:g}, '{stopped[1]}'): "
+                + (f"{', '.join(at_factor)} {'is' if len(at_factor) == 1 else 'are'} kept, so scoring again does only "
+                   f"the other {len(kinds) - len(at_factor)}." if at_factor else "none was finished, so nothing was kept."))
+    missing = [kind for kind in kinds if kind not in kept]
     n = len(resources.shipped_text_ids(loaded, name, max_tokens))
-    estimate = limits_.trace_estimate(config, n, ("logits",), element_bytes=loaded.dtype.itemsize,
-                                      gflops=resources.limits().gflops).seconds * len(pos.SCALING_KINDS)
-    if run_key not in done:
-        try:  # a run the memory budget refuses is said before it is offered
-            resources.check_passes(loaded, n, len(pos.SCALING_KINDS),
-                                   f"scoring {n} tokens under {len(pos.SCALING_KINDS)} scalings")
-        except resources.PromptError as error:
-            st.warning(str(error))
-            return None
-        st.caption(f"Scoring {n:,} tokens under {len(pos.SCALING_KINDS)} scalings takes about "
-                   f"{limits_.format_seconds(estimate)} here (at the assumed {resources.limits().gflops:g} GFLOP/s).")
-        if not st.button(f"Score the text (≈ {limits_.format_seconds(estimate)})", key="rope_scaling_run"):
-            return None
-    bar = st.progress(0.0, text="Scoring under each scaling… (change any setting to stop between scalings)")
-    try:
-        losses = resources.get_scaling_losses(source, name, factor, max_tokens,
-                                              progress=lambda f, message: bar.progress(f, text=message))
-    except resources.PromptError as error:  # over the memory budget
+    try:  # a run the memory budget refuses is said before it is offered
+        resources.check_passes(loaded, n, len(missing), f"scoring {n} tokens under {len(missing)} scalings")
+        step, how = resources.scaling_step_seconds(source, n)
+    except resources.PromptError as error:
         st.warning(str(error))
         return None
-    finally:
-        bar.empty()
-    done.add(run_key)
-    return losses
+    estimate = limits_.format_seconds(step * len(missing))
+    what = f"the other {len(missing)} scalings" if kept else f"{len(kinds)} scalings"
+    st.caption(f"Scoring {n:,} tokens under {what} takes about {estimate} here ({how}); Stop ends it between "
+               "scalings and keeps those already scored.")
+    if not st.button(f"Score the text under {what} (≈ {estimate})", key="rope_scaling_run"):
+        return None
+    st.button("Stop", key="rope_scaling_stop", help="Ends the run after the scaling in progress; those scored are kept.")
+    st.session_state["_rope_running"] = (source, name, factor, max_tokens)
+    bar = st.progress(0.0, text=f"Scoring {missing[0]}… about {estimate} left")
+    try:  # a Stop click interrupts at the next bar update: _rope_running stays set and says so next run
+        for done, kind in enumerate(missing, 1):
+            resources.score_scaling(source, name, factor, max_tokens, kind)
+            step, _ = resources.scaling_step_seconds(source, n)  # the step just measured
+            left = limits_.format_seconds(step * (len(missing) - done))
+            bar.progress(done / len(missing), text=f"{kind} scored ({done} of {len(missing)}); about {left} left")
+    except resources.PromptError as error:  # over the memory budget
+        st.warning(str(error))
+    st.session_state.pop("_rope_running", None)
+    bar.empty()
+    kept = resources.scaling_losses_kept(source, name, factor, max_tokens)
+    return kept if len(kept) == len(kinds) else None
 
 
 def show_scaling_losses(name: str, losses: dict) -> None:
