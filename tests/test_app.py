@@ -166,6 +166,8 @@ def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
 def test_moe_page_balanced_router_spreads_over_more_experts(app):
     at = app.run()
     at.switch_page("app_pages/moe.py").run()
+    at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
+    at.run()
     no_errors(at)
     table = next(d.value for d in at.dataframe if "effective experts (mean)" in d.value.columns).set_index("variant")
     effective = table["effective experts (mean)"]

@@ -25,6 +25,9 @@ def open_page(page: str):
 
 def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_numbers():
     at = open_page("app_pages/moe.py")
+    at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
+    at.run()
+    no_errors(at)
     words = texts(at)
     top1 = next(line for line in words.splitlines() if "Top-1 routing" in line)
     top2 = next(line for line in words.splitlines() if "Top-2 routing" in line)

@@ -38,7 +38,19 @@ def _variant_label(name: str) -> str:
     return f"{name} — {ABOUT.get(name, '').removeprefix('txviz lab zoo: ')}"
 
 
-def _routed_text():
+TABS = ("Routing on a text", "Balanced vs unbalanced", "Capacity vs compute")
+
+
+def _moe_variant() -> str | None:
+    """The zoo variant the routing and cost tabs show while the loaded model is dense (chosen above the
+    tabs, so both follow it whichever is open), or None: the loaded model is a MoE, or the zoo has none."""
+    if loaded.config.is_moe or not zoo_moe:
+        return None
+    return st.selectbox("Zoo variant", zoo_moe, key="moe_variant", format_func=_variant_label,
+                        help="The loaded model has a dense FFN: the routing and cost tabs show this tiny MoE instead.")
+
+
+def _routed_text(name: str | None):
     """(model name, its config, tokens, router trace) of the text to show, or None without a MoE."""
     if loaded.config.is_moe:
         config = loaded.config
@@ -46,14 +58,12 @@ def _routed_text():
         st.caption(f"The loaded model routes each token to {config.top_k} of {config.n_experts} experts (gates {gates}).")
         _, _, traced = sidebar.prompt_trace(capture=moe.ROUTER_CAPTURES)
         return resources.display_name(loaded), config, list(traced.tokens), traced.trace
-    if not zoo_moe:
+    if name is None:
         st.info("The loaded model has a dense FFN and the zoo has no trained MoE variant yet (`txviz lab train moe_top1`).")
         return None
     st.caption("The loaded model has a dense FFN, so here are the lab's tiny MoE variants instead (trained "
                "on generated stories; open one in the sidebar to use it everywhere).")
-    c1, c2 = st.columns([2, 1])
-    name = c1.selectbox("Zoo variant", zoo_moe, key="moe_variant", format_func=_variant_label)
-    text_choice = c2.radio("Text", ["held-out story", "sidebar prompt"], key="moe_text", horizontal=True,
+    text_choice = st.radio("Text", ["held-out story", "sidebar prompt"], key="moe_text", horizontal=True,
                            help="The zoo's word-level vocabulary is its stories': other words become <|unk|>.")
     text = zoo.first_story() if text_choice == "held-out story" else state.get("prompt")
     tokens, tr = zoo.zoo_text_trace(name, text)
@@ -91,13 +101,6 @@ def _show_routing(name: str, config, tokens: list[str], tr) -> None:
                                                title="Share of this text's assignments per expert"), key="moe_load_text")
     st.dataframe(pd.DataFrame(routing.summary()), hide_index=True)
 
-
-tab_route, tab_balance, tab_cost = st.tabs(["Routing on a text", "Balanced vs unbalanced", "Capacity vs compute"])
-
-with tab_route:
-    routed = _routed_text()
-    if routed is not None:
-        _show_routing(*routed)
 
 def _curves(name: str) -> dict:
     return json.loads((SHIPPED_ZOO / name / CURVES_FILE).read_text(encoding="utf-8"))
@@ -161,12 +164,18 @@ def _findings() -> None:
                                                     with_loss.effective_experts.tolist()))
 
 
-with tab_balance:
+def routing_tab() -> None:
+    routed = _routed_text(variant)
+    if routed is not None:
+        _show_routing(*routed)
+
+
+def balance_tab() -> None:
     st.markdown(
         "The zoo trains each MoE twice, identical but for the balancing loss (weight 0.01, as in Switch). "
         "Both are run below on the same held-out stories the models never trained on.")
     _findings()
-    kind = st.segmented_control("Routing", ["top-1", "top-2"], default="top-1", key="moe_pair",
+    kind = st.segmented_control("Routing", ["top-1", "top-2"], key="moe_pair",
                                 format_func=lambda k: {"top-1": "top-1 (Switch)", "top-2": "top-2 (Mixtral)"}[k])
     pair = [f"moe_top{(kind or 'top-1')[-1]}", f"moe_top{(kind or 'top-1')[-1]}_balanced"]
     present = zoo.trained(pair)
@@ -176,9 +185,20 @@ with tab_balance:
     if present:
         _compare(present)
 
-with tab_cost:
+
+def cost_tab() -> None:
     st.markdown("All experts sit in memory; a token runs through the router and k of them. FLOPs count two per "
                 "multiply-add of the weights a token meets, plus QKᵀ and A·V over the keys it attends.")
     st.latex(r"N_{\text{total}} = N_{\text{attn}} + E\,N_{\text{expert}},\quad N_{\text{active}} = N_{\text{attn}} + "
              r"k\,N_{\text{expert}},\quad \text{FLOPs/token}\approx 2N_{\text{active,matmul}} + 4\,L\,H\,d_{head}\,n")
-    _costs(routed[1] if routed is not None else loaded.config)
+    _costs(zoo.zoo_model(variant).config if variant is not None else loaded.config)
+
+
+for key, default in (("moe_text", "held-out story"), ("moe_pair", "top-1")):  # kept while another tab is open
+    st.session_state[key] = st.session_state.get(key, default)
+variant = _moe_variant()
+st.caption("Only the open tab is computed.")
+for tab, draw in zip(st.tabs(list(TABS), key="moe_tab", on_change="rerun"), (routing_tab, balance_tab, cost_tab)):
+    with tab:
+        if tab.open is not False:  # None: state tracking off (never here)
+            draw()
