@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-METRICS = ("entropy", "first_token_mass", "prev_token", "duplicate_token", "induction", "max_weight")
+from txviz.capture.summaries import METRICS  # the names and their order, defined once
 
 
 def duplicate_pattern(ids: torch.Tensor) -> torch.Tensor:

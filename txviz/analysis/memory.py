@@ -25,11 +25,12 @@ from typing import Literal, Mapping, Sequence
 
 from txviz.analysis.presets import KIND_EXAMPLES, PRESETS  # noqa: F401  (re-exported for pages)
 from txviz.config import ModelConfig
-from txviz.model.kv_cache import DTYPE_BYTES
+from txviz.model.kv_cache import kv_elements_per_token_layer
 
 Kind = Literal["MHA", "GQA", "MQA", "MLA"]
-KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int4")
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}  # ideal: no scales
+WEIGHT_DTYPES = tuple(DTYPE_BYTES)
+KV_DTYPES = tuple(dtype for dtype in DTYPE_BYTES if dtype != "int8")  # int8 is offered for weights only
 GIB = 1 << 30
 
 
@@ -92,7 +93,9 @@ class MemoryModel:
     @property
     def kv_elements_per_token_layer(self) -> int:
         """Elements one token adds to one layer's cache."""
-        return self.latent_dim + self.rope_dim if self.latent_dim else 2 * self.kv_heads * self.head_dim
+        if self.latent_dim:
+            return self.latent_dim + self.rope_dim
+        return kv_elements_per_token_layer(self.kv_heads, self.head_dim)
 
     @property
     def n_window_layers(self) -> int:

@@ -5,11 +5,12 @@ fits a byte budget.
     plan = choose_capture(config, 8192, budget_bytes=2 * 2**30)
     tr = trace(model, ids, capture=plan.capture, layers=plan.layers, maps=plan.maps)
 
-Sizes follow the shapes documented in txviz.capture.trace.CAPTURES for one sequence (B = 1). The attention
-path follows ``Attention._path``: whole maps (eager) hold 3 H×T×T matrices per layer while it runs;
-summaries (blockwise) hold a few blocks of ``BLOCK_ELEMENTS`` scores plus the token patterns shared
-by all layers; otherwise the fused kernel holds O(T). FLOPs count the matrix products only (2 per
-multiply-add), which is what bounds the time on a CPU.
+Sizes follow the shapes documented in txviz.capture.trace.CAPTURES for one sequence (B = 1). The
+attention path is the model's own choice (``txviz.model.attention.attention_path``): whole maps
+(eager) hold 3 H×T×T matrices per layer while it runs; summaries (blockwise) hold a few blocks of
+``BLOCK_ELEMENTS`` scores plus the token patterns shared by all layers; otherwise the fused kernel
+holds O(T). FLOPs count the matrix products only (2 per multiply-add), which is what bounds the
+time on a CPU.
 """
 
 from __future__ import annotations
@@ -22,11 +23,8 @@ import torch
 from txviz.config import ModelConfig
 from txviz.capture.summaries import METRICS
 from txviz.capture.maps import MapStorage
-from txviz.model.attention import BLOCK_ELEMENTS
+from txviz.model.attention import BLOCK_ELEMENTS, attention_path
 from txviz.capture.trace import CAPTURES, SUMMARY_CAPTURE, CaptureError
-
-WHOLE_MAPS = ("attn_logits", "attn_scores", "attn_probs")
-
 
 @dataclass(frozen=True)
 class CaptureCost:
@@ -52,13 +50,6 @@ class CaptureCost:
     def seconds(self, gflops: float) -> float:
         """A rough time at a sustained ``gflops`` (measure it once: ``flops / seconds`` of a run)."""
         return self.flops / (gflops * 1e9)
-
-
-def attention_path(capture: Iterable[str]) -> str:
-    names = set(capture)
-    if names & set(WHOLE_MAPS):
-        return "eager"
-    return "blockwise" if "head_summaries" in names else "fused"
 
 
 def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, layers: Iterable[int] | None = None,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
+# The metrics of txviz.analysis.heads, in the order of the last axis of every summary tensor.
 METRICS = ("entropy", "first_token_mass", "prev_token", "duplicate_token", "induction", "max_weight")
 
 

@@ -102,8 +102,9 @@ class LayerRecorder:
     def wants(self, name: str) -> bool:
         return name in self._wanted
 
-    def wants_any(self, *names: str) -> bool:
-        return any(n in self._wanted for n in names)
+    @property
+    def wanted(self) -> frozenset[str]:
+        return self._wanted
 
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:

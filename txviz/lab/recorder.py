@@ -3,7 +3,7 @@
 ``txviz.capture.trace.Recorder`` detaches and copies to the CPU, because a trace is for looking. Training
 the router of a Mixture of Experts against the load-balancing loss (txviz.lab.balancing) needs the
 router logits still attached to the graph. This recorder follows the same protocol the Decoder
-calls (``layer(i)`` → ``wants`` / ``wants_any`` / ``__call__`` / ``many``, plus ``globals`` and
+calls (``layer(i)`` → ``wanted`` / ``wants`` / ``__call__`` / ``many``, plus ``globals`` and
 ``residual``) but keeps the tensors as they are, and only per-layer captures.
 
     recorder = LiveRecorder(("router_logits", "expert_ids"), model.config.n_layers)
@@ -29,8 +29,9 @@ class LiveLayerRecorder:
     def wants(self, name: str) -> bool:
         return name in self._wanted
 
-    def wants_any(self, *names: str) -> bool:
-        return any(name in self._wanted for name in names)
+    @property
+    def wanted(self) -> frozenset[str]:
+        return self._wanted
 
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:

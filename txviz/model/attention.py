@@ -19,6 +19,7 @@ same output without materializing the T×S matrix. What a recorder asks for pick
 from __future__ import annotations
 
 import copy
+from typing import Iterable, Literal
 
 import torch
 from torch import nn
@@ -34,6 +35,18 @@ from txviz.model.positions import apply_rotary
 # 1024 and 4096 tokens: 1M–4M elements within noise of each other, 8M slower).
 BLOCK_ELEMENTS = 1 << 21
 MIN_BLOCK_ROWS = 32
+WHOLE_MAPS = ("attn_logits", "attn_scores", "attn_probs")  # captures that need the T×S matrices
+
+Path = Literal["eager", "blockwise", "fused"]
+
+
+def attention_path(capture: Iterable[str]) -> Path:
+    """The path (see above) that computes attention when ``capture`` names are wanted: the one rule
+    the layers follow and txviz.capture.cost estimates with."""
+    names = set(capture)
+    if names & set(WHOLE_MAPS):
+        return "eager"
+    return "blockwise" if "head_summaries" in names else "fused"
 
 
 class AttentionContext:
@@ -181,13 +194,8 @@ class Attention(nn.Module):
         return self.o_proj(out)
 
     def _path(self, record):
-        if record is None:
-            return self._fused
-        if record.wants_any("attn_probs", "attn_scores", "attn_logits"):
-            return self._eager
-        if record.wants("head_summaries"):
-            return self._blockwise
-        return self._fused
+        path = attention_path(record.wanted if record is not None else ())
+        return {"eager": self._eager, "blockwise": self._blockwise, "fused": self._fused}[path]
 
     def _fused(self, q, k, v, ctx: AttentionContext, record=None) -> torch.Tensor:
         """The fused kernel: the weights are never materialized."""

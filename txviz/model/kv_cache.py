@@ -19,12 +19,16 @@ import torch
 
 from txviz.config import ModelConfig
 
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+def kv_elements_per_token_layer(n_kv_heads: int, head_dim: int) -> int:
+    """Elements one token adds to one layer's cache: a K and a V vector per KV head. The one place
+    this rule lives; txviz.analysis.memory builds its sizes (and MLA's alternative) on it."""
+    return 2 * n_kv_heads * head_dim
 
 
 def kv_bytes_per_token(config: ModelConfig, bytes_per_element: float = 2.0) -> float:
     """Bytes one token adds to the cache of a batch of one: 2 × layers × kv_heads × head_dim × bytes."""
-    return 2 * config.n_layers * config.n_kv_heads * config.head_dim * bytes_per_element
+    return config.n_layers * kv_elements_per_token_layer(config.n_kv_heads, config.head_dim) * bytes_per_element
 
 
 def kv_cache_bytes(config: ModelConfig, tokens: int, batch: int = 1, bytes_per_element: float = 2.0) -> float:
