@@ -299,7 +299,8 @@ def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, k
         model = loaded.model if kind == "none" else variant(
             loaded.model, rope_scaling=scaling_for(kind, factor, loaded.config.max_seq_len))
         losses = token_losses(model, ids).numpy()
-        _scaling_step_times()[(source, len(ids))] = time.perf_counter() - started
+        steps = _scaling_step_times().setdefault((source, len(ids)), [])
+        steps[:] = steps[-4:] + [time.perf_counter() - started]
         while len(store) >= 40:
             store.pop(next(iter(store)))
         store[key] = losses
@@ -307,10 +308,12 @@ def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, k
 
 
 def scaling_step_seconds(source: str, n_tokens: int) -> tuple[float, str]:
-    """(seconds one scaling of ``n_tokens`` takes here, how that is known): the last one scored on
-    this server if any, else the loaded model's FLOPs at the speed a short forward measured."""
-    measured = _scaling_step_times().get((source, n_tokens))
-    if measured is not None:
+    """(seconds one scaling of ``n_tokens`` takes here, how that is known): the median of the last
+    five scored on this server if any (one busy moment does not set it), else the loaded model's FLOPs
+    at the speed a short forward measured."""
+    steps = _scaling_step_times().get((source, n_tokens))
+    if steps:
+        measured = float(np.median(steps))
         return measured, f"one scaling of {n_tokens:,} tokens took {measured:.1f} s here"
     loaded, speed = get_model(source), forward_gflops(source)
     seconds = limits_.trace_estimate(loaded.config, n_tokens, ("logits",), element_bytes=loaded.dtype.itemsize,
@@ -319,20 +322,23 @@ def scaling_step_seconds(source: str, n_tokens: int) -> tuple[float, str]:
 
 
 @st.cache_resource(show_spinner="Timing a short forward of the model…", max_entries=4)
-def forward_gflops(source: str, n_tokens: int = 64) -> float:
-    """GFLOP/s of a forward of ``n_tokens`` of a shipped text, measured once per model (after a warm-up
-    forward, so one-time setup is not counted): what turns a run's FLOPs into seconds on this server."""
+def forward_gflops(source: str, n_tokens: int = 64, repeats: int = 3) -> float:
+    """GFLOP/s of a forward of ``n_tokens`` of a shipped text, measured once per model: the fastest of
+    ``repeats`` after a warm-up (one-time setup and a busy moment on a shared machine are not counted);
+    what turns a run's FLOPs into seconds on this server until a real run has been timed."""
     from txviz.analysis.positions import token_losses
 
     loaded = get_model(source)
     ids = shipped_text_ids(loaded, next(iter(shipped_texts())), n_tokens)
     token_losses(loaded.model, ids[:8])
-    started = time.perf_counter()
-    token_losses(loaded.model, ids)
-    seconds = max(time.perf_counter() - started, 1e-6)
+    fastest = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        token_losses(loaded.model, ids)
+        fastest = min(fastest, time.perf_counter() - started)
     flops = limits_.trace_estimate(loaded.config, len(ids), ("logits",), element_bytes=loaded.dtype.itemsize,
                                    gflops=1.0).seconds  # seconds at 1 GFLOP/s = GFLOPs
-    return flops / seconds
+    return flops / max(fastest, 1e-6)
 
 
 @st.cache_resource(show_spinner=False)
