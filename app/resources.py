@@ -51,6 +51,16 @@ class PromptTrace:
         return sum(t.nbytes for t in self.trace.data.values() if isinstance(t, torch.Tensor))
 
 
+def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
+    """A traced prompt's tokens as a person reads them, for a page's labels: a character that a
+    byte-level BPE split over tokens ("\\xf0\\x9f" + "\\x98\\x80") shown whole on the token that ends it
+    (txviz.loading.token_text). The trace keeps its own tokens: exported data does not change."""
+    from txviz.loading.token_text import readable_tokens
+
+    pieces = [loaded.tokenizer.token_bytes(i) for i in traced.ids]
+    return [token.text for token in readable_tokens(pieces, traced.special, traced.tokens)]
+
+
 LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer
 
 

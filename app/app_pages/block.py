@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import charts, sidebar, state
+from app import charts, resources, sidebar, state
 from app.widgets import bounded_slider
 from txviz.analysis.block import block_equation, block_walkthrough, logit_lens
 
@@ -22,7 +22,7 @@ source, loaded, traced = sidebar.prompt_trace(capture=("resid",))
 config = loaded.config
 st.latex(block_equation(config), help="This model's own norm and feed-forward network, read from its config.")
 prompt, bos = state.get("prompt"), state.get("bos")
-tokens = list(traced.tokens)
+tokens = resources.display_tokens(loaded, traced)  # labels: split characters shown whole
 resid = traced.trace["resid"][:, 0]  # (L+1, T, d)
 
 layer = bounded_slider(st, "Layer", 0, config.n_layers - 1, key="layer")

@@ -193,7 +193,8 @@ def _show_ranking(config, traced, scores, names: list[str], target: int, row: in
              "predicts": "tie" if s.predicted is None else names[s.predicted]}
             | {f"→ {name}": m for name, m in zip(names, s.mass)} for s in scores]
     right = sum(r["predicts"] == names[target] for r in rows)
-    query = traced.tokens[row].strip() or traced.tokens[row]
+    tokens = resources.display_tokens(loaded, traced)  # labels: split characters shown whole
+    query = tokens[row].strip() or tokens[row]
     st.markdown(f"**{right} of {len(rows)} heads** put the most attention from *{query}* (token #{row}) on "
                 f"*{names[target]}*. Best heads first:")
     st.dataframe(rows[:15], hide_index=True, key="coref_ranking")
@@ -202,7 +203,6 @@ def _show_ranking(config, traced, scores, names: list[str], target: int, row: in
         grid[s.layer, s.head] = s.margin
     st.plotly_chart(charts.metric_heatmap(grid, title=f"Margin for {names[target]!r} from {query!r}, every head",
                                           zmin=None), key="coref_grid")
-    tokens = list(traced.tokens)
     columns = st.columns(3)
     for column, s in zip(columns, scores[:3]):
         figure = charts.attention_heatmap(traced.trace.attn(s.layer, s.head).numpy(), tokens, tokens,
@@ -239,7 +239,7 @@ def builtin_section(source: str, config, bos: str) -> None:
 
 
 def detectors_tab(source: str, config, traced) -> None:
-    tokens = list(traced.tokens)
+    tokens = resources.display_tokens(loaded, traced)  # as the token strip shows them: the pattern matches those
     table = resources.get_head_table(source, state.get("prompt"), state.get("bos"))
     a, b = st.columns(2)
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "prev_token"),

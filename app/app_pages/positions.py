@@ -40,7 +40,7 @@ st.markdown("Attention on its own is blind to order: shuffle the tokens and ever
 source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 prompt, bos = state.get("prompt"), state.get("bos")
-tokens = list(traced.tokens)
+tokens = resources.display_tokens(loaded, traced)  # labels: split characters shown whole
 labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
 about, formula = SCHEMES[config.positions]
 st.markdown(f"Loaded: **{resources.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
