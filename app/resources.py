@@ -222,7 +222,10 @@ def _head_table(source: str, prompt: str, bos: str, settings: limits_.Limits) ->
     tr = traced.trace
     if "head_summaries" in tr:
         return pd.DataFrame(metrics_table(tr.head_metrics(), tr.layers))
-    return pd.DataFrame(head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers))
+    from txviz.analysis.detectors import unknown_token_ids
+
+    unknown = unknown_token_ids(get_model(source).tokenizer)  # a repeated <|unk|> is not a repeated word
+    return pd.DataFrame(head_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers, ignore=unknown))
 
 
 def get_map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool) -> tuple[np.ndarray, int]:

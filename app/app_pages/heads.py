@@ -13,8 +13,8 @@ from txviz.analysis.coref import score_heads, word_token_spans
 from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_sentence, default_completion,
                                          max_row_difference, query_row, read_answer, sentence_words,
                                          suggest_candidates, suggest_deciding_word, suggest_pronoun)
-from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern
-from txviz.analysis.heads import duplicate_pattern
+from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern, unknown_token_ids
+from txviz.analysis.heads import duplicate_pattern, ignored_positions
 
 TABS = ("Detectors", "Coreference")
 DETECTOR_WIDGETS = ("ind_len", "pattern_")  # key prefixes of each tab's widgets
@@ -238,17 +238,25 @@ def builtin_section(source: str, config, bos: str) -> None:
         st.dataframe(result["heads"][:10], hide_index=True, key="coref_builtin_table")
 
 
-def detectors_tab(source: str, config, traced) -> None:
+def detectors_tab(source: str, config, traced, loaded) -> None:
     tokens = resources.display_tokens(loaded, traced)  # as the token strip shows them: the pattern matches those
     table = resources.get_head_table(source, state.get("prompt"), state.get("bos"))
     a, b = st.columns(2)
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "prev_token"),
                                          title="Previous-token (on your prompt)", zmax=1), key="det_prev")
-    if duplicate_pattern(torch.as_tensor(traced.ids)).any():
+    ids, unknown = torch.as_tensor(traced.ids), unknown_token_ids(loaded.tokenizer)
+    unknown_at = ignored_positions(ids, unknown).nonzero().flatten().tolist()
+    n_unknown = len(unknown_at)
+    if n_unknown:
+        st.caption(f"{n_unknown} of {len(ids)} tokens are the unknown token `{tokens[unknown_at[0]]}`: they are left "
+                   "out of duplicate-token and induction (here and in the Attention page's head table), since two "
+                   "unknowns are usually two different words, not a repeat.")
+    if duplicate_pattern(ids, unknown).any():
         b.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "duplicate_token"),
                                              title="Duplicate-token (on your prompt)", zmax=1), key="det_dup")
     else:  # the score is a mean over rows with an earlier copy: none here, so every head's is undefined
-        b.info("Duplicate-token: no token repeats in this prompt, so there is nothing to score. Add a word "
+        b.info(f"Duplicate-token: no token repeats in this prompt{' (unknown tokens aside)' if n_unknown else ''}, "
+               "so there is nothing to score. Add a word "
                "twice (e.g. “the cat saw the cat”) to see which heads look back at earlier copies.")
     a.plotly_chart(charts.metric_heatmap(resources.head_metric_grid(table, "first_token_mass"),
                                          title="First-token sink (on your prompt)", zmax=1), key="det_sink")
@@ -315,7 +323,7 @@ st.caption("Only the open tab is computed.")
 tabs = dict(zip(TABS, st.tabs(list(TABS), key="heads_tab", on_change="rerun")))
 with tabs["Detectors"]:
     if tabs["Detectors"].open is not False:  # None: state tracking off (never here)
-        detectors_tab(source, config, traced)
+        detectors_tab(source, config, traced, loaded)
 with tabs["Coreference"]:
     if tabs["Coreference"].open is not False:
         coref_tab(source, config, bos, loaded.tokenizer)

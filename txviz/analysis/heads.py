@@ -9,6 +9,10 @@ sequence, no cache) and averaged over the query rows where it is defined:
 * ``duplicate_token``: mass on earlier copies of the query's own token, over rows that have one.
 * ``induction``: mass on keys j whose previous token equals the query's token (ids[j−1] == ids[i]),
   over rows that have such a j: the "look at what came after last time" pattern (Olsson et al. 2022).
+
+Both take ``ignore``: token ids that are not a word of their own, such as a word-level vocabulary's
+unknown token. Two ``<|unk|>`` are usually two different words, so a query holding one has no
+duplicate and no induction target, and a key after one is not "what came after last time".
 * ``max_weight``: the largest weight of the row, rows 1…T−1.
 
 Definitions follow TransformerLens's ``detect_head`` (attention mass on a pattern, rows averaged).
@@ -21,17 +25,24 @@ import torch
 from txviz.capture.summaries import METRICS  # the names and their order, defined once
 
 
-def duplicate_pattern(ids: torch.Tensor) -> torch.Tensor:
-    """(T, T) bool: key j < i holds the same token as query i."""
-    same = ids[:, None] == ids[None, :]
+def ignored_positions(ids: torch.Tensor, ignore: tuple[int, ...] = ()) -> torch.Tensor:
+    """(T,) bool: the positions holding one of the ``ignore`` ids (e.g. the unknown token)."""
+    return torch.isin(ids, torch.tensor(ignore, dtype=ids.dtype)) if ignore else torch.zeros_like(ids, dtype=torch.bool)
+
+
+def duplicate_pattern(ids: torch.Tensor, ignore: tuple[int, ...] = ()) -> torch.Tensor:
+    """(T, T) bool: key j < i holds the same token as query i (a query holding an ``ignore`` id: none)."""
+    same = (ids[:, None] == ids[None, :]) & ~ignored_positions(ids, ignore)[:, None]
     return same & torch.ones_like(same).tril(-1)
 
 
-def induction_pattern(ids: torch.Tensor) -> torch.Tensor:
-    """(T, T) bool: key j (1 ≤ j < i) follows an earlier copy of query i's token."""
+def induction_pattern(ids: torch.Tensor, ignore: tuple[int, ...] = ()) -> torch.Tensor:
+    """(T, T) bool: key j (1 ≤ j < i) follows an earlier copy of query i's token (a query holding an
+    ``ignore`` id: none)."""
     t = ids.shape[0]
     pattern = torch.zeros(t, t, dtype=torch.bool)
     pattern[:, 1:] = ids[:, None] == ids[None, :-1]  # key j's predecessor equals query i's token
+    pattern &= ~ignored_positions(ids, ignore)[:, None]
     return pattern & torch.ones(t, t, dtype=torch.bool).tril(-1)
 
 
@@ -48,8 +59,9 @@ def pattern_score(probs: torch.Tensor, pattern: torch.Tensor) -> torch.Tensor:
     return mass[..., rows].mean(dim=-1)
 
 
-def head_metrics(probs: torch.Tensor, ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """probs (L, H, T, T), ids (T,) → each metric as an (L, H) tensor."""
+def head_metrics(probs: torch.Tensor, ids: torch.Tensor, ignore: tuple[int, ...] = ()) -> dict[str, torch.Tensor]:
+    """probs (L, H, T, T), ids (T,) → each metric as an (L, H) tensor; ``ignore``: ids that repeat
+    without being the same word (the unknown token), left out of the duplicate and induction patterns."""
     probs = probs.float()
     ids = ids.reshape(-1).cpu()
     rows = probs[..., 1:, :]  # row 0 is always all on itself
@@ -61,15 +73,16 @@ def head_metrics(probs: torch.Tensor, ids: torch.Tensor) -> dict[str, torch.Tens
         "entropy": -plogp.sum(-1).mean(-1),
         "first_token_mass": rows[..., 0].mean(-1),
         "prev_token": pattern_score(probs, previous_token_pattern(len(ids))),
-        "duplicate_token": pattern_score(probs, duplicate_pattern(ids)),
-        "induction": pattern_score(probs, induction_pattern(ids)),
+        "duplicate_token": pattern_score(probs, duplicate_pattern(ids, ignore)),
+        "induction": pattern_score(probs, induction_pattern(ids, ignore)),
         "max_weight": rows.max(dim=-1).values.mean(-1),
     }
 
 
-def head_table(probs: torch.Tensor, ids: torch.Tensor, layers: tuple[int, ...] | None = None) -> list[dict]:
+def head_table(probs: torch.Tensor, ids: torch.Tensor, layers: tuple[int, ...] | None = None,
+               ignore: tuple[int, ...] = ()) -> list[dict]:
     """One row per (layer, head) with every metric: the table the CLI prints and the app sorts."""
-    return metrics_table(head_metrics(probs, ids), layers)
+    return metrics_table(head_metrics(probs, ids, ignore), layers)
 
 
 def metrics_table(metrics: dict[str, torch.Tensor], layers: tuple[int, ...] | None = None) -> list[dict]:
