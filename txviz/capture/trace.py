@@ -12,9 +12,9 @@ head's map (or a band of its rows) is rebuilt exactly on demand (txviz.capture.m
     tr.head_metrics()["induction"]                    # (L, H)
     tr.attn(layer=5, head=3)                          # rebuilt from q_rot, k_rot
 
-Nothing is attached to the model: a Recorder lives for one forward call and is handed down to the
-layers, which offer tensors to it; it keeps only what was asked for, detached and on the CPU. So
-one model can serve many sessions and threads at once. Unknown names raise ``CaptureError``.
+Nothing is attached to the model: a Recorder (the interface of txviz.model.recording) lives for one
+forward call and is handed down to the layers, which offer tensors to it; it keeps only what was
+asked for, detached and on the CPU. So one model can serve many sessions and threads at once. Unknown names raise ``CaptureError``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import torch
 
 from txviz.capture.summaries import LayerSummaries, TokenPatterns, head_metrics
 from txviz.capture.maps import AttentionRecipe, MapStorage, rebuild_attention
+from txviz.model.recording import NULL_LAYER_RECORDER, NullLayerRecorder
 
 LAYER_CAPTURES = {
     "q": "queries before RoPE (B, H, T, D)",
@@ -144,12 +145,11 @@ class Recorder:
         self._summaries = {i: LayerSummaries(patterns) for i in chosen} if patterns is not None else {}
         self._residual = {name: _Stack(n_layers + 1) for name in names & set(RESIDUAL_CAPTURES)}
         self._globals: dict[str, torch.Tensor] = {}
-        self._none = LayerRecorder({}, 0, frozenset())
         self._progress = progress
 
-    def layer(self, index: int) -> LayerRecorder:
+    def layer(self, index: int) -> LayerRecorder | NullLayerRecorder:
         if index not in self._slots or not self._layer_names:
-            return self._none
+            return NULL_LAYER_RECORDER
         return LayerRecorder(self._stacks, self._slots[index], self._layer_names, self.maps,
                              self._summaries.get(index))
 

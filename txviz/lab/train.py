@@ -116,10 +116,10 @@ def make_optimizer(model: Decoder, s: TrainSettings) -> torch.optim.AdamW:
 
 def losses(model: Decoder, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(cross-entropy, mean load-balancing loss over MoE layers or None) of one batch."""
-    recorder = LiveRecorder(("router_logits", "expert_ids"), model.config.n_layers) if model.config.is_moe else None
+    recorder = LiveRecorder(("router_logits", "expert_ids"), model.config.n_layers)  # a dense model offers neither
     logits = model(x, record=recorder)  # (B, T, V)
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
-    if recorder is None:
+    if not model.config.is_moe:
         return ce, None
     per_layer = [load_balancing_loss(l, e) for l, e in zip(recorder["router_logits"], recorder["expert_ids"])]
     return ce, torch.stack(per_layer).mean()

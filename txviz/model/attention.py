@@ -26,7 +26,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
+from txviz.model.kv_cache import NO_LAYER_CACHE, LayerKVCache, NoLayerCache
 from txviz.model.positions import apply_rotary
+from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 
 # Scores per block of the blockwise path (B·H·rows·keys elements): 2M fp32 = 8 MB, under glibc's
 # mmap threshold so blocks reuse heap memory instead of page-faulting afresh, small enough that
@@ -35,7 +37,7 @@ from txviz.model.positions import apply_rotary
 # 1024 and 4096 tokens: 1M–4M elements within noise of each other, 8M slower).
 BLOCK_ELEMENTS = 1 << 21
 MIN_BLOCK_ROWS = 32
-WHOLE_MAPS = ("attn_logits", "attn_scores", "attn_probs")  # captures that need the T×S matrices
+WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs"})  # captures that need the T×S matrices
 
 Path = Literal["eager", "blockwise", "fused"]
 
@@ -43,8 +45,8 @@ Path = Literal["eager", "blockwise", "fused"]
 def attention_path(capture: Iterable[str]) -> Path:
     """The path (see above) that computes attention when ``capture`` names are wanted: the one rule
     the layers follow and txviz.capture.cost estimates with."""
-    names = set(capture)
-    if names & set(WHOLE_MAPS):
+    names = capture if isinstance(capture, (set, frozenset)) else set(capture)
+    if not names.isdisjoint(WHOLE_MAPS):
         return "eager"
     return "blockwise" if "head_summaries" in names else "fused"
 
@@ -173,7 +175,8 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
         self.o_proj = nn.Linear(h * self.head_dim, d, bias=config.out_bias)
 
-    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache=None, record=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
+                record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
         b, t, _ = x.shape
         ctx = ctx.on(x.device)
@@ -181,28 +184,21 @@ class Attention(nn.Module):
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
-        if cache is not None:
-            k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D)
-        else:
-            k_all, v_all = k_rot, v
-        if record is not None:
-            record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
-            record("kv_bytes", torch.tensor(cache.nbytes if cache is not None else k_all.nbytes + v_all.nbytes))
-        attend = self._path(record)
+        k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D): cached and new, or just new
+        record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
+        if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
+            record("kv_bytes", torch.tensor(cache.held_nbytes(k_all, v_all)))
+        attend = getattr(self, f"_{attention_path(record.wanted)}")  # _fused, _eager or _blockwise
         out = attend(q_rot, k_all, v_all, ctx, record)  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
         return self.o_proj(out)
 
-    def _path(self, record):
-        path = attention_path(record.wanted if record is not None else ())
-        return {"eager": self._eager, "blockwise": self._blockwise, "fused": self._fused}[path]
-
-    def _fused(self, q, k, v, ctx: AttentionContext, record=None) -> torch.Tensor:
+    def _fused(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The fused kernel: the weights are never materialized."""
         return F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal,
                                               scale=self.scale, enable_gqa=self.n_groups > 1)
 
-    def _eager(self, q, k, v, ctx: AttentionContext, record) -> torch.Tensor:
+    def _eager(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """softmax(QKᵀ·scale + M)·V with every intermediate available to the recorder."""
         k, v = repeat_kv(k, self.n_groups), repeat_kv(v, self.n_groups)  # (B, H, S, D)
         logits = torch.matmul(q, k.transpose(2, 3)) * self.scale  # (B, H, T, S)
@@ -216,7 +212,7 @@ class Attention(nn.Module):
                                   scores.clamp(min=torch.finfo(scores.dtype).min))
         return torch.matmul(probs, v)  # (B, H, T, D)
 
-    def _blockwise(self, q, k, v, ctx: AttentionContext, record) -> torch.Tensor:
+    def _blockwise(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The eager arithmetic one block of query rows at a time; each block of probabilities goes
         to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
         one matrix product instead of copying K and V g times."""

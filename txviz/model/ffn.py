@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
+from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 
 
 class SwiGLU(nn.Module):
@@ -21,7 +22,7 @@ class SwiGLU(nn.Module):
         self.up_proj = nn.Linear(d_model, hidden, bias=bias)
         self.down_proj = nn.Linear(hidden, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -32,7 +33,7 @@ class GeluMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, d_model, bias=bias)
         self.approximate = approximate
 
-    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.gelu(self.up_proj(x), approximate=self.approximate))
 
 
@@ -53,7 +54,7 @@ class MoE(nn.Module):
         self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
         self.experts = nn.ModuleList(make_expert(config) for _ in range(config.n_experts))
 
-    def forward(self, x: torch.Tensor, record=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         # legend: B batch, T tokens, d model width, E experts, K chosen per token
         shape = x.shape
         flat = x.reshape(-1, shape[-1])  # (B*T, d)
@@ -68,12 +69,9 @@ class MoE(nn.Module):
             token_idx, slot = torch.where(chosen == e)
             if token_idx.numel():
                 out.index_add_(0, token_idx, expert(flat[token_idx]) * gates[token_idx, slot, None])
-        if record is not None:
-            lead = shape[:-1]
-            record("router_logits", logits.reshape(*lead, -1))
-            record("router_probs", probs.reshape(*lead, -1))
-            record("expert_ids", chosen.reshape(*lead, -1))
-            record("expert_gates", gates.reshape(*lead, -1))
+        lead = shape[:-1]
+        record.many(router_logits=logits.reshape(*lead, -1), router_probs=probs.reshape(*lead, -1),
+                    expert_ids=chosen.reshape(*lead, -1), expert_gates=gates.reshape(*lead, -1))
         return out.reshape(shape)
 
 

@@ -8,7 +8,8 @@ recomputed: each new token costs O(n) attention instead of O(n²). The price is 
 which is why GQA/MQA (fewer kv_heads) matter for long contexts. With a sliding window of W tokens a
 layer never needs more than W entries, so ``tokens`` is capped at W (a ring buffer here).
 Buffers are preallocated once (gpt-fast's ``KVCache``); ``nbytes`` reads the real tensors and a test
-holds it equal to ``kv_cache_bytes``.
+holds it equal to ``kv_cache_bytes``. A call without a cache gets ``NO_CACHE``, which keeps nothing: the
+keys are the call's own, so the model runs the same code either way.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class LayerKVCache:
         kept = self.positions[self.positions >= 0]
         return torch.cat([kept, new])
 
+    def held_nbytes(self, k_all: torch.Tensor, v_all: torch.Tensor) -> int:
+        """Bytes of K and V this layer holds: its buffers, whatever ``update`` returned."""
+        return self.nbytes
+
     def update(self, pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k, v (B, Hkv, T, D) of positions pos..pos+T−1; return all keys/values to attend to."""
         n_new = k.shape[2]
@@ -129,8 +134,42 @@ class KVCache:
     def used_nbytes_per_layer(self) -> list[int]:
         return [layer.used_nbytes() for layer in self.layers]
 
-    def key_positions(self, n_new: int) -> torch.Tensor:
-        return self.layers[0].key_positions(self.seq_len, n_new)
+    def layer(self, index: int) -> LayerKVCache:
+        return self.layers[index]
+
+    def key_positions(self, q_pos: torch.Tensor) -> torch.Tensor:
+        """Positions of the keys the new tokens at ``q_pos`` attend to, cached and new, in cache order."""
+        return self.layers[0].key_positions(self.seq_len, len(q_pos)).to(q_pos.device)
 
     def advance(self, n_new: int) -> None:
         self.seq_len += n_new
+
+
+class NoLayerCache:
+    """One layer without a cache: attends over the call's own keys and values, keeps nothing."""
+
+    def update(self, pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return k, v
+
+    def held_nbytes(self, k_all: torch.Tensor, v_all: torch.Tensor) -> int:
+        return k_all.nbytes + v_all.nbytes
+
+
+class NoCache:
+    """The cache of a call without one: every call starts at position 0 and its keys are its queries.
+    Stateless, so one instance serves every call."""
+
+    seq_len = 0
+
+    def layer(self, index: int) -> NoLayerCache:
+        return NO_LAYER_CACHE
+
+    def key_positions(self, q_pos: torch.Tensor) -> torch.Tensor:
+        return q_pos
+
+    def advance(self, n_new: int) -> None:
+        pass
+
+
+NO_LAYER_CACHE = NoLayerCache()
+NO_CACHE = NoCache()

@@ -3,8 +3,9 @@
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
-caller wants to see is asked for per call through a recorder (txviz.capture.trace); a KV cache is passed
-in explicitly (txviz.model.kv_cache). Its layers may sit on different devices, or be offloaded
+caller wants to see is asked for per call through a recorder (txviz.model.recording names what the
+model calls; txviz.capture.trace keeps it); a KV cache is passed in explicitly (txviz.model.kv_cache).
+Without them a call gets the null recorder and the no-op cache, so ``forward`` is one straight line. Its layers may sit on different devices, or be offloaded
 (txviz.model.placement): every weight is used by calling the module that owns it, so a placement hook
 sees it run, and position tables follow the hidden states.
 
@@ -25,8 +26,10 @@ from torch.nn import functional as F
 from txviz.config import ModelConfig
 from txviz.model.attention import Attention, AttentionContext
 from txviz.model.ffn import make_ffn
+from txviz.model.kv_cache import NO_CACHE, NO_LAYER_CACHE, KVCache, LayerKVCache, NoCache, NoLayerCache
 from txviz.model.norm import make_norm
 from txviz.model.positions import make_positions
+from txviz.model.recording import NULL_LAYER_RECORDER, NULL_RECORDER, LayerRecorderProtocol, RecorderProtocol
 
 
 class InputError(ValueError):
@@ -41,13 +44,27 @@ class Block(nn.Module):
         self.ffn_norm = make_norm(config)
         self.ffn = make_ffn(config)
 
-    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache=None, record=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
+                record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         attn_out = self.attn(self.attn_norm(x), ctx, cache, record)
         h = x + attn_out
-        ffn_out = self.ffn(self.ffn_norm(h), record)
-        if record is not None:
-            record.many(attn_out=attn_out, ffn_out=ffn_out)
+        ffn_out = self.feed_forward(self.ffn_norm(h), record)
+        record.many(attn_out=attn_out, ffn_out=ffn_out)
         return h + ffn_out
+
+    def feed_forward(self, x: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
+        return self.ffn(x)  # a dense FFN has nothing to record
+
+
+class MoEBlock(Block):
+    """A block whose FFN is a Mixture of Experts: the one FFN with something to record (its routing)."""
+
+    def feed_forward(self, x: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
+        return self.ffn(x, record)
+
+
+def make_block(config: ModelConfig) -> Block:
+    return MoEBlock(config) if config.is_moe else Block(config)
 
 
 class Decoder(nn.Module):
@@ -56,7 +73,7 @@ class Decoder(nn.Module):
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.positions = make_positions(config)
-        self.layers = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
 
@@ -87,27 +104,25 @@ class Decoder(nn.Module):
                              f"{self.config.max_seq_len}")
         return ids.long()
 
-    def forward(self, ids: torch.Tensor, *, cache=None, record=None, last_only: bool = False) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, *, cache: KVCache | NoCache = NO_CACHE,
+                record: RecorderProtocol = NULL_RECORDER, last_only: bool = False) -> torch.Tensor:
         """ids (B, T) → logits (B, T, V), or (B, 1, V) with ``last_only``."""
-        start = cache.seq_len if cache is not None else 0
+        # legend: B batch, T new tokens, S keys attended to (cached and new), d model width, V vocabulary
+        start = cache.seq_len
         ids = self.check_ids(ids, start)
         if self.embed.weight.device.type != "meta":  # offloaded (txviz.model.placement): its hook moves ids
             ids = ids.to(self.embed.weight.device)
         n_new = ids.shape[1]
-        q_pos = torch.arange(start, start + n_new, device=ids.device)
-        k_pos = cache.key_positions(n_new).to(q_pos.device) if cache is not None else q_pos
+        q_pos = torch.arange(start, start + n_new, device=ids.device)  # (T,)
+        k_pos = cache.key_positions(q_pos)  # (S,)
         x = self.positions.add_to_embeddings(self.embed(ids), q_pos)  # (B, T, d)
         ctx = AttentionContext(self.positions, q_pos, k_pos, self.config.sliding_window, x.dtype)
-        if record is not None:
-            record.globals(ctx, self.positions)
-            record.residual(0, x)
+        record.globals(ctx, self.positions)
+        record.residual(0, x)
         for i, layer in enumerate(self.layers):
-            layer_record = record.layer(i) if record is not None else None
-            x = layer(x, ctx, cache.layers[i] if cache is not None else None, layer_record)
-            if record is not None:
-                record.residual(i + 1, x)
-        if cache is not None:
-            cache.advance(n_new)
+            x = layer(x, ctx, cache.layer(i), record.layer(i))  # (B, T, d)
+            record.residual(i + 1, x)
+        cache.advance(n_new)
         if last_only:
             x = x[:, -1:]
         x = self.final_norm(x)
