@@ -185,6 +185,20 @@ def test_a_run_loads_through_load_with_the_sink_token(learned_run):
     assert ids[0] == 0 and loaded.model(torch.tensor(ids)).shape == (1, len(ids), loaded.config.vocab_size)
 
 
+def test_a_runs_eval_is_what_its_saved_weights_score(learned_run, data):
+    """eval.json describes the weights on disk: reloaded, they score the window losses it stores, whose
+    mean is its val_loss."""
+    from txviz.lab.evaluate import window_losses
+
+    loaded = load(learned_run, device="cpu")
+    stored = zoo.stored_window_losses(learned_run)
+    rescored = window_losses(loaded.model, data.val_windows(loaded.config.max_seq_len)).double()
+    assert_close(rescored, stored, rtol=0, atol=1e-4)
+    evaluation = json.loads((learned_run / "eval.json").read_text())
+    assert evaluation["val_loss"] == pytest.approx(float(rescored.mean()), abs=1e-4)
+    assert evaluation["val_tokens"] == len(data.val)
+
+
 def test_hugging_face_directories_are_not_taken_for_lab_ones(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert not is_txviz_dir(tmp_path)
