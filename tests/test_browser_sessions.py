@@ -8,6 +8,7 @@ The numbers measured (switch times, server RSS per session) are printed; run wit
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from urllib.parse import quote
 
@@ -64,7 +65,10 @@ def switch_head(page, head: int) -> float:
     box.fill(str(head))
     started = time.perf_counter()
     box.press("Enter")
-    wait_heatmap_with(page, f"head {head}")
+    # the title's own head ("Layer 3, head 5 (shares KV head 1 …)"), not the KV head it shares
+    page.wait_for_function("h => new RegExp(', head ' + h + '([^0-9]|$)').test("
+                           "document.querySelector('.st-key-heatmap')?.innerText ?? '')", arg=head, timeout=120_000)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=120_000)
     return time.perf_counter() - started
 
 
@@ -91,6 +95,9 @@ def test_two_sessions_each_see_their_own_prompt(server, browser):
 
 
 def test_a_long_generation_does_not_freeze_another_session(server, browser):
+    """B's head switches while A times 128 uncached tokens, against B's own switches alone, measured here:
+    a session queued behind A would wait for A's whole loop (many seconds), a session that only shares
+    the CPU and the GIL with it takes a small multiple of its own idle time."""
     a_context, a = open_session(browser, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
     b_context, b = open_session(browser, server, prompt="Mary met John at the station.")
     try:
@@ -98,7 +105,9 @@ def test_a_long_generation_does_not_freeze_another_session(server, browser):
         wait_idle(a)
         wait_heatmap_with(b, "station")
         wait_idle(b)
-        alone = switch_head(b, 3)
+        alone = [switch_head(b, head) for head in (3, 5, 1)]
+        for _ in alone:
+            wait_idle(b)
 
         a.get_by_role("tab", name="Cached vs uncached").click()
         slider = a.locator(".st-key-kv_speed_tokens input[type=range]")
@@ -107,17 +116,27 @@ def test_a_long_generation_does_not_freeze_another_session(server, browser):
         a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'")
         wait_idle(a)
         a.locator(".st-key-kv_measure button").click()
+        a_started = time.perf_counter()
         a.wait_for_selector(RUNNING, timeout=30_000)
         time.sleep(1.0)  # let the uncached loop get going
         assert a.locator(RUNNING).count() == 1
-        busy = switch_head(b, 7)
-        a_still_running = a.locator(RUNNING).count() == 1
-        print(f"\nhead switch in B: {alone:.2f} s alone, {busy:.2f} s while A times 128 uncached tokens "
-              f"(A still running when B was done: {a_still_running})")
-        # B is not queued behind A: its rerun stays within a few times its idle latency (on a loaded
-        # 2-core CI machine A's run may even finish first, so A's state is reported, not asserted)
-        assert busy < max(10.0, 5 * alone)
-        a.wait_for_selector(f".st-key-kv_speed {CHART}", timeout=300_000)
+        overlapped = []  # B's switches that began and ended while A was still running
+        for head in (7, 2, 4):
+            seconds = switch_head(b, head)
+            if a.locator(RUNNING).count() == 1:
+                overlapped.append(seconds)
+        a_seconds = time.perf_counter() - a_started
+        if a.locator(RUNNING).count() == 1:  # a loaded machine may need minutes more: A's Stop ends the loop
+            a.locator(".st-key-kv_measure_stop button").first.click()
+        wait_idle(a, timeout_ms=300_000)
+        idle, busy = statistics.median(alone), statistics.median(overlapped) if overlapped else None
+        print(f"\nhead switch in B: {[round(x, 2) for x in alone]} s alone (median {idle:.2f}), "
+              f"{[round(x, 2) for x in overlapped]} s while A's loop ran (A had run {a_seconds:.1f} s)")
+        # a session queued behind A would finish its switch only after A's loop: none would overlap it
+        assert overlapped, f"A's loop ({a_seconds:.1f} s) ended before B switched: nothing was measured under load"
+        # not queued: B's switch under load stays a small multiple of its own idle switch (two processes'
+        # worth of work on 2 cores, plus the GIL shared with A's Python loop: about 2-3×)
+        assert busy < 5 * idle, f"B's switch took {busy / idle:.1f}× its idle time while A ran"
         assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
     finally:
         a_context.close()
