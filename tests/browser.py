@@ -116,3 +116,9 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout_ms)
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def artifacts(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -76,3 +76,12 @@ def default_model_home(default_gguf_path):
     from txviz.loading.fetch import txviz_home
 
     return txviz_home()
+
+
+@pytest.fixture(scope="module")
+def server(default_model_home):
+    """The app served on the session's model home, one per browser test module."""
+    from tests.browser import streamlit_server
+
+    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
+        yield url

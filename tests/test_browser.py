@@ -6,31 +6,18 @@ Runs ``streamlit run app/main.py`` and Debian's chromium through playwright. Scr
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.browser import CHART, ERROR, browser_available, chromium_page, streamlit_server, wait_idle
+from tests.browser import CHART, ERROR, artifacts, browser_available, chromium_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
 reason = browser_available()
 if reason:
     pytestmark.append(pytest.mark.skip(reason=reason))
-
-
-@pytest.fixture(scope="module")
-def server(default_model_home):
-    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
-        yield url
-
-
-def artifacts(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def heatmap_text(page) -> str:

@@ -4,15 +4,13 @@ the model's own answer. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time 
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from tests.browser import CHART, ERROR, browser_available, chromium_page, streamlit_server, wait_idle
+from tests.browser import CHART, ERROR, artifacts, browser_available, chromium_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -22,18 +20,6 @@ if reason:
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 BODY = "[data-testid='stMainBlockContainer']"
-
-
-@pytest.fixture(scope="module")
-def server(default_model_home):
-    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
-        yield url
-
-
-def artifacts(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def strip(page, name: str):

@@ -5,13 +5,11 @@ calculator without running the model; the cache growth replays; the per-layer sw
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.browser import CHART, ERROR, browser_available, chromium_browser, streamlit_server, wait_idle
+from tests.browser import CHART, ERROR, artifacts, browser_available, chromium_browser, wait_idle
 from tests.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.presets import PRESETS
 
@@ -22,12 +20,6 @@ if reason:
     pytestmark.append(pytest.mark.skip(reason=reason))
 
 METRICS = "[data-testid='stMetric']"
-
-
-@pytest.fixture(scope="module")
-def server(default_model_home):
-    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +40,6 @@ def page(server, browser):
     assert page.locator(ERROR).count() == 0
     yield page
     context.close()
-
-
-def artifacts(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def per_token_metric(page) -> list[str]:
