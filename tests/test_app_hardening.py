@@ -110,6 +110,9 @@ def test_over_the_memory_budget_is_refused_with_the_estimate(env):
 
 def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     # enough for the prompt's traces, not for hundreds of tokens with full logits
+    import streamlit as st
+
+    st.cache_resource.clear()  # scalings an earlier test scored are shown to anyone, with no run to refuse
     env.setenv("TXVIZ_MEMORY_BUDGET", "40MiB")
     at = app_run(page="app_pages/positions.py")
     no_exception(at)
