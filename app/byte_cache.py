@@ -47,6 +47,11 @@ class ByteBudgetCache:
                         del self._computing[key]
         return value
 
+    def peek(self, key: Hashable) -> tuple[bool, object]:
+        """(found, value) without computing anything: what another session already has."""
+        with self._lock:
+            return self._lookup(key)
+
     def _store(self, key: Hashable, value: object) -> None:
         size = int(self._size_of(value))
         with self._lock:

@@ -61,6 +61,7 @@ def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
     return [token.text for token in readable_tokens(pieces, traced.special, traced.tokens)]
 
 
+SCALING_STORE_BYTES = 64 << 20  # per-token losses under RoPE scalings kept for every session (8 KB each at 2048 tokens)
 LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer
 
 
@@ -292,9 +293,12 @@ def scaling_losses_kept(source: str, text_name: str, factor: float, max_tokens: 
     in SCALING_KINDS order."""
     from txviz.analysis.positions import SCALING_KINDS
 
-    store = _scaling_store()
-    return {kind: store[(source, text_name, factor, max_tokens, kind)] for kind in SCALING_KINDS
-            if (source, text_name, factor, max_tokens, kind) in store}
+    store, kept = _scaling_store(), {}
+    for kind in SCALING_KINDS:
+        found, losses = store.peek((source, text_name, factor, max_tokens, kind))
+        if found:
+            kept[kind] = losses
+    return kept
 
 
 def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, kind: str) -> np.ndarray:
@@ -303,8 +307,7 @@ def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, k
     the measured step that later estimates use."""
     from txviz.analysis.positions import scaling_for, token_losses, variant
 
-    store, key = _scaling_store(), (source, text_name, factor, max_tokens, kind)
-    if key not in store:
+    def score() -> np.ndarray:
         loaded = get_model(source)
         ids = shipped_text_ids(loaded, text_name, max_tokens)
         check_passes(loaded, len(ids), 1, f"scoring {len(ids)} tokens under the {kind} scaling")
@@ -314,10 +317,10 @@ def score_scaling(source: str, text_name: str, factor: float, max_tokens: int, k
         losses = token_losses(model, ids).numpy()
         steps = _scaling_step_times().setdefault((source, len(ids)), [])
         steps[:] = steps[-4:] + [time.perf_counter() - started]
-        while len(store) >= 40:
-            store.pop(next(iter(store)))
-        store[key] = losses
-    return store[key]
+        return losses
+
+    # one computation per key: two sessions that ask at once share it
+    return _scaling_store().get((source, text_name, factor, max_tokens, kind), score)
 
 
 def scaling_step_seconds(source: str, n_tokens: int) -> tuple[float, str]:
@@ -355,8 +358,8 @@ def forward_gflops(source: str, n_tokens: int = 64, repeats: int = 3) -> float:
 
 
 @st.cache_resource(show_spinner=False)
-def _scaling_store() -> dict:
-    return {}
+def _scaling_store() -> ByteBudgetCache:
+    return ByteBudgetCache(SCALING_STORE_BYTES, size_of=lambda losses: losses.nbytes)
 
 
 @st.cache_resource(show_spinner=False)

@@ -114,6 +114,16 @@ def test_cache_drops_the_least_recently_used_beyond_its_budget():
     assert cache.get("huge", lambda: "x" * 500) == "x" * 500 and len(cache) == 1  # the newest always stays
 
 
+def test_peek_reads_without_computing():
+    cache = ByteBudgetCache(100, size_of=len)
+    assert cache.peek("a") == (False, None) and len(cache) == 0
+    cache.get("a", lambda: "x" * 40)
+    cache.get("b", lambda: "x" * 40)
+    assert cache.peek("a") == (True, "x" * 40)  # and a is now the most recent
+    cache.get("c", lambda: "x" * 40)  # 120 > 100: b goes, not a
+    assert cache.peek("b") == (False, None) and cache.peek("a")[0]
+
+
 def test_cache_computes_each_key_once_for_concurrent_askers_and_never_caches_failures():
     cache = ByteBudgetCache(10**6, size_of=lambda v: 8)
     calls: list[str] = []
