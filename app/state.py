@@ -12,14 +12,13 @@ store on this server, which forgets it when the server restarts (the page then s
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote
 
 import streamlit as st
 
+from app.byte_cache import ByteBudgetCache
 from txviz.analysis.heads import METRICS
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
@@ -76,44 +75,16 @@ DEFAULTS = {key: field.default for key, field in FIELDS.items()}
 URL_KEYS = tuple(FIELDS)
 
 
-class LongValueStore:
-    """Texts too long for a link, by a short hash of their content; the oldest go first past ``max_chars``."""
-
-    def __init__(self, max_chars: int = LONG_STORE_CHARS):
-        self.max_chars = max_chars
-        self._values: OrderedDict[str, str] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key_of(value: str) -> str:
-        return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-    def put(self, value: str) -> str:
-        key = self.key_of(value)
-        with self._lock:
-            if key in self._values:
-                self._values.move_to_end(key)
-                return key
-            self._values[key] = value
-            self._chars += len(value)
-            while self._chars > self.max_chars and len(self._values) > 1:
-                _, dropped = self._values.popitem(last=False)
-                self._chars -= len(dropped)
-        return key
-
-    def get(self, key: str) -> str | None:
-        with self._lock:
-            value = self._values.get(key)
-            if value is not None:
-                self._values.move_to_end(key)
-            return value
+def _id_of(value: str) -> str:
+    """A long text's id in a link: a short hash of its content."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @st.cache_resource
-def long_values() -> LongValueStore:
-    """The server's one store of long texts, shared by every session."""
-    return LongValueStore()
+def long_values() -> ByteBudgetCache:
+    """The server's one store of texts too long for a link, by id, shared by every session; the least
+    recently used go first past LONG_STORE_CHARS."""
+    return ByteBudgetCache(LONG_STORE_CHARS, size_of=len)
 
 
 def _from_url(key: str, field: Field, params) -> Any:
@@ -123,8 +94,8 @@ def _from_url(key: str, field: Field, params) -> Any:
     text_id = params.get(f"{key}_id")
     if text_id is None:
         return field.default
-    value = long_values().get(text_id)
-    if value is None:
+    found, value = long_values().peek(text_id)
+    if not found:
         st.session_state["_url_note"] = (f"This link's {key} was too long for a URL and was kept on the server, "
                                          "which has restarted since: showing the default instead.")
         return field.default
@@ -161,7 +132,9 @@ def sync_url() -> None:
         if value != field.default:
             text = field.dump(value)
             if len(quote(text, safe="")) > MAX_URL_VALUE:
-                text, text_id = None, long_values().put(text)
+                text_id = _id_of(text)
+                long_values().get(text_id, lambda text=text: text)
+                text = None
         _set_param(key, text)
         _set_param(f"{key}_id", text_id)
 
