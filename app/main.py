@@ -11,7 +11,8 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import resources, sidebar, state  # noqa: E402
+from app import resources  # noqa: E402
+from app.ui import sidebar, state  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
@@ -22,7 +23,14 @@ except LimitError as error:  # the operator's settings, not the visitor's input:
     st.stop()
 state.init()
 
-ATTENTION = st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention")
+
+def _page_file(name: str) -> str:
+    """Transitional while pages move into folders (app_pages/<page>/page.py)."""
+    folder = Path(__file__).parent / "app_pages" / name / "page.py"
+    return f"app_pages/{name}/page.py" if folder.is_file() else f"app_pages/{name}.py"
+
+
+ATTENTION = st.Page(_page_file("attention"), title="Attention", icon=":material/grid_on:", url_path="attention")
 
 
 def _to_attention() -> None:
@@ -37,16 +45,16 @@ PAGES = {
     "": [HOME],
     "Look inside": [
         ATTENTION,
-        st.Page("app_pages/heads.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
-        st.Page("app_pages/block.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
+        st.Page(_page_file("heads"), title="Heads & coreference", icon=":material/explore:", url_path="heads"),
+        st.Page(_page_file("block"), title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
     ],
     "Positions & memory": [
-        st.Page("app_pages/positions.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),
-        st.Page("app_pages/kv_cache.py", title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
+        st.Page(_page_file("positions"), title="Positions", icon=":material/rotate_right:", url_path="positions"),
+        st.Page(_page_file("kv_cache"), title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
     ],
     "Design tradeoffs": [
-        st.Page("app_pages/moe.py", title="Mixture of Experts", icon=":material/call_split:", url_path="moe"),
-        st.Page("app_pages/tradeoffs.py", title="Tradeoffs", icon=":material/balance:", url_path="tradeoffs"),
+        st.Page(_page_file("moe"), title="Mixture of Experts", icon=":material/call_split:", url_path="moe"),
+        st.Page(_page_file("tradeoffs"), title="Tradeoffs", icon=":material/balance:", url_path="tradeoffs"),
     ],
 }
 

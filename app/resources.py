@@ -238,7 +238,7 @@ def get_map_overview(source: str, prompt: str, bos: str, layer: int, head: int, 
 @st.cache_data(show_spinner="Drawing the whole map…", max_entries=64)
 def _map_overview(source: str, prompt: str, bos: str, layer: int, head: int, hide: bool,
                   settings: limits_.Limits) -> tuple[np.ndarray, int]:
-    from app.charts import pool_attention_rows
+    from app.figures.charts import pool_attention_rows
 
     traced, _ = get_attention_trace(source, prompt, bos)
 

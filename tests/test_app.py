@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import MAIN, chart, decode, no_errors
+from tests.helpers.apptest import MAIN, chart, decode, no_errors, page_path
 
 pytestmark = pytest.mark.default_model
 
@@ -82,7 +82,7 @@ def test_prompt_from_the_url(default_model_home, monkeypatch):
 
 def test_heads_page_detectors_and_custom_pattern(app):
     at = app.run()
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_path("heads")).run()
     no_errors(at)
     induction = decode(chart(at, "det_ind")["data"][0]["z"]).astype(float)
     assert induction.shape == (30, 9) and induction.max() > 0.3  # SmolLM2 has strong induction heads
@@ -95,7 +95,7 @@ def test_heads_page_detectors_and_custom_pattern(app):
 
 def test_block_page_layers_and_logit_lens(app):
     at = app.run()
-    at.switch_page("app_pages/block.py").run()
+    at.switch_page(page_path("block")).run()
     no_errors(at)
     steps = at.dataframe[0].value
     assert list(steps["step"])[0] == "input x" and len(steps) == 7
@@ -108,7 +108,7 @@ def test_block_page_layers_and_logit_lens(app):
 
 def test_positions_page_relative_property_and_permutation(app):
     at = app.run()
-    at.switch_page("app_pages/positions.py").run()
+    at.switch_page(page_path("positions")).run()
     no_errors(at)
     relative = next(m.value for m in at.markdown if "largest spread along a diagonal" in m.value)
     spread = float(relative.split("**")[1])
@@ -146,7 +146,7 @@ def _zoo_trained(*names: str) -> bool:
 @pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")
 def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
     at = app.run()
-    at.switch_page("app_pages/moe.py").run()
+    at.switch_page(page_path("moe")).run()
     no_errors(at)
     assert any("dense FFN" in c.value for c in at.caption)  # SmolLM2 is dense: the zoo's variants instead
     story = chart(at, "moe_map")["data"][0]
@@ -165,7 +165,7 @@ def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
 @pytest.mark.skipif(not _zoo_trained("moe_top1", "moe_top1_balanced"), reason="the zoo's top-1 pair is not trained")
 def test_moe_page_balanced_router_spreads_over_more_experts(app):
     at = app.run()
-    at.switch_page("app_pages/moe.py").run()
+    at.switch_page(page_path("moe")).run()
     at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
     at.run()
     no_errors(at)
@@ -191,7 +191,7 @@ def test_moe_page_on_a_loaded_moe_model(default_model_home, monkeypatch):
     at.query_params["model"] = str(SHIPPED_ZOO / "moe_top1")
     at.query_params["prompt"] = "Mary had a red kite."
     at.run()
-    at.switch_page("app_pages/moe.py").run()
+    at.switch_page(page_path("moe")).run()
     no_errors(at)
     assert any("The loaded model routes each token to 1 of 4 experts" in c.value for c in at.caption)
     assert any("kite" in label for label in chart(at, "moe_map")["data"][0]["y"])
@@ -199,7 +199,7 @@ def test_moe_page_on_a_loaded_moe_model(default_model_home, monkeypatch):
 
 def test_tradeoffs_page_formulas_and_measurements(app):
     at = app.run()
-    at.switch_page("app_pages/tradeoffs.py").run()
+    at.switch_page(page_path("tradeoffs")).run()
     no_errors(at)
     shapes = at.dataframe[0].value  # the open tab: depth vs width
     budget = shapes["non_embedding_params"]

@@ -83,7 +83,7 @@ def test_the_query_token_follows_its_prompt(new_app):
 
 
 def test_a_prompt_too_long_for_a_link_goes_by_id(new_app):
-    from app.state import MAX_URL_VALUE
+    from app.ui.state import MAX_URL_VALUE
 
     long_prompt = "中文" * 120  # 240 characters, 2,160 once URL-encoded
     at = new_app().run()

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from tests.helpers.apptest import app_on, no_errors
+from tests.helpers.apptest import app_on, no_errors, page_path
 from tests.helpers.byte_tokenizer import ByteLevelTokenizer
 from tests.tiny import tiny_config
 from tests.tiny_hf import GPT2_BASE, randomize_, save
 from txviz.analysis.block import block_equation
 from txviz.loading.zoo import SHIPPED_ZOO
 
-PAGE = "app_pages/block.py"
+PAGE = page_path("block")
 
 
 @pytest.fixture(scope="module")

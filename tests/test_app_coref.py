@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import MAIN, chart, has_chart, no_errors, texts
+from tests.helpers.apptest import MAIN, chart, has_chart, no_errors, texts, page_path
 from txviz.analysis.coref_answer import model_answer, sentence_words
 
 pytestmark = pytest.mark.default_model
@@ -25,7 +25,7 @@ def app(default_model_home, monkeypatch):
 def heads_page(at, tab: str | None = "Coreference"):
     """Open the Heads page, then ``tab`` as a click on it does (only the open tab is computed)."""
     at.run()
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_path("heads")).run()
     if tab is not None:
         at.session_state["heads_tab"] = tab
         at.run()

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.apptest import PAGE_NAMES, page_path
+
 pytestmark = pytest.mark.default_model
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-PAGES = sorted(f"app_pages/{p.name}" for p in (Path(MAIN).parent / "app_pages").glob("[!_]*.py"))  # every page
+PAGES = [page_path(name) for name in PAGE_NAMES]  # every page
 SESSIONS = 12
 ACTIONS = 2
 EXPENSIVE = {"rope_factor", "rope_text", "rope_text_tokens", "live_kv", "live_tokens", "kv_measure", "coref_builtin",

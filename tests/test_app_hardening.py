@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.apptest import page_path
 from gguf import GGMLQuantizationType as Q
 
 from tests.tiny_gguf import tiny, weights_of, write_gguf
@@ -15,8 +17,8 @@ from tests.tiny_gguf import tiny, weights_of, write_gguf
 pytestmark = pytest.mark.default_model
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-PAGES = ["app_pages/attention.py", "app_pages/heads.py", "app_pages/block.py", "app_pages/positions.py",
-         "app_pages/kv_cache.py"]
+PAGES = [page_path("attention"), page_path("heads"), page_path("block"), page_path("positions"),
+         page_path("kv_cache")]
 ZOO = str(Path(__file__).resolve().parents[1] / "assets" / "zoo" / "base")
 
 
@@ -77,12 +79,12 @@ def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env
     at = app_run(prompt=long_prompt)  # 23 tokens: over both
     no_exception(at)
     assert "23 tokens; this server runs at most 20 (TXVIZ_MAX_LONG_TOKENS)" in texts(at.warning)
-    at.switch_page("app_pages/heads.py").run()  # a page that needs every map names its own limit
+    at.switch_page(page_path("heads")).run()  # a page that needs every map names its own limit
     no_exception(at)
     warning = texts(at.warning)
     assert "23 tokens; this server runs at most 16 (TXVIZ_MAX_TOKENS)" in warning
     assert "The Attention page reads up to 20 (TXVIZ_MAX_LONG_TOKENS)" in warning
-    at.switch_page("app_pages/kv_cache.py").run()  # generation refuses the same prompt, the page stays up
+    at.switch_page(page_path("kv_cache")).run()  # generation refuses the same prompt, the page stays up
     kv_tab(at, "Cache growth")
     no_exception(at)
     assert "TXVIZ_MAX_TOKENS" in texts(at.warning)
@@ -94,7 +96,7 @@ def test_a_prompt_longer_than_the_models_context(env):
     at = app_run({"model": ZOO, "prompt": " ".join(["Mary met John ."] * 60)})  # the zoo model reads 128 tokens
     no_exception(at)
     assert "the model's context is 128 tokens" in texts(at.warning)
-    at.switch_page("app_pages/kv_cache.py").run()
+    at.switch_page(page_path("kv_cache")).run()
     kv_tab(at, "Cache growth")
     no_exception(at)
     assert "context is 128" in texts(at.warning)
@@ -114,7 +116,7 @@ def test_fixed_size_analyses_are_held_to_the_budget_too(env):
 
     st.cache_resource.clear()  # scalings an earlier test scored are shown to anyone, with no run to refuse
     env.setenv("TXVIZ_MEMORY_BUDGET", "40MiB")
-    at = app_run(page="app_pages/positions.py")
+    at = app_run(page=page_path("positions"))
     no_exception(at)
     assert any(el.proto.id and "rope_angles" in el.proto.id for el in at.get("plotly_chart"))  # the open tab
     at.session_state["positions_tab_rope"] = "RoPE scaling"  # what a click on the tab does
@@ -124,12 +126,12 @@ def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     assert "Refused: scoring 512 tokens under 5 scalings" in warning and "(TXVIZ_MEMORY_BUDGET)" in warning
     assert all(b.key != "rope_scaling_run" for b in at.button)  # refused before it is offered
     assert any(el.proto.id and "rope_scaled_freqs" in el.proto.id for el in at.get("plotly_chart"))  # the rest is there
-    at.switch_page("app_pages/kv_cache.py").run()
+    at.switch_page(page_path("kv_cache")).run()
     no_exception(at)
     assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))  # needs no model run
     kv_tab(at, "Sharing KV heads")
     assert "Refused: comparing 256 tokens with 3 KV heads" in texts(at.warning)
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_path("heads")).run()
     no_exception(at)
     assert not at.warning  # the induction test (101 tokens) fits
     assert any(el.proto.id and "det_ind" in el.proto.id for el in at.get("plotly_chart"))
@@ -151,7 +153,7 @@ def test_odd_text_is_traced_and_shown_escaped(env, prompt):
     assert not at.error and not at.warning
     strip = next(m.value for m in at.markdown if "token 0" in m.value)
     assert "<script>" not in strip and "<img" not in strip
-    at.switch_page("app_pages/heads.py").run()  # one-token prompts had a k-back input out of range
+    at.switch_page(page_path("heads")).run()  # one-token prompts had a k-back input out of range
     no_exception(at)
 
 
@@ -269,9 +271,9 @@ def open_coreference(at):
 ])
 def test_coreference_tab_with_odd_sentences(env, sentence, expect):
     if len(sentence) > 300:  # the box takes 300 characters: a longer text can only come from a link
-        at = app_run(params={"coref_text": sentence}, page="app_pages/heads.py")
+        at = app_run(params={"coref_text": sentence}, page=page_path("heads"))
     else:
-        at = open_coreference(app_run(page="app_pages/heads.py"))
+        at = open_coreference(app_run(page=page_path("heads")))
         at.text_input(key="coref_text").input(sentence).run()
     no_exception(at)
     if expect:
@@ -284,7 +286,7 @@ def coref_strip(at, name: str):
 
 
 def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
-    at = open_coreference(app_run(page="app_pages/heads.py"))
+    at = open_coreference(app_run(page=page_path("heads")))
     at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
     coref_strip(at, "pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
     no_exception(at)
@@ -314,7 +316,7 @@ def test_limits_from_secrets_override_the_environment(env):
     at.run()
     no_exception(at)
     assert "at most 9 (TXVIZ_MAX_LONG_TOKENS)" in texts(at.warning)
-    at.switch_page("app_pages/positions.py").run()
+    at.switch_page(page_path("positions")).run()
     no_exception(at)
     assert "at most 8 (TXVIZ_MAX_TOKENS)" in texts(at.warning)
 
@@ -328,7 +330,7 @@ def test_a_malformed_setting_stops_the_app_with_its_name(env):
 
 def test_a_limit_of_one_new_token_keeps_the_kv_page_working(env):
     env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
-    at = kv_tab(app_run(page="app_pages/kv_cache.py"), "Cache growth")
+    at = kv_tab(app_run(page=page_path("kv_cache")), "Cache growth")
     no_exception(at)
     assert not at.warning
     assert any(el.proto.id and "kv_growth" in el.proto.id for el in at.get("plotly_chart"))

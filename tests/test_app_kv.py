@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.apptest import page_path
+
 from tests.published_hf_configs import LLAMA_3_8B
 from txviz.analysis import memory
 from txviz.analysis.presets import PRESETS
@@ -17,7 +19,7 @@ from txviz.analysis.presets import PRESETS
 pytestmark = pytest.mark.default_model
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-PAGE = "app_pages/kv_cache.py"
+PAGE = page_path("kv_cache")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, pick_model, texts
+from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, pick_model, texts, page_path
 from txviz.loading.zoo import SHIPPED_ZOO
 
 PROMPT = "Michael Turner had a red kite. Then Michael Turner went to the park. He took his red kite."
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not all(trained(n) for n in ("base", "alibi", "l
 
 def positions_page(name: str):
     at = app_on(str(SHIPPED_ZOO / name), PROMPT).run()
-    at.switch_page("app_pages/positions.py").run()
+    at.switch_page(page_path("positions")).run()
     no_errors(at)
     return at
 
@@ -210,7 +210,7 @@ def test_a_one_token_prompt_breaks_no_section(name):
     at = app_on(str(SHIPPED_ZOO / name), "Mary")
     at.query_params["bos"] = "none"
     at.run()
-    at.switch_page("app_pages/positions.py").run()
+    at.switch_page(page_path("positions")).run()
     no_errors(at)
     for label in tab_labels(at)[1:]:
         open_tab(at, label)

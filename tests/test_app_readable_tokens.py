@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import app_on, chart, no_errors
+from tests.helpers.apptest import app_on, chart, no_errors, page_path
 
 pytestmark = pytest.mark.default_model
 
@@ -26,7 +26,7 @@ def readable(labels) -> bool:
 
 def test_the_block_page_labels_split_characters_whole(emoji_app):
     at = emoji_app.run()
-    at.switch_page("app_pages/block.py").run()
+    at.switch_page(page_path("block")).run()
     no_errors(at)
     assert readable(chart(at, "resid_norms")["data"][0]["y"]), chart(at, "resid_norms")["data"][0]["y"]
     position = at.select_slider(key="lens_position")
@@ -35,7 +35,7 @@ def test_the_block_page_labels_split_characters_whole(emoji_app):
 
 def test_the_heads_page_labels_split_characters_whole(emoji_app):
     at = emoji_app.run()
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_path("heads")).run()
     at.session_state["heads_tab"] = "Coreference"  # what a click on the tab does
     at.run()
     at.text_input(key="coref_text").input("Mary 😀 thanked Anna because she was kind.").run()
@@ -47,6 +47,6 @@ def test_the_heads_page_labels_split_characters_whole(emoji_app):
 
 def test_the_positions_page_labels_split_characters_whole(emoji_app):
     at = emoji_app.run()
-    at.switch_page("app_pages/positions.py").run()
+    at.switch_page(page_path("positions")).run()
     no_errors(at)
     assert readable(at.selectbox(key="rope_token").options)

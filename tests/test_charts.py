@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import charts
+from app.figures import charts
 
 
 def test_attention_heatmap_blanks_the_future_and_labels_tokens():
@@ -56,7 +56,7 @@ def test_head_grid_greys_undefined_heads():
     ({"selection": {"points": []}}, None), ({"selection": {"points": [{"x": 1}]}}, None), (None, None),
 ])
 def test_the_picked_point_reads_customdata_as_the_browser_sends_it(event, expected):
-    from app.widgets import picked_customdata
+    from app.ui.widgets import picked_customdata
 
     assert picked_customdata(event) == expected
 

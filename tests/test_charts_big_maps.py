@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from app import charts
+from app.figures import charts
 
 
 def causal_map(t: int, seed: int = 0) -> np.ndarray:

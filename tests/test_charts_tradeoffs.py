@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import charts
+from app.figures import charts
 
 
 def test_expert_map_colours_the_best_expert_and_hovers_every_choice():

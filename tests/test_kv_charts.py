@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import memory_charts
-from app.memory_charts import EMPTY, GENERATED, PROMPT, cache_slots
+from app.figures import memory_charts
+from app.figures.memory_charts import EMPTY, GENERATED, PROMPT, cache_slots
 
 
 def test_cache_slots_mark_the_prompt_the_generated_tokens_and_the_empty_rest():

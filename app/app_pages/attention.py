@@ -6,8 +6,10 @@ import numpy as np
 import streamlit as st
 import torch
 
-from app import charts, resources, sidebar, state
-from app.widgets import bounded_slider, picked_customdata
+from app import resources
+from app.figures import charts
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider, picked_customdata
 from txviz.analysis import export
 from txviz.analysis.heads import METRICS, hide_sink
 from txviz.analysis.steps import attention_steps, entropy

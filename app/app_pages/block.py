@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import charts, resources, sidebar, state
-from app.widgets import bounded_slider
+from app import resources
+from app.figures import charts
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider
 from txviz.analysis.block import block_equation, block_walkthrough, logit_lens
 
 st.title("One block, end to end")

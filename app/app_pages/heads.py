@@ -8,7 +8,9 @@ import numpy as np
 import streamlit as st
 import torch
 
-from app import charts, resources, sidebar, state
+from app import resources
+from app.figures import charts
+from app.ui import sidebar, state
 from txviz.analysis.coref import score_heads, word_token_spans
 from txviz.analysis.coref_answer import (CONTRASTS, QUERY_KINDS, contrast_sentence, default_completion,
                                          max_row_difference, query_row, read_answer, sentence_words,

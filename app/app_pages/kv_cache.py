@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import charts, kv_resources, memory_charts, resources, sidebar, state
-from app.widgets import bounded_slider
+from app import kv_resources, resources
+from app.figures import charts, memory_charts
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider
 from txviz import limits as limits_
 from txviz.analysis import memory
 from txviz.analysis.kv_sharing import describe_regrouping, kv_head_options, layer_sharing_steps

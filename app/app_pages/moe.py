@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import charts, resources, sidebar, state
+from app import resources
+from app.figures import charts
+from app.ui import sidebar, state
 from app import zoo_resources as zoo
-from app.widgets import bounded_slider
+from app.ui.widgets import bounded_slider
 from txviz.analysis import moe
 from txviz.analysis.tradeoffs import REFERENCES, expert_family, zoo_rows
 from txviz.loading.zoo import CURVES_FILE, SHIPPED_ZOO

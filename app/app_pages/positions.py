@@ -9,8 +9,10 @@ import numpy as np
 import streamlit as st
 import torch
 
-from app import charts, resources, sidebar, state
-from app.widgets import bounded_slider
+from app import resources
+from app.figures import charts
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider
 from txviz import limits as limits_
 from txviz.analysis import positions as pos
 from txviz.model.positions import alibi_slopes, rope_inv_freq

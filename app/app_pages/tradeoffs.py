@@ -8,7 +8,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app import charts, resources, sidebar
+from app import resources
+from app.figures import charts
+from app.ui import sidebar
 from app import zoo_resources as zoo
 from txviz.analysis import tradeoffs as tr
 from txviz.analysis.memory import count_active_params, count_params, kind_variants, kv_bytes_per_token

@@ -67,3 +67,13 @@ def texts(at) -> str:
 def no_errors(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def page_path(name: str) -> str:
+    """The page file of ``name`` (attention, heads, block, positions, kv_cache, moe, tradeoffs), as
+    ``AppTest.switch_page`` takes it: relative to app/main.py."""
+    folder = Path(MAIN).parent / "app_pages" / name / "page.py"
+    return f"app_pages/{name}/page.py" if folder.is_file() else f"app_pages/{name}.py"
+
+
+PAGE_NAMES = ("attention", "heads", "block", "positions", "kv_cache", "moe", "tradeoffs")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import resources, state
+from app import resources
+from app.ui import state
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.lab.zoo import describe
