@@ -188,3 +188,55 @@ def neighbour_similarity(table: torch.Tensor, max_offset: int) -> torch.Tensor:
     learned table forgets where it is."""
     similarity = cosine_similarity_matrix(table)
     return torch.stack([similarity.diagonal(k).mean() for k in range(1, max_offset + 1)])
+
+
+# ---- summaries the Positions page shows --------------------------------------------------------------
+def attention_probs(scores: torch.Tensor) -> torch.Tensor:
+    """softmax over the keys of captured (masked) scores (..., T, S): the map the model attends with."""
+    return torch.softmax(scores.float(), dim=-1)
+
+
+def pairs_beyond(waves: torch.Tensor, context: int) -> int:
+    """How many RoPE pairs (of wavelengths ``waves``) never complete a turn within ``context`` tokens."""
+    return int((waves > context).sum())
+
+
+def hide_future(bias: torch.Tensor) -> torch.Tensor:
+    """A (T, S) bias with NaN on the keys after each query (the causal mask hides them anyway) and on
+    any non-finite entry, so a heatmap leaves them blank."""
+    t, s = bias.shape
+    future = torch.arange(s)[None, :] > torch.arange(t)[:, None] + (s - t)
+    return torch.where(future | ~torch.isfinite(bias), torch.full_like(bias, float("nan")), bias)
+
+
+def smoothing_window(n_tokens: int) -> int:
+    """The moving-average width for a per-token loss curve: a sixteenth of it, at least 8 tokens."""
+    return max(8, n_tokens // 16)
+
+
+def moving_average(values, window: int) -> torch.Tensor:
+    """(N − window + 1,) means of each run of ``window`` consecutive values (only full windows)."""
+    values = torch.as_tensor(values, dtype=torch.float64)
+    if window > len(values):
+        return values[:0]
+    return values.unfold(0, window, 1).mean(-1)
+
+
+def loss_summary(losses: dict) -> dict[str, list]:
+    """Columns of a table of per-token losses by scaling: mean loss and its perplexity exp(mean)."""
+    means = [float(torch.as_tensor(v, dtype=torch.float64).mean()) for v in losses.values()]
+    return {"scaling": list(losses), "mean loss (nats)": means, "perplexity": [math.exp(m) for m in means]}
+
+
+def entropy_share(entropy: torch.Tensor) -> torch.Tensor:
+    """(H,) each head's attention entropy (H, T) summed over the queries after the first, as a share of
+    the even spread's log(i + 1) summed the same way (1: every query spreads evenly over what it sees)."""
+    even = uniform_entropy(entropy.shape[-1])[1:].sum()
+    return entropy[:, 1:].sum(-1) / even
+
+
+def permutation_rows(checks: dict[str, tuple]) -> list[dict]:
+    """One row per model of a permutation check {name: (sorted scores, sorted shuffled scores, order)}:
+    the largest difference between the two sorted sets (0: the same numbers in another order)."""
+    return [{"model": name, "max |Δ| between sorted score sets": float((original - shuffled).abs().max())}
+            for name, (original, shuffled, _) in checks.items()]

@@ -1,0 +1,64 @@
+"""Positions page (seed §3): what the loaded model uses to know word order, measured on it. RoPE
+models get the angles, the relative property and scaling (plus ALiBi as a labelled what-if); ALiBi
+models their slopes and bias read back from the forward pass; learned models their position table;
+models without positions what the causal mask alone gives. Every model gets the permutation check.
+Each tab is drawn by one module of this folder."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_scaling
+from app.app_pages.positions.view import PositionsView
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider
+from txviz.analysis import positions as pos
+
+SCHEMES = {
+    "rope": ("**RoPE** rotates each pair of query/key dimensions by an angle proportional to the position, "
+             "with a different speed per pair; because rotations compose, a query at m and a key at n only "
+             "see the difference m − n.",
+             r"R_{m\theta_i}=\begin{pmatrix}\cos m\theta_i & -\sin m\theta_i\\ \sin m\theta_i & \cos m\theta_i"
+             r"\end{pmatrix},\ \theta_i=\text{base}^{-2i/d},\qquad (R_{m}q)\cdot(R_{n}k)=q\cdot R_{n-m}k"),
+    "alibi": ("**ALiBi** leaves q and k alone and subtracts a per-head slope times the distance from each "
+              "score, so every head prefers recent tokens, some much more than others.",
+              r"s_{ij}=q_i\cdot k_j/\sqrt{d} - m_h\,(i-j),\qquad m_h = 2^{-8h/H}"),
+    "learned": ("**Learned absolute positions**: a trained vector per position is added to each token's "
+                "embedding before the first layer; the table has one row per position of the training context "
+                "and nothing past it.", r"x_i = e_{\text{token}_i} + p_i,\qquad i < T_{\text{train}}"),
+    "none": ("**No positions**: nothing tells the model where a token is, except the causal mask: a query at "
+             "position i can see only the i + 1 tokens up to it.",
+             r"s_{ij}=q_i\cdot k_j/\sqrt{d}\ \ (j \le i),\qquad -\infty\ \ (j > i)"),
+}
+SCHEME_NAMES = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned absolute", "none": "none"}
+SECTION_VIEWS = {"RoPE angles": rope.angles_tab, "RoPE scaling": rope_scaling.scaling_tab,
+                 "ALiBi what-if": alibi.what_if_tab, "ALiBi slopes and bias": alibi.measured_tab,
+                 "Learned position table": learned.table_tab, "No positions: the causal mask": no_positions.mask_tab,
+                 "Permutation": permutation.permutation_tab}
+
+st.title("Positions")
+st.markdown("Attention on its own is blind to order: shuffle the tokens and every query–key dot product is "
+            "still there, just moved. So position must be injected, or inferred.")
+source, loaded, traced = sidebar.prompt_trace()
+config = loaded.config
+about, formula = SCHEMES[config.positions]
+st.markdown(f"Loaded: **{cache.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
+            + (f" (θ base {config.rope_theta:g}, {config.head_dim // 2} pairs per head, scaling "
+               f"{config.rope_scaling.kind})" if config.positions == "rope" else "") + ". " + about)
+st.latex(formula)
+if config.positions == "learned":  # the table is read before any layer: no layer or head to pick
+    layer, head = int(state.get("layer")), int(state.get("head"))
+else:
+    c1, c2, _ = st.columns([2, 1, 3])
+    layer = bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
+    head = int(c2.number_input("Head", 0, config.n_heads - 1, key="head"))
+view = PositionsView(source, loaded, traced, state.get("prompt"), state.get("bos"),
+                     cache.display_tokens(loaded, traced), layer, head)  # tokens: split characters shown whole
+
+names = pos.sections(config.positions)
+# keyed by the scheme: another model's tabs start afresh; only the open tab runs
+for tab, name in zip(st.tabs(list(names), key=f"positions_tab_{config.positions}", on_change="rerun"), names):
+    with tab:
+        if tab.open is not False:  # None: state tracking off (never here)
+            SECTION_VIEWS[name](view)

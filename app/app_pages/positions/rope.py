@@ -1,0 +1,70 @@
+"""The "RoPE angles" tab: the angle table m·θ_i and each pair's wavelength, one real query pair
+rotated along the positions, and the relative property (q_m·k_n depends on m − n only) on real q and k."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from app import cache
+from app.app_pages.positions.view import PositionsView
+from app.figures import charts
+from app.ui.widgets import bounded_slider
+from txviz.analysis import positions as pos
+from txviz.model.positions import rope_inv_freq
+
+
+def angles_tab(view: PositionsView) -> None:
+    config = view.config
+    inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)[0]
+    n_pos = bounded_slider(st, "Positions shown", min(16, config.max_seq_len), min(4096, config.max_seq_len),
+                           min(256, config.max_seq_len), key="rope_positions")
+    a, b = st.columns(2)
+    table = pos.angle_table(inv_freq, n_pos).numpy()
+    a.plotly_chart(charts.matrix(table.T, title="Angle m·θ_i mod 2π (pair × position)", colorscale="Twilight",
+                                 symmetric=False, value_name="angle (rad)"), key="rope_angles")
+    wavelengths = pos.wavelengths(inv_freq)
+    waves = wavelengths.numpy()
+    b.plotly_chart(charts.lines(range(len(waves)), {"wavelength (tokens per turn)": waves,
+                                                     "context length": np.full(len(waves), config.max_seq_len)},
+                                title="Wavelength 2π/θ_i of each pair", x_title="pair i", log_y=True), key="rope_waves")
+    b.caption(f"Fast pairs turn every {waves[0]:.1f} tokens and encode fine order; pairs with wavelengths beyond the "
+              f"context ({pos.pairs_beyond(wavelengths, config.max_seq_len)} of {len(waves)}) never "
+              "complete a turn during training.")
+    real_vectors(view, inv_freq)
+
+
+def follow_inputs(keys: tuple[str, ...], *inputs) -> None:
+    """Widgets whose options come from ``inputs`` (the model, the prompt's tokens) start afresh when
+    those change, instead of keeping a position that now names another token (STYLE 11)."""
+    if st.session_state.get(f"{keys[0]}__inputs") != inputs:
+        for key in keys:
+            st.session_state.pop(key, None)
+        st.session_state[f"{keys[0]}__inputs"] = inputs
+
+
+def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
+    config, tokens, labels, layer, head = view.config, view.tokens, view.labels, view.layer, view.head
+    st.subheader("A real query, rotated")
+    qk = cache.get_trace(view.source, view.prompt, view.bos, capture=("q", "k"), layers=(layer,)).trace
+    c1, c2, c3 = st.columns(3)
+    follow_inputs(("rope_token", "rope_key_token"), view.source, tuple(tokens))
+    token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: labels[i],
+                         key="rope_token")
+    pair = bounded_slider(c2, "Pair i", 0, config.head_dim // 2 - 1, 0, key="rope_pair")
+    span = c3.slider("Positions", 8, 512, 64, key="rope_span")
+    q_vec = qk.get("q", layer)[0, head, token]
+    path = pos.pair_trajectory(q_vec, inv_freq, pair, torch.arange(span)).numpy()
+    st.plotly_chart(charts.rotation_path(path, title=f"Layer {layer} head {head}: pair {pair} of q({tokens[token]!r}) "
+                                                 f"placed at positions 0…{span - 1}"), key="rope_path")
+    st.subheader("Only the distance matters")
+    key_token = st.selectbox("Key token", range(len(tokens)), index=max(0, len(tokens) - 3),
+                             format_func=lambda i: labels[i], key="rope_key_token")
+    k_vec = qk.get("k", layer)[0, head // config.n_groups, key_token]
+    scores = pos.relative_scores(q_vec, k_vec, inv_freq, 48)
+    spread = pos.spread_per_offset(scores)
+    st.plotly_chart(charts.matrix(scores.numpy(), title="q placed at m (rows) · k placed at n (columns)",
+                                  value_name="q·k"), key="rope_relative")
+    st.markdown(f"Every diagonal (fixed m − n) holds one value: the largest spread along a diagonal is **{spread:.1e}** "
+                f"(float64 rounding), against a range of {float(scores.max() - scores.min()):.2f} across diagonals.")
