@@ -1,0 +1,32 @@
+"""The head view: one query token's attention to the keys it reads, as lines."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.figures import charts
+from app.ui import state
+from txviz.analysis.heads import hide_sink
+
+
+def query_index(n: int) -> int:
+    """The head view's query token; the URL's "query" is -1 for the last token, whatever the length."""
+    query = int(state.get("query"))
+    return n - 1 if not 0 <= query < n else query
+
+
+def _pick_query(n: int) -> None:
+    picked = int(st.session_state["query_token"])
+    st.session_state["query"] = -1 if picked == n - 1 else picked
+
+
+def head_view(view, layer: int, head: int, hide: bool) -> None:
+    st.subheader("Head view")
+    n, tokens = view.n, view.tokens
+    st.session_state["query_token"] = query_index(n)  # the slider shows the shared query (from a link too)
+    query = st.select_slider("Query token", options=list(range(n)), key="query_token", on_change=_pick_query,
+                             args=(n,), format_func=lambda i: f"{i}: {tokens[i]}")
+    query_row = view.traced.trace.attn(layer, head, rows=slice(query, query + 1))
+    query_row = (hide_sink(query_row) if hide else query_row)[0]
+    st.plotly_chart(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
+    st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")

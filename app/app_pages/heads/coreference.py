@@ -1,0 +1,72 @@
+"""The Coreference tab: write a sentence, click the pronoun and its candidates, and see every head ranked
+by the attention it sends to the answer, beside the model's own answer."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.app_pages.heads import causal_note, model_answer, ranking
+from txviz.analysis.coref_answer import (default_completion, sentence_words, suggest_candidates,
+                                         suggest_deciding_word, suggest_pronoun)
+from txviz.analysis.coref_marks import MAX_WORDS, MIN_WORDS, Marks, check_choice, mark_key
+
+
+def coref_tab(source: str, loaded, bos: str) -> None:
+    st.markdown(
+        "Which heads connect a pronoun to the noun it stands for? Write a sentence, click the pronoun and the "
+        "candidates, and every head is ranked by how much more attention flows from the query token to the "
+        "candidate you mark as the answer than to the best other one. A causal model reads left to right: a "
+        "token's attention reaches only the words *before* it.")
+    st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{qj}"
+             r" - \max_{c\neq\text{answer}} \sum_{j\in c} A_{qj}")
+    text = st.text_input("Sentence (press Enter)", key="coref_text", max_chars=300)
+    words = sentence_words(text)
+    if len(words) < MIN_WORDS:
+        st.info("Write a sentence with a pronoun and at least two candidate words before it.")
+        return
+    try:
+        cache.encode(source, text, bos)  # the server's limits, before anything is drawn or run
+    except cache.PromptError as error:
+        st.warning(str(error))
+        return
+    if len(words) > MAX_WORDS:
+        st.warning(f"This text has {len(words)} words: marking works on a sentence or two, at most {MAX_WORDS} "
+                   "words. Shorten it.")
+        return
+    marks = _mark_words(text, words)
+    if marks is None:
+        return
+    causal_note.causal_note(source, bos, text, words, marks)
+    ranked = ranking.read_rows(source, bos, text, words, marks)
+    if ranked is None:
+        return
+    traced, spans, row = ranked
+    names = [words[i].text for i in marks.candidates]
+    model_answer.model_answer(traced, loaded.tokenizer, names, marks.completion)
+    ranking.rank_heads(loaded, text, traced, spans, names, row)
+
+
+def _mark_words(text: str, words) -> Marks | None:
+    """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete."""
+    pronoun_default = suggest_pronoun(words)
+    candidate_default = suggest_candidates(words, pronoun_default)
+    label = lambda i: words[i].text  # noqa: E731
+    options = range(len(words))
+    pronoun = st.pills("Pronoun: click it", options, default=pronoun_default, format_func=label,
+                       key=mark_key("pronoun", text))
+    candidates = st.pills("Candidates it may refer to: click two or more (nouns before it are suggested)", options,
+                          selection_mode="multi", default=candidate_default, format_func=label,
+                          key=mark_key("candidates", text))
+    deciding = st.pills("Deciding word: the word that settles the answer (optional)", options,
+                        default=suggest_deciding_word(words, pronoun_default), format_func=label,
+                        key=mark_key("deciding", text))
+    try:
+        candidates = check_choice(pronoun, candidates)
+    except ValueError as problem:
+        st.info(str(problem))
+        return None
+    completion = st.text_input("Completion, appended after the sentence: the model's next word is its answer",
+                               value=default_completion(text, words, pronoun_default, candidate_default),
+                               key=mark_key("completion", text), max_chars=200)
+    return Marks(pronoun, tuple(candidates), deciding, completion.rstrip())

@@ -1,0 +1,34 @@
+"""Heads page (seed §1.1, §1.4): detectors for known head types, and the heads that resolve pronouns."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.app_pages.heads import builtin_set, coreference, detectors, widget_memory
+from app.ui import sidebar, state
+
+TABS = ("Detectors", "Coreference")
+
+st.title("Heads & coreference")
+st.markdown(
+    "Heads specialize. Some always look one token back, some look at earlier copies of the current token, "
+    "some complete patterns (**induction**: after *A B … A*, attend to *B*), many park their attention on "
+    "the first token when they have nothing to do. A detector scores each head by the attention mass it "
+    "puts on a pattern P, averaged over the rows where P is defined.")
+st.latex(r"\mathrm{score}(\text{head}) = \frac{1}{|R|}\sum_{i \in R}\ \sum_{j:\,P_{ij}=1} A_{ij}")
+
+source, loaded, traced = sidebar.prompt_trace()
+bos = state.get("bos")
+
+widget_memory.keep_widgets_alive(state.get("coref_text"))
+if "heads_tab" not in st.session_state and state.get("coref_text") != state.DEFAULT_COREF:
+    st.session_state["heads_tab"] = "Coreference"  # a link that carries a sentence opens on it
+st.caption("Only the open tab is computed.")
+tabs = dict(zip(TABS, st.tabs(list(TABS), key="heads_tab", on_change="rerun")))
+with tabs["Detectors"]:
+    if tabs["Detectors"].open is not False:  # None: state tracking off (never here)
+        detectors.detectors_tab(source, loaded, traced)
+with tabs["Coreference"]:
+    if tabs["Coreference"].open is not False:
+        coreference.coref_tab(source, loaded, bos)
+        builtin_set.builtin_section(source, loaded.config, bos)

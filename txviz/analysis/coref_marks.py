@@ -1,0 +1,82 @@
+"""The marks a reader puts on one sentence (pronoun, candidates, deciding word, completion), checked, and
+the names that tie each choice to the sentence it was made on.
+
+Why names from a digest of the sentence: the suggested pronoun and candidates come from the sentence
+(``coref_answer.suggest_*``). A choice kept under a fixed name would outlive its sentence and point at
+the wrong words of the next one; a name that carries a digest of the sentence (and of any other input a
+choice depends on) starts fresh when that input changes, and the choices of other sentences can be
+found and forgotten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from txviz.analysis.coref_answer import QUERY_KINDS
+
+MARK_NAMES = ("pronoun", "candidates", "deciding", "completion", "swap", "query", "target")
+MARK_PREFIXES = tuple(f"coref_{name}_" for name in MARK_NAMES)
+MIN_WORDS = 3  # a pronoun and two candidates
+MAX_WORDS = 60  # three strips of clickable words: beyond this they stop being readable
+
+
+def digest(*parts) -> str:
+    """A short stable name for ``parts`` (their repr): 12 hex digits of SHA-1."""
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
+
+
+def mark_key(name: str, text: str, *inputs) -> str:
+    """``coref_<name>_<digest of the sentence>[_<digest of the other inputs>]``."""
+    if name not in MARK_NAMES:
+        raise ValueError(f"mark name must be one of {MARK_NAMES}, got {name!r}")
+    return f"coref_{name}_{digest(text)}" + (f"_{digest(*inputs)}" if inputs else "")
+
+
+def sort_keys(keys: Iterable, text: str, kept_prefixes: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Keys → (to keep, to forget): the marks made on ``text`` and the keys starting with
+    ``kept_prefixes`` are kept; marks made on any other sentence are forgotten; other keys are neither."""
+    sentence, keep, forget = digest(text), [], []
+    for key in keys:
+        if not isinstance(key, str):
+            continue
+        if key.startswith(tuple(kept_prefixes)) or (key.startswith(MARK_PREFIXES) and key.split("_")[2] == sentence):
+            keep.append(key)
+        elif key.startswith(MARK_PREFIXES):
+            forget.append(key)
+    return keep, forget
+
+
+def check_choice(pronoun: int | None, candidates: Iterable[int]) -> list[int]:
+    """The clicked pronoun and candidates → the candidates in sentence order; ValueError saying what is
+    missing when the pronoun is not clicked, fewer than two candidates are, or the pronoun is among them."""
+    if pronoun is None:
+        raise ValueError("Click the pronoun in the first strip.")
+    candidates = sorted(candidates)
+    if len(candidates) < 2 or pronoun in candidates:
+        raise ValueError("Click at least two candidate words, other than the pronoun.")
+    return candidates
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Word indices into ``sentence_words(text)``; the completion is appended after the sentence."""
+    pronoun: int
+    candidates: tuple[int, ...]
+    deciding: int | None
+    completion: str
+
+    @property
+    def decided_after_pronoun(self) -> bool:
+        """A deciding word after the pronoun: the pronoun's row (causal) cannot see it."""
+        return self.deciding is not None and self.deciding > self.pronoun
+
+    def query_kinds(self) -> list[str]:
+        """Where attention can be read from: the deciding word only when one is marked."""
+        return [k for k in QUERY_KINDS if k != "deciding word" or self.deciding is not None]
+
+
+def same_prefix(ids_a: Sequence[int], ids_b: Sequence[int], row: int) -> bool:
+    """Whether two token sequences agree up to and including token ``row`` (their rows there comparable)."""
+    return list(ids_a[:row + 1]) == list(ids_b[:row + 1])
