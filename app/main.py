@@ -11,13 +11,13 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import resources  # noqa: E402
+from app import cache  # noqa: E402
 from app.ui import sidebar, state  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
 try:
-    resources.limits()
+    cache.limits()
 except LimitError as error:  # the operator's settings, not the visitor's input: say which and stop
     st.error(f"txviz is misconfigured: {error}")
     st.stop()

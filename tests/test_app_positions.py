@@ -87,9 +87,9 @@ def scaling_caption(at) -> str:
 
 
 def test_the_scaling_estimate_is_measured_here_first_on_a_short_forward_then_on_a_scored_scaling():
-    from app import resources
+    from app import cache
 
-    resources._scaling_step_times().clear()  # as on a server that has scored no scaling yet
+    cache._shared("scaling_step_times").clear()  # as on a server that has scored no scaling yet
     at = open_tab(positions_page("base"), "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(16.0).run()  # a factor no other test scores
     assert "a short forward of this model ran at" in scaling_caption(at) and "GFLOP/s here" in scaling_caption(at)
@@ -101,7 +101,7 @@ def test_the_scaling_estimate_is_measured_here_first_on_a_short_forward_then_on_
 
 
 def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_only_the_rest():
-    from app import resources
+    from app import cache
 
     at = open_tab(positions_page("base"), "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(8.0).run()
@@ -110,7 +110,7 @@ def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_on
     run = (at.session_state["model"], at.selectbox(key="rope_text").value, 8.0, 512)
     # what a run that a Stop click ended after two scalings leaves: those two scored, the flag still set
     for kind in ("none", "linear"):
-        resources.score_scaling(*run, kind)
+        cache.score_scaling(*run, kind)
     at.session_state["_rope_running"] = run
     at.run()
     no_errors(at)

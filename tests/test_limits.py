@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.byte_cache import ByteBudgetCache
+from app.services.byte_cache import ByteBudgetCache
 from tests.tiny import VARIANTS, tiny_config
 from txviz.capture.cost import capture_cost
 from txviz.limits import (GIB, MIB, LimitError, LimitExceeded, Limits, check_budget, check_prompt_chars,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import resources
+from app import cache
 from app.ui import state
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
@@ -87,7 +87,7 @@ def _load_model():
         if source == "default":
             _ensure_default_fetched()
         with st.spinner(f"Loading {source}…"):
-            return resources.get_model(source)
+            return cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
         st.error(f"Could not load the model: {error}")
         return None
@@ -97,7 +97,7 @@ def render() -> None:
     with st.sidebar:
         st.markdown("### txviz")
         _pick_model()
-        st.text_area("Prompt", key="prompt", height=110, max_chars=resources.limits().max_prompt_chars,
+        st.text_area("Prompt", key="prompt", height=110, max_chars=cache.limits().max_prompt_chars,
                      help="Shared by every page and kept in the URL.")
         st.radio("Before the prompt", list(state.BOS_POLICIES), key="bos", horizontal=True,
                  format_func=lambda p: {"sink": "sink token", "none": "nothing", "bos": "BOS"}[p],
@@ -108,17 +108,17 @@ def render() -> None:
             return
         n_tokens = None
         try:
-            encoding = resources.encode(state.get("model"), state.get("prompt"), state.get("bos"), long=True)
+            encoding = cache.encode(state.get("model"), state.get("prompt"), state.get("bos"), long=True)
             n_tokens = len(encoding.ids)
-            note = resources.dropped_characters(encoding)
+            note = cache.dropped_characters(encoding)
             if note:
                 st.warning(note)
             _warn_unknown(loaded, encoding)
-        except resources.PromptError:
+        except cache.PromptError:
             pass
         config = loaded.config
         st.caption(
-            f"**{resources.display_name(loaded)}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
+            f"**{cache.display_name(loaded)}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
             f"{config.n_layers} layers · {config.n_heads} heads · {config.n_kv_heads} KV heads "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
@@ -151,7 +151,7 @@ def current():
     head are brought inside the model."""
     source = state.get("model")
     try:
-        loaded = resources.get_model(source)
+        loaded = cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
         st.info(f"No model loaded ({error}). Pick one in the sidebar.")
         st.stop()
@@ -167,8 +167,8 @@ def prompt_trace(capture: tuple[str, ...] = ("attn_probs",), layers: tuple[int, 
     with the reason shown."""
     source, loaded = current()
     try:
-        traced = resources.get_trace(source, state.get("prompt"), state.get("bos"), capture, layers)
-    except resources.PromptError as error:
+        traced = cache.get_trace(source, state.get("prompt"), state.get("bos"), capture, layers)
+    except cache.PromptError as error:
         st.warning(str(error))
         st.stop()
     return source, loaded, traced
