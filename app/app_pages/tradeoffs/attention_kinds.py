@@ -1,0 +1,43 @@
+"""The "MHA / GQA / MQA" tab: how many key/value heads the cache keeps, what that saves per token on the
+loaded model, and what quality the zoo's variants lost for it (with the evaluation noise drawn honestly)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.app_pages.tradeoffs.view import TradeoffsView
+from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
+from app.figures import charts
+from txviz.analysis import tradeoff_tables as tables
+from txviz.analysis import tradeoffs as tr
+
+
+def attention_kinds(view: TradeoffsView) -> None:
+    st.markdown("Every query head can keep its own keys and values (MHA), share them within a group (GQA) "
+                "or all share one pair (MQA). The cache shrinks with the number of KV heads; the question is "
+                "what quality it costs.")
+    st.latex(r"\text{KV bytes/token} = 2\,L\,H_{kv}\,d_{head}\,b")
+    try:
+        st.dataframe(tables.attention_kind_rows(view.config, view.dtype_name), hide_index=True)
+    except ValueError as error:
+        st.info(str(error))
+    st.subheader("Measured in the zoo")
+    rows = tr.zoo_rows(tr.ATTENTION_KINDS)
+    zoo_table(rows, {"variant": "variant", "n_kv_heads": "KV heads", "kv_bytes_per_token": "KV bytes/token (fp32)",
+                     "params": "params", "val_loss": "val loss", "val_loss_4x": "val loss at 4× context"})
+    done = [r for r in rows if r["trained"]]
+    if done:
+        kv_noise(done)
+
+
+def kv_noise(done: list[dict]) -> None:
+    """The zoo's attention kinds with their evaluation noise: error bars, an honest axis, and the verdict in words."""
+    estimates = loss_noise(done)
+    st.plotly_chart(charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
+                                           [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
+                                           y_range=tr.loss_axis_range(estimates),
+                                           title="KV cache vs validation loss (bars: ± 2 standard errors)",
+                                           x_title="KV bytes per token (fp32)", y_title="val loss (nats)"),
+                    key="to_kv_zoo")
+    st.caption("Standard errors over the held-out windows the lab's evaluation scores (their mean is eval.json's "
+               "val loss); the y-axis spans at least 5 % of the loss, so a 0.1 % difference looks like one.")
