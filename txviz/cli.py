@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate, coref, memory, bench, lab — each with ``--json`` for scripts."""
+"""The ``txviz`` command line: fetch, info, trace, generate, coref, patch, memory, bench, lab — each with ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -134,6 +134,34 @@ def cmd_coref(args) -> dict:
     return result
 
 
+def cmd_patch(args) -> dict:
+    """Which heads cause the answer: DLA, mean ablation and patching from the corrupt prompt per head
+    (txviz.causal.report)."""
+    from txviz.causal.report import patch_report
+    if args.chunk_size < 1:
+        raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
+    loaded = _load(args)
+    if loaded.tokenizer is None:
+        raise ValueError("this model has no tokenizer: patch needs text")
+    candidates = None if args.candidates is None else args.candidates.split(",")
+    started = time.perf_counter()
+    result = patch_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
+                          bos=args.bos, candidates=candidates, pronoun=args.pronoun, grid=args.grid,
+                          top_k=args.top, chunk_size=args.chunk_size)
+    result = {"model": loaded.source, **result, "seconds": round(time.perf_counter() - started, 3)}
+    if not args.json:
+        _print_patch(result, args.top)
+    return result
+
+
+def _print_patch(result: dict, top: int) -> None:
+    print(f"logit diff {result['answer_token']['text']!r} − {result['wrong_token']['text']!r}: "
+          f"clean {result['clean_logit_diff']:+.3f}, corrupt {result['corrupt_logit_diff']:+.3f}")
+    print("layer  head  patching  ablation     dla")
+    for row in sorted(result["heads"], key=lambda r: -abs(r["patching"]))[:top]:
+        print(f"{row['layer']:5d}  {row['head']:4d}  {row['patching']:+8.3f}  {row['ablation']:+8.3f}  {row['dla']:+6.3f}")
+
+
 def cmd_memory(args) -> dict:
     from txviz.analysis import memory
     if args.list:
@@ -213,6 +241,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to each sentence")
     p.add_argument("--top", type=int, default=10, help="heads to print without --json")
     p.set_defaults(run=cmd_coref)
+    p = command("patch", "which heads cause the answer: DLA, ablation and patching on a prompt pair")
+    p.add_argument("--clean", required=True, help="the prompt whose answer is explained")
+    p.add_argument("--corrupt", required=True, help="its counterfactual, of the same token length")
+    p.add_argument("--answer", required=True, help="the word the clean prompt should name (scored by its first token)")
+    p.add_argument("--wrong", required=True, help="the word it is compared with (scored by its first token)")
+    p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to both prompts")
+    p.add_argument("--candidates", default=None,
+                   help="comma-separated candidate words: adds each head's attention margin from --pronoun")
+    p.add_argument("--pronoun", default="it", help="the word whose attention row --candidates scores")
+    p.add_argument("--grid", action="store_true", help="also patch the residual stream per (layer, position)")
+    p.add_argument("--top", type=int, default=10, help="heads printed without --json; k of the top-k agreement")
+    p.add_argument("--chunk-size", type=int, default=64, help="interventions per batched forward call")
+    p.set_defaults(run=cmd_patch)
     from txviz.analysis.memory import KV_DTYPES, WEIGHT_DTYPES
     p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
     which = p.add_mutually_exclusive_group(required=True)
@@ -251,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(result))
-    elif args.command not in ("generate", "coref", "bench"):  # these print their own text
+    elif args.command not in ("generate", "coref", "patch", "bench"):  # these print their own text
         print(json.dumps(result, indent=2))
     return 0
 

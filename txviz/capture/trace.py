@@ -120,6 +120,9 @@ class LayerRecorder:
         for name, tensor in tensors.items():
             self(name, tensor)
 
+    def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor  # looks only: interventions are txviz.causal's
+
 
 class Recorder:
     """Collects one forward call's captures. Create one per call; ``finish`` freezes it."""

@@ -41,6 +41,9 @@ class LiveLayerRecorder:
         for name, tensor in tensors.items():
             self(name, tensor)
 
+    def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor  # looks only: interventions are txviz.causal's
+
 
 class LiveRecorder:
     """One forward call's per-layer captures, kept attached to the autograd graph."""

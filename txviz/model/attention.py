@@ -180,16 +180,16 @@ class Attention(nn.Module):
         # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
         b, t, _ = x.shape
         ctx = ctx.on(x.device)
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
-        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        q = record.edit("q", self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2))  # (B, H, T, D)
+        k = record.edit("k", self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
+        v = record.edit("v", self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
         q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
         k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D): cached and new, or just new
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
         if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
             record("kv_bytes", torch.tensor(cache.held_nbytes(k_all, v_all)))
         attend = getattr(self, f"_{attention_path(record.wanted)}")  # _fused, _eager or _blockwise
-        out = attend(q_rot, k_all, v_all, ctx, record)  # (B, H, T, D)
+        out = record.edit("head_out", attend(q_rot, k_all, v_all, ctx, record))  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
         return self.o_proj(out)
 

@@ -8,6 +8,10 @@ its attention path (``txviz.model.attention.attention_path``).
 
 A plain call gets ``NULL_RECORDER``: it wants nothing and keeps nothing, so the forward code is the
 same straight line with or without capture (no ``if record is not None``).
+
+Interventions use the same seam: at a few named points (``EDIT_POINTS``) a layer hands its tensor to
+``edit(name, tensor)`` and continues with what comes back. Every recorder here returns the tensor
+unchanged; ``txviz.causal.intervention.Intervention`` returns it ablated or patched, for one call.
 """
 
 from __future__ import annotations
@@ -15,6 +19,16 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
+
+# name → shape of the tensors a layer hands to ``edit`` (B batch, H heads, Hkv KV heads, T tokens,
+# D head_dim, d model width): T is always dimension −2.
+EDIT_POINTS = {
+    "resid_pre": "(B, T, d) the residual stream entering the layer",
+    "q": "(B, H, T, D) queries before RoPE", "k": "(B, Hkv, T, D) keys before RoPE", "v": "(B, Hkv, T, D) values",
+    "head_out": "(B, H, T, D) each head's output before o_proj",
+    "ffn_out": "(B, T, d) the FFN's (MLP's or MoE's) output",
+    "resid_post": "(B, T, d) the residual stream leaving the layer",
+}
 
 
 class LayerRecorderProtocol(Protocol):
@@ -31,6 +45,9 @@ class LayerRecorderProtocol(Protocol):
 
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         """A block of query rows of the layer's attention (for ``head_summaries``)."""
+
+    def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """The tensor the layer continues with at edit point ``name`` (see EDIT_POINTS)."""
 
 
 class RecorderProtocol(Protocol):
@@ -61,6 +78,9 @@ class NullLayerRecorder:
 
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         pass
+
+    def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
 
 
 class NullRecorder:

@@ -46,11 +46,12 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
+        x = record.edit("resid_pre", x)
         attn_out = self.attn(self.attn_norm(x), ctx, cache, record)
         h = x + attn_out
-        ffn_out = self.feed_forward(self.ffn_norm(h), record)
+        ffn_out = record.edit("ffn_out", self.feed_forward(self.ffn_norm(h), record))
         record.many(attn_out=attn_out, ffn_out=ffn_out)
-        return h + ffn_out
+        return record.edit("resid_post", h + ffn_out)
 
     def feed_forward(self, x: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
         return self.ffn(x)  # a dense FFN has nothing to record

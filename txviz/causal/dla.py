@@ -1,0 +1,80 @@
+"""Direct logit attribution: each head's and each FFN's share of the logit difference at the last position.
+
+The final residual is a sum: embeddings (+ learned positions) + Σ_layers (Σ_heads head_h·W_O,hᵀ + o_proj
+bias + FFN output). With the final norm's scale frozen at the clean run's (its only non-linearity:
+RMSNorm divides by the clean rms; LayerNorm also subtracts each part's own mean, which is linear), the
+logit difference (U[answer] − U[wrong])·norm(x) splits into one term per part, and the terms add up to
+it exactly (Elhage et al. 2021, "A Mathematical Framework"; Wang et al. 2022, IOI §3.1; Nanda's
+TransformerLens ``logit_attribution``). Computed in float64. The constant parts (o_proj biases,
+LayerNorm's bias) are reported as ``bias``, zero for SmolLM2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from txviz.causal.activations import run_with_activations
+from txviz.causal.metric import logit_diff
+from txviz.model.norm import LayerNorm, RMSNorm
+
+
+@dataclass(frozen=True)
+class LogitAttribution:
+    total: float  # the model's logit difference
+    embed: float  # token embeddings plus learned positions
+    bias: float  # attention output biases and the final LayerNorm's bias
+    heads: torch.Tensor  # (L, H)
+    mlps: torch.Tensor  # (L,) the FFN (dense or MoE) of each layer
+
+    @property
+    def parts_sum(self) -> float:
+        return self.embed + self.bias + float(self.heads.sum()) + float(self.mlps.sum())
+
+
+def frozen_norm(norm, final: torch.Tensor):
+    """The final norm as a linear map of one part, its scale taken from the whole residual ``final`` (d,)."""
+    weight = norm.weight.detach().double()
+    if isinstance(norm, RMSNorm):
+        rms = torch.sqrt(final.pow(2).mean() + norm.eps)
+        return lambda part: part / rms * weight
+    if isinstance(norm, LayerNorm):
+        sigma = torch.sqrt(final.var(unbiased=False) + norm.eps)
+        return lambda part: (part - part.mean(-1, keepdim=True)) / sigma * weight
+    raise TypeError(f"no frozen form for {type(norm).__name__}")
+
+
+def _head_parts(attn, head_out: torch.Tensor) -> torch.Tensor:
+    """head_out (H, D) at one position → (H, d): each head's write into the residual stream."""
+    n_heads, head_dim = head_out.shape
+    w_o = attn.o_proj.weight.detach().double().view(-1, n_heads, head_dim)  # (d, H, D)
+    return torch.einsum("hd,mhd->hm", head_out.double(), w_o)
+
+
+@torch.no_grad()
+def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id: int) -> LogitAttribution:
+    """Split logit(answer) − logit(wrong) at the last position of ``ids`` (T,) into its parts."""
+    ids = torch.as_tensor(ids)
+    ids = ids[None] if ids.dim() == 1 else ids
+    last_layer = model.config.n_layers - 1
+    logits, acts = run_with_activations(model, ids, ("resid_pre", "head_out", "ffn_out", "resid_post"))
+    final = acts[last_layer, "resid_post"][0, -1].double()  # (d,)
+    linear = frozen_norm(model.final_norm, final)
+    unembed = model.unembedding.detach().double()
+    direction = unembed[answer_id] - unembed[wrong_id]  # (d,)
+
+    def score(part: torch.Tensor) -> torch.Tensor:
+        return linear(part.double()) @ direction
+
+    heads, mlps, bias = [], [], torch.zeros((), dtype=torch.float64)
+    for i, layer in enumerate(model.layers):
+        heads.append(score(_head_parts(layer.attn, acts[i, "head_out"][0, :, -1])))
+        mlps.append(score(acts[i, "ffn_out"][0, -1]))
+        if layer.attn.o_proj.bias is not None:
+            bias = bias + score(layer.attn.o_proj.bias.detach())
+    if getattr(model.final_norm, "bias", None) is not None:
+        bias = bias + model.final_norm.bias.detach().double() @ direction
+    return LogitAttribution(total=float(logit_diff(logits, answer_id, wrong_id)[0]),
+                            embed=float(score(acts[0, "resid_pre"][0, -1])), bias=float(bias),
+                            heads=torch.stack(heads), mlps=torch.stack(mlps))

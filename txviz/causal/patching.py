@@ -1,0 +1,85 @@
+"""Running many interventions in batched forward calls, scored by the logit difference.
+
+Each variant is a list of replacements (txviz.causal.intervention); ``chunk_size`` variants share one
+forward call, the prompt repeated along the batch. Effects are reported as the change of the logit
+difference from the unedited run: for a head patched from the corrupt run into the clean one, how much
+of the clean answer that head carries (the "noising" direction of Heimersheim & Nanda 2024).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from txviz.causal.activations import Activations, run_with_activations
+from txviz.causal.intervention import Intervention, Replace, Value
+from txviz.causal.metric import logit_diff
+
+DEFAULT_CHUNK = 64  # variants per forward call: 64 × 24 tokens of SmolLM2 is ~100 MB of activations
+
+
+def as_batch(ids: torch.Tensor) -> torch.Tensor:
+    ids = torch.as_tensor(ids)
+    return ids[None] if ids.dim() == 1 else ids
+
+
+@torch.no_grad()
+def run_variants(model, ids: torch.Tensor, variants: Sequence[Sequence[Replace]], answer_id: int, wrong_id: int,
+                 *, source: Activations | None = None, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """(N,) logit difference of each variant run on the one prompt ``ids`` (T,) or (1, T)."""
+    ids = as_batch(ids)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    results = []
+    for start in range(0, len(variants), chunk_size):
+        chunk = variants[start:start + chunk_size]
+        logits = model(ids.expand(len(chunk), -1), record=Intervention(chunk, source), last_only=True)
+        results.append(logit_diff(logits, answer_id, wrong_id).float().cpu())
+    return torch.cat(results) if results else torch.zeros(0)
+
+
+def check_same_length(clean_ids: torch.Tensor, corrupt_ids: torch.Tensor) -> None:
+    n_clean, n_corrupt = as_batch(clean_ids).shape[-1], as_batch(corrupt_ids).shape[-1]
+    if n_clean != n_corrupt:
+        raise ValueError(f"the clean prompt has {n_clean} tokens and the corrupt one {n_corrupt}: patching "
+                         "needs the same token length (change a word for one of the same token count)")
+
+
+def head_variants(n_layers: int, n_heads: int, point: str = "head_out", value: Value = "source") -> list[list[Replace]]:
+    """One variant per head (layer-major): that head's ``point`` replaced by ``value`` at every position."""
+    return [[Replace(layer, point, head, value=value)] for layer in range(n_layers) for head in range(n_heads)]
+
+
+def clean_diff(model, ids: torch.Tensor, answer_id: int, wrong_id: int) -> float:
+    with torch.no_grad():
+        return float(logit_diff(model(as_batch(ids), last_only=True), answer_id, wrong_id)[0])
+
+
+def patch_heads(model, clean_ids, corrupt_ids, answer_id: int, wrong_id: int, *, point: str = "head_out",
+                chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """(L, H or Hkv): change of the clean logit difference when one head's ``point`` (head_out, q, k
+    or v) is patched from the corrupt run, at every position. k and v have the KV heads' count."""
+    check_same_length(clean_ids, corrupt_ids)
+    _, source = run_with_activations(model, as_batch(corrupt_ids), (point,))
+    n_layers = model.config.n_layers
+    n_heads = source[0, point].shape[1]
+    diffs = run_variants(model, clean_ids, head_variants(n_layers, n_heads, point), answer_id, wrong_id,
+                         source=source, chunk_size=chunk_size)
+    return diffs.view(n_layers, n_heads) - clean_diff(model, clean_ids, answer_id, wrong_id)
+
+
+def ablate_heads(model, ids, answer_id: int, wrong_id: int, *, value: Value = "mean",
+                 source_ids: torch.Tensor | None = None, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """(L, H): change of the logit difference when one head's output is ablated (zero, mean over
+    positions, or resampled from ``source_ids``, a prompt of the same token length)."""
+    source = None
+    if value == "source":
+        if source_ids is None:
+            raise ValueError("resample ablation needs source_ids: the prompt to resample from")
+        check_same_length(ids, source_ids)
+        source = run_with_activations(model, as_batch(source_ids), ("head_out",))[1]
+    config = model.config
+    diffs = run_variants(model, ids, head_variants(config.n_layers, config.n_heads, value=value), answer_id,
+                         wrong_id, source=source, chunk_size=chunk_size)
+    return diffs.view(config.n_layers, config.n_heads) - clean_diff(model, ids, answer_id, wrong_id)

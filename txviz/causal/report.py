@@ -1,0 +1,69 @@
+"""The full causal report of one prompt pair, as ``txviz patch --json`` prints it.
+
+For a clean prompt, its counterfactual (same token length) and two words: the logit difference of
+both runs, direct logit attribution (txviz.causal.dla), and per head the effect of mean ablation and of
+patching from the corrupt run (txviz.causal.patching), beside the attention margin when candidates are
+given (txviz.causal.margins). Optionally the attribution-patching estimate and its agreement with exact
+patching (txviz.causal.attribution), and the residual grid (txviz.causal.residual).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from txviz.causal.attribution import agreement, attribution_patching
+from txviz.causal.dla import direct_logit_attribution
+from txviz.causal.margins import attention_margins
+from txviz.causal.metric import answer_tokens
+from txviz.causal.patching import DEFAULT_CHUNK, ablate_heads, check_same_length, clean_diff, patch_heads
+from txviz.causal.residual import residual_grid
+
+
+def _encode(tokenizer, text: str, bos: str, label: str):
+    if not text or not text.strip():
+        raise ValueError(f"the {label} prompt is empty")
+    return tokenizer.encode(text, bos=bos)
+
+
+def _head_rows(dla, ablation, patching, margins, estimate) -> list[dict]:
+    n_layers, n_heads = dla.heads.shape
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            row = {"layer": layer, "head": head, "dla": float(dla.heads[layer, head]),
+                   "ablation": float(ablation[layer, head]), "patching": float(patching[layer, head]),
+                   "attention_margin": None if margins is None else float(margins[layer, head])}
+            if estimate is not None:
+                row["attribution"] = float(estimate[layer, head])
+            rows.append(row)
+    return rows
+
+
+def patch_report(model, tokenizer, clean: str, corrupt: str, answer: str, wrong: str, *, bos: str = "none",
+                 candidates: Sequence[str] | None = None, pronoun: str = "it", attribution: bool = True,
+                 grid: bool = False, top_k: int = 10, chunk_size: int = DEFAULT_CHUNK) -> dict:
+    clean_enc, corrupt_enc = _encode(tokenizer, clean, bos, "clean"), _encode(tokenizer, corrupt, bos, "corrupt")
+    tokens = answer_tokens(tokenizer, answer, wrong)
+    clean_ids, corrupt_ids = torch.tensor(list(clean_enc.ids)), torch.tensor(list(corrupt_enc.ids))
+    check_same_length(clean_ids, corrupt_ids)
+    a, w = tokens.answer_id, tokens.wrong_id
+    dla = direct_logit_attribution(model, clean_ids, a, w)
+    patching = patch_heads(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size)
+    ablation = ablate_heads(model, clean_ids, a, w, value="mean", chunk_size=chunk_size)
+    margins = None if not candidates else attention_margins(model, clean_enc, clean, pronoun, candidates, answer)
+    estimate = attribution_patching(model, clean_ids, corrupt_ids, a, w) if attribution else None
+    report = {"clean_logit_diff": dla.total, "corrupt_logit_diff": clean_diff(model, corrupt_ids, a, w),
+              "embed_dla": dla.embed, "bias_dla": dla.bias, **tokens.to_dict(), "bos": bos,
+              "n_tokens": len(clean_ids), "clean_tokens": list(clean_enc.tokens),
+              "corrupt_tokens": list(corrupt_enc.tokens),
+              "heads": _head_rows(dla, ablation, patching, margins, estimate),
+              "mlps": [{"layer": i, "dla": float(v)} for i, v in enumerate(dla.mlps)]}
+    if estimate is not None:
+        report["attribution_agreement"] = agreement(estimate, patching, k=top_k)
+    if margins is not None:
+        report["margin_patching_agreement"] = agreement(margins, patching, k=top_k)
+    if grid:
+        report["residual_grid"] = residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size).tolist()
+    return report

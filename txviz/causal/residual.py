@@ -1,0 +1,27 @@
+"""Where in the sentence the answer forms: patching the residual stream per (layer, position).
+
+Row l, column t: the clean run with the residual stream entering layer l (``resid_pre``; layer 0 reads
+the embeddings) at position t replaced by the corrupt run's; the value is the change of the logit
+difference. The standard first picture of activation patching (Meng et al. 2022's causal tracing;
+Heimersheim & Nanda 2024 §2): the information moves from the deciding word's column in early layers to
+the last position in late ones.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from txviz.causal.activations import run_with_activations
+from txviz.causal.intervention import Replace
+from txviz.causal.patching import DEFAULT_CHUNK, as_batch, check_same_length, clean_diff, run_variants
+
+
+def residual_grid(model, clean_ids, corrupt_ids, answer_id: int, wrong_id: int, *,
+                  chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """(L, T): change of the clean logit difference when resid_pre[layer, position] comes from the corrupt run."""
+    check_same_length(clean_ids, corrupt_ids)
+    _, source = run_with_activations(model, as_batch(corrupt_ids), ("resid_pre",))
+    n_layers, n_tokens = model.config.n_layers, as_batch(clean_ids).shape[-1]
+    variants = [[Replace(layer, "resid_pre", position=t)] for layer in range(n_layers) for t in range(n_tokens)]
+    diffs = run_variants(model, clean_ids, variants, answer_id, wrong_id, source=source, chunk_size=chunk_size)
+    return diffs.view(n_layers, n_tokens) - clean_diff(model, clean_ids, answer_id, wrong_id)
