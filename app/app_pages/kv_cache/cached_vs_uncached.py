@@ -1,0 +1,61 @@
+"""The cached vs uncached tab (seed §4.1): time per generated token with the KV cache and recomputing
+the whole sequence every step. Runs on a click, says beforehand how long, and stops on a click."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.figures import charts
+from app.ui import state
+from app.ui.widgets import bounded_slider
+from txviz import limits
+from txviz.analysis.kv_speed import both_runs_seconds, ms_per_token
+
+RUNS = (("with KV cache", True), ("recompute everything", False))
+
+
+def draw(source, loaded) -> None:
+    prompt, bos, most_new = state.get("prompt"), state.get("bos"), cache.limits().max_new_tokens
+    st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
+    n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), 48, key="kv_speed_tokens")
+    st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
+               "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
+               + rough_time(source, loaded, prompt, bos, int(n_speed)) + "; a click on Stop ends them.")
+    if st.button("Measure", key="kv_measure"):
+        measure(source, prompt, bos, int(n_speed))
+    runs = st.session_state.get("kv_speed_runs")
+    if runs:
+        x, series = ms_per_token(runs)
+        st.plotly_chart(charts.lines(x, series, title="Milliseconds per new token (after the prefill)",
+                                     x_title="sequence length", y_title="ms", mode="lines+markers"), key="kv_speed")
+        st.caption(" · ".join(f"{name}: {float(v.mean()):.1f} ms/token" for name, v in series.items()))
+
+
+def measure(source, prompt: str, bos: str, n_speed: int) -> None:
+    """Both runs, one after the other, into session state; a Stop button (any click) ends them."""
+    st.button("Stop", key="kv_measure_stop", help="Ends the timing; nothing partial is kept.")
+    speed_bar = st.progress(0.0, text="Timing…")
+    try:
+        runs = {}
+        for done, (name, use_cache) in enumerate(RUNS):
+            def timing_step(step, done=done, name=name) -> None:
+                fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
+                speed_bar.progress(min(fraction, 1.0), text=f"{name}: token {step.index + 1} of {n_speed}")
+            runs[name] = cache.get_generation(source, prompt, bos, n_speed, use_cache, False,
+                                              on_step=timing_step, stop_at_eos=False)
+        st.session_state["kv_speed_runs"] = runs
+    except ValueError as error:
+        st.warning(str(error))
+    speed_bar.empty()
+
+
+def rough_time(source, loaded, prompt: str, bos: str, n_new: int) -> str:
+    """', roughly N s here' from the FLOPs of both runs, or nothing for a prompt that cannot run."""
+    try:
+        n_prompt = len(cache.encode(source, prompt, bos).ids)
+    except cache.PromptError:
+        return ""
+    seconds = both_runs_seconds(loaded.config, n_prompt, n_new, element_bytes=loaded.dtype.itemsize,
+                                gflops=cache.limits().gflops)
+    return f" (roughly {limits.format_seconds(seconds)} here, from their FLOPs)"

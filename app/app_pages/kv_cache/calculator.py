@@ -1,0 +1,109 @@
+"""The memory calculator tab (seed §5.2): a published preset or an uploaded config.json, the dtypes,
+batch, GPU and prefill chunk, then what serving the model takes against the GPU. Needs no model."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.app_pages.kv_cache.widget_state import follow
+from app.figures import calculator_charts
+from txviz.analysis import memory
+from txviz.analysis.memory_fit import chosen_kind, fit
+from txviz.loading.errors import ModelLoadError
+
+PRESET, UPLOAD = "Preset", "Your config.json"
+WHOLE = "whole prompt"
+PRESET_BY_NAME = {fields["name"]: key for key, fields in memory.PRESETS.items()}  # the box shows names
+DEFAULTS = {"mem_source": PRESET, "mem_preset": memory.PRESETS["llama-3-8b"]["name"],
+            "mem_weight_dtype": "bf16", "mem_kv_dtype": "bf16", "mem_batch": 1, "mem_gpu": 80.0, "mem_chunk": WHOLE}
+
+
+def draw() -> None:
+    st.markdown(
+        "What serving a model takes: its **weights**, the **KV cache** of every sequence in the batch, and the "
+        "**activations** of a forward pass, against your GPU. **MHA** gives every query head its own K and V; "
+        "**GQA** lets a group of query heads share one; **MQA** shares one among all: only the KV heads change.")
+    chosen = model_choice()
+    if chosen is None:
+        return
+    spec, identity = chosen
+    st.caption(f"**{spec.name}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
+               f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}"
+               + (f", sliding window {spec.sliding_window}" if spec.sliding_window else "")
+               + (f". Source: {spec.source}" if spec.source else "."))
+    settings, gpu_gib = serving_settings()
+    variants = attention_kinds(spec)
+    follow("mem_kind", identity, chosen_kind(None, variants, spec.kind))
+    kind = chosen_kind(st.segmented_control("Attention kind", list(variants), key="mem_kind",
+                                            help="Starts at the model's own kind whenever the model changes."),
+                       variants, spec.kind)
+    selected, lengths = variants[kind], memory.context_lengths(int(spec.max_context or 131072))
+    st.plotly_chart(calculator_charts.bill(selected, kind, lengths, settings, gpu_gib), key="mem_total")
+    bill_numbers(selected, kind, lengths, settings, gpu_gib)
+    st.plotly_chart(calculator_charts.kv_by_kind(variants, lengths, settings["batch"], settings["kv_dtype"]),
+                    key="mem_context")
+    a, b = st.columns(2)
+    a.plotly_chart(calculator_charts.weights_by_dtype(selected), key="mem_weights")
+    b.plotly_chart(calculator_charts.memory_by_batch(selected, kind, lengths, settings["kv_dtype"],
+                                                     settings["weight_dtype"]), key="mem_batch_chart")
+
+
+def model_choice() -> tuple[memory.MemoryModel, str] | None:
+    """The model the calculator describes and an identity that changes whenever it does; None while
+    the upload is chosen but no readable file is there."""
+    max_config = cache.limits().max_config_bytes
+    if st.radio("Model from", (PRESET, UPLOAD), key="mem_source", horizontal=True) == PRESET:
+        chosen = PRESET_BY_NAME[st.selectbox("Preset", list(PRESET_BY_NAME), key="mem_preset")]
+        return memory.preset(chosen), f"preset:{chosen}"
+    upload = st.file_uploader("A Hugging Face config.json", type=["json"], key="mem_upload",
+                              max_upload_size=max(1, -(-max_config // 2**20)),
+                              help=f"Llama, Mistral, Qwen2, Mixtral and GPT-2 families; at most {max_config:,} bytes.")
+    if upload is None:
+        st.info("Upload a model's config.json to size it; switch back to *Preset* for the published models.")
+        return None
+    try:
+        return memory.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
+    except (ModelLoadError, ValueError) as error:
+        st.error(f"Could not read that config.json: {error}")
+        return None
+
+
+def serving_settings() -> tuple[dict, float]:
+    """(the memory functions' settings, the GPU's GiB) from one row of widgets."""
+    c1, c2, c3, c4, c5 = st.columns(5)
+    weight_dtype = c1.selectbox("Weights dtype", memory.WEIGHT_DTYPES, key="mem_weight_dtype")
+    kv_dtype = c2.selectbox("KV dtype", memory.KV_DTYPES, key="mem_kv_dtype")
+    batch = int(c3.number_input("Batch", 1, 1024, key="mem_batch"))
+    gpu_gib = float(c4.number_input("GPU memory (GiB)", 1.0, 2048.0, key="mem_gpu"))
+    chunk = c5.selectbox("Prefill chunk", [WHOLE, 512, 1024, 2048, 4096, 8192], key="mem_chunk",
+                         help="Servers such as vLLM prefill long prompts in chunks: activations stop growing there.")
+    return dict(batch=batch, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                prefill_chunk=None if chunk == WHOLE else int(chunk)), gpu_gib
+
+
+def attention_kinds(spec: memory.MemoryModel) -> dict[str, memory.MemoryModel]:
+    try:
+        return memory.kind_variants(spec)
+    except ValueError as error:  # MLA caches a latent: compare it with the other presets instead
+        st.info(str(error))
+        return {spec.kind: spec}
+
+
+def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], settings: dict, gpu_gib: float) -> None:
+    a, b, c = st.columns(3)
+    a.metric(f"KV bytes per token ({kind})", f"{memory.kv_bytes_per_token(selected, settings['kv_dtype']) / 1024:,.1f} KiB")
+    summary = fit(selected, lengths, gpu_gib, **settings)
+    longest, at, total = summary.longest, summary.at, summary.bill
+    b.metric("Longest context that fits (all three)",
+             "not limited" if longest is None else "none" if longest == 0 else f"{longest:,} tokens")
+    if longest == 0:
+        st.warning(f"The weights alone ({total.weights / memory.GIB:,.1f} GiB in {settings['weight_dtype']}) "
+                   f"{'leave no room for one token' if summary.weights_fit else 'do not fit'} "
+                   f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
+    c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
+             delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
+    st.caption(f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
+               f"{total.kv_cache / memory.GIB:,.2f} GiB + activations {total.activations / memory.GIB:,.2f} GiB. "
+               + (f"The model was built for {selected.max_context:,} tokens. " if selected.max_context else "")
+               + memory.ACTIVATION_ASSUMPTIONS)

@@ -1,0 +1,44 @@
+"""The cache growth tab (seed §4.1): generate from the prompt and watch the real KV cache fill, layer
+by layer, beside the formula's bytes."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.figures import memory_charts
+from app.ui import state
+from app.ui.widgets import bounded_slider
+from txviz.analysis.kv_growth import cache_growth
+
+
+def draw(source, loaded) -> None:
+    config, element = loaded.config, loaded.dtype.itemsize
+    has_template = bool(loaded.tokenizer.chat_template)
+    c1, c2 = st.columns([2, 1])
+    n_new = bounded_slider(c1, "New tokens", 1, min(128, cache.limits().max_new_tokens), 32, key="kv_new_tokens")
+    chat = c2.toggle("Chat template", value=has_template, key="kv_chat", disabled=not has_template,
+                     help="Wrap the prompt as a user message." if has_template else "This model has no chat template.")
+    bar = st.progress(0.0, text="Generating…")
+    try:
+        result = cache.get_generation(
+            source, state.get("prompt"), state.get("bos"), int(n_new), True, chat and has_template, shared=True,
+            on_step=lambda step: bar.progress((step.index + 1) / n_new, text=f"token {step.index + 1} of at most {n_new}"))
+    except ValueError as error:  # the prompt (empty, too long, over the budget): the other tabs still work
+        bar.empty()
+        st.warning(str(error))
+        return
+    bar.empty()
+    st.markdown(f"**Generated:** {loaded.tokenizer.decode(list(result.new_ids), skip_special=True)!s}")
+    grown = cache_growth(result.steps, result.cache_capacity_bytes, config, element)
+    st.plotly_chart(memory_charts.cache_growth(grown.positions, grown.held, grown.measured, grown.formula,
+                                               prompt_len=int(grown.positions[0]), capacity=grown.capacity),
+                    key="kv_growth")
+    st.markdown(
+        f"After {grown.positions[-1]} tokens the cache holds **{grown.measured[-1] / 2**20:.2f} MiB** "
+        f"({grown.last_per_layer[0] / 1024:.1f} KiB in each of {config.n_layers} layers); the formula gives "
+        f"{grown.formula[-1] / 2**20:.2f} MiB — largest difference over all steps: **{grown.largest_difference:.0f} bytes**. "
+        f"That is 2 × {config.n_layers} × {config.n_kv_heads} × {config.head_dim} × {element} = "
+        f"{grown.bytes_per_token:,} bytes per token.")
+    st.caption(f"Press ▶ Play or drag the slider to replay the steps. Preallocated for prompt + new tokens: "
+               f"{result.cache_capacity_bytes / 2**20:.2f} MiB (the grey slots). Stopped: {result.stop_reason}.")

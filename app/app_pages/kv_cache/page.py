@@ -1,0 +1,37 @@
+"""KV cache and memory page (seed §4.1, §5.2): what serving a model costs (weights + KV cache +
+activations against a GPU), the real cache filling up during generation, cached against uncached
+decoding, and MHA / GQA / MQA tried on the loaded model. Only the open tab runs: the ones that run the
+model compute when opened, and the long sweep says how long it will take and can be stopped."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.app_pages.kv_cache import cached_vs_uncached, calculator, growth, sharing
+from app.app_pages.kv_cache.widget_state import keep_alive
+from app.ui import sidebar
+
+CALCULATOR = "Memory calculator"
+TABS = {CALCULATOR: calculator.draw, "Cache growth": growth.draw,
+        "Cached vs uncached": cached_vs_uncached.draw, "Sharing KV heads": sharing.draw}
+FOLLOWING = ("mem_kind", "live_kv", "layers_kv")  # kept too; follow() resets them when the model changes
+
+st.title("KV cache & memory")
+st.markdown(
+    "A decoder generates one token at a time, and the keys and values of earlier tokens never change. "
+    "So they are kept — the **KV cache** — and each new token only computes its own q, k, v and attends "
+    "to the cache: O(n) work per step instead of recomputing all n tokens. The price is memory that "
+    "grows with every token, in every layer, for every KV head. Sharing KV heads between query heads "
+    "(GQA, or one for all: MQA) divides it.")
+st.latex(r"\text{KV bytes} = 2 \times L \times H_{kv} \times d_{head} \times T \times B \times \text{bytes per element}")
+
+keep_alive({**calculator.DEFAULTS, **{k: st.session_state[k] for k in FOLLOWING if k in st.session_state}})
+st.caption("Only the open tab is computed: *Cache growth* and *Sharing KV heads* run the loaded model when opened.")
+tabs = dict(zip(TABS, st.tabs(list(TABS), key="kv_tab", on_change="rerun")))
+if not tabs[CALCULATOR].open:  # the calculator needs no model: it works even when none loads
+    source, loaded = sidebar.current()
+
+for name, draw in TABS.items():
+    with tabs[name]:
+        if tabs[name].open is not False:  # None: state tracking off (never here); computed only when open
+            draw() if name == CALCULATOR else draw(source, loaded)

@@ -1,0 +1,45 @@
+"""The sharing KV heads tab (seed §4.1, Ainslie et al. 2023): the loaded model with more or fewer KV
+heads, measured on a shipped text; then which layers can share (layer_sweep)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from app.app_pages.kv_cache import layer_sweep
+from app.app_pages.kv_cache.widget_state import follow
+from txviz.analysis.kv_sharing import describe_regrouping, kv_head_options
+
+
+def draw(source, loaded) -> None:
+    config = loaded.config
+    st.subheader(f"Live, on the loaded model ({cache.display_name(loaded)})")
+    options = kv_head_options(config)
+    follow("live_kv", source, config.n_kv_heads)
+    n_kv = st.segmented_control("KV heads", list(options), key="live_kv",
+                                format_func=lambda n: f"{n} ({'MHA' if n == config.n_heads else 'MQA' if n == 1 else 'GQA'})")
+    n_kv = int(n_kv if n_kv in options else config.n_kv_heads)
+    st.caption(describe_regrouping(config.n_kv_heads, n_kv))
+    text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], value=256, key="live_tokens")
+    text_name = next(iter(cache.shipped_texts()))
+    try:
+        report = cache.get_kv_counterfactual(source, n_kv, text_name, int(text_tokens))
+    except cache.PromptError as error:  # over the memory budget: say so
+        st.warning(str(error))
+        return
+    quality(report)
+    if n_kv < config.n_kv_heads:
+        st.warning("Mean-pooling KV heads without further training (Ainslie et al. train 5% more after converting) "
+                   "shows how much each head's own keys and values matter: the quality loss above is the real one.")
+    layer_sweep.draw(source, config, options, text_name, int(text_tokens))
+
+
+def quality(report) -> None:
+    """The variant's measured cache and quality against the original model (a kv_sharing.QualityReport)."""
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("KV cache (measured)", f"{report.kv_bytes_variant / 2**20:.2f} MiB",
+              delta=f"{(report.kv_bytes_variant / report.kv_bytes_original - 1) * 100:+.0f}%", delta_color="inverse")
+    m2.metric("Perplexity", f"{report.perplexity_variant:.2f}", delta=f"original {report.perplexity_original:.2f}",
+              delta_color="off")
+    m3.metric("Top-1 agreement", f"{report.top1_agreement * 100:.1f}%")
+    m4.metric("Mean KL(original‖variant)", f"{report.mean_kl:.3g} nats")

@@ -1,0 +1,46 @@
+"""What the block page computes, on a tiny model: the steps table, the logit lens table, the residual
+stream's size and the recomputed block's difference."""
+
+from __future__ import annotations
+
+import torch
+
+from app.figures.block_tables import block_steps, lens_top_tokens
+from tests.tiny import random_decoder, tiny_config
+from txviz.analysis.block import block_walkthrough, logit_lens
+from txviz.analysis.residual import largest_difference, stream_norms
+
+
+def test_the_steps_table_has_a_row_per_step_with_its_shape():
+    model = random_decoder(tiny_config())
+    x = torch.randn(6, model.config.d_model)
+    steps, _ = block_walkthrough(model, x, 0)
+    table = block_steps(steps)
+    assert list(table["step"]) == [s.name for s in steps]
+    assert list(table["shape"]) == [" × ".join(map(str, s.shape)) for s in steps]
+    assert set(table["shape"]) == {"6 × 32"}  # a residual update keeps T × d_model at every step
+    assert list(table["mean ‖·‖ per token"]) == [round(s.mean_norm, 2) for s in steps]
+    assert list(table.columns) == ["step", "computes", "shape", "mean ‖·‖ per token"]
+
+
+def test_the_lens_table_reads_every_layer_and_decodes_each_rank():
+    probs = torch.tensor([[0.5, 0.25], [0.9, 0.05], [0.6, 0.3]])
+    ids = torch.tensor([[7, 3], [3, 7], [1, 2]])
+    table = lens_top_tokens(probs, ids, lambda toks: f"t{toks[0]}")
+    assert list(table["after layer"]) == [0, 1, 2]
+    assert list(table["#1"]) == ["'t7' 0.50", "'t3' 0.90", "'t1' 0.60"]
+    assert list(table["#2"]) == ["'t3' 0.25", "'t7' 0.05", "'t2' 0.30"]
+
+
+def test_stream_norms_and_the_recomputed_difference():
+    resid = torch.tensor([[[3.0, 4.0], [0.0, 1.0]], [[6.0, 8.0], [1.0, 0.0]]])  # (L+1=2, T=2, d=2)
+    assert stream_norms(resid).tolist() == [[5.0, 1.0], [10.0, 1.0]]
+    assert largest_difference(resid[1], resid[1] + torch.tensor([0.0, -0.25])) == 0.25
+
+
+def test_logit_lens_rows_feed_the_table_shape():
+    model = random_decoder(tiny_config())
+    resid = torch.randn(model.config.n_layers + 1, model.config.d_model)
+    probs, ids = logit_lens(model, resid, top=3)
+    table = lens_top_tokens(probs, ids, lambda toks: str(toks[0]))
+    assert table.shape == (model.config.n_layers + 1, 4)

@@ -1,0 +1,47 @@
+"""The real KV cache while generating, against its formula (seed §4.1): at every step the bytes the
+cache held, what 2 × L × H_kv × d_head × T × bytes per element gives for the same T, and how many
+tokens each layer held (a sliding-window layer keeps only its window)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from txviz.config import ModelConfig
+from txviz.model.kv_cache import kv_cache_bytes
+
+
+@dataclass(frozen=True)
+class CacheGrowth:
+    positions: np.ndarray  # (steps,) tokens in the cache when each new token was computed
+    measured: np.ndarray  # (steps,) bytes the cache held, all layers
+    formula: np.ndarray  # (steps,) kv_cache_bytes at the same number of tokens
+    held: np.ndarray  # (steps, layers) tokens each layer held
+    last_per_layer: np.ndarray  # (layers,) bytes each layer held after the last step
+    capacity: int  # tokens the preallocated cache has room for
+    bytes_per_token: int  # all layers: 2 × L × H_kv × d_head × bytes per element
+
+    @property
+    def largest_difference(self) -> float:
+        """Bytes, over all steps: 0 when the cache holds exactly what the formula says."""
+        return float(np.abs(self.measured - self.formula).max())
+
+
+def cache_growth(steps: Sequence, capacity_bytes: int, config: ModelConfig, element_bytes: int) -> CacheGrowth:
+    """``steps``: the generation's steps (``position``, ``cache_bytes``, ``cache_bytes_per_layer``);
+    ``capacity_bytes``: what the preallocated cache holds (0 without one: the capacity is then the
+    last position + 1)."""
+    positions = np.array([s.position for s in steps])
+    per_token_layer = 2 * config.n_kv_heads * config.head_dim * element_bytes
+    per_layer = np.array([s.cache_bytes_per_layer for s in steps])  # (steps, layers)
+    capacity = int(capacity_bytes // (per_token_layer * config.n_layers)) or int(positions[-1]) + 1
+    return CacheGrowth(
+        positions=positions,
+        measured=np.array([s.cache_bytes for s in steps], dtype=float),
+        formula=np.array([kv_cache_bytes(config, int(p), 1, element_bytes) for p in positions]),
+        held=per_layer // per_token_layer,
+        last_per_layer=per_layer[-1],
+        capacity=capacity,
+        bytes_per_token=per_token_layer * config.n_layers)
