@@ -199,13 +199,15 @@ def zoo_rows(names: Sequence[str], root: Path = SHIPPED_ZOO, *, kv_dtype: str = 
 
 
 def zoo_curves(names: Sequence[str], root: Path = SHIPPED_ZOO) -> dict[str, dict]:
-    """Training curves (loss, and the load-balancing loss of MoE runs) of the trained variants."""
+    """Training curves (loss, and the load-balancing loss of MoE runs) of the trained variants, with the
+    settings they were trained under (``train_settings``: steps, aux_weight, …) where the file has them."""
     curves = {}
     for name in names:
         path = Path(root) / name / CURVES_FILE
         if path.is_file():
             data = json.loads(path.read_text(encoding="utf-8"))
-            curves[name] = {k: data[k] for k in ("loss", "aux_loss", "tokens_per_second", "seconds") if k in data}
+            curves[name] = {k: data[k] for k in ("loss", "aux_loss", "tokens_per_second", "seconds", "train_settings")
+                            if k in data}
     return curves
 
 

@@ -1,0 +1,85 @@
+"""The "Routing on a text" tab: the best expert of each token in each layer, how sure the router is,
+and how the text's assignments spread over the experts — on the loaded MoE, or on a zoo MoE variant
+(picked above the tabs) while the loaded model is dense."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app import cache
+from app.app_pages.moe.view import MoeView
+from app.figures import charts
+from app.ui import sidebar, state
+from app.ui.widgets import bounded_slider
+from txviz.analysis import moe
+from txviz.analysis import moe_tables as tables
+from txviz.analysis.tradeoffs import zoo_rows
+
+
+def pick_variant(loaded) -> str | None:
+    """The zoo variant the routing and cost tabs show while the loaded model is dense (chosen above the
+    tabs, so both follow it whichever is open), or None: the loaded model is a MoE, or the zoo has none."""
+    trained = cache.trained(cache.MOE_VARIANTS)
+    if loaded.config.is_moe or not trained:
+        return None
+    about = {row["variant"]: row.get("about", "") for row in zoo_rows(cache.MOE_VARIANTS)}
+    return st.selectbox("Zoo variant", trained, key="moe_variant",
+                        format_func=lambda name: f"{name} — {about.get(name, '').removeprefix('txviz lab zoo: ')}",
+                        help="The loaded model has a dense FFN: the routing and cost tabs show this tiny MoE instead.")
+
+
+def routing_tab(view: MoeView) -> None:
+    routed = routed_text(view)
+    if routed is not None:
+        show_routing(*routed)
+
+
+def routed_text(view: MoeView):
+    """(model name, its config, tokens, router trace) of the text to show, or None without a MoE."""
+    if view.loaded.config.is_moe:
+        config = view.loaded.config
+        gates = "renormalized over the chosen" if config.router_norm == "topk" else "as the softmax gives them"
+        st.caption(f"The loaded model routes each token to {config.top_k} of {config.n_experts} experts (gates {gates}).")
+        _, _, traced = sidebar.prompt_trace(capture=moe.ROUTER_CAPTURES)
+        return cache.display_name(view.loaded), config, list(traced.tokens), traced.trace
+    if view.variant is None:
+        st.info("The loaded model has a dense FFN and the zoo has no trained MoE variant yet (`txviz lab train moe_top1`).")
+        return None
+    st.caption("The loaded model has a dense FFN, so here are the lab's tiny MoE variants instead (trained "
+               "on generated stories; open one in the sidebar to use it everywhere).")
+    text_choice = st.radio("Text", ["held-out story", "sidebar prompt"], key="moe_text", horizontal=True,
+                           help="The zoo's word-level vocabulary is its stories': other words become <|unk|>.")
+    text = cache.first_story() if text_choice == "held-out story" else state.get("prompt")
+    tokens, tr = cache.zoo_text_trace(view.variant, text)
+    unknown = sum(t == "<|unk|>" for t in tokens)
+    if unknown:
+        st.caption(f"{unknown} of {len(tokens)} tokens are outside the zoo's vocabulary (<|unk|>).")
+    return view.variant, cache.zoo_model(view.variant).config, list(tokens), tr
+
+
+def show_routing(name: str, config, tokens: list[str], tr) -> None:
+    routing = moe.routing(tr, batch=0)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Effective experts (mean over layers)",
+              f"{float(routing.effective_experts.mean()):.2f} of {routing.n_experts}")
+    m2.metric("Aux loss (mean)", f"{float(routing.aux_loss.mean()):.3f}", help="1 = perfectly even routing")
+    m3.metric("Router entropy", f"{float(routing.entropy.mean()):.2f} nats",
+              help=f"log E = {np.log(routing.n_experts):.2f} nats for a router that cannot decide")
+    m4.metric("Load CV (mean)", f"{float(routing.cv.mean()):.2f}", help="std/mean of the expert shares; 0 = even")
+    left, right = st.columns([3, 2])
+    left.plotly_chart(charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
+                                        routing.gates.permute(1, 0, 2).numpy(), tokens, routing.n_experts,
+                                        layers=list(routing.layers), title=f"{name}: best expert per token and layer "
+                                        "(hover: every chosen expert, with its gate)"), key="moe_map")
+    last = len(routing.layers) - 1
+    layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")
+    right.plotly_chart(charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,
+                                         x_title="router probability",
+                                         title=f"Layer {routing.layers[layer]}: router probability by rank"),
+                       key="moe_gates")
+    right.caption(f"The top {routing.top_k} run; their gates are these probabilities"
+                  + (" renormalized to sum to 1." if config.router_norm == "topk" else "."))
+    right.plotly_chart(charts.expert_load_bars(routing.load.numpy(), layers=list(routing.layers),
+                                               title="Share of this text's assignments per expert"), key="moe_load_text")
+    st.dataframe(routing.summary(), hide_index=True)
