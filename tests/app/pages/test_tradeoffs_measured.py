@@ -1,0 +1,54 @@
+"""The tradeoffs tabs measured on this machine, on a tiny zoo model (the fast tier's twin of the
+default-model test in test_app.py): nothing runs on opening, a click measures, and the measurement is
+kept for the next run and another visitor."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import app_on, chart, has_chart, no_errors, page_path
+from txviz.loading.zoo import SHIPPED_ZOO
+
+pytestmark = pytest.mark.skipif(not (SHIPPED_ZOO / "base" / "eval.json").is_file(), reason="the zoo's base is not trained")
+
+
+def tradeoffs_tab(label: str):
+    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.").run()
+    at.switch_page(page_path("tradeoffs")).run()
+    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
+
+
+def table(at, column: str):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_flash_attention_is_measured_on_a_click_and_kept():
+    at = tradeoffs_tab("FlashAttention")
+    at.select_slider(key="to_flash_max").set_value(512).run()
+    assert not has_chart(at, "to_flash_time") and any("the result is kept" in c.value for c in at.caption)
+    at.button(key="to_flash_run").click().run()
+    no_errors(at)
+    flash = table(at, "SDPA ms")
+    assert list(flash["tokens"]) == [128, 256, 512] and (flash["max |naive − SDPA|"] < 1e-4).all()
+    assert (flash["SDPA ms"] > 0).all() and len(chart(at, "to_flash_memory")["data"]) == 3
+    again = tradeoffs_tab("FlashAttention")  # another session, no click: the measurement is kept
+    again.select_slider(key="to_flash_max").set_value(512).run()
+    assert list(table(again, "SDPA ms")["tokens"]) == [128, 256, 512]
+
+
+def test_reading_in_parallel_and_token_by_token_agree():
+    at = tradeoffs_tab("Parallel vs sequential")
+    assert at.select_slider(key="to_rnn_max").options == ["16", "32", "64", "128"]  # up to the zoo's 128-token context
+    at.select_slider(key="to_rnn_max").set_value(16).run()
+    assert not has_chart(at, "to_rnn_time")
+    at.button(key="to_rnn_run").click().run()
+    no_errors(at)
+    reading = table(at, "parallel_s")
+    assert list(reading["tokens"]) == [4, 8, 16] and (reading["max |Δ last logits|"] < 1e-3).all()
+    ratio = reading["sequential_s"] / reading["parallel_s"]
+    assert list(ratio.round(6)) == list(reading["sequential ÷ parallel"].round(6))
+    assert [trace["name"] for trace in chart(at, "to_rnn_time")["data"]] == ["one parallel pass",
+                                                                            "one token at a time (KV cache)"]
