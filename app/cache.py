@@ -22,16 +22,36 @@ import torch
 
 from app.services import generation, heads, kv_sharing, models, positions, prompts, texts, traces, zoo
 from app.services.byte_cache import ByteBudgetCache
-from app.services.models import display_name  # noqa: F401
-from app.services.prompts import PromptError, dropped_characters  # noqa: F401
-from app.services.texts import TEXTS_DIR, shipped_text_ids, shipped_texts  # noqa: F401
-from app.services.traces import PromptTrace, display_tokens, head_metric_grid  # noqa: F401
-from app.services.zoo import MOE_VARIANTS, VALIDATION_WINDOWS, first_story, trained, zoo_path  # noqa: F401
+from app.services.models import display_name
+from app.services.prompts import PromptError, dropped_characters
+from app.services.texts import TEXTS_DIR, shipped_text_ids, shipped_texts
+from app.services.traces import PromptTrace, display_tokens, head_metric_grid
+from app.services.zoo import MOE_VARIANTS, VALIDATION_WINDOWS, first_story, trained, zoo_path
 from app.ui.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
 from txviz.loading.loaded import LoadedModel
+
+__all__ = [  # what the pages call
+    # model, limits, prompt
+    "get_model", "display_name", "limits", "encode", "dropped_characters", "within_budget", "check_passes",
+    "PromptError",
+    # traces and their views
+    "PromptTrace", "get_trace", "attention_plan", "get_attention_trace", "get_head_table", "get_map_overview",
+    "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
+    # heads
+    "get_induction_scores", "get_coref_evaluation",
+    # positions
+    "shipped_texts", "shipped_text_ids", "TEXTS_DIR", "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
+    "forward_gflops", "get_permutation_check", "SCALING_STORE_BYTES",
+    # KV cache
+    "get_generation", "get_kv_counterfactual", "layer_sharing_result", "layer_sharing_step_seconds",
+    "get_layer_sharing",
+    # the zoo and the measurements kept once run
+    "MOE_VARIANTS", "VALIDATION_WINDOWS", "trained", "zoo_path", "zoo_model", "validation_windows", "zoo_routing",
+    "zoo_text_trace", "zoo_window_losses", "first_story", "measured", "measure",
+]
 
 SCALING_STORE_BYTES = 64 << 20  # per-token losses under RoPE scalings kept for every session (8 KB each at 2048 tokens)
 LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer

@@ -101,3 +101,17 @@ def test_a_shared_generation_is_computed_once(story):
     result = cache.get_generation(SOURCE, story, "sink", 4, True, False, on_step=steps.append, shared=True)
     again = cache.get_generation(SOURCE, story, "sink", 4, True, False, on_step=steps.append, shared=True)
     assert again is result and len(steps) == len(result.steps)
+
+
+def test_every_name_the_app_calls_on_cache_is_exported():
+    from pathlib import Path
+
+    app_dir = Path(cache.__file__).parent
+    called = set()
+    for path in app_dir.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"^from app import (.*, )?cache\b", text, flags=re.M):
+            called |= {name for name in re.findall(r"\bcache\.([A-Za-z]\w*)", text) if name != "py"}
+    assert {"get_model", "get_trace", "limits"} <= called  # the sidebar's calls are found
+    assert called <= set(cache.__all__), called - set(cache.__all__)
+    assert all(hasattr(cache, name) for name in cache.__all__)
