@@ -49,7 +49,8 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
     if stopped is not None:
         say_stopped(stopped)
     missing = [kind for kind in kinds if kind not in kept]
-    n = len(cache.shipped_text_ids(view.loaded, run[1], run[3]))
+    _, text, _, max_tokens = run
+    n = len(cache.shipped_text_ids(view.loaded, text, max_tokens))
     try:  # a run the memory budget refuses is said before it is offered
         cache.check_passes(view.loaded, n, len(missing), f"scoring {n} tokens under {len(missing)} scalings")
         step, how = cache.scaling_step_seconds(view.source, n)
@@ -70,7 +71,8 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
 def say_stopped(stopped: tuple) -> None:
     """What the run a Stop click ended left: how many scalings it scored, kept for the next run."""
     kinds, at_factor = pos.SCALING_KINDS, cache.scaling_losses_kept(*stopped)
-    st.info(f"Stopped after {len(at_factor)} of {len(kinds)} scalings (factor {stopped[2]:g}, '{stopped[1]}'): "
+    _, text, factor, _ = stopped
+    st.info(f"Stopped after {len(at_factor)} of {len(kinds)} scalings (factor {factor:g}, '{text}'): "
             + (f"{', '.join(at_factor)} {'is' if len(at_factor) == 1 else 'are'} kept, so scoring again does only "
                f"the other {len(kinds) - len(at_factor)}." if at_factor else "none was finished, so nothing was kept."))
 
@@ -79,11 +81,12 @@ def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) 
     """Score the ``missing`` scalings of ``run`` one by one under a progress bar, beside a Stop button."""
     st.button("Stop", key="rope_scaling_stop", help="Ends the run after the scaling in progress; those scored are kept.")
     st.session_state[RUNNING] = run
+    source = run[0]
     bar = st.progress(0.0, text=f"Scoring {missing[0]}… about {estimate} left")
     try:  # a Stop click interrupts at the next bar update: RUNNING stays set and says so next run
         for done, kind in enumerate(missing, 1):
             cache.score_scaling(*run, kind)
-            step, _ = cache.scaling_step_seconds(run[0], n_tokens)  # the step just measured
+            step, _ = cache.scaling_step_seconds(source, n_tokens)  # the step just measured
             left = limits_.format_seconds(step * (len(missing) - done))
             bar.progress(done / len(missing), text=f"{kind} scored ({done} of {len(missing)}); about {left} left")
     except cache.PromptError as error:  # over the memory budget
