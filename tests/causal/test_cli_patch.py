@@ -36,7 +36,8 @@ def test_patch_json_report(capsys):
     assert len(out["residual_grid"]) == 4 and len(out["residual_grid"][0]) == out["n_tokens"]
     # patching the whole residual entering layer 0 at the one changed position is the corrupt run
     changed = next(i for i, (a, b) in enumerate(zip(out["clean_tokens"], out["corrupt_tokens"])) if a != b)
-    assert out["residual_grid"][0][changed] == pytest.approx(out["corrupt_logit_diff"] - out["clean_logit_diff"], abs=1e-4)
+    shift = out["corrupt_logit_diff"] - out["clean_logit_diff"]
+    assert out["residual_grid"][0][changed] == pytest.approx(shift, abs=1e-4)
     assert -1 <= out["attribution_agreement"]["spearman"] <= 1
 
 

@@ -180,9 +180,10 @@ class Attention(nn.Module):
         # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
         b, t, _ = x.shape
         ctx = ctx.on(x.device)
-        q = record.edit("q", self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2))  # (B, H, T, D)
-        k = record.edit("k", self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
-        v = record.edit("v", self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        q, k, v = record.edit("q", q), record.edit("k", k), record.edit("v", v)  # interventions (txviz.causal)
         q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
         k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D): cached and new, or just new
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
