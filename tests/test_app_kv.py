@@ -1,5 +1,7 @@
-"""The KV cache & memory page through AppTest on the default model: numbers follow the chosen model
-after any sequence of clicks, only the open tab runs, and each tab's figures hold the measured values."""
+"""The KV cache & memory page through AppTest: numbers follow the chosen model after any sequence of
+clicks, only the open tab runs, and each tab's figures hold the measured values. The memory calculator
+needs no model run, so its tests open the page on the zoo's tiny base model; the tabs that run the model
+(cache growth, sharing KV heads, speed) run on the default model."""
 
 from __future__ import annotations
 
@@ -16,23 +18,40 @@ from tests.published_hf_configs import LLAMA_3_8B
 from txviz.analysis import memory
 from txviz.analysis.presets import PRESETS
 
-pytestmark = pytest.mark.default_model
-
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 PAGE = page_path("kv_cache")
+ZOO_BASE = str(Path(__file__).resolve().parents[1] / "assets" / "zoo" / "base")
 
 
-@pytest.fixture
-def kv_page(default_model_home, monkeypatch):
-    """The KV page, opened from the default page as a visitor does."""
+def open_kv_page(model: str | None = None, prompt: str | None = None):
+    """The KV page, opened from the first page as a visitor does (on ``model``; None: the default)."""
     from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     at = AppTest.from_file(MAIN, default_timeout=300)
+    if model is not None:
+        at.query_params["model"] = model
+    if prompt is not None:
+        at.query_params["prompt"] = prompt
     at.run()
     at.switch_page(PAGE).run()
     no_errors(at)
     return at
+
+
+@pytest.fixture
+def kv_page(default_model_home, monkeypatch):
+    """The KV page on the default model, for the tabs that run it."""
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    return open_kv_page()
+
+
+@pytest.fixture
+def calculator():
+    """The KV page on the zoo's tiny model: the memory calculator reads presets and uploads, not the model.
+    The prompt is one the zoo's vocabulary knows (the default prompt's unknown words would add a warning)."""
+    from txviz.lab.corpus import sample_text
+
+    return open_kv_page(ZOO_BASE, sample_text(3))
 
 
 def no_errors(at) -> None:
@@ -85,8 +104,8 @@ def choose_preset(at, key: str):
 
 
 # ---- issue 11 item 2: the attention kind follows the model ---------------------------------------------
-def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(kv_page):
-    at = kv_page
+def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(calculator):
+    at = calculator
     choose_preset(at, "falcon-7b")
     widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
     assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(32, 1, 64))
@@ -101,8 +120,8 @@ def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(kv
     assert per_token_metric(at)[1] == "512.0 KiB"  # Llama 2 7B: the famous half a MiB per token
 
 
-def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(kv_page):
-    at = kv_page
+def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(calculator):
+    at = calculator
     for key in PRESETS:
         choose_preset(at, key)
         model = memory.preset(key)
@@ -111,8 +130,8 @@ def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(kv_page):
         assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
 
 
-def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(kv_page):
-    at = kv_page
+def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(calculator):
+    at = calculator
     choose_preset(at, "falcon-7b")
     widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
     widget(at, "radio", "mem_source").set_value("Your config.json").run()
@@ -140,8 +159,8 @@ def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_
     assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(32, 1, 64))
 
 
-def test_a_broken_upload_says_so_and_shows_no_numbers(kv_page):
-    at = kv_page
+def test_a_broken_upload_says_so_and_shows_no_numbers(calculator):
+    at = calculator
     widget(at, "radio", "mem_source").set_value("Your config.json").run()
     at.file_uploader[0].set_value(("config.json", b"{not json", "application/json")).run()
     assert not at.exception
@@ -149,8 +168,8 @@ def test_a_broken_upload_says_so_and_shows_no_numbers(kv_page):
     assert not at.metric and "mem_total" not in chart_keys(at)
 
 
-def test_calculator_settings_survive_a_visit_to_another_tab(kv_page):
-    at = kv_page
+def test_calculator_settings_survive_a_visit_to_another_tab(calculator):
+    at = calculator
     choose_preset(at, "llama-2-70b")
     widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
     widget(at, "number_input", "mem_gpu").set_value(24.0).run()
@@ -163,8 +182,8 @@ def test_calculator_settings_survive_a_visit_to_another_tab(kv_page):
 
 
 # ---- item 12: the whole bill against the GPU ----------------------------------------------------------
-def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(kv_page):
-    at = kv_page
+def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calculator):
+    at = calculator
     choose_preset(at, "llama-2-7b")
     widget(at, "selectbox", "mem_weight_dtype").set_value("fp16").run()
     widget(at, "selectbox", "mem_kv_dtype").set_value("fp16").run()
@@ -188,14 +207,15 @@ def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(kv_pag
 
 
 # ---- item 9: only the open tab runs; each tab when opened ----------------------------------------------
-def test_a_cold_open_computes_only_the_calculator(kv_page):
-    at = kv_page
+def test_a_cold_open_computes_only_the_calculator(calculator):
+    at = calculator
     assert at.session_state["kv_tab"] == "Memory calculator"
     assert chart_keys(at) == {"mem_total", "mem_context", "mem_weights", "mem_batch_chart"}
     assert not any(m.label == "KV cache (measured)" for m in at.metric)  # the counterfactual did not run
     assert not any(w.key == "kv_new_tokens" for w in at.slider)  # nor did the generation
 
 
+@pytest.mark.default_model
 def test_cache_growth_tab_animates_the_measured_bytes(kv_page, default_model):
     at = open_tab(kv_page, "Cache growth")
     growth = next(m.value for m in at.markdown if "largest difference over all steps" in m.value)
@@ -215,6 +235,7 @@ def test_cache_growth_tab_animates_the_measured_bytes(kv_page, default_model):
     assert [s["label"] for s in spec["layout"]["sliders"][0]["steps"]] == [f["name"] for f in frames]
 
 
+@pytest.mark.default_model
 def test_sharing_tab_repeats_kv_heads_at_three_times_the_memory_and_no_change(kv_page):
     at = open_tab(kv_page, "Sharing KV heads")
     metrics = {m.label: m.value for m in at.metric}
@@ -227,6 +248,7 @@ def test_sharing_tab_repeats_kv_heads_at_three_times_the_memory_and_no_change(kv
     assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
 
 
+@pytest.mark.default_model
 def test_speed_tab_times_every_requested_token_even_past_end_of_text(default_model_home, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
@@ -250,6 +272,7 @@ def test_speed_tab_times_every_requested_token_even_past_end_of_text(default_mod
     assert "ms/token" in " ".join(c.value for c in at.caption)
 
 
+@pytest.mark.default_model
 def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(kv_page, default_model):
     at = open_tab(kv_page, "Sharing KV heads")
     at.select_slider(key="live_tokens").set_value(128).run()
@@ -274,6 +297,7 @@ def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(kv_p
     assert chart(at, "layers_kl") and not any("Stopped after" in i.value for i in at.info)
 
 
+@pytest.mark.default_model
 def test_a_sweep_ended_by_a_click_says_where_it_stopped(kv_page):
     at = open_tab(kv_page, "Sharing KV heads")
     at.session_state["_layers_running"] = True  # what a run that a click interrupted leaves behind
@@ -285,6 +309,7 @@ def test_a_sweep_ended_by_a_click_says_where_it_stopped(kv_page):
     assert not any("Stopped after" in i.value for i in at.info)  # said once
 
 
+@pytest.mark.default_model
 def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model(kv_page):
     at = open_tab(kv_page, "Sharing KV heads")
     widget(at, "segmented_control", "live_kv").set_value(9).run()  # MHA on SmolLM2: 9 KV heads
@@ -299,8 +324,8 @@ def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model(kv_pag
     assert widget(at, "segmented_control", "layers_kv").value == 1
 
 
-def test_weights_that_do_not_fit_are_named_instead_of_a_context(kv_page):
-    at = kv_page
+def test_weights_that_do_not_fit_are_named_instead_of_a_context(calculator):
+    at = calculator
     choose_preset(at, "llama-3-70b")
     weights_gib = memory.weight_bytes(memory.preset("llama-3-70b"), "bf16") / memory.GIB
     assert weights_gib > 80
@@ -312,10 +337,9 @@ def test_weights_that_do_not_fit_are_named_instead_of_a_context(kv_page):
     assert {m.label: m.value for m in at.metric}["Longest context that fits (all three)"].endswith(" tokens")
 
 
-def test_the_calculator_works_when_no_model_loads(default_model_home, monkeypatch, tmp_path):
+def test_the_calculator_works_when_no_model_loads(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
     (tmp_path / "broken.gguf").write_bytes(b"GGUF" + bytes(60))  # allowed, there, and not a model
     at = AppTest.from_file(MAIN, default_timeout=300)
