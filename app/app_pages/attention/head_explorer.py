@@ -50,13 +50,14 @@ def _all_heads(table) -> None:
     grid = cache.head_metric_grid(table, metric)
     st.plotly_chart(charts.head_grid(grid, metric=metric, selected=(state.get("layer"), state.get("head"))),
                     key="head_grid", on_select="rerun", selection_mode="points")
-    st.caption("Click a cell to open that head" + (" (grey: undefined for this prompt)." if np.isnan(grid).any() else "."))
+    undefined = " (grey: undefined for this prompt)." if np.isnan(grid).any() else "."
+    st.caption("Click a cell to open that head" + undefined)
 
 
 def _steps(view, layer: int, head: int) -> None:
     """Lazy: the step-by-step runs (one more traced pass of this layer) only while the expander is open."""
-    steps_box = st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V", expanded=False,
-                            key="steps_open", on_change="rerun")
+    steps_box = st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V",
+                            expanded=False, key="steps_open", on_change="rerun")
     with steps_box:
         if steps_box.open and view.big:  # four T × T matrices: only where the map itself is drawn cell by cell
             st.info(f"Step by step draws every intermediate T × T matrix cell by cell, so it is shown for prompts of "

@@ -45,5 +45,5 @@ def _measure_swap(source: str, bos: str, text: str, pronoun, word, swap: str) ->
     delta = max_row_difference(a.trace["attn_probs"][:, 0], b.trace["attn_probs"][:, 0], row)
     heads = a.trace["attn_probs"].shape[0] * a.trace["attn_probs"].shape[2]
     tail = text[word.end:]
-    st.caption(f"Measured: “…{swap}{tail}” against “…{word.text}{tail}”, the largest difference of any of the "
-               f"{heads} heads' attention at “{pronoun.text}” is {delta:.3g}.")
+    st.caption(f"Measured: “…{swap}{tail}” against “…{word.text}{tail}”, the largest difference of any of "
+               f"the {heads} heads' attention at “{pronoun.text}” is {delta:.3g}.")
