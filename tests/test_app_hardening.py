@@ -1,6 +1,8 @@
 """Bad input in the app: a clear st.warning / st.error on the page, never a traceback. Prompts (empty,
 too long, odd characters), URLs (out-of-range layer, a model outside the allowed directories), broken
-models inside an allowed directory, the coreference tab's odd sentences, generation over the limits."""
+models inside an allowed directory, the coreference tab's odd sentences, generation over the limits.
+What does not depend on the model runs on the zoo's tiny base model (``zoo_env``); what reads SmolLM2's
+byte-level tokenizer, its shape or its fallback as the default model runs on it (``env``)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,6 @@ from gguf import GGMLQuantizationType as Q
 
 from tests.tiny_gguf import tiny, weights_of, write_gguf
 
-pytestmark = pytest.mark.default_model
-
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 PAGES = [page_path("attention"), page_path("heads"), page_path("block"), page_path("positions"),
          page_path("kv_cache")]
@@ -23,11 +23,25 @@ ZOO = str(Path(__file__).resolve().parents[1] / "assets" / "zoo" / "base")
 
 
 @pytest.fixture
-def env(default_model_home, monkeypatch, tmp_path):
-    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+def zoo_env(monkeypatch):
+    """No limit set from outside the test; the app is opened on ``ZOO`` by the test itself."""
     for name in ("TXVIZ_MAX_TOKENS", "TXVIZ_MAX_LONG_TOKENS", "TXVIZ_MEMORY_BUDGET", "TXVIZ_MAX_NEW_TOKENS", "TXVIZ_MODEL_DIRS"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
+
+
+@pytest.fixture
+def env(default_model_home, zoo_env):
+    """As ``zoo_env``, with the default model fetched into the session's home."""
+    zoo_env.setenv("TXVIZ_HOME", str(default_model_home))
+    return zoo_env
+
+
+def known_prompt() -> str:
+    """A prompt every word of which the zoo's vocabulary knows (no unknown-word warning)."""
+    from txviz.lab.corpus import sample_text
+
+    return sample_text(3)
 
 
 def app_run(params: dict | None = None, page: str | None = None, prompt: str | None = None):
@@ -60,8 +74,8 @@ def texts(elements) -> str:
 
 # ---- prompts ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("page", PAGES)
-def test_empty_and_blank_prompts_warn_on_every_page(env, page):
-    at = app_run(page=page, prompt=" \n\t ")  # typed: a link with a blank prompt opens the default one
+def test_empty_and_blank_prompts_warn_on_every_page(zoo_env, page):
+    at = app_run({"model": ZOO}, page=page, prompt=" \n\t ")  # typed: a link with a blank prompt opens the default one
     no_exception(at)
     if page == page_path("kv_cache"):  # the calculator needs no prompt: it opens first and is there
         assert any(el.proto.id and "mem_context" in el.proto.id for el in at.get("plotly_chart"))
@@ -72,6 +86,7 @@ def test_empty_and_blank_prompts_warn_on_every_page(env, page):
         no_exception(at)
 
 
+@pytest.mark.default_model
 def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env):
     env.setenv("TXVIZ_MAX_TOKENS", "16")
     env.setenv("TXVIZ_MAX_LONG_TOKENS", "20")
@@ -92,7 +107,7 @@ def test_a_prompt_over_the_token_limit_says_the_count_the_limit_and_the_knob(env
     no_exception(at)
 
 
-def test_a_prompt_longer_than_the_models_context(env):
+def test_a_prompt_longer_than_the_models_context(zoo_env):
     at = app_run({"model": ZOO, "prompt": " ".join(["Mary met John ."] * 60)})  # the zoo model reads 128 tokens
     no_exception(at)
     assert "the model's context is 128 tokens" in texts(at.warning)
@@ -102,6 +117,7 @@ def test_a_prompt_longer_than_the_models_context(env):
     assert "context is 128" in texts(at.warning)
 
 
+@pytest.mark.default_model
 def test_over_the_memory_budget_is_refused_with_the_estimate(env):
     env.setenv("TXVIZ_MEMORY_BUDGET", "100KiB")
     at = app_run()
@@ -110,6 +126,7 @@ def test_over_the_memory_budget_is_refused_with_the_estimate(env):
     assert "above this server's budget of 100.0 KiB per request (TXVIZ_MEMORY_BUDGET)" in texts(at.warning)
 
 
+@pytest.mark.default_model
 def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     # enough for the prompt's traces, not for hundreds of tokens with full logits
     import streamlit as st
@@ -137,13 +154,14 @@ def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     assert any(el.proto.id and "det_ind" in el.proto.id for el in at.get("plotly_chart"))
 
 
-def test_a_prompt_over_the_character_limit_from_the_url(env):
-    env.setenv("TXVIZ_MAX_PROMPT_CHARS", "50")
-    at = app_run({"prompt": "word " * 40})
+def test_a_prompt_over_the_character_limit_from_the_url(zoo_env):
+    zoo_env.setenv("TXVIZ_MAX_PROMPT_CHARS", "50")
+    at = app_run({"model": ZOO, "prompt": "word " * 40})
     no_exception(at)
     assert "200 characters; at most 50" in texts(at.warning)
 
 
+@pytest.mark.default_model
 @pytest.mark.parametrize("prompt", ["NUL\x00in the middle", "\x1b[31mred\x1b[0m\x07\x08", "😀👍🏽 emoji 🇫🇷",
                                     "שלום עולם مرحبا", "漢字とかなの文。中文句子", "e\u0301\u200b\u202eabc",
                                     "<script>alert(1)</script><img src=x onerror=alert(2)>", "a"])
@@ -158,6 +176,7 @@ def test_odd_text_is_traced_and_shown_escaped(env, prompt):
 
 
 # ---- the URL ------------------------------------------------------------------------------------------
+@pytest.mark.default_model
 @pytest.mark.parametrize("params", [{"layer": "-5"}, {"head": "-1", "layer": "999"}, {"layer": "abc", "head": "1.5"},
                                     {"bos": "<evil>"}, {"model": ""}])
 def test_out_of_range_url_values_are_brought_inside(env, params):
@@ -168,6 +187,7 @@ def test_out_of_range_url_values_are_brought_inside(env, params):
     assert 0 <= layer < 30 and 0 <= head < 9
 
 
+@pytest.mark.default_model
 def test_a_model_outside_the_allowed_directories_is_never_loaded(env, tmp_path):
     config = tiny()
     outside = write_gguf(tmp_path / "outside.gguf", config, weights_of(config))
@@ -226,6 +246,7 @@ def broken_models(tmp_path_factory):
     return folder, {**_gguf_cases(folder), **_hf_cases(folder), **_zoo_cases(folder)}
 
 
+@pytest.mark.default_model
 def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models):
     folder, cases = broken_models
     env.setenv("TXVIZ_MODEL_DIRS", str(folder))
@@ -240,6 +261,7 @@ def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models)
     assert not (folder / "only_pytorch_model_bin" / "UNPICKLED").exists()
 
 
+@pytest.mark.default_model
 def test_the_path_box_with_a_corrupt_file_and_a_path_outside(env, broken_models):
     folder, cases = broken_models
     env.setenv("TXVIZ_MODEL_DIRS", str(folder))
@@ -264,6 +286,7 @@ def open_coreference(at):
     return at.run()
 
 
+@pytest.mark.default_model
 @pytest.mark.parametrize("sentence,expect", [
     ("", "Write a sentence"), ("she", "Write a sentence"), ("漢字 かな 中文", None), ("😀 😀 😀 she", "Write a sentence"),
     ("<|im_end|> Mary met John and she smiled", None), ("Mary Mary Mary she", None),
@@ -285,6 +308,7 @@ def coref_strip(at, name: str):
     return next(w for w in at.get("button_group") if w.key and w.key.startswith(f"coref_{name}_"))
 
 
+@pytest.mark.default_model
 def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
     at = open_coreference(app_run(page=page_path("heads")))
     at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
@@ -305,12 +329,14 @@ def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(
 
 
 # ---- settings ------------------------------------------------------------------------------------------
-def test_limits_from_secrets_override_the_environment(env):
+def test_limits_from_secrets_override_the_environment(zoo_env):
     from streamlit.testing.v1 import AppTest
 
-    env.setenv("TXVIZ_MAX_TOKENS", "4096")
-    env.setenv("TXVIZ_MAX_LONG_TOKENS", "4096")
+    zoo_env.setenv("TXVIZ_MAX_TOKENS", "4096")
+    zoo_env.setenv("TXVIZ_MAX_LONG_TOKENS", "4096")
     at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["model"] = ZOO
+    at.query_params["prompt"] = known_prompt()  # more than 9 tokens
     at.secrets["TXVIZ_MAX_TOKENS"] = 8
     at.secrets["TXVIZ_MAX_LONG_TOKENS"] = "9"
     at.run()
@@ -321,21 +347,22 @@ def test_limits_from_secrets_override_the_environment(env):
     assert "at most 8 (TXVIZ_MAX_TOKENS)" in texts(at.warning)
 
 
-def test_a_malformed_setting_stops_the_app_with_its_name(env):
-    env.setenv("TXVIZ_MEMORY_BUDGET", "plenty")
-    at = app_run()
+def test_a_malformed_setting_stops_the_app_with_its_name(zoo_env):
+    zoo_env.setenv("TXVIZ_MEMORY_BUDGET", "plenty")
+    at = app_run({"model": ZOO})
     no_exception(at)
     assert "txviz is misconfigured: TXVIZ_MEMORY_BUDGET='plenty'" in texts(at.error)
 
 
-def test_a_limit_of_one_new_token_keeps_the_kv_page_working(env):
-    env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
-    at = kv_tab(app_run(page=page_path("kv_cache")), "Cache growth")
+def test_a_limit_of_one_new_token_keeps_the_kv_page_working(zoo_env):
+    zoo_env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
+    at = kv_tab(app_run({"model": ZOO, "prompt": known_prompt()}, page=page_path("kv_cache")), "Cache growth")
     no_exception(at)
     assert not at.warning
     assert any(el.proto.id and "kv_growth" in el.proto.id for el in at.get("plotly_chart"))
 
 
+@pytest.mark.default_model
 def test_characters_the_vocabulary_lacks_are_named_and_a_prompt_of_only_those_warns(env):
     at = app_run({"bos": "none"}, prompt="a\x1db")
     no_exception(at)
