@@ -1,5 +1,6 @@
 """Every page through Streamlit's AppTest on the default model: no exception, and widgets change what
-is shown. Charts are read back from their plotly spec."""
+is shown. Charts are read back from their plotly spec. The MoE page shows the zoo's trained variants
+whatever model is loaded, so its tests open the app on the zoo's tiny dense base model instead."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import MAIN, chart, decode, no_errors, page_path
+from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path
 
-pytestmark = pytest.mark.default_model
 
 @pytest.fixture
 def app(default_model_home, monkeypatch):
@@ -17,6 +17,14 @@ def app(default_model_home, monkeypatch):
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     return AppTest.from_file(MAIN, default_timeout=300)
+
+
+@pytest.fixture
+def dense_zoo_app():
+    """The app on the zoo's dense base model (like SmolLM2, no experts), on a prompt its vocabulary knows."""
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    return app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)
 
 
 def test_attention_page_shows_the_prompt_and_follows_the_head(app):
@@ -144,11 +152,11 @@ def _zoo_trained(*names: str) -> bool:
 
 
 @pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")
-def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
-    at = app.run()
+def test_moe_page_picks_a_zoo_variant_for_a_dense_model(dense_zoo_app):
+    at = dense_zoo_app.run()
     at.switch_page(page_path("moe")).run()
     no_errors(at)
-    assert any("dense FFN" in c.value for c in at.caption)  # SmolLM2 is dense: the zoo's variants instead
+    assert any("dense FFN" in c.value for c in at.caption)  # a dense model: the zoo's variants instead
     story = chart(at, "moe_map")["data"][0]
     config_layers = len(story["x"])
     assert decode(story["z"]).astype(float).reshape(len(story["y"]), config_layers).max() < 4
@@ -163,8 +171,8 @@ def test_moe_page_picks_a_zoo_variant_for_a_dense_model(app):
 
 
 @pytest.mark.skipif(not _zoo_trained("moe_top1", "moe_top1_balanced"), reason="the zoo's top-1 pair is not trained")
-def test_moe_page_balanced_router_spreads_over_more_experts(app):
-    at = app.run()
+def test_moe_page_balanced_router_spreads_over_more_experts(dense_zoo_app):
+    at = dense_zoo_app.run()
     at.switch_page(page_path("moe")).run()
     at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
     at.run()
@@ -181,12 +189,11 @@ def test_moe_page_balanced_router_spreads_over_more_experts(app):
 
 
 @pytest.mark.skipif(not _zoo_trained("moe_top1"), reason="the zoo has no trained MoE variant")
-def test_moe_page_on_a_loaded_moe_model(default_model_home, monkeypatch):
+def test_moe_page_on_a_loaded_moe_model():
     from streamlit.testing.v1 import AppTest
 
     from txviz.loading.zoo import SHIPPED_ZOO
 
-    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     at = AppTest.from_file(MAIN, default_timeout=300)
     at.query_params["model"] = str(SHIPPED_ZOO / "moe_top1")
     at.query_params["prompt"] = "Mary had a red kite."
