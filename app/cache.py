@@ -33,7 +33,8 @@ from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
 from txviz.loading.loaded import LoadedModel
 
-__all__ = [  # what the pages call
+__all__ = [
+    "long_texts", "LONG_TEXT_CHARS",  # what the pages call
     # model, limits, prompt
     "get_model", "display_name", "limits", "encode", "dropped_characters", "within_budget", "check_passes",
     "PromptError",
@@ -57,6 +58,9 @@ SCALING_STORE_BYTES = 64 << 20  # per-token losses under RoPE scalings kept for 
 LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer
 
 
+LONG_TEXT_CHARS = 32_000_000  # what the server keeps of texts too long for a link, all sessions together
+
+
 def _one(_value) -> int:
     return 1  # a store of small results counts entries: its budget is a number of entries
 
@@ -69,6 +73,7 @@ SHARED_STORES: dict[str, tuple[Callable[[], int], Callable[[object], int]]] = {
     "generations": (lambda: 8, _one),  # greedy, so deterministic: the cache-growth view of a prompt
     "layer_sharing": (lambda: 8, _one),
     "measurements": (lambda: 64, _one),  # the tradeoffs page's runs on this machine
+    "long_texts": (lambda: LONG_TEXT_CHARS, len),  # link values too long for a URL, by id (app/ui/state.py)
 }
 
 
@@ -77,6 +82,11 @@ def _shared(name: str) -> ByteBudgetCache:
     """The process-wide store ``name`` of SHARED_STORES."""
     budget, size_of = SHARED_STORES[name]
     return ByteBudgetCache(budget(), size_of=size_of)
+
+
+def long_texts() -> ByteBudgetCache:
+    """Texts too long for a link, by id, shared by every session (app/ui/state.py reads and writes them)."""
+    return _shared("long_texts")
 
 
 # ---- model, limits, prompt --------------------------------------------------------------------------

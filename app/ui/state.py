@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from app.byte_cache import ByteBudgetCache
+from app import cache
 from txviz.analysis.heads import METRICS
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
@@ -26,7 +26,6 @@ DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
 BOS_POLICIES = {"sink": "prepend <|endoftext|> as an attention sink", "none": "no extra token",
                 "bos": "prepend the model's BOS token"}
 MAX_URL_VALUE = 2000  # characters of one URL-encoded value; longer texts go by id
-LONG_STORE_CHARS = 32_000_000  # what the server keeps of long texts, all sessions together (oldest dropped)
 
 
 def _as_bool(raw: str) -> bool:
@@ -80,11 +79,10 @@ def _id_of(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-@st.cache_resource
-def long_values() -> ByteBudgetCache:
-    """The server's one store of texts too long for a link, by id, shared by every session; the least
-    recently used go first past LONG_STORE_CHARS."""
-    return ByteBudgetCache(LONG_STORE_CHARS, size_of=len)
+def long_values():
+    """The server's one store of texts too long for a link, by id, shared by every session (the least
+    recently used go first past cache.LONG_TEXT_CHARS)."""
+    return cache.long_texts()
 
 
 def _from_url(key: str, field: Field, params) -> Any:
