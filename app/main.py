@@ -23,14 +23,7 @@ except LimitError as error:  # the operator's settings, not the visitor's input:
     st.stop()
 state.init()
 
-
-def _page_file(name: str) -> str:
-    """Transitional while pages move into folders (app_pages/<page>/page.py)."""
-    folder = Path(__file__).parent / "app_pages" / name / "page.py"
-    return f"app_pages/{name}/page.py" if folder.is_file() else f"app_pages/{name}.py"
-
-
-ATTENTION = st.Page(_page_file("attention"), title="Attention", icon=":material/grid_on:", url_path="attention")
+ATTENTION = st.Page("app_pages/attention/page.py", title="Attention", icon=":material/grid_on:", url_path="attention")
 
 
 def _to_attention() -> None:
@@ -45,16 +38,16 @@ PAGES = {
     "": [HOME],
     "Look inside": [
         ATTENTION,
-        st.Page(_page_file("heads"), title="Heads & coreference", icon=":material/explore:", url_path="heads"),
-        st.Page(_page_file("block"), title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
+        st.Page("app_pages/heads/page.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
+        st.Page("app_pages/block/page.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
     ],
     "Positions & memory": [
-        st.Page(_page_file("positions"), title="Positions", icon=":material/rotate_right:", url_path="positions"),
-        st.Page(_page_file("kv_cache"), title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
+        st.Page("app_pages/positions/page.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),
+        st.Page("app_pages/kv_cache/page.py", title="KV cache & memory", icon=":material/memory:", url_path="kv-cache"),
     ],
     "Design tradeoffs": [
-        st.Page(_page_file("moe"), title="Mixture of Experts", icon=":material/call_split:", url_path="moe"),
-        st.Page(_page_file("tradeoffs"), title="Tradeoffs", icon=":material/balance:", url_path="tradeoffs"),
+        st.Page("app_pages/moe/page.py", title="Mixture of Experts", icon=":material/call_split:", url_path="moe"),
+        st.Page("app_pages/tradeoffs/page.py", title="Tradeoffs", icon=":material/balance:", url_path="tradeoffs"),
     ],
 }
 
