@@ -1,6 +1,7 @@
 """Every page through Streamlit's AppTest on the default model: no exception, and widgets change what
-is shown. Charts are read back from their plotly spec. The MoE page shows the zoo's trained variants
-whatever model is loaded, so its tests open the app on the zoo's tiny dense base model instead."""
+is shown. Charts are read back from their plotly spec. What does not depend on the model (the sink
+toggle, a new prompt, a prompt from the URL; the MoE page, which shows the zoo's trained variants whatever
+model is loaded) opens the app on the zoo's tiny dense base model instead."""
 
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def test_step_by_step_runs_only_when_opened_and_matches_the_model(app):
     assert any("differ from the model's own by at most" in m.value for m in at.markdown)
 
 
-def test_sink_toggle_renormalizes_without_the_first_token(app):
-    at = app.run()
+def test_sink_toggle_renormalizes_without_the_first_token(dense_zoo_app):
+    at = dense_zoo_app.run()
+    assert np.nansum(decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)[1:, 0]) > 0  # shown first
     at.toggle(key="hide_sink").set_value(True).run()
     no_errors(at)
     z = decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
@@ -65,23 +67,22 @@ def test_sink_toggle_renormalizes_without_the_first_token(app):
     np.testing.assert_allclose(np.nansum(z[1:], axis=1), 1.0, atol=1e-3)
 
 
-def test_new_prompt_retokenizes_and_empty_prompt_warns(app):
-    at = app.run()
-    at.sidebar.text_area(key="prompt").input("Paris is the capital of France.").run()
+def test_new_prompt_retokenizes_and_empty_prompt_warns(dense_zoo_app):
+    at = dense_zoo_app.run()
+    assert not any("bottle" in label for label in chart(at, "heatmap")["data"][0]["x"])
+    at.sidebar.text_area(key="prompt").input("Helen Kelly had a blue bottle.").run()  # words the zoo knows
     no_errors(at)
-    assert any("Paris" in label for label in chart(at, "heatmap")["data"][0]["x"])
+    assert any("bottle" in label for label in chart(at, "heatmap")["data"][0]["x"])
     at.sidebar.text_area(key="prompt").input("   ").run()
     no_errors(at)
     assert any("empty" in w.value for w in at.warning)
 
 
-def test_prompt_from_the_url(default_model_home, monkeypatch):
-    from streamlit.testing.v1 import AppTest
+def test_prompt_from_the_url():
+    from txviz.loading.zoo import SHIPPED_ZOO
 
-    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
-    at = AppTest.from_file(MAIN, default_timeout=300)
-    at.query_params["prompt"] = "Shared by link."
-    at.query_params["layer"] = "3"
+    at = app_on(str(SHIPPED_ZOO / "base"), "Shared by link.", timeout=300)
+    at.query_params["layer"] = "3"  # the last of the zoo model's 4 layers
     at.run()
     no_errors(at)
     assert at.sidebar.text_area(key="prompt").value == "Shared by link."
