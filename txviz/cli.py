@@ -154,12 +154,21 @@ def cmd_patch(args) -> dict:
     return result
 
 
+def _round(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _print_patch(result: dict, top: int) -> None:
     print(f"logit diff {result['answer_token']['text']!r} − {result['wrong_token']['text']!r}: "
           f"clean {result['clean_logit_diff']:+.3f}, corrupt {result['corrupt_logit_diff']:+.3f}")
     print("layer  head  patching  ablation     dla")
     for row in sorted(result["heads"], key=lambda r: -abs(r["patching"]))[:top]:
         print(f"{row['layer']:5d}  {row['head']:4d}  {row['patching']:+8.3f}  {row['ablation']:+8.3f}  {row['dla']:+6.3f}")
+    for label, key in (("attribution patching", "attribution_agreement"), ("attention margin", "margin_patching_agreement")):
+        if key in result:
+            figures = result[key]
+            print(f"{label} vs exact patching: spearman {_round(figures['spearman'])}, top-{figures['k']} overlap "
+                  f"{_round(figures['top_k_overlap'])}")
 
 
 def cmd_memory(args) -> dict:
