@@ -20,8 +20,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app.services import generation, heads, kv_sharing, models, positions, prompts, texts, traces, zoo
+from app.services import causal, generation, heads, kv_sharing, models, positions, prompts, texts, traces, zoo
 from app.services.byte_cache import ByteBudgetCache
+from app.services.causal import CausalRequest
 from app.services.models import display_name
 from app.services.prompts import PromptError, dropped_characters
 from app.services.texts import TEXTS_DIR, shipped_text_ids, shipped_texts
@@ -43,6 +44,8 @@ __all__ = [
     "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
     # heads
     "get_induction_scores", "get_coref_evaluation",
+    # which heads cause the answer (issue 13)
+    "CausalRequest", "causal_estimate", "causal_kept", "get_causal_report",
     # positions
     "shipped_texts", "shipped_text_ids", "TEXTS_DIR", "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
     "forward_gflops", "get_permutation_check", "SCALING_STORE_BYTES",
@@ -73,7 +76,8 @@ SHARED_STORES: dict[str, tuple[Callable[[], int], Callable[[object], int]]] = {
     "generations": (lambda: 8, _one),  # greedy, so deterministic: the cache-growth view of a prompt
     "layer_sharing": (lambda: 8, _one),
     "measurements": (lambda: 64, _one),  # the tradeoffs page's runs on this machine
-    "long_texts": (lambda: LONG_TEXT_CHARS, len),  # link values too long for a URL, by id (app/ui/state.py)
+    "long_texts": (lambda: LONG_TEXT_CHARS, len),
+    "causal": (lambda: 16, _one),  # the Heads page's causal reports: grids of a few thousand numbers each  # link values too long for a URL, by id (app/ui/state.py)
 }
 
 
@@ -213,6 +217,28 @@ def get_coref_evaluation(source: str, bos: str) -> dict:
 @st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
 def _coref_evaluation(_loaded: LoadedModel, source: str, bos: str) -> dict:
     return heads.coref_evaluation(_loaded, bos)
+
+
+# ---- which heads cause the answer (issue 13) ----------------------------------------------------------
+def causal_estimate(source: str, request: CausalRequest) -> limits_.Estimate:
+    """What the causal run of ``request`` would take, or PromptError (unequal token lengths, a word
+    the vocabulary lacks, a budget too small) saying what to change."""
+    loaded, settings = get_model(source), limits()
+    clean, _, _ = causal.prepare(loaded, request, settings)
+    return causal.estimate(loaded, len(clean.ids), settings)
+
+
+def causal_kept(source: str, request: CausalRequest) -> dict | None:
+    """The report of ``request`` if any session has run it under the limits in force, else None."""
+    return _shared("causal").peek((source, request, limits()))[1]
+
+
+def get_causal_report(source: str, request: CausalRequest, progress=None) -> dict:
+    """Run (once for every session, keyed by model, texts, words and limits) the causal report,
+    ``progress(done, total)`` drawing the caller's bar."""
+    loaded, settings = get_model(source), limits()
+    return _shared("causal").get((source, request, settings),
+                                 lambda: causal.run(loaded, request, settings, progress))
 
 
 # ---- positions --------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.heads import causal_note, model_answer, ranking
+from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
 from txviz.analysis.coref_answer import (default_completion, sentence_words, suggest_candidates,
                                          suggest_deciding_word, suggest_pronoun)
 from txviz.analysis.coref_marks import MAX_WORDS, MIN_WORDS, Marks, check_choice, mark_key
@@ -45,6 +45,7 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     names = [words[i].text for i in marks.candidates]
     model_answer.model_answer(traced, loaded.tokenizer, names, marks.completion)
     ranking.rank_heads(loaded, text, traced, spans, names, row)
+    causal_test.causal_section(source, bos, text, words, marks)
 
 
 def _mark_words(text: str, words) -> Marks | None:

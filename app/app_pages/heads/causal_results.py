@@ -1,0 +1,78 @@
+"""What the causal test found: the two logit differences, how far "looks at the answer" (attention
+margin) and "moves the answer" (patching) agree, two layers × heads grids side by side, one sortable
+table of every head, and where in the sentence the answer forms (the residual-stream grid)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app.figures import causal_charts
+
+GRIDS = {"patching": "Patching effect (from the counterfactual)", "margin": "Attention margin (looks at the answer)",
+         "dla": "Direct logit attribution", "ablation": "Mean-ablation effect",
+         "attribution": "Attribution patching (gradient estimate)"}
+
+
+def show(report: dict, request) -> None:
+    _logit_diffs(report, request)
+    _agreement(report)
+    left, right = st.columns(2)
+    for column, default, side in ((left, "margin", "left"), (right, "patching", "right")):
+        shown = [k for k in GRIDS if report.get(k) is not None]
+        name = column.selectbox("Grid", shown, index=shown.index(default) if default in shown else 0,
+                                format_func=GRIDS.get, key=f"causal_grid_{side}")
+        unit = "margin" if name == "margin" else "Δ logit diff" if name != "dla" else "logit diff share"
+        column.plotly_chart(causal_charts.effect_grid(report[name], title=GRIDS[name], unit=unit),
+                            key=f"causal_chart_{side}")
+    table = head_table(report)
+    st.markdown("**Every head**, sorted by the size of its patching effect (click a column to sort by it):")
+    st.dataframe(table, hide_index=True, key="causal_table", height=320)
+    top = ", ".join(f"{row.head_name} ({row.patching:+.3f})" for row in table.head(10).itertuples())
+    st.caption(f"Top heads by patching: {top}.")
+    st.plotly_chart(causal_charts.residual_patching(report["residual_grid"], report["clean_tokens"]),
+                    key="causal_residual")
+    st.caption("Each cell: the clean run with the residual stream entering that layer at that token taken from the "
+               "counterfactual. The answer's information sits at the deciding word's column in early layers and "
+               "moves to the last token in later ones.")
+
+
+def _logit_diffs(report: dict, request) -> None:
+    a, w = report["answer_token"]["text"], report["wrong_token"]["text"]
+    first, second = st.columns(2)
+    first.metric(f"Logit difference “{a}” − “{w}”, sentence", f"{report['clean_logit_diff']:+.3f}")
+    second.metric("…on the counterfactual", f"{report['corrupt_logit_diff']:+.3f}")
+    st.caption(f"Measured at the last token of “…{request.clean[-40:]}” and of “…{request.corrupt[-40:]}”, "
+               f"each word by its first token (“{a}”, “{w}”). Positive: the model prefers {request.answer}.")
+
+
+def _figure(agreement: dict | None) -> str:
+    if agreement is None:
+        return "not available"
+    rho = "undefined" if agreement["spearman"] is None else f"{agreement['spearman']:+.2f}"
+    overlap = round(agreement["top_k_overlap"] * agreement["k"])
+    return f"rank correlation (Spearman) {rho}, top-{agreement['k']} overlap {overlap}/{agreement['k']}"
+
+
+def _agreement(report: dict) -> None:
+    st.markdown(f"**Looks at the answer vs moves the answer** (attention margin against patching, every head): "
+                f"{_figure(report['margin_patching_agreement'])}.  \n"
+                f"**Attribution patching vs exact patching**: {_figure(report['attribution_agreement'])}.")
+    if report["margin_patching_agreement"] is None:
+        st.caption("No attention margin: the pronoun or a candidate is not a whole word of the sentence.")
+
+
+def head_table(report: dict) -> pd.DataFrame:
+    """One row per head, sorted by |patching effect|, with each measure's rank."""
+    n_layers, n_heads = report["patching"].shape
+    rows = {"head_name": [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)],
+            "layer": [layer for layer in range(n_layers) for _ in range(n_heads)],
+            "head": [head for _ in range(n_layers) for head in range(n_heads)]}
+    for name in ("patching", "attribution", "ablation", "dla", "margin"):
+        if report.get(name) is not None:
+            rows[name] = report[name].ravel()
+    table = pd.DataFrame(rows)
+    table["patching rank"] = table["patching"].abs().rank(ascending=False, method="min").astype(int)
+    if "margin" in table:
+        table["margin rank"] = table["margin"].rank(ascending=False, method="min").astype(int)
+    return table.sort_values("patching rank", kind="stable").reset_index(drop=True)

@@ -1,0 +1,142 @@
+"""The "test it" run of the Heads page (issue 13): for a sentence + completion, its counterfactual and
+two candidate words, the causal report of txviz.causal (DLA, mean ablation and patching per head, the
+attention margin, attribution patching and how far it agrees, the residual grid), checked against the
+limits first and run step by step under the caller's progress callback. Never imports Streamlit.
+
+The same pieces and arguments as ``txviz.causal.report.patch_report`` (what ``txviz patch`` prints), so
+the page and the command line give the same numbers for the same inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import re
+
+import torch
+
+from app.services.prompts import PromptError, encode, within_budget
+from txviz import limits as limits_
+from txviz.causal import (agreement, answer_tokens, attribution_patching, direct_logit_attribution,
+                          patch_heads, ablate_heads, residual_grid)
+from txviz.analysis.coref_answer import CONTRASTS
+from txviz.causal.margins import attention_margins
+from txviz.causal.patching import DEFAULT_CHUNK, clean_diff
+from txviz.loading.loaded import LoadedModel
+
+STEPS = ("direct logit attribution", "patching every head", "ablating every head", "attention margins",
+         "attribution patching", "the residual grid")
+
+
+@dataclass(frozen=True)
+class CausalRequest:
+    """One prompt pair and the words measured: ``answer``/``wrong`` are scored by their first token
+    after a space (" trophy"); ``candidates`` and ``pronoun`` give each head's attention margin."""
+    clean: str
+    corrupt: str
+    answer: str
+    wrong: str
+    candidates: tuple[str, ...]
+    pronoun: str
+    bos: str
+    top_k: int = 10
+
+
+def propose_counterfactual(prompt: str, deciding: str | None, candidates: tuple[str, str]) -> tuple[str, str]:
+    """(the counterfactual of ``prompt``, how it was made): the deciding word swapped for its contrast
+    wherever it stands (big ⇄ small, in the completion too), else the first two candidates swapped."""
+    swap = CONTRASTS.get((deciding or "").lower())
+    if swap:
+        pattern = re.compile(rf"\b{re.escape(deciding)}\b")
+        return pattern.sub(swap, prompt), f"“{deciding}” replaced by “{swap}”"
+    first, second = candidates
+    pattern = re.compile(rf"\b({re.escape(first)}|{re.escape(second)})\b")
+    swapped = pattern.sub(lambda m: second if m.group() == first else first, prompt)
+    return swapped, f"“{first}” and “{second}” swapped"
+
+
+def length_mismatch(clean_tokens, corrupt_tokens) -> str | None:
+    """None when the two prompts have the same token count, else what differs and what to change."""
+    if len(clean_tokens) == len(corrupt_tokens):
+        return None
+    first = next((i for i, (a, b) in enumerate(zip(clean_tokens, corrupt_tokens)) if a != b),
+                 min(len(clean_tokens), len(corrupt_tokens)))
+    shown = lambda tokens: " ".join(f"“{t}”" for t in tokens[first:first + 4])  # noqa: E731
+    return (f"The sentence has {len(clean_tokens)} tokens and the counterfactual {len(corrupt_tokens)}: patching "
+            f"swaps activations position by position, so both must have the same token count. They part at token "
+            f"{first} ({shown(clean_tokens)} against {shown(corrupt_tokens)}). Replace the word by one of the "
+            "same token count (the hover over the token strip shows them), or change both prompts.")
+
+
+def prepare(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits):
+    """(clean ids, corrupt ids, answer tokens), or PromptError saying what to change."""
+    clean = encode(loaded, request.clean, request.bos, settings)
+    corrupt = encode(loaded, request.corrupt, request.bos, settings)
+    problem = length_mismatch(list(clean.tokens), list(corrupt.tokens))
+    if problem:
+        raise PromptError(problem)
+    try:
+        tokens = answer_tokens(loaded.tokenizer, " " + request.answer.strip(), " " + request.wrong.strip())
+    except ValueError as error:
+        raise PromptError(str(error)) from None
+    return clean, corrupt, tokens
+
+
+def n_variants(loaded: LoadedModel, n_tokens: int) -> int:
+    """Forward passes of one prompt the run makes: every head patched and ablated, every (layer,
+    position) of the residual stream patched, plus the clean, corrupt and attribution passes."""
+    config = loaded.config
+    return 2 * config.n_layers * config.n_heads + config.n_layers * n_tokens + 6
+
+
+def estimate(loaded: LoadedModel, n_tokens: int, settings: limits_.Limits,
+             chunk_size: int = DEFAULT_CHUNK) -> limits_.Estimate:
+    """What the run takes (batched ``chunk_size`` at a time), or PromptError when the limits refuse it."""
+    one = limits_.trace_estimate(loaded.config, max(n_tokens, 1), ("logits",), element_bytes=loaded.dtype.itemsize,
+                                 gflops=settings.gflops)
+    passes = n_variants(loaded, n_tokens)
+    what = f"{passes:,} forward passes of {n_tokens} tokens (batched {chunk_size} at a time)"
+    return within_budget(limits_.Estimate(what, one.bytes * min(chunk_size, passes), one.seconds * passes), settings)
+
+
+def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
+        progress: Callable[[int, int], None] | None = None) -> dict:
+    """The causal report of ``request`` (the keys of ``patch_report`` with the residual grid), each step
+    reported as ``progress(done, len(STEPS))``."""
+    clean, corrupt, tokens = prepare(loaded, request, settings)
+    estimate(loaded, len(clean.ids), settings)
+    model, report = loaded.model, progress or (lambda done, total: None)
+    clean_ids, corrupt_ids = torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids))
+    a, w = tokens.answer_id, tokens.wrong_id
+    results = {}
+    steps = (("dla", lambda: direct_logit_attribution(model, clean_ids, a, w)),
+             ("patching", lambda: patch_heads(model, clean_ids, corrupt_ids, a, w)),
+             ("ablation", lambda: ablate_heads(model, clean_ids, a, w, value="mean")),
+             ("margins", lambda: _margins(model, clean, request)),
+             ("attribution", lambda: attribution_patching(model, clean_ids, corrupt_ids, a, w)),
+             ("grid", lambda: residual_grid(model, clean_ids, corrupt_ids, a, w)))
+    for done, (name, step) in enumerate(steps):
+        report(done, len(steps))
+        results[name] = step()
+    report(len(steps), len(steps))
+    return _report(results, clean, corrupt, tokens, clean_diff(model, corrupt_ids, a, w), request.top_k)
+
+
+def _margins(model, encoding, request: CausalRequest) -> torch.Tensor | None:
+    try:
+        return attention_margins(model, encoding, request.clean, request.pronoun, request.candidates, request.answer)
+    except ValueError:
+        return None  # the pronoun or a candidate is not a whole word of the prompt: no margin to show
+
+
+def _report(results: dict, clean, corrupt, tokens, corrupt_diff: float, top_k: int) -> dict:
+    dla, patching, margins = results["dla"], results["patching"], results["margins"]
+    grid = lambda t: t.numpy().astype(float)  # noqa: E731
+    return {"clean_logit_diff": dla.total, "corrupt_logit_diff": corrupt_diff, "embed_dla": dla.embed,
+            **tokens.to_dict(), "clean_tokens": list(clean.tokens), "corrupt_tokens": list(corrupt.tokens),
+            "dla": grid(dla.heads), "patching": grid(patching), "ablation": grid(results["ablation"]),
+            "attribution": grid(results["attribution"]), "margin": None if margins is None else grid(margins),
+            "mlp_dla": grid(dla.mlps), "residual_grid": grid(results["grid"]),
+            "attribution_agreement": agreement(results["attribution"], patching, k=top_k),
+            "margin_patching_agreement": None if margins is None else agreement(margins, patching, k=top_k)}

@@ -1,0 +1,113 @@
+"""The Heads page's "Test it (causal)" section (issue 13) through AppTest: on the zoo's tiny
+base_long model (word-level vocabulary, fast) the run on a button, the kept result, a counterfactual
+edited after a run, a pair of unequal token length; on the default model the trophy pair, whose
+logit difference must equal ``txviz patch``'s."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.services.zoo import zoo_path
+from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path, texts
+from txviz.loading import load
+
+SENTENCE = "Mary gave the book to John because she was happy."  # words of the tiny model's stories
+TROPHY = "The trophy didn't fit in the suitcase because it was too big."
+
+
+def causal_page(at, sentence: str):
+    at.query_params["coref_text"] = sentence  # a link with a sentence opens on the Coreference tab
+    at.run()
+    at.switch_page(page_path("heads")).run()
+    no_errors(at)
+    return at
+
+
+def corrupt_input(at):
+    found = [w for w in at.text_input if w.key and w.key.startswith("causal_corrupt_")]
+    assert len(found) == 1, [w.key for w in at.text_input]
+    return found[0]
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def clean_diff(at) -> float:
+    return float(next(v for label, v in metrics(at).items() if label.startswith("Logit difference")))
+
+
+@pytest.fixture
+def tiny_app():
+    return causal_page(app_on(model=str(zoo_path("base_long"))), SENTENCE)
+
+
+def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
+    at = tiny_app
+    assert not any(label.startswith("Logit difference") for label in metrics(at))  # nothing runs before the click
+    assert "forward passes" in texts(at)
+    at.button(key="causal_run").click().run()
+    no_errors(at)
+    assert "…on the counterfactual" in metrics(at)
+    body = texts(at)
+    assert "Looks at the answer vs moves the answer" in body and "top-10 overlap" in body
+    assert "Attribution patching vs exact patching" in body and "Top heads by patching: L" in body
+    table = at.dataframe[-1].value
+    assert len(table) == 16 and list(table["patching rank"])[:3] == [1, 2, 3]
+    assert (table["patching"].abs().diff().dropna() <= 1e-9).all()  # sorted by the size of the effect
+    request = at.session_state["_causal_last_run"]
+    tokens = load(zoo_path("base_long"), device="cpu").tokenizer.encode(request.clean, bos=request.bos).tokens
+    grid = chart(at, "causal_residual")["data"][0]
+    assert grid["x"] == [f"{i}:{t}" for i, t in enumerate(tokens)]  # one column per token, labelled
+    assert decode(grid["z"]).shape == (4, len(tokens))  # base_long's 4 layers
+    assert {chart(at, "causal_chart_left")["layout"]["title"]["text"],
+            chart(at, "causal_chart_right")["layout"]["title"]["text"]} == {
+        "Attention margin (looks at the answer)", "Patching effect (from the counterfactual)"}
+
+
+def test_a_kept_result_is_shown_without_a_new_run_and_an_edit_hides_it(tiny_app):
+    at = tiny_app
+    at.button(key="causal_run").click().run()
+    first = clean_diff(at)
+    at.run()  # a rerun (e.g. sorting the table) shows the kept result without pressing again
+    assert clean_diff(at) == first
+    edited = corrupt_input(at).value.replace("happy", "hungry")
+    corrupt_input(at).input(edited).run()
+    no_errors(at)
+    assert not any(label.startswith("Logit difference") for label in metrics(at))  # not the old pair's numbers
+    assert "The inputs changed since the last run" in texts(at)
+    at.button(key="causal_run").click().run()
+    no_errors(at)
+    assert at.session_state["_causal_last_run"].corrupt == edited
+    assert "…on the counterfactual" in metrics(at)
+
+
+def test_a_counterfactual_of_another_token_length_is_refused_with_what_to_change(tiny_app):
+    at = tiny_app
+    corrupt_input(at).input(corrupt_input(at).value.replace("happy", "very happy")).run()
+    no_errors(at)
+    warning = " ".join(w.value for w in at.warning)
+    assert "same token count" in warning and "tokens and the counterfactual" in warning
+    assert not [b for b in at.button if b.key == "causal_run"]
+
+
+@pytest.mark.default_model
+def test_the_trophy_pair_shows_the_logit_difference_txviz_patch_prints(default_model_home, monkeypatch, capsys):
+    from streamlit.testing.v1 import AppTest
+
+    from txviz import cli
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    at = causal_page(AppTest.from_file(MAIN, default_timeout=600), TROPHY)
+    at.button(key="causal_run").click().run()
+    no_errors(at)
+    request = at.session_state["_causal_last_run"]
+    assert request.corrupt.startswith(TROPHY.replace("big", "small")) and request.answer == "trophy"
+    assert cli.main(["patch", "--clean", request.clean, "--corrupt", request.corrupt, "--answer", " trophy",
+                     "--wrong", " suitcase", "--bos", request.bos, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert clean_diff(at) == pytest.approx(printed["clean_logit_diff"], abs=5e-4)
+    shown = metrics(at)["…on the counterfactual"]
+    assert float(shown) == pytest.approx(printed["corrupt_logit_diff"], abs=5e-4)
