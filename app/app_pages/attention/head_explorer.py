@@ -10,6 +10,7 @@ from app import cache
 from app.app_pages.attention.head_map import head_map
 from app.app_pages.attention.head_table import METRIC_HELP, head_rows
 from app.app_pages.attention.head_view import head_view, query_index
+from app.app_pages.attention.prompt_pair import prompt_pair
 from app.app_pages.attention.step_by_step import step_by_step
 from app.figures import charts
 from app.ui import state
@@ -30,6 +31,7 @@ def head_explorer(view) -> None:
         layer, head, hide = head_map(view)
     head_view(view, layer, head, hide)
     _steps(view, layer, head)
+    prompt_pair(view, layer, head, hide)
     _download(view, layer, head)
     state.sync_url()  # a rerun of this fragment alone does not pass through main.py's sync
 

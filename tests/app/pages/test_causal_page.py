@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from app.services.zoo import zoo_path
@@ -111,3 +113,21 @@ def test_the_trophy_pair_shows_the_logit_difference_txviz_patch_prints(default_m
     assert clean_diff(at) == pytest.approx(printed["clean_logit_diff"], abs=5e-4)
     shown = metrics(at)["…on the counterfactual"]
     assert float(shown) == pytest.approx(printed["corrupt_logit_diff"], abs=5e-4)
+
+
+def test_the_attention_page_draws_one_head_on_a_prompt_pair_and_their_difference():
+    at = app_on(model=str(zoo_path("base_long")), prompt="Mary gave the book to John because she was happy.")
+    at.run()
+    at.session_state["pair_open"] = True  # what a click on the expander does
+    at.run()
+    at.text_input(key="pair_prompt").input("Mary gave the book to John because she was hungry.").run()
+    no_errors(at)
+    figure = chart(at, "pair_maps")
+    assert [trace["type"] for trace in figure["data"]] == ["heatmap"] * 3
+    difference = np.nan_to_num(decode(figure["data"][2]["z"]).astype(float))  # the future cells: NaN
+    changed = next(i for i, (a, b) in enumerate(zip(figure["data"][0]["x"], figure["data"][1]["x"])) if a != b)
+    assert not difference[:changed].any()  # rows before the swapped word cannot see it
+    assert difference[changed:].any()
+    at.text_input(key="pair_prompt").input("Mary gave the book to John because she was very happy.").run()
+    no_errors(at)
+    assert any("need the same token count" in w.value for w in at.warning)

@@ -1,0 +1,66 @@
+"""app/services/causal.py on the zoo's tiny base_long model: the proposed counterfactual, the length
+check, the budget check, and the report (equal to txviz.causal's pieces run alone)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from app.services import causal
+from app.services.prompts import PromptError
+from txviz import limits as limits_
+from txviz.causal import answer_tokens, patch_heads
+
+CLEAN = "Mary gave the book to John because she was happy. She was happy and"
+REQUEST = causal.CausalRequest(CLEAN, CLEAN.replace("Mary", "X").replace("John", "Mary").replace("X", "John"),
+                               "Mary", "John", ("Mary", "John"), "she", "none")
+
+
+def test_the_deciding_word_is_swapped_wherever_it_stands():
+    proposed, how = causal.propose_counterfactual("It was too big. The thing that was too big was the", "big",
+                                                  ("trophy", "suitcase"))
+    assert proposed == "It was too small. The thing that was too small was the" and "small" in how
+
+
+def test_without_a_known_contrast_the_candidates_are_swapped():
+    proposed, how = causal.propose_counterfactual("Mary met John and she waved.", "waved", ("Mary", "John"))
+    assert proposed == "John met Mary and she waved." and "swapped" in how
+
+
+def test_unequal_token_lengths_say_where_they_part():
+    assert causal.length_mismatch(["a", "b"], ["a", "c"]) is None
+    message = causal.length_mismatch(["a", "b", "c"], ["a", "x", "y", "c"])
+    assert "3 tokens and the counterfactual 4" in message and "token 1" in message
+
+
+def test_a_pair_of_unequal_length_is_a_prompt_error(tiny):
+    request = causal.CausalRequest(CLEAN, CLEAN.replace("happy", "very happy"), "Mary", "John", (), "she", "none")
+    with pytest.raises(PromptError, match="same token count"):
+        causal.prepare(tiny, request, limits_.Limits())
+
+
+def test_the_run_is_budget_checked(tiny):
+    with pytest.raises(PromptError, match="TXVIZ_MEMORY_BUDGET"):
+        causal.run(tiny, REQUEST, limits_.Limits(memory_budget_bytes=1000))
+
+
+def test_the_report_matches_the_library_and_reports_every_step(tiny):
+    steps = []
+    report = causal.run(tiny, REQUEST, limits_.Limits(), lambda done, total: steps.append((done, total)))
+    assert steps[0] == (0, len(causal.STEPS)) and steps[-1] == (len(causal.STEPS), len(causal.STEPS))
+    tokens = answer_tokens(tiny.tokenizer, " Mary", " John")
+    ids = [torch.tensor(tiny.tokenizer.encode(t, bos="none").ids) for t in (REQUEST.clean, REQUEST.corrupt)]
+    expected = patch_heads(tiny.model, *ids, tokens.answer_id, tokens.wrong_id).numpy()
+    assert report["patching"] == pytest.approx(expected, abs=1e-5)
+    n_layers, n_heads = tiny.config.n_layers, tiny.config.n_heads
+    for name in ("dla", "ablation", "attribution", "margin"):
+        assert report[name].shape == (n_layers, n_heads), name
+    assert report["residual_grid"].shape == (n_layers, len(ids[0]))
+    assert report["clean_logit_diff"] != pytest.approx(report["corrupt_logit_diff"])  # the swap moves the answer
+    assert 0 <= report["margin_patching_agreement"]["top_k_overlap"] <= 1
+
+
+def test_the_estimate_counts_every_pass(tiny):
+    estimate = causal.estimate(tiny, 12, limits_.Limits())
+    expected = 2 * tiny.config.n_layers * tiny.config.n_heads + tiny.config.n_layers * 12 + 6
+    assert f"{expected:,} forward passes of 12 tokens" in estimate.what and estimate.seconds > 0
