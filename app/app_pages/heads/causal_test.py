@@ -55,6 +55,9 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
     answer = left.selectbox("Answer: the candidate right for the sentence", names,
                             key=f"causal_answer_{digest(clean, names)}")
     others = [n for n in names if n != answer]
+    if not others:
+        st.info("The candidates are the same word: mark two different words to compare.")
+        return None
     wrong = right.selectbox("Wrong: the candidate it is compared with", others,
                             key=f"causal_wrong_{digest(clean, names, answer)}")
     if not corrupt.strip() or corrupt == clean:
