@@ -18,8 +18,8 @@ import torch
 
 from app.services.prompts import PromptError, encode, within_budget
 from txviz import limits as limits_
-from txviz.causal import (agreement, answer_tokens, attribution_patching, direct_logit_attribution,
-                          patch_heads, ablate_heads, residual_grid)
+from txviz.causal import (ablate_heads, agreement, answer_tokens, attribution_patching, direct_logit_attribution,
+                          patch_heads, residual_grid)
 from txviz.analysis.coref_answer import CONTRASTS
 from txviz.causal.margins import attention_margins
 from txviz.causal.patching import DEFAULT_CHUNK, clean_diff

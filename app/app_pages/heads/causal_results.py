@@ -9,7 +9,8 @@ import streamlit as st
 
 from app.figures import causal_charts
 
-GRIDS = {"patching": "Patching effect (from the counterfactual)", "margin": "Attention margin (looks at the answer)",
+GRIDS = {"patching": "Patching effect (from the counterfactual)",
+         "margin": "Attention margin at the pronoun (looks at the answer)",
          "dla": "Direct logit attribution", "ablation": "Mean-ablation effect",
          "attribution": "Attribution patching (gradient estimate)"}
 
@@ -42,8 +43,11 @@ def _logit_diffs(report: dict, request) -> None:
     first, second = st.columns(2)
     first.metric(f"Logit difference “{a}” − “{w}”, sentence", f"{report['clean_logit_diff']:+.3f}")
     second.metric("…on the counterfactual", f"{report['corrupt_logit_diff']:+.3f}")
+    prefers = lambda diff: request.answer if diff > 0 else request.wrong  # noqa: E731
     st.caption(f"Measured at the last token of “…{request.clean[-40:]}” and of “…{request.corrupt[-40:]}”, "
-               f"each word by its first token (“{a}”, “{w}”). Positive: the model prefers {request.answer}.")
+               f"each word by its first token (“{a}”, “{w}”); positive means {request.answer} is preferred. "
+               f"The model prefers **{prefers(report['clean_logit_diff'])}** on the sentence and "
+               f"**{prefers(report['corrupt_logit_diff'])}** on the counterfactual.")
 
 
 def _figure(agreement: dict | None) -> str:
@@ -60,6 +64,9 @@ def _agreement(report: dict) -> None:
                 f"**Attribution patching vs exact patching**: {_figure(report['attribution_agreement'])}.")
     if report["margin_patching_agreement"] is None:
         st.caption("No attention margin: the pronoun or a candidate is not a whole word of the sentence.")
+    else:
+        st.caption("The attention margin is read at the pronoun's row (the ranking above, read at the pronoun): "
+                   "there a causal model has not yet seen the deciding word, so the margin cannot depend on it.")
 
 
 def head_table(report: dict) -> pd.DataFrame:

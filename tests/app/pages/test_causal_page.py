@@ -64,6 +64,7 @@ def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
     no_errors(at)
     assert "…on the counterfactual" in metrics(at)
     body = texts(at)
+    assert "on the sentence and" in body and "on the counterfactual." in body
     assert "Looks at the answer vs moves the answer" in body and "top-10 overlap" in body
     assert "Attribution patching vs exact patching" in body and "Top heads by patching: L" in body
     table = at.dataframe[-1].value
@@ -76,7 +77,7 @@ def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
     assert decode(grid["z"]).shape == (4, len(tokens))  # base_long's 4 layers
     assert {chart(at, "causal_chart_left")["layout"]["title"]["text"],
             chart(at, "causal_chart_right")["layout"]["title"]["text"]} == {
-        "Attention margin (looks at the answer)", "Patching effect (from the counterfactual)"}
+        "Attention margin at the pronoun (looks at the answer)", "Patching effect (from the counterfactual)"}
 
 
 def test_a_kept_result_is_shown_without_a_new_run_and_an_edit_hides_it(tiny_app):
