@@ -123,7 +123,7 @@ def default_model_home(default_gguf_path):
 @pytest.fixture(scope="module")
 def server(default_model_home):
     """The app served on the session's model home, one per browser test module."""
-    from tests.browser import streamlit_server
+    from tests.helpers.browser import streamlit_server
 
     with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
         yield url

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.test_capture_cost import SMOLLM2_135M
+from tests.helpers.expected import SMOLLM2_135M
 from txviz import bench, cli
 
 

@@ -17,8 +17,8 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.test_trace import expected_shapes
-from tests.tiny import VARIANTS, random_decoder, tiny_config
+from tests.helpers.expected import expected_shapes
+from tests.helpers.tiny import VARIANTS, random_decoder, tiny_config
 from txviz import InputError
 from txviz.capture.trace import CAPTURES, trace
 
@@ -149,7 +149,7 @@ def test_random_valid_traces_keep_their_shapes_and_invariants(request):
 
 
 def _with_batch(name: str, shape: tuple, batch: int) -> tuple:
-    """tests.test_trace.expected_shapes is for batch 1; put the batch where each capture keeps it."""
+    """tests.capture.test_trace.expected_shapes is for batch 1; put the batch where each capture keeps it."""
     shape = list(shape)
     index = {"logits": 0}.get(name, 1)
     if shape[index] == 1:
@@ -243,7 +243,7 @@ def test_any_argv_exits_0_or_2_with_a_message_never_a_traceback(junk, data, monk
 def good_gguf(tmp_path_factory):
     from gguf import GGMLQuantizationType as Q
 
-    from tests.tiny_gguf import tiny, weights_of, write_gguf
+    from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 
     config = tiny()
     return write_gguf(tmp_path_factory.mktemp("gguf") / "m.gguf", config, weights_of(config), qtype=Q.Q8_0).read_bytes()
@@ -314,7 +314,7 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10, 2**40) |
        as_bytes=st.booleans())
 def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, changes, as_bytes):
     """What the KV page does with an uploaded config.json, on published configs with random edits."""
-    import tests.published_hf_configs as published
+    import tests.helpers.published_hf_configs as published
     from txviz.analysis import memory
     from txviz.loading.errors import ModelLoadError
     from txviz.loading.hf_config import read_hf_config

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, InputError, ModelConfig, RopeScaling, kv_cache_bytes
 from txviz.generate import GREEDY, Generation, Sampling, Step, filter_logits, generate, sample_token
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from app.services.byte_cache import ByteBudgetCache
-from tests.tiny import VARIANTS, tiny_config
+from tests.helpers.tiny import VARIANTS, tiny_config
 from txviz.capture.cost import capture_cost
 from txviz.limits import (GIB, MIB, LimitError, LimitExceeded, Limits, check_budget, check_prompt_chars,
                           check_prompt_tokens, generation_estimate, parse_size, trace_estimate)

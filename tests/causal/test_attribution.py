@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.causal.attribution import agreement, attribution_patching
 from txviz.causal.patching import patch_heads
 

@@ -1,6 +1,6 @@
 """The patching benchmark runs and reports what it promises (on a tiny random model: seconds, not numbers to trust)."""
 
-from tests.tiny import random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz.causal.bench import patching_benchmark
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.causal.activations import ActivationRecorder, run_with_activations
 from txviz.causal.dla import direct_logit_attribution, frozen_norm
 from txviz.causal.intervention import Intervention, Replace

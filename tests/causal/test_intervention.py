@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.causal.activations import ActivationRecorder, run_with_activations
 from txviz.causal.intervention import Intervention, Replace
 from txviz.causal.patching import ablate_heads, head_variants, patch_heads, run_variants

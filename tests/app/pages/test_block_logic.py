@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from app.figures.block_tables import block_steps, lens_top_tokens
-from tests.tiny import random_decoder, tiny_config
+from tests.helpers.tiny import random_decoder, tiny_config
 from txviz.analysis.block import block_walkthrough, logit_lens
 from txviz.analysis.residual import largest_difference, stream_norms
 

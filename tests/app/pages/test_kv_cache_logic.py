@@ -12,7 +12,7 @@ import torch
 
 from app.figures import calculator_charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
-from tests.tiny import random_decoder, tiny_config
+from tests.helpers.tiny import random_decoder, tiny_config
 from txviz import limits
 from txviz.analysis import memory
 from txviz.analysis.kv_growth import cache_growth

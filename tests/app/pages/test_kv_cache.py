@@ -1,0 +1,357 @@
+"""The KV cache & memory page through AppTest: numbers follow the chosen model after any sequence of
+clicks, only the open tab runs, and each tab's figures hold the measured values. The memory calculator
+needs no model run, so its tests open the page on the zoo's tiny base model; the tabs that run the model
+(cache growth, sharing KV heads, speed) run on the default model."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.apptest import page_path
+
+from tests.helpers.published_hf_configs import LLAMA_3_8B
+from txviz.analysis import memory
+from txviz.analysis.presets import PRESETS
+
+MAIN = str(Path(__file__).resolve().parents[3] / "app" / "main.py")
+PAGE = page_path("kv_cache")
+ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+
+
+def open_kv_page(model: str | None = None, prompt: str | None = None):
+    """The KV page, opened from the first page as a visitor does (on ``model``; None: the default)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    if model is not None:
+        at.query_params["model"] = model
+    if prompt is not None:
+        at.query_params["prompt"] = prompt
+    at.run()
+    at.switch_page(PAGE).run()
+    no_errors(at)
+    return at
+
+
+@pytest.fixture
+def kv_page(default_model_home, monkeypatch):
+    """The KV page on the default model, for the tabs that run it."""
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    return open_kv_page()
+
+
+@pytest.fixture
+def calculator():
+    """The KV page on the zoo's tiny model: the memory calculator reads presets and uploads, not the model.
+    The prompt is one the zoo's vocabulary knows (the default prompt's unknown words would add a warning)."""
+    from txviz.lab.corpus import sample_text
+
+    return open_kv_page(ZOO_BASE, sample_text(3))
+
+
+def no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        if element.proto.id and element.proto.id.endswith(f"-{key}"):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no plotly chart with key {key!r}")
+
+
+def chart_keys(at) -> set[str]:
+    return {element.proto.id.rsplit("-", 1)[-1] for element in at.get("plotly_chart")}
+
+
+def decode(array) -> np.ndarray:
+    if isinstance(array, dict) and "bdata" in array:
+        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        shape = array.get("shape")
+        return values.reshape([int(s) for s in str(shape).split(",")]) if shape else values
+    return np.array(array)
+
+
+def widget(at, kind: str, key: str):
+    return next(w for w in at.get(kind) if w.key == key)
+
+
+def open_tab(at, label: str):
+    at.session_state["kv_tab"] = label  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
+
+
+def per_token_metric(at) -> tuple[str, str]:
+    return next((m.label, m.value) for m in at.metric if m.label.startswith("KV bytes per token"))
+
+
+def kib_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_element: int = 2) -> str:
+    """The KV formula by hand: K and V, for every layer and KV head, bf16 by default."""
+    return f"{2 * layers * kv_heads * head_dim * bytes_per_element / 1024:,.1f} KiB"
+
+
+def choose_preset(at, key: str):
+    widget(at, "selectbox", "mem_preset").select_index(list(PRESETS).index(key)).run()  # the order shown
+    no_errors(at)
+
+
+# ---- issue 11 item 2: the attention kind follows the model ---------------------------------------------
+def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(calculator):
+    at = calculator
+    choose_preset(at, "falcon-7b")
+    widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
+    assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(32, 1, 64))
+    for key in ("mistral-7b-v0.1", "llama-3-8b", "llama-2-7b"):
+        choose_preset(at, key)
+        published = PRESETS[key]
+        kind = memory.preset(key).kind
+        assert widget(at, "segmented_control", "mem_kind").value == kind
+        assert per_token_metric(at) == (f"KV bytes per token ({kind})",
+                                        kib_per_token(published["n_layers"], published["kv_heads"], published["head_dim"]))
+        assert f"{kind}: {published['n_layers']} layers" in " ".join(c.value for c in at.caption)
+    assert per_token_metric(at)[1] == "512.0 KiB"  # Llama 2 7B: the famous half a MiB per token
+
+
+def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(calculator):
+    at = calculator
+    for key in PRESETS:
+        choose_preset(at, key)
+        model = memory.preset(key)
+        assert per_token_metric(at) == (f"KV bytes per token ({model.kind})",
+                                        f"{memory.kv_bytes_per_token(model, 'bf16') / 1024:,.1f} KiB"), key
+        assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
+
+
+def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(calculator):
+    at = calculator
+    choose_preset(at, "falcon-7b")
+    widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
+    widget(at, "radio", "mem_source").set_value("Your config.json").run()
+    assert not any(w.key == "mem_preset" for w in at.selectbox)  # no stale preset while the upload is in force
+    assert "Upload a model's config.json" in " ".join(i.value for i in at.info)
+    at.file_uploader[0].set_value(("config.json", json.dumps(LLAMA_3_8B).encode(), "application/json")).run()
+    no_errors(at)
+    layers, kv_heads = LLAMA_3_8B["num_hidden_layers"], LLAMA_3_8B["num_key_value_heads"]
+    head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
+    assert per_token_metric(at) == ("KV bytes per token (GQA)", kib_per_token(layers, kv_heads, head_dim))
+    caption = " ".join(c.value for c in at.caption)
+    assert "**LlamaForCausalLM, 8.03 B params, 32 layers × 4096** — GQA" in caption  # not just "llama"
+    assert "uploaded file config.json" in caption
+
+    widget(at, "segmented_control", "mem_kind").set_value("MQA").run()  # a choice on the upload…
+    named = {**LLAMA_3_8B, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}
+    at.file_uploader[0].set_value(("config.json", json.dumps(named).encode(), "application/json")).run()
+    no_errors(at)  # …is forgotten when another file comes
+    assert per_token_metric(at) == ("KV bytes per token (GQA)", kib_per_token(layers, kv_heads, head_dim))
+    assert "**Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params" in " ".join(c.value for c in at.caption)
+
+    widget(at, "radio", "mem_source").set_value("Preset").run()  # back to the preset: Falcon, its own kind
+    no_errors(at)
+    assert widget(at, "selectbox", "mem_preset").value == PRESETS["falcon-7b"]["name"]
+    assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(32, 1, 64))
+
+
+def test_a_broken_upload_says_so_and_shows_no_numbers(calculator):
+    at = calculator
+    widget(at, "radio", "mem_source").set_value("Your config.json").run()
+    at.file_uploader[0].set_value(("config.json", b"{not json", "application/json")).run()
+    assert not at.exception
+    assert "Could not read that config.json" in at.error[0].value
+    assert not at.metric and "mem_total" not in chart_keys(at)
+
+
+def test_calculator_settings_survive_a_visit_to_another_tab(calculator):
+    at = calculator
+    choose_preset(at, "llama-2-70b")
+    widget(at, "segmented_control", "mem_kind").set_value("MQA").run()
+    widget(at, "number_input", "mem_gpu").set_value(24.0).run()
+    open_tab(at, "Cached vs uncached")
+    assert not at.metric
+    open_tab(at, "Memory calculator")
+    assert widget(at, "selectbox", "mem_preset").value == PRESETS["llama-2-70b"]["name"]
+    assert widget(at, "number_input", "mem_gpu").value == 24.0
+    assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(80, 1, 128))
+
+
+# ---- item 12: the whole bill against the GPU ----------------------------------------------------------
+def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calculator):
+    at = calculator
+    choose_preset(at, "llama-2-7b")
+    widget(at, "selectbox", "mem_weight_dtype").set_value("fp16").run()
+    widget(at, "selectbox", "mem_kv_dtype").set_value("fp16").run()
+    widget(at, "number_input", "mem_gpu").set_value(24.0).run()
+    no_errors(at)
+    spec = chart(at, "mem_total")
+    assert [trace["name"] for trace in spec["data"]] == ["weights", "KV cache", "activations"]
+    assert spec["layout"]["barmode"] == "stack"
+    assert spec["layout"]["shapes"][0]["y0"] == 24.0  # the GPU line
+    x = list(spec["data"][0]["x"])
+    at_4k = x.index("4K")
+    weights, kv, activations = (float(decode(trace["y"])[at_4k]) * memory.GIB for trace in spec["data"])
+    params = 6_738_415_616  # Llama 2 7B, counted from its config.json in tests/analysis/test_memory.py
+    assert weights == pytest.approx(2 * params)
+    assert kv == pytest.approx(2 * 32 * 32 * 128 * 2 * 4096)  # 2 GiB
+    assert activations == pytest.approx(4096 * (2 * 4096 + 3 * 4096 + 2 * 11008) * 2 + 32000 * 4)
+    metrics = {m.label: m.value for m in at.metric}
+    longest = memory.longest_context(memory.preset("llama-2-7b"), 24.0, weight_dtype="fp16", kv_dtype="fp16")
+    assert metrics["Longest context that fits (all three)"] == f"{longest:,} tokens"
+    assert "Activations: the peak of one forward pass" in " ".join(c.value for c in at.caption)
+
+
+# ---- item 9: only the open tab runs; each tab when opened ----------------------------------------------
+def test_a_cold_open_computes_only_the_calculator(calculator):
+    at = calculator
+    assert at.session_state["kv_tab"] == "Memory calculator"
+    assert chart_keys(at) == {"mem_total", "mem_context", "mem_weights", "mem_batch_chart"}
+    assert not any(m.label == "KV cache (measured)" for m in at.metric)  # the counterfactual did not run
+    assert not any(w.key == "kv_new_tokens" for w in at.slider)  # nor did the generation
+
+
+@pytest.mark.default_model
+def test_cache_growth_tab_animates_the_measured_bytes(kv_page, default_model):
+    at = open_tab(kv_page, "Cache growth")
+    growth = next(m.value for m in at.markdown if "largest difference over all steps" in m.value)
+    assert "**0 bytes**" in growth
+    spec = chart(at, "kv_growth")
+    slots, measured, formula = spec["data"]
+    np.testing.assert_array_equal(decode(measured["y"]).astype(float), decode(formula["y"]).astype(float))
+    frames = spec["frames"]
+    assert len(frames) == len(decode(formula["x"])) == 32  # one per generated token (or end of text sooner)
+    assert [len(decode(f["data"][1]["y"])) for f in frames] == list(range(1, len(frames) + 1))  # growing
+    config = default_model.config
+    first, last = decode(frames[0]["data"][0]["z"]), decode(frames[-1]["data"][0]["z"])
+    assert first.shape == last.shape and first.shape[0] == config.n_layers
+    prompt_len = int(decode(formula["x"])[0])
+    assert (first > 0).sum(axis=1).tolist() == [prompt_len] * config.n_layers  # the prompt's slots only
+    assert (last == 2).sum(axis=1).tolist() == [len(frames) - 1] * config.n_layers  # + the generated ones
+    assert [s["label"] for s in spec["layout"]["sliders"][0]["steps"]] == [f["name"] for f in frames]
+
+
+@pytest.mark.default_model
+def test_sharing_tab_repeats_kv_heads_at_three_times_the_memory_and_no_change(kv_page):
+    at = open_tab(kv_page, "Sharing KV heads")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Top-1 agreement"] == "100.0%"
+    original_mib = float(metrics["KV cache (measured)"].split()[0])
+    widget(at, "segmented_control", "live_kv").set_value(9).run()  # MHA: repeat the KV heads
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["KV cache (measured)"].split()[0]) == pytest.approx(3 * original_mib, rel=1e-3)
+    assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
+
+
+@pytest.mark.default_model
+def test_speed_tab_times_every_requested_token_even_past_end_of_text(default_model_home, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["prompt"] = "Tell me a long story about a lighthouse."  # the model ends it at once
+    at.run()
+    at.switch_page(PAGE).run()
+    open_tab(at, "Cached vs uncached")
+    assert "kv_speed" not in chart_keys(at)  # on request only, saying roughly how long
+    assert "They run when you press Measure (roughly " in " ".join(c.value for c in at.caption)
+    at.slider(key="kv_speed_tokens").set_value(8).run()
+    at.button(key="kv_measure").click().run()
+    no_errors(at)
+    spec = chart(at, "kv_speed")
+    assert [trace["name"] for trace in spec["data"]] == ["with KV cache", "recompute everything"]
+    for trace in spec["data"]:
+        x, y = decode(trace["x"]).astype(float), decode(trace["y"]).astype(float)
+        assert len(y) == 7 and np.all(y > 0)  # 8 tokens, the first one (the prefill) left out
+        assert np.array_equal(x, np.arange(x[0], x[0] + 7))
+    assert "ms/token" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.default_model
+def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(kv_page, default_model):
+    at = open_tab(kv_page, "Sharing KV heads")
+    at.select_slider(key="live_tokens").set_value(128).run()
+    assert "layers_kl" not in chart_keys(at)  # on request only
+    estimate = next(c.value for c in at.caption if c.value.startswith("About **"))
+    assert "× 38 steps" in estimate  # the original, 30 layers, 7 points of the path (the first needs no pass)
+    seconds = int(estimate.split("**")[1].split()[0])
+    assert at.button(key="layers_run").label == f"Measure all 30 layers (≈ {seconds} s)"
+    original = next(m for m in at.metric if m.label == "Perplexity")
+    at.button(key="layers_run").click().run()
+    no_errors(at)
+    config = default_model.config
+    kl = decode(chart(at, "layers_kl")["data"][0]["y"]).astype(float)
+    assert len(kl) == config.n_layers and np.all(kl > 0)
+    path = at.dataframe[-1].value
+    assert list(path["layers merged"]) == [0, 5, 10, 15, 20, 25, 30]
+    per_layer_bytes = 2 * config.head_dim * 4
+    assert list(path["KV bytes / token"]) == [per_layer_bytes * (3 * (30 - n) + n) for n in path["layers merged"]]
+    assert path["perplexity"].iloc[0] == pytest.approx(float(original.delta.split()[-1]), abs=0.01)
+    assert path["perplexity"].is_monotonic_increasing
+    at.run()  # remembered: drawn again without a click, no button, no "stopped" note
+    assert chart(at, "layers_kl") and not any("Stopped after" in i.value for i in at.info)
+
+
+@pytest.mark.default_model
+def test_a_sweep_ended_by_a_click_says_where_it_stopped(kv_page):
+    at = open_tab(kv_page, "Sharing KV heads")
+    at.session_state["_layers_running"] = True  # what a run that a click interrupted leaves behind
+    at.session_state["_layers_done"] = 4
+    at.run()
+    no_errors(at)
+    assert "Stopped after 4 of 38 steps; nothing was kept." in " ".join(i.value for i in at.info)
+    at.run()
+    assert not any("Stopped after" in i.value for i in at.info)  # said once
+
+
+@pytest.mark.default_model
+def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model(kv_page):
+    at = open_tab(kv_page, "Sharing KV heads")
+    widget(at, "segmented_control", "live_kv").set_value(9).run()  # MHA on SmolLM2: 9 KV heads
+    no_errors(at)
+    picker = widget(at, "selectbox", "model_choice")
+    zoo_base = next(o for o in picker.options if "base" in o and "long" not in o)  # the zoo's 4-head, 2-KV-head model
+    picker.set_value(zoo_base).run()
+    no_errors(at)
+    assert widget(at, "segmented_control", "live_kv").value == 2  # its own, not SmolLM2's 9
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Top-1 agreement"] == "100.0%" and metrics["KV cache (measured)"].endswith("MiB")
+    assert widget(at, "segmented_control", "layers_kv").value == 1
+
+
+def test_weights_that_do_not_fit_are_named_instead_of_a_context(calculator):
+    at = calculator
+    choose_preset(at, "llama-3-70b")
+    weights_gib = memory.weight_bytes(memory.preset("llama-3-70b"), "bf16") / memory.GIB
+    assert weights_gib > 80
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Longest context that fits (all three)"] == "none"
+    assert f"The weights alone ({weights_gib:,.1f} GiB in bf16) do not fit in 80 GiB" in at.warning[0].value
+    widget(at, "selectbox", "mem_weight_dtype").set_value("int4").run()  # 33 GiB: now it fits
+    assert not at.warning
+    assert {m.label: m.value for m in at.metric}["Longest context that fits (all three)"].endswith(" tokens")
+
+
+def test_the_calculator_works_when_no_model_loads(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + bytes(60))  # allowed, there, and not a model
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.query_params["model"] = str(tmp_path / "broken.gguf")
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "Could not load the model" in " ".join(e.value for e in at.error), [e.value for e in at.error]
+    assert "mem_total" in chart_keys(at)  # the calculator needs no model
+    widget(at, "selectbox", "mem_preset").select_index(list(PRESETS).index("llama-2-7b")).run()
+    assert not at.exception
+    assert per_token_metric(at) == ("KV bytes per token (MHA)", "512.0 KiB")
+    at.session_state["kv_tab"] = "Cache growth"  # a tab that runs the model says there is none
+    at.run()
+    assert not at.exception and "No model loaded" in " ".join(i.value for i in at.info)

@@ -1,0 +1,134 @@
+"""The KV cache & memory page in a real browser: the preset journey of issue 11 (Falcon 7B, MQA, then
+Mistral 7B or an uploaded Llama 3 8B config.json) shows the new model's own bytes; the page opens on the
+calculator without running the model; the cache growth replays; the per-layer sweep says how long and stops."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, chromium_browser, wait_idle
+from tests.helpers.published_hf_configs import LLAMA_3_8B
+from txviz.analysis.presets import PRESETS
+
+pytestmark = [pytest.mark.browser, pytest.mark.default_model]
+
+reason = browser_available()
+if reason:
+    pytestmark.append(pytest.mark.skip(reason=reason))
+
+METRICS = "[data-testid='stMetric']"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium_browser() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(server, browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(f"{server}/kv-cache")
+    page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
+    wait_idle(page)
+    print(f"\nKV page open → every figure painted: {time.perf_counter() - started:.1f} s")
+    assert page.locator(ERROR).count() == 0
+    yield page
+    context.close()
+
+
+def per_token_metric(page) -> list[str]:
+    """[label, value] of the per-token metric as the browser shows it."""
+    text = next(t for t in page.locator(METRICS).all_inner_texts() if t.startswith("KV bytes per token"))
+    return [line.strip() for line in text.splitlines() if line.strip()][:2]
+
+
+def expected(key: str) -> str:
+    p = PRESETS[key]
+    return f"{2 * p['n_layers'] * p['kv_heads'] * p['head_dim'] * 2 / 1024:,.1f} KiB"  # bf16 K and V
+
+
+def choose_preset(page, name: str) -> None:
+    page.locator(".st-key-mem_preset button[aria-label='Open']").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    page.wait_for_function("n => document.querySelector('.st-key-mem_preset input')?.value === n", arg=name)
+    wait_idle(page)
+
+
+def choose_kind(page, kind: str) -> None:
+    page.locator(".st-key-mem_kind button", has_text=kind).click()
+    page.wait_for_function("k => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
+                           ".some(m => m.innerText.includes(`KV bytes per token (${k})`))", arg=kind, timeout=60_000)
+    wait_idle(page)
+
+
+def test_the_preset_journey_shows_each_models_own_bytes(page, tmp_path):
+    choose_preset(page, "Falcon 7B")
+    choose_kind(page, "MQA")
+    assert per_token_metric(page) == ["KV bytes per token (MQA)", expected("falcon-7b")]
+    choose_preset(page, "Mistral 7B v0.1")
+    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000)
+    assert per_token_metric(page) == ["KV bytes per token (GQA)", expected("mistral-7b-v0.1")]
+    assert "GQA: 32 layers, 32 query heads, 8 KV heads" in page.locator("body").inner_text()
+    assert page.locator(ERROR).count() == 0
+    page.locator(".st-key-mem_total").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "kv_mistral_after_falcon_mqa.png"), full_page=False)
+
+
+def test_an_upload_after_mqa_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path):
+    choose_preset(page, "Falcon 7B")
+    choose_kind(page, "MQA")
+    page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
+    wait_idle(page)
+    assert page.locator(".st-key-mem_preset").count() == 0  # the preset box is gone while the upload is chosen
+    path = tmp_path / "Meta-Llama-3-8B.json"
+    path.write_text(json.dumps(LLAMA_3_8B))
+    page.locator(".st-key-mem_upload input[type=file]").set_input_files(str(path))
+    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000)
+    wait_idle(page)
+    layers, kv_heads = LLAMA_3_8B["num_hidden_layers"], LLAMA_3_8B["num_key_value_heads"]
+    head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
+    assert per_token_metric(page) == ["KV bytes per token (GQA)",
+                                                      f"{2 * layers * kv_heads * head_dim * 2 / 1024:,.1f} KiB"]
+    assert "Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params, 32 layers × 4096) — GQA" in page.locator("body").inner_text()
+    assert page.locator(ERROR).count() == 0
+    page.screenshot(path=str(artifacts(tmp_path) / "kv_upload_after_mqa.png"), full_page=False)
+
+
+SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"
+
+
+def test_cache_growth_opens_on_its_tab_and_replays(page, tmp_path):
+    assert page.locator(".st-key-kv_growth").count() == 0  # not computed before it is opened
+    started = time.perf_counter()
+    page.get_by_role("tab", name="Cache growth").click()
+    page.wait_for_selector(f".st-key-kv_growth {CHART}", timeout=180_000)
+    wait_idle(page)
+    print(f"\nCache growth tab click → animation painted: {time.perf_counter() - started:.1f} s")
+    last = page.evaluate(SLIDER_JS)
+    assert last > 0
+    page.locator(".st-key-kv_growth .updatemenu-button").first.click()  # ▶ Play
+    page.wait_for_function(f"() => ({SLIDER_JS})() < {last}", timeout=10_000)  # it went back to the start…
+    page.wait_for_function(f"() => ({SLIDER_JS})() === {last}", timeout=30_000)  # …and played through
+    assert page.locator(ERROR).count() == 0
+    page.locator(".st-key-kv_growth").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "kv_growth.png"), full_page=False)
+
+
+def test_the_layer_sweep_says_how_long_and_stops_on_a_click(page):
+    page.get_by_role("tab", name="Sharing KV heads").click()
+    page.wait_for_selector(".st-key-layers_run button", timeout=180_000)
+    wait_idle(page)
+    assert "About " in page.locator("body").inner_text() and "× 38 steps" in page.locator("body").inner_text()
+    page.locator(".st-key-layers_run button").click()
+    page.wait_for_function("() => /step \\d+ of 38/.test(document.body.innerText)", timeout=60_000)
+    page.locator(".st-key-layers_stop button").first.click()
+    page.wait_for_function("() => document.body.innerText.includes('Stopped after')", timeout=60_000)
+    wait_idle(page)
+    assert page.locator(".st-key-layers_kl").count() == 0 and page.locator(ERROR).count() == 0
+    assert page.locator(".st-key-layers_run button").count() == 1  # it can be started again

