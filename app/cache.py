@@ -34,8 +34,7 @@ from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
 from txviz.loading.loaded import LoadedModel
 
-__all__ = [
-    "long_texts", "LONG_TEXT_CHARS",  # what the pages call
+__all__ = [  # what the pages call
     # model, limits, prompt
     "get_model", "display_name", "limits", "encode", "dropped_characters", "within_budget", "check_passes",
     "PromptError",
@@ -55,6 +54,8 @@ __all__ = [
     # the zoo and the measurements kept once run
     "MOE_VARIANTS", "VALIDATION_WINDOWS", "trained", "zoo_path", "zoo_model", "validation_windows", "zoo_routing",
     "zoo_text_trace", "zoo_window_losses", "first_story", "measured", "measure",
+    # texts too long for a link (app/ui/state.py)
+    "long_texts", "LONG_TEXT_CHARS",
 ]
 
 SCALING_STORE_BYTES = 64 << 20  # per-token losses under RoPE scalings kept for every session (8 KB each at 2048 tokens)
