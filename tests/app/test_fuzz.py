@@ -21,7 +21,7 @@ SESSIONS = 12
 ACTIONS = 2
 EXPENSIVE = {"rope_factor", "rope_text", "rope_text_tokens", "live_kv", "live_tokens", "kv_measure", "coref_builtin",
              "kv_new_tokens", "mem_upload", "to_flash_run", "to_rnn_run", "to_flash_max", "to_rnn_max",
-             "rope_scaling_run"}
+             "rope_scaling_run", "causal_run"}
 PIECES = ["Mary", " met", " John", " and", " she", " smiled", ".", " it", " the", " 42", "\n", "\t", "  ", "漢字",
           "中文", "שלום", "مرحبا", "😀", "👍🏽", "\x00", "\x1b", "\x1d", "e\u0301", "\u202e", "<|im_end|>", "<|endoftext|>",
           "<b>", "&amp;", "'", '"', "\\", "{{ x }}"]
