@@ -123,7 +123,7 @@ def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:
 def map_overview(traced: PromptTrace, layer: int, head: int, hide: bool) -> tuple[np.ndarray, int]:
     """One head's map pooled to at most MAX_MAP_CELLS² cells (block max), built a band of rows at a
     time: an 8192² map is never whole."""
-    from app.figures.charts import pool_attention_rows
+    from app.figures.big_maps import pool_attention_rows
 
     def rows_of(start: int, stop: int) -> np.ndarray:
         rows = traced.trace.attn(layer, head, rows=slice(start, stop))

@@ -12,7 +12,7 @@ from app.app_pages.attention.head_table import METRIC_HELP, head_rows
 from app.app_pages.attention.head_view import head_view, query_index
 from app.app_pages.attention.prompt_pair import prompt_pair
 from app.app_pages.attention.step_by_step import step_by_step
-from app.figures import charts
+from app.figures import big_maps, charts
 from app.ui import state
 from app.ui.widgets import picked_customdata
 from txviz.analysis import export
@@ -63,7 +63,7 @@ def _steps(view, layer: int, head: int) -> None:
     with steps_box:
         if steps_box.open and view.big:  # four T × T matrices: only where the map itself is drawn cell by cell
             st.info(f"Step by step draws every intermediate T × T matrix cell by cell, so it is shown for prompts of "
-                    f"up to {charts.MAX_MAP_CELLS} tokens; this one has {view.n:,}.")
+                    f"up to {big_maps.MAX_MAP_CELLS} tokens; this one has {view.n:,}.")
         elif steps_box.open:
             step_by_step(view.source, view.prompt, view.bos, view.tokens, view.config.n_groups, layer, head,
                          query_index(view.n))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.figures import charts
+from app.figures import big_maps, charts
 from app.ui import state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.heads import METRICS, hide_sink
@@ -39,7 +39,7 @@ def _pooled_map(view, layer: int, head: int, hide: bool, title: str) -> None:
     """The whole map pooled (the largest weight per block), and the exact weights of a region."""
     n, tokens = view.n, view.tokens
     pooled, block = cache.get_map_overview(view.source, view.prompt, view.bos, layer, head, hide)
-    st.plotly_chart(charts.pooled_attention(pooled, block, n, title=title), key="heatmap")
+    st.plotly_chart(big_maps.pooled_attention(pooled, block, n, title=title), key="heatmap")
     size = min(64, n)
     r1, r2 = st.columns(2)
     q0 = r1.number_input("Region: first query", 0, n - size, n - size, step=size // 2, key="region_query")
@@ -48,7 +48,7 @@ def _pooled_map(view, layer: int, head: int, hide: bool, title: str) -> None:
     q0, k0 = int(q0), int(k0)
     rows = view.traced.trace.attn(layer, head, rows=slice(q0, q0 + size))  # exact weights, only these rows
     rows = hide_sink(rows) if hide else rows
-    st.plotly_chart(charts.attention_region(rows[:, k0:k0 + size].numpy(), tokens[q0:q0 + size],
+    st.plotly_chart(big_maps.attention_region(rows[:, k0:k0 + size].numpy(), tokens[q0:q0 + size],
                                             tokens[k0:k0 + size], q_offset=q0, k_offset=k0,
                                             title=f"Exact weights: queries {q0}–{q0 + size - 1} × keys {k0}–{k0 + size - 1}"),
                     key="heatmap_region")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.figures import causal_charts, charts
+from app.figures import big_maps, causal_charts
 from txviz.analysis.heads import hide_sink
 
 
@@ -21,7 +21,7 @@ def prompt_pair(view, layer: int, head: int, hide: bool) -> None:
             return
         if view.big:
             st.info(f"The pair view draws both maps cell by cell, so it is shown for prompts of up to "
-                    f"{charts.MAX_MAP_CELLS} tokens; this one has {view.n:,}.")
+                    f"{big_maps.MAX_MAP_CELLS} tokens; this one has {view.n:,}.")
             return
         second = st.text_input("Second prompt: change a word for one of the same token count", key="pair_prompt",
                                max_chars=2000, placeholder="e.g. the prompt with one word swapped")

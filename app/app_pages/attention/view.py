@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from app.figures import charts
+from app.figures import big_maps
 
 
 @dataclass(frozen=True)
@@ -36,4 +36,4 @@ class AttentionView:
     @property
     def big(self) -> bool:
         """Drawn pooled, with a full-resolution region beside it."""
-        return self.n > charts.MAX_MAP_CELLS
+        return self.n > big_maps.MAX_MAP_CELLS

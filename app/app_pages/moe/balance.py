@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.moe.view import MoeView
-from app.figures import charts
+from app.figures import charts, tradeoff_charts
 from txviz.analysis import moe
 from txviz.analysis import moe_tables as tables
 
@@ -47,7 +47,7 @@ def compare(names: list[str]) -> None:
     st.caption(f"Measured live on {next(iter(measured.values())).n_tokens:,} held-out tokens; val loss from the "
                "lab's eval.json.")
     for column, (name, m) in zip(st.columns(len(measured)), measured.items()):
-        column.plotly_chart(charts.expert_load_bars(m.load.numpy(), title=name), key=f"moe_load_{name}")
+        column.plotly_chart(tradeoff_charts.expert_load_bars(m.load.numpy(), title=name), key=f"moe_load_{name}")
     c1, c2 = st.columns(2)
     c1.plotly_chart(charts.lines(list(next(iter(measured.values())).layers),
                                  {n: m.effective_experts.numpy() for n, m in measured.items()}, mode="lines+markers",

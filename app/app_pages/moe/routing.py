@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.moe.view import MoeView
-from app.figures import charts
+from app.figures import tradeoff_charts
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
 from txviz.analysis import moe
@@ -68,18 +68,18 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
               help=f"log E = {np.log(routing.n_experts):.2f} nats for a router that cannot decide")
     m4.metric("Load CV (mean)", f"{float(routing.cv.mean()):.2f}", help="std/mean of the expert shares; 0 = even")
     left, right = st.columns([3, 2])
-    left.plotly_chart(charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
+    left.plotly_chart(tradeoff_charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
                                         routing.gates.permute(1, 0, 2).numpy(), tokens, routing.n_experts,
                                         layers=list(routing.layers), title=f"{name}: best expert per token and layer "
                                         "(hover: every chosen expert, with its gate)"), key="moe_map")
     last = len(routing.layers) - 1
     layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")
-    right.plotly_chart(charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,
+    right.plotly_chart(tradeoff_charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,
                                          x_title="router probability",
                                          title=f"Layer {routing.layers[layer]}: router probability by rank"),
                        key="moe_gates")
     right.caption(f"The top {routing.top_k} run; their gates are these probabilities"
                   + (" renormalized to sum to 1." if config.router_norm == "topk" else "."))
-    right.plotly_chart(charts.expert_load_bars(routing.load.numpy(), layers=list(routing.layers),
+    right.plotly_chart(tradeoff_charts.expert_load_bars(routing.load.numpy(), layers=list(routing.layers),
                                                title="Share of this text's assignments per expert"), key="moe_load_text")
     st.dataframe(routing.summary(), hide_index=True)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
-from app.figures import charts
+from app.figures import tradeoff_charts
 from txviz.analysis import tradeoff_tables as tables
 from txviz.analysis import tradeoffs as tr
 
@@ -33,7 +33,7 @@ def attention_kinds(view: TradeoffsView) -> None:
 def kv_noise(done: list[dict]) -> None:
     """The zoo's attention kinds with their evaluation noise: error bars, an honest axis, and the verdict in words."""
     estimates = loss_noise(done)
-    st.plotly_chart(charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
+    st.plotly_chart(tradeoff_charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
                                            [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
                                            y_range=tr.loss_axis_range(estimates),
                                            title="KV cache vs validation loss (bars: ± 2 standard errors)",

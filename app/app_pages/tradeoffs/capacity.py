@@ -8,7 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
-from app.figures import charts
+from app.figures import charts, tradeoff_charts
 from txviz.analysis import tradeoff_tables as tables
 from txviz.analysis import tradeoffs as tr
 
@@ -62,7 +62,7 @@ def dense_vs_moe(view: TradeoffsView) -> None:
     family = tr.expert_family(view.config, context=view.config.max_seq_len // 2)
     a, b = st.columns(2)
     title = f"{cache.display_name(view.loaded)}: capacity vs compute, top-{family[-1]['top_k']}"
-    a.plotly_chart(charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
+    a.plotly_chart(tradeoff_charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
                                           [f"E={r['experts']}" for r in family], log_x=True, log_y=True, title=title,
                                           x_title="FLOPs per token", y_title="total parameters"), key="to_moe_family")
     b.dataframe(tables.reference_rows(), hide_index=True)
@@ -81,7 +81,7 @@ def moe_in_the_zoo() -> None:
     done = [r for r in rows if r["trained"]]
     if done:
         estimates = loss_noise(done)
-        st.plotly_chart(charts.labelled_points([r["params"] for r in done], [e.mean for e in estimates],
+        st.plotly_chart(tradeoff_charts.labelled_points([r["params"] for r in done], [e.mean for e in estimates],
                                                [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
                                                y_range=tr.loss_axis_range(estimates),
                                                title="Capacity vs validation loss (bars: ± 2 standard errors)",

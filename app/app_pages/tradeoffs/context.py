@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.app_pages.tradeoffs.view import TradeoffsView
-from app.figures import charts
+from app.figures import charts, tradeoff_charts
 from txviz.analysis import tradeoff_tables as tables
 from txviz.analysis import tradeoffs as tr
 from txviz.loading.zoo import SHIPPED_ZOO
@@ -61,7 +61,7 @@ def positions_beyond(view: TradeoffsView) -> None:
     done = [r for r in rows if r["trained"]]
     if done:
         context = done[0]["context"]
-        st.plotly_chart(charts.grouped_bars([f"{r['variant']} ({r['positions']})" for r in done],
+        st.plotly_chart(tradeoff_charts.grouped_bars([f"{r['variant']} ({r['positions']})" for r in done],
                                             {f"1× ({context})": [r["loss_1x"] for r in done],
                                              f"2× ({2 * context})": [r["loss_2x"] for r in done],
                                              f"4× ({4 * context})": [r["loss_4x"] for r in done]},

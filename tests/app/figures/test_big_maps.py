@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from app.figures import charts
+from app.figures import big_maps
 
 
 def causal_map(t: int, seed: int = 0) -> np.ndarray:
@@ -32,14 +32,14 @@ def brute_force_pool(probs: np.ndarray, block: int, reduce: str) -> np.ndarray:
 @pytest.mark.parametrize("t,max_cells,block", [(10, 4, 3), (12, 4, 3), (5, 256, 1)])
 def test_pooling_takes_the_max_or_mean_of_visible_weights(reduce, t, max_cells, block):
     probs = causal_map(t)
-    pooled, got_block = charts.pool_attention(probs, max_cells=max_cells, reduce=reduce)
+    pooled, got_block = big_maps.pool_attention(probs, max_cells=max_cells, reduce=reduce)
     assert got_block == block
     np.testing.assert_allclose(pooled, brute_force_pool(probs, block, reduce), rtol=1e-6, equal_nan=True)
 
 
 def test_overview_of_a_4096_map_sends_at_most_256_squared_cells():
     probs = causal_map(4096)
-    fig = charts.attention_overview(probs, title="L3 H2")
+    fig = big_maps.attention_overview(probs, title="L3 H2")
     heat = fig.data[0]
     z = np.asarray(heat.z)
     assert z.shape == (256, 256)
@@ -52,7 +52,7 @@ def test_overview_of_a_4096_map_sends_at_most_256_squared_cells():
 def test_region_keeps_full_resolution_and_absolute_positions():
     probs = causal_map(300)
     tokens = [f"t{i}" for i in range(300)]
-    fig = charts.attention_region(probs[200:210, 195:215], tokens[200:210], tokens[195:215], q_offset=200, k_offset=195)
+    fig = big_maps.attention_region(probs[200:210, 195:215], tokens[200:210], tokens[195:215], q_offset=200, k_offset=195)
     heat = fig.data[0]
     z = np.asarray(heat.z, dtype=float)
     assert z.shape == (10, 20)
@@ -60,13 +60,13 @@ def test_region_keeps_full_resolution_and_absolute_positions():
     assert z[0, 5] == pytest.approx(probs[200, 200]) and np.isnan(z[0, 6])  # key 201 is after query 200
     assert "queries 200–209 × keys 195–214" in fig.layout.title.text
     with pytest.raises(ValueError, match="over 256×256"):
-        charts.attention_region(probs[:, :10], tokens, tokens[:10], q_offset=0, k_offset=0)
+        big_maps.attention_region(probs[:, :10], tokens, tokens[:10], q_offset=0, k_offset=0)
 
 
 def test_overview_colour_saturates_at_the_99th_percentile_so_a_sink_does_not_wash_it_out():
     probs = causal_map(1024) * 0.1
     probs[:, 0] = 1.0  # an attention sink: one column near 1
-    fig = charts.attention_overview(probs)
+    fig = big_maps.attention_overview(probs)
     z = np.asarray(fig.data[0].z, dtype=float)
     assert fig.data[0].zmax == pytest.approx(np.nanpercentile(z, 99))
     assert fig.data[0].zmax < 0.5 and np.nanmax(z) == 1.0  # the sink is still there, at the top of the scale
@@ -81,8 +81,8 @@ def test_pooling_rows_band_by_band_equals_pooling_the_whole_map(t, chunk_bands):
         asked.append((start, stop))
         return probs[start:stop]
 
-    pooled, block = charts.pool_attention_rows(rows_of, t, t, chunk_bands=chunk_bands, max_cells=64)
-    whole, whole_block = charts.pool_attention(probs, max_cells=64)
+    pooled, block = big_maps.pool_attention_rows(rows_of, t, t, chunk_bands=chunk_bands, max_cells=64)
+    whole, whole_block = big_maps.pool_attention(probs, max_cells=64)
     assert block == whole_block
     np.testing.assert_array_equal(pooled, whole)
     assert asked[0][0] == 0 and asked[-1][1] == t and all(b - a <= block * chunk_bands for a, b in asked)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.figures import charts
+from app.figures import charts, tradeoff_charts
 
 
 def test_attention_heatmap_blanks_the_future_and_labels_tokens():
@@ -105,7 +105,7 @@ def test_log_axis_ticks_once_per_decade():
     fig = charts.lines([1, 10, 100, 1000], {"a": [1, 1e2, 1e4, 1e6], "b": [0, 1, 2, 3]}, log_x=True, log_y=True)
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1 and fig.layout.yaxis.dtick == 1
     assert charts.bars(["x", "y"], np.array([1e-4, 1.0]), log_y=True).layout.yaxis.dtick == 1
-    assert charts.labelled_points([1, 1e6], [1, 2], ["a", "b"], log_x=True).layout.xaxis.dtick == 1
+    assert tradeoff_charts.labelled_points([1, 1e6], [1, 2], ["a", "b"], log_x=True).layout.xaxis.dtick == 1
 
 
 def test_step_by_step_matrices_carry_token_labels():

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import charts
+from app.figures import tradeoff_charts
 
 
 def test_expert_map_colours_the_best_expert_and_hovers_every_choice():
     ids = np.array([[[2, 0], [1, 3]], [[0, 1], [3, 2]], [[2, 1], [2, 0]]])  # (T=3, L=2, K=2)
     gates = np.full(ids.shape, 0.5)
-    fig = charts.expert_map(ids, gates, ["a", "b", "a"], 4, layers=[5, 6])
+    fig = tradeoff_charts.expert_map(ids, gates, ["a", "b", "a"], 4, layers=[5, 6])
     heat = fig.data[0]
     assert np.array_equal(np.array(heat.z), ids[:, :, 0])
     assert list(heat.x) == ["5", "6"] and list(heat.y) == ["0:a", "1:b", "2:a"]
@@ -20,16 +20,16 @@ def test_expert_map_colours_the_best_expert_and_hovers_every_choice():
 
 def test_expert_load_bars_one_trace_per_expert_and_an_even_line():
     load = np.array([[0.7, 0.1, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25]])
-    fig = charts.expert_load_bars(load)
+    fig = tradeoff_charts.expert_load_bars(load)
     assert len(fig.data) == 4 and list(fig.data[0].y) == [0.7, 0.25]
     assert list(fig.data[0].x) == ["layer 0", "layer 1"]
     assert fig.layout.shapes[0].y0 == 0.25
 
 
 def test_histograms_labelled_points_and_grouped_bars():
-    fig = charts.histograms({"best": np.array([0.9, 0.8]), "second": np.array([0.1, 0.2])}, x_range=(0, 1), bins=10)
+    fig = tradeoff_charts.histograms({"best": np.array([0.9, 0.8]), "second": np.array([0.1, 0.2])}, x_range=(0, 1), bins=10)
     assert [t.name for t in fig.data] == ["best", "second"] and fig.data[0].xbins.size == 0.1
-    points = charts.labelled_points([1, 2], [3.0, 4.0], ["mha", "mqa"], log_x=True)
+    points = tradeoff_charts.labelled_points([1, 2], [3.0, 4.0], ["mha", "mqa"], log_x=True)
     assert list(points.data[0].text) == ["mha", "mqa"] and points.layout.xaxis.type == "log"
-    bars = charts.grouped_bars(["rope", "learned"], {"1×": [1.0, 1.1], "4×": [1.5, None]})
+    bars = tradeoff_charts.grouped_bars(["rope", "learned"], {"1×": [1.0, 1.1], "4×": [1.5, None]})
     assert len(bars.data) == 2 and np.isnan(bars.data[1].y[1])
