@@ -66,19 +66,23 @@ def _model_lock():
 
 
 E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home"}
+SHARED_SERVER_GROUP = "browser-shared-server"  # the xdist group of the tests on the session's ``server``
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark ``e2e`` every test that needs the real model or a real browser, so that
     ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both. Keep on one xdist worker
-    the tests of a module that share a module-scoped fixture (a server, a traced prompt), so that it is
-    built once; every other test goes to whichever worker is free (``--dist loadgroup``)."""
+    the tests of a module that share a module-scoped fixture (a server, a traced prompt), and every test
+    on the session's shared app server, so that each is built (and the model loaded) once; every other
+    test goes to whichever worker is free (``--dist loadgroup``)."""
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("default_model") \
                 or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
         if _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        elif "server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(SHARED_SERVER_GROUP))
 
 
 def _uses_a_module_fixture(item) -> bool:
@@ -120,10 +124,32 @@ def default_model_home(default_gguf_path):
     return txviz_home()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(default_model_home):
-    """The app served on the session's model home, one per browser test module."""
+    """The app served on the session's model home, shared by every browser test module that needs no
+    environment of its own (each test opens its own browser context, so no session state is shared);
+    they are one xdist group, so the server (and the model it loads) starts once per session. A module
+    that needs its own server (another home, other settings) overrides this fixture."""
     from tests.helpers.browser import streamlit_server
 
     with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium per worker; tests open their sessions with ``browser.new_context()``."""
+    from tests.helpers.browser import chromium_browser
+
+    with chromium_browser() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser session (its own context: no cookies or storage shared) with a 1500 × 1100 page."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

@@ -41,12 +41,14 @@ class _RecordingBrowser:
 
 
 @pytest.fixture
-def watched(monkeypatch):
-    """Spies on the benchmark's page runs, its server and its browser pages; returns what they saw."""
-    from tests import bench_app, browser
+def watched(monkeypatch, request):
+    """Spies on the benchmark's page runs, its server and its browser pages; returns what they saw. The
+    benchmark's chromium is the worker's own (the session's ``browser`` fixture): playwright's sync API
+    refuses a second instance in a process that already runs one."""
+    from tests.helpers import bench_app, browser
 
     seen = {"runs": [], "servers": [], "pages": [], "at_exit": []}
-    real_check, real_server, real_browser = bench_app._check, browser.streamlit_server, browser.chromium_browser
+    real_check, real_server = bench_app._check, browser.streamlit_server
 
     def check(at):
         real_check(at)
@@ -65,8 +67,12 @@ def watched(monkeypatch):
 
     @contextmanager
     def chromium():
-        with real_browser() as real:
-            yield _RecordingBrowser(real, seen["pages"])
+        pages = len(seen["pages"])
+        try:
+            yield _RecordingBrowser(request.getfixturevalue("browser"), seen["pages"])
+        finally:
+            for page in seen["pages"][pages:]:
+                page.close()  # the shared chromium stays; the benchmark's pages (and their contexts) go
 
     monkeypatch.setattr(bench_app, "_check", check)
     monkeypatch.setattr(browser, "streamlit_server", server)
@@ -74,18 +80,18 @@ def watched(monkeypatch):
     return seen
 
 
-def test_app_benchmark_measures_the_app_it_reports(default_model_home, monkeypatch, capsys, watched):
+def test_app_benchmark_measures_the_app_it_reports(default_model_home, default_model, monkeypatch, capsys,
+                                                   watched):
     reason = browser_available()
     if reason:
         pytest.skip(reason)
-    from tests import bench_app
-    from txviz.loading import load
+    from tests.helpers import bench_app
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     assert bench_app.main(["--json", "--repeats", str(REPEATS)]) == 0
     result = json.loads(capsys.readouterr().out)
     server, browser = result["server"], result["browser"]
-    config = load().config
+    config = default_model.config  # the session's own load of the default model: the benchmark loads its own
 
     # the server side: one AppTest run per sample, each the interaction it claims, each with its figures
     runs = watched["runs"]
@@ -126,12 +132,11 @@ def test_app_benchmark_measures_the_app_it_reports(default_model_home, monkeypat
         assert target["target"] == bench_app.TARGETS[name] and target["met"] == (target["measured"] <= target["target"])
 
 
-def test_prompts_have_exactly_the_asked_tokens(default_model_home, monkeypatch):
+def test_prompts_have_exactly_the_asked_tokens(default_model_home, default_model, monkeypatch):
     from tests.helpers.bench_app import prompts_of
-    from txviz.loading import load
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     prompts = prompts_of(64, 3)
     assert len(set(prompts)) == 3
-    tokenizer = load().tokenizer
+    tokenizer = default_model.tokenizer  # the session's load, not the benchmark's
     assert [len(tokenizer.encode(p, bos="sink").ids) for p in prompts] == [64, 64, 64]

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, chromium_page, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -38,28 +38,27 @@ def metric(page, label_start: str) -> float:
     return float(value.replace("−", "-"))
 
 
-def test_the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(server, tmp_path):
-    with chromium_page() as page:
-        page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
-        opened = wait_text(page, "Test it (causal)", timeout_ms=180_000)
-        corrupt = page.locator("[class*='st-key-causal_corrupt_'] input")
-        assert corrupt.input_value().startswith(TROPHY.replace("big", "small"))
-        page.get_by_role("button", name="Run the causal test").click()
-        ran = wait_text(page, "Top heads by patching", timeout_ms=600_000)
-        assert page.locator(ERROR).count() == 0
-        clean, counterfactual = metric(page, "Logit difference"), metric(page, "on the counterfactual")
-        body = page.locator(BODY).inner_text()
-        looks = re.search(rf"Looks at the answer vs moves the answer.*?Spearman\) ({NUMBER}|undefined), "
-                          r"top-10 overlap (\d+)/10", body, re.S)
-        estimate = re.search(rf"Attribution patching vs exact patching: rank correlation \(Spearman\) "
-                             rf"({NUMBER}|undefined), top-10 overlap (\d+)/10", body)
-        top = re.search(r"Top heads by patching: (.*?)\.\n", body + "\n").group(1)
-        page.locator(".st-key-causal_chart_left").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "causal_trophy.png"), full_page=False)
-        figures = lambda m: f"spearman {m.group(1)}, top-10 overlap {m.group(2)}/10" if m else "absent"  # noqa: E731
-        print(f"\nopen {opened:.1f} s, run {ran:.1f} s; logit diff clean {clean:+.3f}, counterfactual "
-              f"{counterfactual:+.3f}; margin vs patching: {figures(looks)}; attribution vs exact: {figures(estimate)}"
-              f"\ntop heads by patching: {top}\nL9 H4 among them: {'L9 H4 (' in top}")
-        assert looks and estimate and top.startswith("L")
-        for chart in ("causal_chart_left", "causal_chart_right", "causal_residual"):  # drawn, not only sent
-            assert page.locator(f".st-key-{chart} {CHART}").count() >= 1, chart
+def test_the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(server, page, tmp_path):
+    page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
+    opened = wait_text(page, "Test it (causal)", timeout_ms=180_000)
+    corrupt = page.locator("[class*='st-key-causal_corrupt_'] input")
+    assert corrupt.input_value().startswith(TROPHY.replace("big", "small"))
+    page.get_by_role("button", name="Run the causal test").click()
+    ran = wait_text(page, "Top heads by patching", timeout_ms=600_000)
+    assert page.locator(ERROR).count() == 0
+    clean, counterfactual = metric(page, "Logit difference"), metric(page, "on the counterfactual")
+    body = page.locator(BODY).inner_text()
+    looks = re.search(rf"Looks at the answer vs moves the answer.*?Spearman\) ({NUMBER}|undefined), "
+                      r"top-10 overlap (\d+)/10", body, re.S)
+    estimate = re.search(rf"Attribution patching vs exact patching: rank correlation \(Spearman\) "
+                         rf"({NUMBER}|undefined), top-10 overlap (\d+)/10", body)
+    top = re.search(r"Top heads by patching: (.*?)\.\n", body + "\n").group(1)
+    page.locator(".st-key-causal_chart_left").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "causal_trophy.png"), full_page=False)
+    figures = lambda m: f"spearman {m.group(1)}, top-10 overlap {m.group(2)}/10" if m else "absent"  # noqa: E731
+    print(f"\nopen {opened:.1f} s, run {ran:.1f} s; logit diff clean {clean:+.3f}, counterfactual "
+          f"{counterfactual:+.3f}; margin vs patching: {figures(looks)}; attribution vs exact: {figures(estimate)}"
+          f"\ntop heads by patching: {top}\nL9 H4 among them: {'L9 H4 (' in top}")
+    assert looks and estimate and top.startswith("L")
+    for chart in ("causal_chart_left", "causal_chart_right", "causal_residual"):  # drawn, not only sent
+        assert page.locator(f".st-key-{chart} {CHART}").count() >= 1, chart

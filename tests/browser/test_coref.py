@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, chromium_page, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -45,59 +45,57 @@ def wait_text(page, text: str, timeout_ms: int = 120_000) -> float:
     return time.perf_counter() - started
 
 
-def test_marks_follow_a_new_sentence(server, tmp_path):
+def test_marks_follow_a_new_sentence(server, page, tmp_path):
     times = {}
-    with chromium_page() as page:
-        page.goto(f"{server}/heads")
-        wait_idle(page, timeout_ms=180_000)
-        page.get_by_role("tab", name="Coreference").click()
-        times["open"] = wait_text(page, "put the most attention from she")
-        assert selected(page, "pronoun") == ["she"] and selected(page, "candidates") == ["Mary", "John"]
+    page.goto(f"{server}/heads")
+    wait_idle(page, timeout_ms=180_000)
+    page.get_by_role("tab", name="Coreference").click()
+    times["open"] = wait_text(page, "put the most attention from she")
+    assert selected(page, "pronoun") == ["she"] and selected(page, "candidates") == ["Mary", "John"]
 
-        click_word(page, "pronoun", "him")
-        times["click pronoun"] = wait_text(page, "put the most attention from him")
-        click_word(page, "candidates", "station")
-        times["add candidate"] = wait_text(page, "station (token")
-        assert selected(page, "candidates") == ["Mary", "John", "station"]
-        assert page.locator(ERROR).count() == 0
+    click_word(page, "pronoun", "him")
+    times["click pronoun"] = wait_text(page, "put the most attention from him")
+    click_word(page, "candidates", "station")
+    times["add candidate"] = wait_text(page, "station (token")
+    assert selected(page, "candidates") == ["Mary", "John", "station"]
+    assert page.locator(ERROR).count() == 0
 
-        sentence = page.locator(".st-key-coref_text input")
-        sentence.fill(TROPHY)
-        sentence.press("Enter")
-        times["new sentence"] = wait_text(page, "put the most attention from it")
-        body = page.locator(BODY).inner_text()
-        assert selected(page, "pronoun") == ["it"] and selected(page, "candidates") == ["trophy", "suitcase"]
-        assert selected(page, "deciding") == ["big"]
-        assert "on trophy" in body and "from him" not in body and "station (token" not in body
-        assert "At “it” no head can know the answer" in body and "attention at “it” is 0." in body
-        assert "trophy (token “ trophy”)" in body and "the model prefers" in body
-        assert "coref_text=" in page.url and "trophy" in page.url
-        assert page.locator(ERROR).count() == 0
-        page.locator("[class*='st-key-coref_pronoun_']").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "coref_new_sentence.png"), full_page=False)
+    sentence = page.locator(".st-key-coref_text input")
+    sentence.fill(TROPHY)
+    sentence.press("Enter")
+    times["new sentence"] = wait_text(page, "put the most attention from it")
+    body = page.locator(BODY).inner_text()
+    assert selected(page, "pronoun") == ["it"] and selected(page, "candidates") == ["trophy", "suitcase"]
+    assert selected(page, "deciding") == ["big"]
+    assert "on trophy" in body and "from him" not in body and "station (token" not in body
+    assert "At “it” no head can know the answer" in body and "attention at “it” is 0." in body
+    assert "trophy (token “ trophy”)" in body and "the model prefers" in body
+    assert "coref_text=" in page.url and "trophy" in page.url
+    assert page.locator(ERROR).count() == 0
+    page.locator("[class*='st-key-coref_pronoun_']").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "coref_new_sentence.png"), full_page=False)
 
-        page.locator("[class*='st-key-coref_query_'] label", has_text="the completion's end").click()
-        times["query at completion end"] = wait_text(page, "put the most attention from the (token")
-        page.wait_for_selector(f".st-key-coref_grid {CHART}")
-        assert page.locator(ERROR).count() == 0
-        page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "coref_completion_end.png"), full_page=False)
+    page.locator("[class*='st-key-coref_query_'] label", has_text="the completion's end").click()
+    times["query at completion end"] = wait_text(page, "put the most attention from the (token")
+    page.wait_for_selector(f".st-key-coref_grid {CHART}")
+    assert page.locator(ERROR).count() == 0
+    page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "coref_completion_end.png"), full_page=False)
     print("\n" + ", ".join(f"{step}: {seconds:.2f} s" for step, seconds in times.items()))
 
 
-def test_a_link_with_a_sentence_opens_its_tab_and_marks_survive_a_visit_to_detectors(server, tmp_path):
-    with chromium_page() as page:
-        started = time.perf_counter()
-        page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
-        wait_text(page, "put the most attention from it", timeout_ms=180_000)  # opened on Coreference
-        print(f"\nlink → coreference ranking: {time.perf_counter() - started:.2f} s")
-        assert page.get_by_role("tab", name="Coreference").get_attribute("aria-selected") == "true"
-        click_word(page, "candidates", "fit")
-        wait_text(page, "fit (token")
-        page.get_by_role("tab", name="Detectors").click()
-        page.wait_for_selector(f".st-key-det_prev {CHART}", timeout=60_000)
-        wait_idle(page)
-        page.get_by_role("tab", name="Coreference").click()
-        wait_text(page, "fit (token")
-        assert selected(page, "candidates") == ["trophy", "fit", "suitcase"]
-        assert page.locator(ERROR).count() == 0
+def test_a_link_with_a_sentence_opens_its_tab_and_marks_survive_a_visit_to_detectors(server, page, tmp_path):
+    started = time.perf_counter()
+    page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
+    wait_text(page, "put the most attention from it", timeout_ms=180_000)  # opened on Coreference
+    print(f"\nlink → coreference ranking: {time.perf_counter() - started:.2f} s")
+    assert page.get_by_role("tab", name="Coreference").get_attribute("aria-selected") == "true"
+    click_word(page, "candidates", "fit")
+    wait_text(page, "fit (token")
+    page.get_by_role("tab", name="Detectors").click()
+    page.wait_for_selector(f".st-key-det_prev {CHART}", timeout=60_000)
+    wait_idle(page)
+    page.get_by_role("tab", name="Coreference").click()
+    wait_text(page, "fit (token")
+    assert selected(page, "candidates") == ["trophy", "fit", "suitcase"]
+    assert page.locator(ERROR).count() == 0

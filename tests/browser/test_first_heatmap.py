@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, chromium_page, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -24,139 +24,134 @@ def heatmap_text(page) -> str:
     return page.locator(".st-key-heatmap").inner_text()
 
 
-def test_attention_page_type_prompt_switch_head(server, tmp_path):
-    with chromium_page() as page:
-        page.goto(server)
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
+def test_attention_page_type_prompt_switch_head(server, page, tmp_path):
+    page.goto(server)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
 
-        prompt = page.locator(".st-key-prompt textarea")
-        prompt.fill("Alice thanked Bob because she had finished the report.")
-        started = time.perf_counter()
-        prompt.press("Control+Enter")
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
-                               timeout=60_000)
-        page.wait_for_selector(f".st-key-heatmap {CHART}")
-        seconds = time.perf_counter() - started
-        wait_idle(page)
-        print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
-        assert page.locator(ERROR).count() == 0
-        assert "prompt=" in page.url  # the view is in the URL
+    prompt = page.locator(".st-key-prompt textarea")
+    prompt.fill("Alice thanked Bob because she had finished the report.")
+    started = time.perf_counter()
+    prompt.press("Control+Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
+                           timeout=60_000)
+    page.wait_for_selector(f".st-key-heatmap {CHART}")
+    seconds = time.perf_counter() - started
+    wait_idle(page)
+    print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
+    assert page.locator(ERROR).count() == 0
+    assert "prompt=" in page.url  # the view is in the URL
 
-        head = page.locator(".st-key-head input")
-        head.fill("4")
-        head.press("Enter")
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
-                               timeout=60_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        assert "head=4" in page.url
-        page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)
-
-
-def test_heads_page_coreference_ranking(server, tmp_path):
-    with chromium_page() as page:
-        page.goto(f"{server}/heads")
-        wait_idle(page)
-        page.get_by_role("tab", name="Coreference").click()
-        sentence = page.locator(".st-key-coref_text input")
-        sentence.fill("Anna called Peter because she needed help.")
-        sentence.press("Enter")
-        page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
-                               timeout=60_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        text = page.locator("[data-testid='stMainBlockContainer']").inner_text()
-        assert "Best heads first" in text
-        page.wait_for_selector(f".st-key-coref_grid {CHART}")
-        page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)
+    head = page.locator(".st-key-head input")
+    head.fill("4")
+    head.press("Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
+                           timeout=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    assert "head=4" in page.url
+    page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)
 
 
-def test_positions_and_kv_pages_with_the_mha_toggle(server, tmp_path):
-    with chromium_page() as page:
-        page.goto(f"{server}/positions")
-        page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-
-        page.goto(f"{server}/kv-cache")
-        page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)  # it opens on the calculator
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        page.get_by_role("tab", name="Sharing KV heads").click()  # the loaded model runs when this opens
-        page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
-        wait_idle(page)
-        before = page.locator("[data-testid='stMetric']").all_inner_texts()
-        page.locator(".st-key-live_kv button", has_text="MHA").click()
-        page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
-                               ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        after = page.locator("[data-testid='stMetric']").all_inner_texts()
-        assert before != after
-        page.locator(".st-key-live_kv").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)
+def test_heads_page_coreference_ranking(server, page, tmp_path):
+    page.goto(f"{server}/heads")
+    wait_idle(page)
+    page.get_by_role("tab", name="Coreference").click()
+    sentence = page.locator(".st-key-coref_text input")
+    sentence.fill("Anna called Peter because she needed help.")
+    sentence.press("Enter")
+    page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
+                           timeout=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    text = page.locator("[data-testid='stMainBlockContainer']").inner_text()
+    assert "Best heads first" in text
+    page.wait_for_selector(f".st-key-coref_grid {CHART}")
+    page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)
 
 
-def test_moe_and_tradeoffs_pages(server, tmp_path):
-    with chromium_page() as page:
-        page.goto(f"{server}/moe")
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        page.get_by_role("tab", name="Capacity vs compute").click()
-        page.wait_for_selector(f".st-key-moe_family {CHART}", timeout=120_000)
-        if page.locator(".st-key-moe_map").count():  # a MoE to route: the loaded model or the zoo's
-            page.get_by_role("tab", name="Routing on a text").click()
-            page.wait_for_selector(f".st-key-moe_map {CHART}", timeout=60_000)
-            page.locator(".st-key-moe_map").scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts(tmp_path) / "moe.png"), full_page=False)
-        assert page.locator(ERROR).count() == 0
+def test_positions_and_kv_pages_with_the_mha_toggle(server, page, tmp_path):
+    page.goto(f"{server}/positions")
+    page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
 
-        page.goto(f"{server}/tradeoffs")
-        page.wait_for_selector(f".st-key-to_depth_flops {CHART}", timeout=120_000)
-        wait_idle(page)
-        page.get_by_role("tab", name="Context length").click()
-        page.wait_for_selector(f".st-key-to_ctx_flops {CHART}", timeout=60_000)
-        assert "2,304" in page.locator("[data-testid='stMainBlockContainer']").inner_text()  # SmolLM2's T*
-        assert page.locator(ERROR).count() == 0
-        page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "tradeoffs.png"), full_page=False)
+    page.goto(f"{server}/kv-cache")
+    page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)  # it opens on the calculator
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    page.get_by_role("tab", name="Sharing KV heads").click()  # the loaded model runs when this opens
+    page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
+    wait_idle(page)
+    before = page.locator("[data-testid='stMetric']").all_inner_texts()
+    page.locator(".st-key-live_kv button", has_text="MHA").click()
+    page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
+                           ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    after = page.locator("[data-testid='stMetric']").all_inner_texts()
+    assert before != after
+    page.locator(".st-key-live_kv").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)
 
 
-def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(server, tmp_path):
+def test_moe_and_tradeoffs_pages(server, page, tmp_path):
+    page.goto(f"{server}/moe")
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    page.get_by_role("tab", name="Capacity vs compute").click()
+    page.wait_for_selector(f".st-key-moe_family {CHART}", timeout=120_000)
+    if page.locator(".st-key-moe_map").count():  # a MoE to route: the loaded model or the zoo's
+        page.get_by_role("tab", name="Routing on a text").click()
+        page.wait_for_selector(f".st-key-moe_map {CHART}", timeout=60_000)
+        page.locator(".st-key-moe_map").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts(tmp_path) / "moe.png"), full_page=False)
+    assert page.locator(ERROR).count() == 0
+
+    page.goto(f"{server}/tradeoffs")
+    page.wait_for_selector(f".st-key-to_depth_flops {CHART}", timeout=120_000)
+    wait_idle(page)
+    page.get_by_role("tab", name="Context length").click()
+    page.wait_for_selector(f".st-key-to_ctx_flops {CHART}", timeout=60_000)
+    assert "2,304" in page.locator("[data-testid='stMainBlockContainer']").inner_text()  # SmolLM2's T*
+    assert page.locator(ERROR).count() == 0
+    page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "tradeoffs.png"), full_page=False)
+
+
+def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(server, page, tmp_path):
     """About 2000 tokens pasted (past TXVIZ_MAX_TOKENS): the page says what it keeps, draws the map pooled,
     and the region box shows exact weights of the rows asked for."""
     text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
-    with chromium_page() as page:
-        page.goto(server)
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-        wait_idle(page)
-        prompt = page.locator(".st-key-prompt textarea")
-        prompt.fill((text + "\n") * 2)
-        started = time.perf_counter()
-        prompt.press("Control+Enter")
-        page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
-                               timeout=300_000)
-        page.wait_for_selector(f".st-key-heatmap_region {CHART}", timeout=120_000)
-        wait_idle(page, timeout_ms=300_000)
-        seconds = time.perf_counter() - started
-        body = page.locator("[data-testid='stMainBlockContainer']").inner_text()
-        assert page.locator(ERROR).count() == 0
-        assert "Keeping every map would take" in body and "the largest weight in each 8 × 8 block" in body
-        title = page.locator(".st-key-heatmap").inner_text()
-        assert "each cell = 8×8 tokens" in title
-        region = page.locator(".st-key-region_query input")
-        region.fill("100")
-        region.press("Enter")
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap_region')?.innerText"
-                               ".includes('queries 100–163')", timeout=60_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        print(f"\n~2000-token prompt → pooled map and region drawn: {seconds:.1f} s")
-        page.locator(".st-key-heatmap").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
+    page.goto(server)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    prompt = page.locator(".st-key-prompt textarea")
+    prompt.fill((text + "\n") * 2)
+    started = time.perf_counter()
+    prompt.press("Control+Enter")
+    page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
+                           timeout=300_000)
+    page.wait_for_selector(f".st-key-heatmap_region {CHART}", timeout=120_000)
+    wait_idle(page, timeout_ms=300_000)
+    seconds = time.perf_counter() - started
+    body = page.locator("[data-testid='stMainBlockContainer']").inner_text()
+    assert page.locator(ERROR).count() == 0
+    assert "Keeping every map would take" in body and "the largest weight in each 8 × 8 block" in body
+    title = page.locator(".st-key-heatmap").inner_text()
+    assert "each cell = 8×8 tokens" in title
+    region = page.locator(".st-key-region_query input")
+    region.fill("100")
+    region.press("Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap_region')?.innerText"
+                           ".includes('queries 100–163')", timeout=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    print(f"\n~2000-token prompt → pooled map and region drawn: {seconds:.1f} s")
+    page.locator(".st-key-heatmap").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
 
 
 # Where a cell of the head grid is on the screen: plotly's own axes, so the test clicks where a person would.
@@ -178,7 +173,7 @@ def click_grid(page, layer: float, head: float, *, from_cell: tuple[int, int]) -
     page.mouse.click(x, y)
 
 
-def test_a_click_on_the_head_grid_opens_exactly_that_head(server, tmp_path):
+def test_a_click_on_the_head_grid_opens_exactly_that_head(server, page, tmp_path):
     """Centres and near-corners of cells, the right-hand column and the last row: each click opens the
     head under the pointer (square markers overlapped: a click where head 7 was drawn opened head 8)."""
     clicks = [  # (layer, head) in data units, the cell it is in
@@ -186,88 +181,88 @@ def test_a_click_on_the_head_grid_opens_exactly_that_head(server, tmp_path):
         (28.65, 8.35),
     ]
     timings = []
-    with chromium_page(width=1100, height=1000) as page:  # a laptop's window: narrow grid columns
-        page.goto(server)
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    page.set_viewport_size({"width": 1100, "height": 1000})  # a laptop's window: narrow grid columns
+    page.goto(server)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    for layer, head in clicks:
+        cell = (round(layer), round(head))
+        started = time.perf_counter()
+        click_grid(page, layer, head, from_cell=cell)
+        page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
+                               arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
         wait_idle(page)
-        for layer, head in clicks:
-            cell = (round(layer), round(head))
-            started = time.perf_counter()
-            click_grid(page, layer, head, from_cell=cell)
-            page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
-                                   arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
-            wait_idle(page)
-            timings.append(time.perf_counter() - started)
-            assert page.locator(ERROR).count() == 0
-            assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
-            assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
-        print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
-        page.locator(".st-key-head_grid").scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
+        timings.append(time.perf_counter() - started)
+        assert page.locator(ERROR).count() == 0
+        assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
+        assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
+    print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
+    page.locator(".st-key-head_grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
 
 
-def test_the_attention_address_opens_the_page_without_not_found(server):
+def test_the_attention_address_opens_the_page_without_not_found(server, page):
     """Streamlit answers its default page's own address with "Page not found": /attention must open the
     page, and / must forward to it with the link's view."""
-    with chromium_page() as page:
-        started = time.perf_counter()
-        page.goto(f"{server}/attention?layer=2")
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-        wait_idle(page)
-        print(f"\n/attention → heatmap drawn: {time.perf_counter() - started:.2f} s")
-        assert "Layer 2, head 0" in heatmap_text(page)
-        page.wait_for_timeout(500)
-        assert "Page not found" not in page.locator("body").inner_text()
-        assert page.locator("[role='dialog']").count() == 0
+    started = time.perf_counter()
+    page.goto(f"{server}/attention?layer=2")
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    print(f"\n/attention → heatmap drawn: {time.perf_counter() - started:.2f} s")
+    assert "Layer 2, head 0" in heatmap_text(page)
+    page.wait_for_timeout(500)
+    assert "Page not found" not in page.locator("body").inner_text()
+    assert page.locator("[role='dialog']").count() == 0
 
-        page.goto(f"{server}/?prompt=Shared+by+link.&head=3")
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 0, head 3')",
-                               timeout=60_000)
-        wait_idle(page)
-        assert "/attention?" in page.url and "prompt=Shared" in page.url and "head=3" in page.url
-        assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
-        assert "4: link" in heatmap_text(page)
-        assert "Page not found" not in page.locator("body").inner_text()
+    page.goto(f"{server}/?prompt=Shared+by+link.&head=3")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 0, head 3')",
+                           timeout=60_000)
+    wait_idle(page)
+    assert "/attention?" in page.url and "prompt=Shared" in page.url and "head=3" in page.url
+    assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
+    assert "4: link" in heatmap_text(page)
+    assert "Page not found" not in page.locator("body").inner_text()
 
 
-def test_the_layer_slider_arrow_keys_and_the_url(server):
+def test_the_layer_slider_arrow_keys_and_the_url(server, page):
     """Arrow keys on the layer slider move the head's map (only the head explorer reruns) and the link."""
-    with chromium_page() as page:
-        page.goto(f"{server}/attention")
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-        wait_idle(page)
-        page.locator(".st-key-layer input[type='range']").focus()
-        started = time.perf_counter()
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")
-        page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
-                               timeout=60_000)
-        wait_idle(page)
-        print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
-        assert "layer=3" in page.url and page.locator(ERROR).count() == 0
+    page.goto(f"{server}/attention")
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    page.locator(".st-key-layer input[type='range']").focus()
+    started = time.perf_counter()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
+                           timeout=60_000)
+    wait_idle(page)
+    print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
+    assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
-def test_a_prompt_too_long_for_a_link_is_kept_by_id(server):
+def test_a_prompt_too_long_for_a_link_is_kept_by_id(server, page):
     """A 90 KB prompt made a link of ~130 KB that the server refused (HTTP 400): the link now holds a short
     id, opens, and brings the prompt back."""
     text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
     long_prompt = (text * (90_000 // len(text) + 1))[:90_000]
-    with chromium_page() as page:
-        page.goto(f"{server}/attention?hide_sink=1")
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-        wait_idle(page)
-        prompt = page.locator(".st-key-prompt textarea")
-        prompt.fill(long_prompt)
-        prompt.press("Control+Enter")
-        page.wait_for_function("() => location.search.includes('prompt_id=')", timeout=120_000)
-        wait_idle(page, timeout_ms=300_000)
-        link = page.url
-        assert len(link) < 200 and "hide_sink=1" in link, link  # the rest of the view stays in the link
-        assert "too long for a link" in page.locator("[data-testid='stSidebar']").inner_text()
+    page.goto(f"{server}/attention?hide_sink=1")
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    wait_idle(page)
+    prompt = page.locator(".st-key-prompt textarea")
+    prompt.fill(long_prompt)
+    prompt.press("Control+Enter")
+    page.wait_for_function("() => location.search.includes('prompt_id=')", timeout=120_000)
+    wait_idle(page, timeout_ms=300_000)
+    link = page.url
+    assert len(link) < 200 and "hide_sink=1" in link, link  # the rest of the view stays in the link
+    assert "too long for a link" in page.locator("[data-testid='stSidebar']").inner_text()
 
-        opened = page.context.browser.new_page()  # someone else opens the link: a session of their own
+    opened = page.context.browser.new_page()  # someone else opens the link: a session of their own
+    try:
         response = opened.goto(link)
         assert response.status == 200
         wait_idle(opened, timeout_ms=300_000)
         assert opened.locator(".st-key-prompt textarea").input_value() == long_prompt
         assert opened.locator(ERROR).count() == 0
+    finally:
+        opened.close()  # its own context goes with it; the session's chromium stays for the next test

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, browser_available, chromium_page, streamlit_server, wait_idle
+from tests.helpers.browser import CHART, ERROR, browser_available, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -23,11 +23,12 @@ if reason:
 PROGRESS = "[data-testid='stProgress']"
 
 
-def test_first_start_on_an_empty_cache_shows_the_fetch_then_a_heatmap(tmp_path, default_gguf_path):
+def test_first_start_on_an_empty_cache_shows_the_fetch_then_a_heatmap(tmp_path, default_gguf_path, page):
     # default_gguf_path: the session's own fetch succeeded, so a failure here is the app's, not the network's
+    # page: a fresh context of the worker's chromium (a second playwright in one process is refused)
     home = tmp_path / "empty-home"
     home.mkdir()
-    with streamlit_server(env={"TXVIZ_HOME": str(home)}) as url, chromium_page() as page:
+    with streamlit_server(env={"TXVIZ_HOME": str(home)}) as url:
         started = time.perf_counter()
         page.goto(url)
         seen: list[str] = []

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, chromium_browser, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.presets import PRESETS
 
@@ -20,12 +20,6 @@ if reason:
     pytestmark.append(pytest.mark.skip(reason=reason))
 
 METRICS = "[data-testid='stMetric']"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium_browser() as browser:
-        yield browser
 
 
 @pytest.fixture
@@ -84,6 +78,8 @@ def test_an_upload_after_mqa_is_named_from_the_file_and_shows_its_own_bytes(page
     choose_preset(page, "Falcon 7B")
     choose_kind(page, "MQA")
     page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
+    # on a loaded machine the rerun may start after wait_idle's pause: wait for the box to go, then look
+    page.locator(".st-key-mem_preset").wait_for(state="detached", timeout=60_000)
     wait_idle(page)
     assert page.locator(".st-key-mem_preset").count() == 0  # the preset box is gone while the upload is chosen
     path = tmp_path / "Meta-Llama-3-8B.json"

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, IDLE, browser_available, chromium_browser, streamlit_server, wait_idle
+from tests.helpers.browser import CHART, ERROR, IDLE, browser_available, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -34,12 +34,6 @@ def server(default_model_home):
     env = {"TXVIZ_HOME": str(default_model_home), "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": "2"}
     with streamlit_server(env=env) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium_browser() as browser:
-        yield browser
 
 
 def open_session(browser, url: str, path: str = "", prompt: str | None = None):

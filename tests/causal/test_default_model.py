@@ -24,10 +24,18 @@ def test_dla_sums_to_the_logit_difference(default_model):
     assert dla.parts_sum == pytest.approx(dla.total, abs=1e-3)
 
 
-def test_cli_patch_on_the_trophy_pair(default_model_home, capsys):
+def test_cli_patch_on_the_trophy_pair(default_model, monkeypatch, capsys):
+    asked = []
+
+    def session_model(args):  # the session's load of the default model (loading it is the loading tests' part)
+        asked.append(args.model)
+        return default_model
+
+    monkeypatch.setattr(cli, "_load", session_model)
     assert cli.main(["patch", "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", ANSWER, "--wrong", WRONG,
                      "--candidates", "trophy,suitcase", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert asked == [None]  # no --model: the default model
     assert out["n_tokens"] == 24
     assert out["answer_token"]["text"] == " trophy" and out["wrong_token"]["text"] == " suit"
     assert out["clean_logit_diff"] > out["corrupt_logit_diff"]  # big → the trophy; small pulls toward the suitcase

@@ -13,6 +13,7 @@ head switch to the redrawn heatmap. Medians over ``--repeats``; every sample is 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -27,11 +28,19 @@ TARGETS = {"server_head_switch_ms": 100.0, "server_prompt_64_s": 1.0, "browser_p
            "browser_start_to_first_figure_s": 10.0}
 
 
-def prompts_of(n_tokens: int, count: int) -> list[str]:
-    """``count`` different prompts of exactly ``n_tokens`` tokens (sink included), so that none is cached."""
+@functools.cache
+def _tokenizer_and_config():
+    """The default model's tokenizer and config, loaded once per process (the weights are let go): the
+    prompts and the head and layer cycles need them, the timings do not (the app loads its own model)."""
     from txviz.loading import load
 
-    tokenizer = load().tokenizer
+    loaded = load()
+    return loaded.tokenizer, loaded.config
+
+
+def prompts_of(n_tokens: int, count: int) -> list[str]:
+    """``count`` different prompts of exactly ``n_tokens`` tokens (sink included), so that none is cached."""
+    tokenizer, _ = _tokenizer_and_config()
     prompts = []
     for i in range(count):
         text = f"Note {i + 1}. " + TEXT[i * 40:]
@@ -82,9 +91,7 @@ def server_latency(repeats: int, n_tokens: int = 64) -> dict:
 
 
 def _config():
-    from txviz.loading import load
-
-    return load().config
+    return _tokenizer_and_config()[1]
 
 
 def _check(at) -> None:
