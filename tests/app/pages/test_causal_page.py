@@ -1,11 +1,10 @@
 """The Heads page's "Test it (causal)" section (issue 13) through AppTest: on the zoo's tiny
 base_long model (word-level vocabulary, fast) the run on a button, the kept result, a counterfactual
 edited after a run, a pair of unequal token length; on the default model the trophy pair, whose
-logit difference must equal ``txviz patch``'s."""
+logit differences must equal those of a plain forward."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
@@ -109,10 +108,14 @@ def test_a_counterfactual_of_another_token_length_is_refused_with_what_to_change
 
 
 @pytest.mark.default_model
-def test_the_trophy_pair_shows_the_logit_difference_txviz_patch_prints(default_model_home, monkeypatch, capsys):
+def test_the_trophy_pair_shows_the_logit_differences_of_a_plain_forward(default_model, default_model_home,
+                                                                          monkeypatch):
+    """The page's two logit differences equal logit(" trophy") − logit(" suit") of one plain forward of
+    each prompt, tokenized as the page did (``txviz patch`` prints the same: tests/causal)."""
+    import torch
     from streamlit.testing.v1 import AppTest
 
-    from txviz import cli
+    from txviz.causal.metric import answer_tokens, logit_diff
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     at = causal_page(AppTest.from_file(MAIN, default_timeout=600), TROPHY)
@@ -120,12 +123,14 @@ def test_the_trophy_pair_shows_the_logit_difference_txviz_patch_prints(default_m
     no_errors(at)
     request = at.session_state["_causal_last_run"]
     assert request.corrupt.startswith(TROPHY.replace("big", "small")) and request.answer == "trophy"
-    assert cli.main(["patch", "--clean", request.clean, "--corrupt", request.corrupt, "--answer", " trophy",
-                     "--wrong", " suitcase", "--bos", request.bos, "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert clean_diff(at) == pytest.approx(printed["clean_logit_diff"], abs=5e-4)
-    shown = metrics(at)["…on the counterfactual"]
-    assert float(shown) == pytest.approx(printed["corrupt_logit_diff"], abs=5e-4)
+    tokenizer = default_model.tokenizer
+    words = answer_tokens(tokenizer, " trophy", " suitcase")
+    shown = {request.clean: clean_diff(at), request.corrupt: float(metrics(at)["…on the counterfactual"])}
+    for text, value in shown.items():
+        ids = torch.tensor(tokenizer.encode(text, bos=request.bos).ids)
+        with torch.no_grad():
+            expected = float(logit_diff(default_model.model(ids), words.answer_id, words.wrong_id)[0])
+        assert value == pytest.approx(expected, abs=5e-4), text
 
 
 def test_the_attention_page_draws_one_head_on_a_prompt_pair_and_their_difference():
