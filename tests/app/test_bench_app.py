@@ -47,6 +47,8 @@ def watched(monkeypatch, request):
     refuses a second instance in a process that already runs one."""
     from tests.helpers import bench_app, browser
 
+    # started before chromium_browser is patched below: the session fixture must get the real one
+    shared_chromium = request.getfixturevalue("browser")
     seen = {"runs": [], "servers": [], "pages": [], "at_exit": []}
     real_check, real_server = bench_app._check, browser.streamlit_server
 
@@ -69,7 +71,7 @@ def watched(monkeypatch, request):
     def chromium():
         pages = len(seen["pages"])
         try:
-            yield _RecordingBrowser(request.getfixturevalue("browser"), seen["pages"])
+            yield _RecordingBrowser(shared_chromium, seen["pages"])
         finally:
             for page in seen["pages"][pages:]:
                 page.close()  # the shared chromium stays; the benchmark's pages (and their contexts) go
