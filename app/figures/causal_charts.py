@@ -69,7 +69,10 @@ def pair_maps(first: np.ndarray, second: np.ndarray, first_tokens: list[str], se
         labels = token_labels(tokens)
         fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Blues", zmin=0, zmax=1, showscale=False,
                                  hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>"), 1, col)
-    fig.add_trace(go.Heatmap(z=difference, colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound, reversescale=True,
+    # the difference's axes name both tokens where the prompts differ ("14:big/small")
+    both = [f"{i}:{a}" if a == b else f"{i}:{a}/{b}" for i, (a, b) in enumerate(zip(first_tokens, second_tokens))]
+    fig.add_trace(go.Heatmap(z=difference, x=both, y=both, colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound,
+                             reversescale=True,
                              colorbar=dict(title="Δ weight", thickness=10),
                              hovertemplate="query %{y}, key %{x}<br>Δ %{z:+.4f}<extra></extra>"), 1, 3)
     fig.update_layout(title=title, height=min(700, 260 + 10 * n), margin=dict(l=10, r=10, t=60, b=10))

@@ -37,6 +37,7 @@ def test_the_pair_figure_draws_both_maps_and_their_difference():
     assert np.isnan(difference[0, 1])  # the future stays empty
     assert difference[1, 0] == pytest.approx(-0.25) and difference[1, 1] == pytest.approx(0.25)
     assert list(figure.data[1].x) == ["0:a", "1:c"]
+    assert list(figure.data[2].x) == list(figure.data[2].y) == ["0:a", "1:b/c"]  # both tokens where they differ
 
 
 def test_the_pair_figure_refuses_maps_of_different_shapes():
