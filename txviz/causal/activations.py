@@ -14,7 +14,7 @@ from typing import Iterable
 
 import torch
 
-from txviz.model.recording import EDIT_POINTS, NULL_LAYER_RECORDER
+from txviz.model.recording import EDIT_POINTS, NULL_LAYER_RECORDER, NullLayerRecorder
 
 Activations = dict[tuple[int, str], torch.Tensor]  # (layer, edit point) → tensor
 
@@ -27,25 +27,11 @@ def check_points(points: Iterable[str]) -> frozenset[str]:
     return points
 
 
-class _KeepingLayer:
+class _KeepingLayer(NullLayerRecorder):
     """One layer's view: wants no capture (the fused attention path stays), keeps edit-point tensors."""
-
-    wanted: frozenset[str] = frozenset()
 
     def __init__(self, layer: int, keep):
         self._layer, self._keep = layer, keep
-
-    def wants(self, name: str) -> bool:
-        return False
-
-    def __call__(self, name: str, tensor: torch.Tensor) -> None:
-        pass
-
-    def many(self, **tensors: torch.Tensor) -> None:
-        pass
-
-    def attention_rows(self, rows, keys, probs, scores) -> None:
-        pass
 
     def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
         return self._keep(self._layer, name, tensor)
