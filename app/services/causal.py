@@ -18,15 +18,12 @@ import torch
 
 from app.services.prompts import PromptError, encode, within_budget
 from txviz import limits as limits_
-from txviz.causal import (ablate_heads, agreement, answer_tokens, attribution_patching, direct_logit_attribution,
-                          patch_heads, residual_grid)
+from txviz.causal import agreement, answer_tokens
 from txviz.analysis.coref_answer import CONTRASTS
 from txviz.causal.margins import attention_margins
-from txviz.causal.patching import DEFAULT_CHUNK, clean_diff
+from txviz.causal.patching import DEFAULT_CHUNK
+from txviz.causal.report import STEPS, measure_pair  # noqa: F401  (STEPS: the progress bar's steps)
 from txviz.loading.loaded import LoadedModel
-
-STEPS = ("direct logit attribution", "patching every head", "ablating every head", "attention margins",
-         "attribution patching", "the residual grid")
 
 
 @dataclass(frozen=True)
@@ -106,21 +103,10 @@ def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
     reported as ``progress(done, len(STEPS))``."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
     estimate(loaded, len(clean.ids), settings)
-    model, report = loaded.model, progress or (lambda done, total: None)
-    clean_ids, corrupt_ids = torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids))
-    a, w = tokens.answer_id, tokens.wrong_id
-    results = {}
-    steps = (("dla", lambda: direct_logit_attribution(model, clean_ids, a, w)),
-             ("patching", lambda: patch_heads(model, clean_ids, corrupt_ids, a, w)),
-             ("ablation", lambda: ablate_heads(model, clean_ids, a, w, value="mean")),
-             ("margins", lambda: _margins(model, clean, request)),
-             ("attribution", lambda: attribution_patching(model, clean_ids, corrupt_ids, a, w)),
-             ("grid", lambda: residual_grid(model, clean_ids, corrupt_ids, a, w)))
-    for done, (name, step) in enumerate(steps):
-        report(done, len(steps))
-        results[name] = step()
-    report(len(steps), len(steps))
-    return _report(results, clean, corrupt, tokens, clean_diff(model, corrupt_ids, a, w), request.top_k)
+    results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
+                           tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
+                           grid=True, progress=progress)
+    return _report(results, clean, corrupt, tokens, request.top_k)
 
 
 def _margins(model, encoding, request: CausalRequest) -> torch.Tensor | None:
@@ -130,10 +116,10 @@ def _margins(model, encoding, request: CausalRequest) -> torch.Tensor | None:
         return None  # the pronoun or a candidate is not a whole word of the prompt: no margin to show
 
 
-def _report(results: dict, clean, corrupt, tokens, corrupt_diff: float, top_k: int) -> dict:
+def _report(results: dict, clean, corrupt, tokens, top_k: int) -> dict:
     dla, patching, margins = results["dla"], results["patching"], results["margins"]
     grid = lambda t: t.numpy().astype(float)  # noqa: E731
-    return {"clean_logit_diff": dla.total, "corrupt_logit_diff": corrupt_diff, "embed_dla": dla.embed,
+    return {"clean_logit_diff": dla.total, "corrupt_logit_diff": results["corrupt_diff"], "embed_dla": dla.embed,
             **tokens.to_dict(), "clean_tokens": list(clean.tokens), "corrupt_tokens": list(corrupt.tokens),
             "dla": grid(dla.heads), "patching": grid(patching), "ablation": grid(results["ablation"]),
             "attribution": grid(results["attribution"]), "margin": None if margins is None else grid(margins),

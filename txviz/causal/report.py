@@ -9,7 +9,7 @@ patching (txviz.causal.attribution), and the residual grid (txviz.causal.residua
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -25,6 +25,37 @@ def _encode(tokenizer, text: str, bos: str, label: str):
     if not text or not text.strip():
         raise ValueError(f"the {label} prompt is empty")
     return tokenizer.encode(text, bos=bos)
+
+
+STEPS = ("direct logit attribution", "patching every head", "ablating every head", "attention margins",
+         "attribution patching", "the residual grid")  # what measure_pair runs, in order
+
+
+def measure_pair(model, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, answer_id: int, wrong_id: int, *,
+                 margins: Callable[[], torch.Tensor | None] = lambda: None, attribution: bool = True,
+                 grid: bool = False, chunk_size: int = DEFAULT_CHUNK,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
+    """Every measurement of one prompt pair, in STEPS order, each announced as ``progress(done, total)``:
+    {"dla", "patching", "ablation", "margins", "attribution", "grid", "corrupt_diff"} (a step not asked
+    for is None). Both ``txviz patch`` and the app's causal page run this."""
+    check_same_length(clean_ids, corrupt_ids)
+    a, w = answer_id, wrong_id
+    steps = {"dla": lambda: direct_logit_attribution(model, clean_ids, a, w),
+             "patching": lambda: patch_heads(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size),
+             "ablation": lambda: ablate_heads(model, clean_ids, a, w, value="mean", chunk_size=chunk_size),
+             "margins": margins,
+             "attribution": (lambda: attribution_patching(model, clean_ids, corrupt_ids, a, w)) if attribution
+             else None,
+             "grid": (lambda: residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size)) if grid
+             else None}
+    report = progress or (lambda done, total: None)
+    results = {}
+    for done, (name, step) in enumerate(steps.items()):
+        report(done, len(steps))
+        results[name] = None if step is None else step()
+    report(len(steps), len(steps))
+    results["corrupt_diff"] = clean_diff(model, corrupt_ids, a, w)
+    return results
 
 
 def _head_rows(dla, ablation, patching, margins, estimate) -> list[dict]:
@@ -47,14 +78,13 @@ def patch_report(model, tokenizer, clean: str, corrupt: str, answer: str, wrong:
     clean_enc, corrupt_enc = _encode(tokenizer, clean, bos, "clean"), _encode(tokenizer, corrupt, bos, "corrupt")
     tokens = answer_tokens(tokenizer, answer, wrong)
     clean_ids, corrupt_ids = torch.tensor(list(clean_enc.ids)), torch.tensor(list(corrupt_enc.ids))
-    check_same_length(clean_ids, corrupt_ids)
-    a, w = tokens.answer_id, tokens.wrong_id
-    dla = direct_logit_attribution(model, clean_ids, a, w)
-    patching = patch_heads(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size)
-    ablation = ablate_heads(model, clean_ids, a, w, value="mean", chunk_size=chunk_size)
-    margins = None if not candidates else attention_margins(model, clean_enc, clean, pronoun, candidates, answer)
-    estimate = attribution_patching(model, clean_ids, corrupt_ids, a, w) if attribution else None
-    report = {"clean_logit_diff": dla.total, "corrupt_logit_diff": clean_diff(model, corrupt_ids, a, w),
+    margin_of = ((lambda: attention_margins(model, clean_enc, clean, pronoun, candidates, answer)) if candidates
+                 else (lambda: None))
+    results = measure_pair(model, clean_ids, corrupt_ids, tokens.answer_id, tokens.wrong_id, margins=margin_of,
+                           attribution=attribution, grid=grid, chunk_size=chunk_size)
+    dla, patching, ablation = results["dla"], results["patching"], results["ablation"]
+    margins, estimate = results["margins"], results["attribution"]
+    report = {"clean_logit_diff": dla.total, "corrupt_logit_diff": results["corrupt_diff"],
               "embed_dla": dla.embed, "bias_dla": dla.bias, **tokens.to_dict(), "bos": bos,
               "n_tokens": len(clean_ids), "clean_tokens": list(clean_enc.tokens),
               "corrupt_tokens": list(corrupt_enc.tokens),
@@ -65,5 +95,5 @@ def patch_report(model, tokenizer, clean: str, corrupt: str, answer: str, wrong:
     if margins is not None:
         report["margin_patching_agreement"] = agreement(margins, patching, k=top_k)
     if grid:
-        report["residual_grid"] = residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size).tolist()
+        report["residual_grid"] = results["grid"].tolist()
     return report
