@@ -1,10 +1,17 @@
 """ModelConfig: every architectural choice of a decoder-only transformer, in one frozen dataclass.
 
-One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2 and the lab's tiny variants. The
-choices follow the seed's tutorial: attention heads and KV sharing (§1.4, §4.1), pre-norm blocks with
-RMSNorm or LayerNorm and a SwiGLU or GELU FFN (§2), positions (§3), dense or Mixture-of-Experts FFN
-(§4.2). Derived fields are filled in ``__post_init__``; bad combinations raise ``ConfigError`` with a
-message that says what to change.
+One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2, Gemma 1/2/3 and the lab's tiny
+variants. The choices follow the seed's tutorial: attention heads and KV sharing (§1.4, §4.1), pre-norm
+blocks with RMSNorm or LayerNorm and a SwiGLU, GeGLU or GELU FFN (§2), positions (§3), dense or
+Mixture-of-Experts FFN (§4.2). Derived fields are filled in ``__post_init__``; bad combinations raise
+``ConfigError`` with a message that says what to change.
+
+Gemma's pieces are plain options, never a model name: per-layer attention kinds (``layer_types``, each
+layer "full" or "sliding" over ``sliding_window``) with their own RoPE base (``rope_local_theta``),
+QK-norm, the post-norms of Gemma 2/3 (``sandwich_norm``), GeGLU, an embedding scale, a query scale
+(``query_pre_attn_scalar``) and tanh soft-capping of scores and logits (Gemma 2). Gemma's RMSNorm
+computes x·rsqrt(mean x²+eps)·(1 + w): the loaders fold the 1 into the weight at LOAD time (HF weights
+get +1 in fp32; GGUF files already store w + 1), so the decoder's one RMSNorm stays x·rsqrt(…)·w.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Norm = Literal["rmsnorm", "layernorm"]
-FFN = Literal["swiglu", "gelu_mlp"]
+FFN = Literal["swiglu", "geglu", "gelu_mlp"]  # geglu: gated like swiglu, gelu (gelu_approximate) gate
+LayerType = Literal["full", "sliding"]
+LAYER_TYPES: tuple[str, ...] = typing.get_args(LayerType)
 Positions = Literal["rope", "alibi", "learned", "none"]
 RopeScalingKind = Literal["none", "linear", "ntk", "yarn", "llama3"]
 RouterNorm = Literal["topk", "all"]
@@ -49,6 +58,8 @@ def _check_field_types(config) -> None:
             ok = isinstance(value, str)
         elif args and set(args) == {int, type(None)}:
             ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+        elif args and set(args) == {float, type(None)}:
+            ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
         else:
             continue  # plain ints are checked for positivity by the caller; nested dataclasses by their own
         if not ok:
@@ -110,6 +121,16 @@ class ModelConfig:
     qkv_bias: bool = False
     out_bias: bool = False  # attention output projection
     mlp_bias: bool = False
+    # Per-layer attention kind, "full" or "sliding" (over sliding_window). None: every layer slides when
+    # sliding_window is set, else every layer is full (Mistral). Gemma 2 alternates; Gemma 3 has 5:1.
+    layer_types: tuple[str, ...] | None = None
+    rope_local_theta: float | None = None  # RoPE base on sliding layers (Gemma 3: 1e4); None: rope_theta
+    qk_norm: bool = False  # RMSNorm over head_dim on each head's q and k, before RoPE (Gemma 3, Qwen3)
+    sandwich_norm: bool = False  # Gemma 2/3: h = x + post_norm(attn(norm(x))), the same around the FFN
+    embed_scale: float = 1.0  # embeddings multiplied by it (Gemma: sqrt(d_model), rounded to the dtype)
+    query_scale: float | None = None  # the scores' multiplier; None: head_dim**-0.5
+    attn_softcap: float | None = None  # scores -> c·tanh(scores/c) before the mask (Gemma 2)
+    final_softcap: float | None = None  # logits -> c·tanh(logits/c) (Gemma 2)
     name: str = "model"  # shown in the UI; never branched on
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
@@ -132,6 +153,8 @@ class ModelConfig:
             if unknown:
                 raise ConfigError(f"unknown rope_scaling fields: {sorted(unknown)}")
             object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
+        if isinstance(self.layer_types, list):  # JSON has no tuples
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
         if not isinstance(self.rope_scaling, RopeScaling):
             raise ConfigError(f"rope_scaling must be a RopeScaling or a dict, got {self.rope_scaling!r:.80}")
         _check_field_types(self)
@@ -161,6 +184,25 @@ class ModelConfig:
             raise ConfigError(f"sliding_window must be positive or None, got {self.sliding_window}")
         if not (math.isfinite(self.norm_eps) and self.norm_eps > 0):
             raise ConfigError(f"norm_eps must be > 0, got {self.norm_eps}")
+        for name in ("rope_local_theta", "query_scale", "attn_softcap", "final_softcap", "embed_scale"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be > 0 (or None where allowed), got {value}")
+        self._check_layer_types()
+
+    def _check_layer_types(self) -> None:
+        if self.layer_types is None:
+            return
+        if not isinstance(self.layer_types, tuple):
+            raise ConfigError(f"layer_types must be a list of {list(LAYER_TYPES)}, got {self.layer_types!r:.80}")
+        if len(self.layer_types) != self.n_layers:
+            raise ConfigError(f"layer_types has {len(self.layer_types)} entries but n_layers={self.n_layers}: "
+                              "give one kind per layer")
+        bad = sorted({str(kind) for kind in self.layer_types if kind not in LAYER_TYPES})
+        if bad:
+            raise ConfigError(f"layer_types: unknown kinds {bad}; each layer is one of {list(LAYER_TYPES)}")
+        if "sliding" in self.layer_types and self.sliding_window is None:
+            raise ConfigError("layer_types has sliding layers but sliding_window is None: set the window")
 
     # ---- derived quantities -------------------------------------------------------------------
     @property
@@ -177,6 +219,28 @@ class ModelConfig:
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
+
+    def layer_window(self, i: int) -> int | None:
+        """The attention window of layer ``i`` in tokens, None for full (global) attention."""
+        if not 0 <= i < self.n_layers:
+            raise IndexError(f"layer {i} out of range for n_layers={self.n_layers}")
+        if self.layer_types is None or self.layer_types[i] == "sliding":
+            return self.sliding_window
+        return None
+
+    def is_sliding(self, i: int) -> bool:
+        return self.layer_window(i) is not None
+
+    def layer_rope_theta(self, i: int) -> float:
+        """The RoPE base of layer ``i``: ``rope_local_theta`` on sliding layers when set, else rope_theta."""
+        if self.is_sliding(i) and self.rope_local_theta is not None:
+            return self.rope_local_theta
+        return self.rope_theta
+
+    @property
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """Every layer's window (None: full), in order."""
+        return tuple(self.layer_window(i) for i in range(self.n_layers))
 
     def replace(self, **changes: Any) -> "ModelConfig":
         return dataclasses.replace(self, **changes)
