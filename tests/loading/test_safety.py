@@ -1,6 +1,6 @@
 """Safe loading: only safetensors and GGUF are read, nothing is unpickled; model paths are confined to
 the allowed directories (no ``..`` or symlink out of them); chat templates from model files run only in
-Jinja's immutable sandbox."""
+Jinja's immutable sandbox, in a capped child process (tests/loading/test_isolated_templates.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import re
 import time
 from pathlib import Path
 
-import jinja2
 import pytest
 import tokenizers
 from tokenizers import models
 
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.sources import confine, discover
-from txviz.loading.tokenizer import MAX_CHAT_CHARS, Tokenizer, TokenizerError
+from txviz.loading.chat_template import MAX_CHAT_CHARS
+from txviz.loading.tokenizer import Tokenizer, TokenizerError
 
 ROOT = Path(__file__).resolve().parents[2]
 UNPICKLING = re.compile(r"\btorch\.load\b|\bimport (c|cloud)?pickle\b|\bfrom (c|cloud)?pickle\b|\bpickle\.loads?\b"
@@ -131,15 +131,15 @@ HI = [{"role": "user", "content": "hi"}]
     "{{ messages[0].update(role='x') }}",
 ])
 def test_malicious_templates_are_refused_by_the_sandbox(template):
-    with pytest.raises(TokenizerError) as info:
+    with pytest.raises(TokenizerError, match="SecurityError"):  # the child's exception, by name
         templated(template).apply_chat_template(HI)
-    assert isinstance(info.value.__cause__, jinja2.exceptions.SecurityError)
 
 
 @pytest.mark.parametrize("template,message", [
     ("{% for i in range(10**9) %}x{% endfor %}", "Range too big"),  # OverflowError inside the sandbox
     ("{{ 1 / 0 }}", "ZeroDivisionError"),
-    ("{{ 'x' * 100000 * 100 }}", f"more than {MAX_CHAT_CHARS:,} characters"),  # an output bomb stops early
+    ("{{ 'x' * 100000 * 100 }}", "builds a sequence of 10,000,000 items"),  # refused before it is built
+    ("{% for i in range(99999) %}{{ 'x' * 999 }}{% endfor %}", f"more than {MAX_CHAT_CHARS:,} characters"),
     ("{% for i in range(99999) %}{% for j in range(9999) %}xxxxxxxx{% endfor %}{% endfor %}", "more than"),
     ("{{ raise_exception('no system role') }}", "no system role"),
 ])
@@ -160,28 +160,6 @@ def test_a_template_that_loops_for_hours_is_stopped(template):
     assert templated("{{ messages[0]['content'] }}").apply_chat_template(HI) == HI[0]["content"]  # still works
 
 
-def test_the_deadline_stops_the_work_and_passes_results_and_errors_through():
-    from txviz.loading.deadline import DeadlineExceeded, run_with_deadline
-
-    assert run_with_deadline(lambda: 6 * 7, 1.0) == 42
-    with pytest.raises(KeyError):
-        run_with_deadline(lambda: {}["missing"], 1.0)
-    state = {"steps": 0}
-
-    def forever() -> None:
-        while True:
-            try:
-                state["steps"] += 1
-            except Exception:  # the stop is not an Exception: ordinary handlers do not swallow it
-                pass
-
-    with pytest.raises(DeadlineExceeded):
-        run_with_deadline(forever, 0.2)
-    steps = state["steps"]
-    time.sleep(0.2)
-    assert state["steps"] == steps  # the loop really stopped
-
-
 def test_hidden_attributes_render_as_nothing():
     for template in ("{{ lipsum.__globals__ }}", "{{ raise_exception.__globals__ }}", "{{ self.__init__ }}"):
         assert templated(template).apply_chat_template(HI) == ""
@@ -200,4 +178,5 @@ def test_templates_are_compiled_only_by_the_sandboxed_environment():
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
                  if unsandboxed.search(line.split("#", 1)[0])]
     assert not offenders, offenders
-    assert "ImmutableSandboxedEnvironment(" in (ROOT / "txviz" / "loading" / "tokenizer.py").read_text()
+    worker = (ROOT / "txviz" / "loading" / "workers" / "chat_template.py").read_text()
+    assert "class BoundedSandbox(ImmutableSandboxedEnvironment)" in worker

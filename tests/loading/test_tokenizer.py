@@ -3,7 +3,6 @@ llama.cpp's definition of the "smollm" pre-tokenizer; BOS policies, offsets, cha
 
 from __future__ import annotations
 
-import jinja2
 import pytest
 import tokenizers
 from tokenizers import Regex, models, pre_tokenizers, processors
@@ -191,9 +190,8 @@ def test_chat_template_errors():
     "{% set seen = [] %}{{ seen.append(1) }}",  # mutating: the environment is immutable
 ])
 def test_chat_template_runs_sandboxed(template):
-    with pytest.raises(TokenizerError) as info:
+    with pytest.raises(TokenizerError, match="SecurityError"):  # raised in the child, reported by name
         small_tokenizer(template).apply_chat_template([{"role": "user", "content": "hi"}])
-    assert isinstance(info.value.__cause__, jinja2.exceptions.SecurityError)
 
 
 # ---- bad input ----------------------------------------------------------------------------------

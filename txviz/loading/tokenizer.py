@@ -14,7 +14,8 @@ model sees visible (STYLE habit 6; TransformerLens issues #74, #1418 are what ha
 
 GGUF files carry no tokenizer.json, only vocabulary, merges and a pre-tokenizer *name*; the second
 half of this file rebuilds the byte-level BPE from those fields the way llama.cpp's ``llama-vocab.cpp``
-reads them. Chat templates are rendered in Jinja's immutable sandbox (they come from model files).
+reads them. Chat templates come from model files: txviz.loading.chat_template renders them in Jinja's immutable
+sandbox inside a capped child process.
 """
 
 from __future__ import annotations
@@ -22,17 +23,13 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 
-from txviz.loading.deadline import DeadlineExceeded, run_with_deadline
-
-MAX_CHAT_CHARS = 1 << 20  # a rendered chat is a few KiB; a template writing more is refused
-CHAT_TEMPLATE_SECONDS = 2.0  # a real template renders in about a millisecond; loops that run longer are stopped
+from txviz.loading.chat_template import ChatTemplateError, render_chat_template
 
 BosPolicy = Literal["none", "bos", "sink"]
 BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
@@ -270,28 +267,12 @@ class Tokenizer:
         if not self.chat_template:
             raise TokenizerError("this tokenizer has no chat template; encode plain text instead")
         _check_messages(messages)
-        template = compile_chat_template(self.chat_template)
         context = dict(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
                        bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
-
-        def render() -> str:
-            rendered, size = [], 0
-            for chunk in template.generate(**context):  # streamed, so a template's output bomb stops early
-                size += len(chunk)
-                if size > MAX_CHAT_CHARS:
-                    raise TokenizerError(f"the chat template wrote more than {MAX_CHAT_CHARS:,} characters")
-                rendered.append(chunk)
-            return "".join(rendered)
-
-        try:
-            return run_with_deadline(render, CHAT_TEMPLATE_SECONDS)
-        except TokenizerError:
-            raise
-        except DeadlineExceeded:
-            raise TokenizerError(f"the chat template ran for more than {CHAT_TEMPLATE_SECONDS:g} s and was "
-                                 "stopped") from None
-        except Exception as exc:  # template code from a model file: SecurityError, a too-big range, 1/0, …
-            raise TokenizerError(f"the chat template failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        try:  # in a capped child process (txviz.loading.chat_template): the template comes from a model file
+            return render_chat_template(self.chat_template, context)
+        except ChatTemplateError as error:
+            raise TokenizerError(str(error)) from None
 
     def __repr__(self) -> str:
         return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "
@@ -304,34 +285,6 @@ def _check_messages(messages: Any) -> None:
     for m in messages:
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             raise TokenizerError(f"each message needs string 'role' and 'content', got {m!r}")
-
-
-# ---- chat templates ------------------------------------------------------------------------------
-def _raise_exception(message: str) -> None:
-    raise TokenizerError(f"chat template refused the messages: {message}")
-
-
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators=None,
-            sort_keys: bool = False) -> str:
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-
-@functools.lru_cache(maxsize=16)
-def compile_chat_template(source: str):
-    """The same environment transformers uses (trim_blocks, lstrip_blocks, loopcontrols, helpers), but
-    always sandboxed and immutable: a template from a model file must not reach Python objects."""
-    import jinja2
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    try:
-        return env.from_string(source)
-    except jinja2.TemplateError as exc:
-        raise TokenizerError(f"the chat template does not compile: {exc}") from exc
 
 
 # ---- rebuilding a byte-level BPE from GGUF metadata ----------------------------------------------

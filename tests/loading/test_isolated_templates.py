@@ -1,0 +1,65 @@
+"""Chat templates run in a capped child process: the hostile templates of issue 17 (§4) are refused or
+stopped with one clear line, quickly, and a normal template still renders."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from txviz.loading.chat_template import CHAT_TEMPLATE_SECONDS, ChatTemplateError, render_chat_template
+from txviz.loading.isolated import IsolatedError, Limits, run_worker
+
+CONTEXT = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True,
+           "bos_token": "<s>", "eos_token": "</s>"}
+
+
+@pytest.mark.parametrize("template,reason", [
+    ("{{ (7 ** 11529602) > 0 }}", "over 4096 bits"),  # Jinja would fold this while compiling: 13 s in C
+    ("{% set n = 99 %}{{ n ** n ** n }}", "over 4096 bits"),  # Jinja reads it as (99 ** 99) ** 99
+    ("{{ 2 ** 5000 * 2 ** 5000 }}", "over 4096 bits"),
+    ("{{ ([0] * 200000000)|length }}", "sequence of 200,000,000 items"),
+    ("{{ 'x' * 1200000000 }}", "sequence of 1,200,000,000 items"),
+    ("{{ ('%0999999999d' % 1)|length }}", "more memory"),  # not intercepted: the address-space cap stops it
+])
+def test_hostile_templates_are_refused_in_well_under_the_deadline(template, reason):
+    started = time.perf_counter()
+    with pytest.raises(ChatTemplateError, match=reason):
+        render_chat_template(template, CONTEXT)
+    assert time.perf_counter() - started < CHAT_TEMPLATE_SECONDS
+
+
+def test_a_long_loop_is_stopped_at_the_deadline_and_the_next_render_works():
+    started = time.perf_counter()
+    with pytest.raises(ChatTemplateError, match="ran for more than"):
+        render_chat_template("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+                             CONTEXT)
+    assert CHAT_TEMPLATE_SECONDS <= time.perf_counter() - started < CHAT_TEMPLATE_SECONDS + 3
+    rendered = render_chat_template("{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}"
+                                    "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}", CONTEXT)
+    assert rendered == "<s>[user] hi[assistant]"
+
+
+def test_small_powers_and_products_still_work():
+    assert render_chat_template("{{ 2 ** 10 }} {{ 'ab' * 3 }} {{ [1] * 2 }} {{ 3 * 'x' }}", CONTEXT) == \
+        "1024 ababab [1, 1] xxx"
+
+
+def test_inputs_must_be_json():
+    with pytest.raises(ChatTemplateError, match="plain JSON"):
+        render_chat_template("{{ tool }}", {**CONTEXT, "tool": object()})
+
+
+def test_the_runner_reports_how_the_child_failed():
+    with pytest.raises(ValueError, match="no isolated worker"):
+        run_worker("../isolated", {})
+    with pytest.raises(ValueError, match="no isolated worker"):
+        run_worker("_serve", {})
+    with pytest.raises(IsolatedError) as info:
+        run_worker("chat_template", {"source": "{% for i in range(99999) %}{% for j in range(99999) %}"
+                                               "{% endfor %}{% endfor %}", "context": {}, "max_chars": 10},
+                   Limits(seconds=0.5))
+    assert info.value.kind == "timeout"
+    with pytest.raises(IsolatedError) as info:
+        run_worker("chat_template", {"source": "{{ x }}"}, Limits(seconds=5))  # a malformed request
+    assert info.value.kind == "refused" and "KeyError" in str(info.value)

@@ -1,0 +1,74 @@
+"""Run work on untrusted input (a model file's chat template, its header) where the OS can stop it.
+
+A deadline enforced by a thread of the same process can stop Python loops between two bytecodes, but not
+one long C-level operation: ``7 ** 11529602`` or ``'x' * 1200000000`` holds the interpreter lock until it is done,
+and every session of a shared server waits. So such work runs in a child interpreter: a worker script
+beside this module, started with ``python -I`` (no txviz, no torch: it starts in ~0.1 s), which first
+caps its own address space and CPU time (``setrlimit``), then reads one JSON request on stdin and writes
+one JSON reply on stdout. The parent waits at most the wall-clock limit and kills it past that. Nothing
+crosses the boundary but JSON: no pickling either way.
+
+Every way the child can fail comes back as ``IsolatedError`` with a one-line reason: past the deadline,
+out of memory, killed by a signal, a crash, or the worker's own refusal (``{"error": ...}``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKERS = Path(__file__).with_name("workers")
+
+
+class IsolatedError(Exception):
+    """The isolated work failed; ``kind`` is timeout, memory, killed, crash or refused."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one piece of isolated work may take. ``memory_bytes`` is added to the child's address space
+    at start (the interpreter itself maps ~30 MB); CPU seconds are a backstop to the wall clock."""
+
+    seconds: float = 5.0
+    memory_bytes: int = 512 << 20
+    max_reply_bytes: int = 64 << 20
+
+
+def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
+    """Send ``request`` to the worker script ``workers/<name>.py`` and return its JSON reply."""
+    script = WORKERS / f"{name}.py"
+    if not (name.isidentifier() and not name.startswith("_") and script.is_file()):  # no "../", no _serve
+        raise ValueError(f"no isolated worker named {name!r}")
+    payload = json.dumps({"limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": limits.seconds + 1},
+                          "request": request})
+    try:
+        done = subprocess.run([sys.executable, "-I", str(script)], input=payload.encode(),
+                              capture_output=True, timeout=limits.seconds)
+    except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
+        raise IsolatedError("timeout", f"stopped after {limits.seconds:g} s") from None
+    return _reply(done, limits)
+
+
+def _reply(done: subprocess.CompletedProcess, limits: Limits) -> dict:
+    if done.returncode < 0:  # killed by a signal: SIGXCPU/SIGKILL from the CPU limit, SIGSEGV, …
+        raise IsolatedError("killed", f"the worker was killed by signal {-done.returncode}")
+    if len(done.stdout) > limits.max_reply_bytes:
+        raise IsolatedError("refused", f"the reply is larger than {limits.max_reply_bytes:,} bytes")
+    try:
+        reply = json.loads(done.stdout or b"null")
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        last = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        kind = "memory" if "MemoryError" in last[0] else "crash"
+        raise IsolatedError(kind, f"the worker failed (exit {done.returncode}): {last[0][:300]}")
+    if "error" in reply:
+        raise IsolatedError(reply.get("kind", "refused"), str(reply["error"])[:500])
+    return reply
