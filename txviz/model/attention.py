@@ -1,13 +1,17 @@
 """Causal self-attention (seed §1.3–§1.4, §4.1, §5.1), one code path for MHA, GQA and MQA.
 
-    Attention(Q, K, V) = softmax(QKᵀ/√d_k + M) V,   M_ij = 0 if key j is visible to query i else −∞
+    Attention(Q, K, V) = softmax(cap(QKᵀ·s) + M) V,   M_ij = 0 if key j is visible to query i else −∞
 
-plus ALiBi's bias inside M when the model uses it. GQA/MQA only change ``n_kv_heads``: each KV head
+with s = 1/√d_k unless the config sets ``query_scale`` (Gemma 2/3: query_pre_attn_scalar^−½), ``cap``
+Gemma 2's soft cap where the config asks for one (else the identity), optional QK-norm on each head's
+q and k before RoPE (Gemma 3), plus ALiBi's bias inside M when the model uses it. Each layer gets the
+AttentionContext of its kind (full, or sliding with its window and RoPE base; txviz.model.transformer). GQA/MQA only change ``n_kv_heads``: each KV head
 is repeated for its group of query heads (llama's ``repeat_kv``). When nobody asks for the
 probabilities the fused kernel (``scaled_dot_product_attention``, FlashAttention-style) computes the
 same output without materializing the T×S matrix. What a recorder asks for picks one of three paths:
 
-* ``_fused``: nothing about the weights is wanted: the fused kernel, O(T) memory.
+* ``_fused``: nothing about the weights is wanted and the scores are not soft-capped (the kernel has
+  no such step): the fused kernel, O(T) memory.
 * ``_eager``: whole T×S matrices are wanted (logits, scores, probabilities): the reference
   implementation's order of operations, O(H·T·S) memory per layer.
 * ``_blockwise``: only per-row facts are wanted (``head_summaries``): the eager arithmetic one block
@@ -27,8 +31,10 @@ from torch.nn import functional as F
 
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import NO_LAYER_CACHE, LayerKVCache, NoLayerCache
+from txviz.model.norm import RMSNorm
 from txviz.model.positions import apply_rotary
 from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
+from txviz.model.softcap import make_softcap
 
 # Scores per block of the blockwise path (B·H·rows·keys elements): 2M fp32 = 8 MB, under glibc's
 # mmap threshold so blocks reuse heap memory instead of page-faulting afresh, small enough that
@@ -42,13 +48,13 @@ WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs"})  # captures
 Path = Literal["eager", "blockwise", "fused"]
 
 
-def attention_path(capture: Iterable[str]) -> Path:
-    """The path (see above) that computes attention when ``capture`` names are wanted: the one rule
-    the layers follow and txviz.capture.cost estimates with."""
+def attention_path(capture: Iterable[str], softcapped: bool = False) -> Path:
+    """The path (see above) that computes attention when ``capture`` names are wanted, on a model whose
+    scores are ``softcapped`` or not: the one rule the layers follow and txviz.capture.cost estimates with."""
     names = capture if isinstance(capture, (set, frozenset)) else set(capture)
     if not names.isdisjoint(WHOLE_MAPS):
         return "eager"
-    return "blockwise" if "head_summaries" in names else "fused"
+    return "blockwise" if "head_summaries" in names or softcapped else "fused"
 
 
 class AttentionContext:
@@ -168,20 +174,25 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.n_groups = config.n_groups
-        self.scale = config.head_dim ** -0.5
+        self.scale = config.head_dim ** -0.5 if config.query_scale is None else config.query_scale
+        self.softcapped = config.attn_softcap is not None
+        self.cap_scores = make_softcap(config.attn_softcap)  # identity without a cap
         d, h, h_kv = config.d_model, config.n_heads, config.n_kv_heads
         self.q_proj = nn.Linear(d, h * self.head_dim, bias=config.qkv_bias)
         self.k_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
         self.v_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
         self.o_proj = nn.Linear(h * self.head_dim, d, bias=config.out_bias)
+        # QK-norm: an RMSNorm over head_dim shared by the heads, on q and k before RoPE (identity when off)
+        self.q_norm = RMSNorm(self.head_dim, config.norm_eps) if config.qk_norm else nn.Identity()
+        self.k_norm = RMSNorm(self.head_dim, config.norm_eps) if config.qk_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         # legend: B batch, T new tokens, S keys attended to, H query heads, Hkv KV heads, D head_dim
         b, t, _ = x.shape
         ctx = ctx.on(x.device)
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2))  # (B, H, T, D)
+        k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         q, k, v = record.edit("q", q), record.edit("k", k), record.edit("v", v)  # interventions (txviz.causal)
         q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
@@ -189,7 +200,7 @@ class Attention(nn.Module):
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
         if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
             record("kv_bytes", torch.tensor(cache.held_nbytes(k_all, v_all)))
-        attend = getattr(self, f"_{attention_path(record.wanted)}")  # _fused, _eager or _blockwise
+        attend = getattr(self, f"_{attention_path(record.wanted, self.softcapped)}")  # _fused, _eager or _blockwise
         out = record.edit("head_out", attend(q_rot, k_all, v_all, ctx, record))  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
         return self.o_proj(out)
@@ -200,9 +211,10 @@ class Attention(nn.Module):
                                               scale=self.scale, enable_gqa=self.n_groups > 1)
 
     def _eager(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
-        """softmax(QKᵀ·scale + M)·V with every intermediate available to the recorder."""
+        """softmax(cap(QKᵀ·scale) + M)·V with every intermediate available to the recorder (the logits
+        recorded are the capped ones: what the mask is added to)."""
         k, v = repeat_kv(k, self.n_groups), repeat_kv(v, self.n_groups)  # (B, H, S, D)
-        logits = torch.matmul(q, k.transpose(2, 3)) * self.scale  # (B, H, T, S)
+        logits = self.cap_scores(torch.matmul(q, k.transpose(2, 3)) * self.scale)  # (B, H, T, S)
         record("attn_logits", logits)
         scores = logits + ctx.causal_mask(logits.dtype)  # (B, H, T, S), −inf where masked
         record("attn_scores", scores)
@@ -226,7 +238,7 @@ class Attention(nn.Module):
             n = rows.stop - rows.start
             q_block = q[:, :, rows].reshape(b, h_kv, g * n, d)  # (B, Hkv, g·rows, D): a group's heads stacked
             scores = torch.matmul(q_block, k[:, :, keys].transpose(2, 3)).view(b, h, n, -1)  # (B, H, rows, keys)
-            ctx.mask_block_(scores.mul_(self.scale), rows, keys)
+            scores = ctx.mask_block_(self.cap_scores(scores.mul_(self.scale)), rows, keys)
             probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
             record.attention_rows(rows, keys, probs, scores)
             grouped = torch.matmul(probs.view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)

@@ -1,6 +1,7 @@
 """Position-wise feed-forward networks (seed §2) and the Mixture-of-Experts FFN (seed §4.2).
 
-SwiGLU: W_down(SiLU(x W_gate) ⊙ x W_up) (Shazeer 2020). GELU MLP: W_down(GELU(x W_up)) (GPT-2).
+SwiGLU: W_down(SiLU(x W_gate) ⊙ x W_up) (Shazeer 2020); GeGLU, the same gate with GELU (Shazeer 2020;
+Gemma, with GELU's tanh form). GELU MLP: W_down(GELU(x W_up)) (GPT-2).
 MoE: a linear router scores every expert, the top-k are run and mixed by their gate weights
 (Shazeer et al. 2017; Mixtral, Jiang et al. 2024):  y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x).
 """
@@ -16,14 +17,28 @@ from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 
 
 class SwiGLU(nn.Module):
+    """W_down(act(x W_gate) ⊙ x W_up) with act = SiLU; ``GeGLU`` swaps in GELU, nothing else."""
+
     def __init__(self, d_model: int, hidden: int, bias: bool):
         super().__init__()
         self.gate_proj = nn.Linear(d_model, hidden, bias=bias)
         self.up_proj = nn.Linear(d_model, hidden, bias=bias)
         self.down_proj = nn.Linear(hidden, d_model, bias=bias)
 
+    def activation(self, x: torch.Tensor) -> torch.Tensor:
+        return F.silu(x)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeGLU(SwiGLU):
+    def __init__(self, d_model: int, hidden: int, bias: bool, approximate: str):
+        super().__init__(d_model, hidden, bias)
+        self.approximate = approximate
+
+    def activation(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x, approximate=self.approximate)
 
 
 class GeluMLP(nn.Module):
@@ -40,6 +55,8 @@ class GeluMLP(nn.Module):
 def make_expert(config: ModelConfig) -> nn.Module:
     if config.ffn == "swiglu":
         return SwiGLU(config.d_model, config.ffn_hidden, config.mlp_bias)
+    if config.ffn == "geglu":
+        return GeGLU(config.d_model, config.ffn_hidden, config.mlp_bias, config.gelu_approximate)
     return GeluMLP(config.d_model, config.ffn_hidden, config.mlp_bias, config.gelu_approximate)
 
 

@@ -6,7 +6,9 @@ recomputed: each new token costs O(n) attention instead of O(n²). The price is 
     kv_cache_bytes = 2 (K and V) × layers × kv_heads × head_dim × tokens × batch × bytes_per_element
 
 which is why GQA/MQA (fewer kv_heads) matter for long contexts. With a sliding window of W tokens a
-layer never needs more than W entries, so ``tokens`` is capped at W (a ring buffer here).
+layer never needs more than W entries, so ``tokens`` is capped at W on that layer (a ring buffer here);
+with mixed layers (``config.layer_types``, Gemma 2/3) only the sliding ones are capped, the full
+(global) ones keep every token: the sum runs over layers.
 Buffers are preallocated once (gpt-fast's ``KVCache``); ``nbytes`` reads the real tensors and a test
 holds it equal to ``kv_cache_bytes``. A call without a cache gets ``NO_CACHE``, which keeps nothing: the
 keys are the call's own, so the model runs the same code either way.
@@ -32,10 +34,17 @@ def kv_bytes_per_token(config: ModelConfig, bytes_per_element: float = 2.0) -> f
     return config.n_layers * kv_elements_per_token_layer(config.n_kv_heads, config.head_dim) * bytes_per_element
 
 
+def kv_tokens_kept(window: int | None, tokens: int) -> int:
+    """Tokens one layer keeps after ``tokens``: all of them, or the last ``window`` on a sliding layer."""
+    return tokens if window is None else min(tokens, window)
+
+
 def kv_cache_bytes(config: ModelConfig, tokens: int, batch: int = 1, bytes_per_element: float = 2.0) -> float:
-    """Bytes of the whole cache after ``tokens`` tokens; a sliding window caps the tokens kept."""
-    kept = min(tokens, config.sliding_window) if config.sliding_window else tokens
-    return kv_bytes_per_token(config, bytes_per_element) * kept * batch
+    """Bytes of the whole cache after ``tokens`` tokens, layer by layer: each sliding layer keeps at most
+    its window, each full layer every token."""
+    per_layer_token = kv_elements_per_token_layer(config.n_kv_heads, config.head_dim) * bytes_per_element
+    kept = sum(kv_tokens_kept(window, tokens) for window in config.layer_windows)
+    return per_layer_token * kept * batch
 
 
 class LayerKVCache:
@@ -110,16 +119,14 @@ class KVCache:
     def __init__(self, config: ModelConfig, max_tokens: int, *, batch: int = 1,
                  dtype: torch.dtype = torch.float32,
                  device: torch.device | str | Sequence[torch.device | str] = "cpu"):
-        window = config.sliding_window
-        capacity = min(max_tokens, window) if window else max_tokens
         devices = [device] * config.n_layers if isinstance(device, (str, torch.device)) else list(device)
         if len(devices) != config.n_layers:
             raise ValueError(f"{len(devices)} devices for a cache of {config.n_layers} layers")
-        self.layers = [
-            LayerKVCache(batch, config.n_kv_heads, capacity, config.head_dim,
+        self.layers = [  # a sliding layer's ring holds its window; a full layer (window None) every token
+            LayerKVCache(batch, config.n_kv_heads, kv_tokens_kept(window, max_tokens), config.head_dim,
                          window=window if window and window < max_tokens else None,
                          dtype=dtype, device=layer_device)
-            for layer_device in devices
+            for window, layer_device in zip(config.layer_windows, devices)
         ]
         self.max_tokens = max_tokens
         self.seq_len = 0
@@ -137,9 +144,10 @@ class KVCache:
     def layer(self, index: int) -> LayerKVCache:
         return self.layers[index]
 
-    def key_positions(self, q_pos: torch.Tensor) -> torch.Tensor:
-        """Positions of the keys the new tokens at ``q_pos`` attend to, cached and new, in cache order."""
-        return self.layers[0].key_positions(self.seq_len, len(q_pos)).to(q_pos.device)
+    def key_positions(self, q_pos: torch.Tensor, layer: int = 0) -> torch.Tensor:
+        """Positions of the keys the new tokens at ``q_pos`` attend to in ``layer``, cached and new, in
+        cache order (the same for every layer of one kind: full, or sliding with one window)."""
+        return self.layers[layer].key_positions(self.seq_len, len(q_pos)).to(q_pos.device)
 
     def advance(self, n_new: int) -> None:
         self.seq_len += n_new
@@ -164,7 +172,7 @@ class NoCache:
     def layer(self, index: int) -> NoLayerCache:
         return NO_LAYER_CACHE
 
-    def key_positions(self, q_pos: torch.Tensor) -> torch.Tensor:
+    def key_positions(self, q_pos: torch.Tensor, layer: int = 0) -> torch.Tensor:
         return q_pos
 
     def advance(self, n_new: int) -> None:

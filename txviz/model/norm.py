@@ -13,7 +13,8 @@ from txviz.config import ModelConfig
 
 
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x²) + eps) · w: no mean subtraction, no bias."""
+    """x / sqrt(mean(x²) + eps) · w: no mean subtraction, no bias. Gemma's (1 + w) form is this with
+    the 1 folded into w by the loaders (txviz.config); in fp32 the product is the same either way."""
 
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -39,6 +40,13 @@ class LayerNorm(nn.Module):
         return nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
-def make_norm(config: ModelConfig) -> nn.Module:
+def make_norm(config: ModelConfig, dim: int | None = None) -> nn.Module:
+    """The config's norm over ``dim`` features (default d_model)."""
     cls = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}[config.norm]
-    return cls(config.d_model, config.norm_eps)
+    return cls(config.d_model if dim is None else dim, config.norm_eps)
+
+
+def make_optional_norm(config: ModelConfig, wanted: bool, dim: int | None = None) -> nn.Module:
+    """The config's norm where ``wanted`` (QK-norm, Gemma's post-norms), else the identity: picked once
+    here so forward stays one line either way."""
+    return make_norm(config, dim) if wanted else nn.Identity()

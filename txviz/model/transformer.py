@@ -1,6 +1,12 @@
 """The decoder (seed §2, §7): embeddings → L pre-norm blocks → final norm → logits.
 
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
+    h = x + PostNorm(Attention(Norm(x)));   y = h + PostNorm(FFN(Norm(h)))   (``sandwich_norm``, Gemma 2/3)
+
+Embeddings are multiplied by ``embed_scale`` (Gemma: √d) and the logits soft-capped where the config
+asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
+(``layer_types``, ``rope_local_theta``); each call builds one AttentionContext per kind (mask, window,
+RoPE tables) and each layer takes its kind's.
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
 caller wants to see is asked for per call through a recorder (txviz.model.recording names what the
@@ -11,9 +17,10 @@ sees it run, and position tables follow the hidden states.
 
 Parameter names (the loaders' target):
   embed.weight · positions.weight (learned only) · final_norm.{weight,bias} · lm_head.weight (untied)
-  layers.{i}.attn_norm / ffn_norm .{weight,bias}
+  layers.{i}.attn_norm / ffn_norm .{weight,bias} · post_attn_norm / post_ffn_norm (sandwich_norm)
   layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
-  layers.{i}.ffn.{gate,up,down}_proj (SwiGLU) · ffn.{up,down}_proj (GELU MLP)
+  layers.{i}.attn.{q,k}_norm.weight (qk_norm)
+  layers.{i}.ffn.{gate,up,down}_proj (SwiGLU, GeGLU) · ffn.{up,down}_proj (GELU MLP)
   layers.{i}.ffn.router.weight · ffn.experts.{e}.{gate,up,down}_proj (MoE)
 """
 
@@ -23,13 +30,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from txviz.config import ModelConfig
+from txviz.config import ModelConfig, RopeScaling
 from txviz.model.attention import Attention, AttentionContext
 from txviz.model.ffn import make_ffn
 from txviz.model.kv_cache import NO_CACHE, NO_LAYER_CACHE, KVCache, LayerKVCache, NoCache, NoLayerCache
-from txviz.model.norm import make_norm
+from txviz.model.norm import make_norm, make_optional_norm
 from txviz.model.positions import make_positions
 from txviz.model.recording import NULL_LAYER_RECORDER, NULL_RECORDER, LayerRecorderProtocol, RecorderProtocol
+from txviz.model.softcap import make_softcap
 
 
 class InputError(ValueError):
@@ -41,15 +49,17 @@ class Block(nn.Module):
         super().__init__()
         self.attn_norm = make_norm(config)
         self.attn = Attention(config)
+        self.post_attn_norm = make_optional_norm(config, config.sandwich_norm)  # identity without sandwich
         self.ffn_norm = make_norm(config)
         self.ffn = make_ffn(config)
+        self.post_ffn_norm = make_optional_norm(config, config.sandwich_norm)
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         x = record.edit("resid_pre", x)
-        attn_out = self.attn(self.attn_norm(x), ctx, cache, record)
+        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))  # what joins the residual
         h = x + attn_out
-        ffn_out = record.edit("ffn_out", self.feed_forward(self.ffn_norm(h), record))
+        ffn_out = record.edit("ffn_out", self.post_ffn_norm(self.feed_forward(self.ffn_norm(h), record)))
         record.many(attn_out=attn_out, ffn_out=ffn_out)
         return record.edit("resid_post", h + ffn_out)
 
@@ -77,6 +87,15 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.cap_logits = make_softcap(config.final_softcap)  # identity without a cap
+        # Layer kinds: each distinct window (None: full attention), with the first layer of the kind,
+        # whose cache tells the kind's key positions; layer i attends with context kind_of[i].
+        windows = config.layer_windows
+        self.kind_windows = tuple(dict.fromkeys(windows))
+        self.kind_first_layer = tuple(windows.index(w) for w in self.kind_windows)
+        self.kind_of = tuple(self.kind_windows.index(w) for w in windows)
+        self.kind_positions = tuple(self._positions_for(w) for w in self.kind_windows)  # a tuple: not submodules
+        self.global_kind = self.kind_windows.index(None) if None in self.kind_windows else 0  # what a trace records
 
     @property
     def unembedding(self) -> torch.Tensor:
@@ -115,21 +134,35 @@ class Decoder(nn.Module):
             ids = ids.to(self.embed.weight.device)
         n_new = ids.shape[1]
         q_pos = torch.arange(start, start + n_new, device=ids.device)  # (T,)
-        k_pos = cache.key_positions(q_pos)  # (S,)
-        x = self.positions.add_to_embeddings(self.embed(ids), q_pos)  # (B, T, d)
-        ctx = AttentionContext(self.positions, q_pos, k_pos, self.config.sliding_window, x.dtype)
-        record.globals(ctx, self.positions)
+        x = self.embed(ids)  # (B, T, d)
+        x = self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos)  # (B, T, d)
+        contexts = [AttentionContext(positions, q_pos, cache.key_positions(q_pos, first), window, x.dtype)
+                    for window, first, positions in zip(self.kind_windows, self.kind_first_layer, self.kind_positions)]
+        record.globals(contexts[self.global_kind], self.kind_positions[self.global_kind])
         record.residual(0, x)
         for i, layer in enumerate(self.layers):
-            x = layer(x, ctx, cache.layer(i), record.layer(i))  # (B, T, d)
+            x = layer(x, contexts[self.kind_of[i]], cache.layer(i), record.layer(i))  # (B, T, d)
             record.residual(i + 1, x)
         cache.advance(n_new)
         if last_only:
             x = x[:, -1:]
         x = self.final_norm(x)
         if self.lm_head is not None:  # called, not read: a placement hook must see the head run
-            return self.lm_head(x)
-        return F.linear(x.to(self.embed.weight.device), self.embed.weight)
+            return self.cap_logits(self.lm_head(x))
+        return self.cap_logits(F.linear(x.to(self.embed.weight.device), self.embed.weight))
+
+    def _positions_for(self, window: int | None) -> nn.Module:
+        """The positions module of a kind: sliding layers with their own RoPE base get their own
+        parameter-free RoPE, unscaled (as in Gemma 3); every other layer shares ``positions``."""
+        c = self.config
+        if window is None or c.positions != "rope" or c.rope_local_theta is None:
+            return self.positions
+        return make_positions(c.replace(rope_theta=c.rope_local_theta, rope_scaling=RopeScaling()))
+
+    def _embed_scale(self, dtype: torch.dtype) -> float:
+        """``embed_scale`` rounded to the activations' dtype first, as the references multiply by a
+        tensor of that dtype (√640 in bf16 is 25.25, not 25.298…)."""
+        return float(torch.tensor(self.config.embed_scale, dtype=dtype))
 
     @classmethod
     def from_state_dict(cls, config: ModelConfig, state_dict: dict[str, torch.Tensor], *,
