@@ -8,10 +8,13 @@ nothing unpickled):
 * metadata keys → ``ModelConfig`` (``config_from_header``);
 * GGUF tensor names → txviz parameter names (``LAYER_NAMES``, ``GLOBAL_NAMES``, ``EXPERT_NAMES``),
   every tensor dequantized to float32 by ``gguf.quants.dequantize``;
-* ``unpermute_rope_rows``: llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``)
+* ``unpermute_rope_rows`` (llama arch only): llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``)
   reorders the rows of each Q and K head so that RoPE can rotate *adjacent* pairs; txviz, like the
   HuggingFace reference, rotates pairs (i, i + D/2). The rows are put back — transformers'
   ``reverse_permute_weights`` does the same — or every attention map would be silently wrong.
+
+The Gemma family (``gemma``, ``gemma2``, ``gemma3``) adds its own fields and tensor names from
+``txviz.loading.gguf_gemma``; its files are not permuted and store norm weights already as 1 + w.
 
 Anything the tables do not know (another architecture, an extra tensor such as llama 3.1's
 ``rope_freqs``, a quantization type gguf cannot dequantize) is refused with a ``ModelLoadError``.
@@ -31,10 +34,13 @@ import torch
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading import default_device
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.gguf_gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer import Tokenizer, TokenizerError
 
-SUPPORTED_ARCHITECTURES = ("llama",)  # llama.cpp also writes Mistral and Mixtral as "llama"
+# llama.cpp also writes Mistral and Mixtral as "llama"
+SUPPORTED_ARCHITECTURES = ("llama", *GEMMA_ARCHITECTURES)
+PERMUTED_ARCHITECTURES = ("llama",)  # whose Q/K rows llama.cpp's converter reorders for adjacent-pair RoPE
 
 GLOBAL_NAMES = {
     "token_embd.weight": "embed.weight",
@@ -55,6 +61,7 @@ LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>
     "ffn_up.weight": "ffn.up_proj.weight",
     "ffn_down.weight": "ffn.down_proj.weight",
     "ffn_gate_inp.weight": "ffn.router.weight",
+    **GEMMA_LAYER_NAMES,
 }
 EXPERT_NAMES = {  # blk.{i}.<key> of shape (E, out, in) → layers.{i}.ffn.experts.{e}.<value>
     "ffn_gate_exps.weight": "gate_proj.weight",
@@ -196,21 +203,32 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
     n_experts = _number(h, "expert_count", int, 0)
     ffn_key = "expert_feed_forward_length" if n_experts and _number(h, "expert_feed_forward_length") else \
         "feed_forward_length"
+    fields = dict(
+        vocab_size=int(vocab) if vocab else 0, d_model=d_model, n_layers=_required(h, "block_count"),
+        n_heads=n_heads, n_kv_heads=_number(h, "attention.head_count_kv", int, n_heads), head_dim=head_dim,
+        ffn_hidden=_required(h, ffn_key), norm="rmsnorm", ffn="swiglu",
+        norm_eps=_number(h, "attention.layer_norm_rms_epsilon", float, 1e-5),
+        n_experts=n_experts, top_k=_number(h, "expert_used_count", int, 2) if n_experts else 2,
+        router_norm="topk", positions="rope", rope_theta=_number(h, "rope.freq_base", float, 10000.0),
+        rope_scaling=_rope_scaling(h), max_seq_len=_required(h, "context_length"),
+        tie_embeddings="output.weight" not in h.tensor_types,
+        qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
+        name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
+    )
+    if is_gemma(h.architecture):
+        fields.update(_gemma_fields(h, fields))
     try:
-        return ModelConfig(
-            vocab_size=int(vocab) if vocab else 0, d_model=d_model, n_layers=_required(h, "block_count"),
-            n_heads=n_heads, n_kv_heads=_number(h, "attention.head_count_kv", int, n_heads), head_dim=head_dim,
-            ffn_hidden=_required(h, ffn_key), norm="rmsnorm", ffn="swiglu",
-            norm_eps=_number(h, "attention.layer_norm_rms_epsilon", float, 1e-5),
-            n_experts=n_experts, top_k=_number(h, "expert_used_count", int, 2) if n_experts else 2,
-            router_norm="topk", positions="rope", rope_theta=_number(h, "rope.freq_base", float, 10000.0),
-            rope_scaling=_rope_scaling(h), max_seq_len=_required(h, "context_length"),
-            tie_embeddings="output.weight" not in h.tensor_types,
-            qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
-            name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
-        )
+        return ModelConfig(**fields)
     except ConfigError as exc:
         raise ModelLoadError(f"{h.path}: the metadata does not describe a valid model: {exc}") from exc
+
+
+def _gemma_fields(h: GGUFHeader, fields: Mapping[str, Any]) -> dict[str, Any]:
+    if fields["rope_scaling"].kind != "none":  # llama.cpp scales only the global layers' RoPE on Gemma 3
+        raise ModelLoadError(f"{h.path}: RoPE scaling on a {h.architecture} file applies to its global layers "
+                             "only, which txviz's config cannot express; not supported")
+    return gemma_fields(h.architecture, lambda key, kind: _number(h, key, kind), h.arch_key,
+                        fields["d_model"], fields["n_layers"], lambda name: name in h.tensor_types)
 
 
 def read_gguf_config(path: str | Path) -> ModelConfig:
@@ -261,7 +279,9 @@ def txviz_names(gguf_name: str, config: ModelConfig) -> dict[str, str | int] | N
     return None
 
 
-def _unpermute_if_rope(name: str, weight: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+def _unpermute_if_rope(name: str, weight: torch.Tensor, config: ModelConfig, permuted: bool) -> torch.Tensor:
+    if not permuted:
+        return weight
     if ".attn.q_proj." in name:
         return unpermute_rope_rows(weight, config.n_heads)
     if ".attn.k_proj." in name:
@@ -269,21 +289,53 @@ def _unpermute_if_rope(name: str, weight: torch.Tensor, config: ModelConfig) -> 
     return weight
 
 
+def _architecture_of(reader) -> str:
+    field = reader.fields.get("general.architecture")
+    return str(field.contents()) if field is not None else ""
+
+
+def check_tensor_shapes(reader, config: ModelConfig) -> None:
+    """Every tensor's shape against the decoder ``config`` describes, before anything is dequantized:
+    a file whose metadata and tensors disagree is refused naming the tensor, not after seconds of work."""
+    from txviz.model import Decoder
+
+    with torch.device("meta"):
+        expected = {name: tuple(p.shape) for name, p in Decoder(config).state_dict().items()}
+    for tensor in reader.tensors:
+        target = txviz_names(tensor.name, config)
+        shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
+        if target is None:
+            continue  # refused by name in dequantized_state_dict
+        if "expert_param" in target:
+            name = f"layers.{target['layer']}.ffn.experts.0.{target['expert_param']}"
+            want = (config.n_experts, *expected.get(name, shape[1:]))
+        else:
+            name, want = target["name"], expected.get(target["name"], shape)
+        if shape != want:
+            raise ModelLoadError(f"tensor {tensor.name} has shape {shape}, but the metadata describes "
+                                 f"{want} for {name}")
+
+
 def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Every tensor of the file, dequantized to float32 on the CPU, under txviz's parameter names."""
+    """Every tensor of the file, dequantized to float32 on the CPU, under txviz's parameter names.
+    Q/K rows are un-permuted only for the architectures llama.cpp permutes (PERMUTED_ARCHITECTURES)."""
+    architecture = _architecture_of(reader)
+    permuted = architecture in PERMUTED_ARCHITECTURES
+    check_tensor_shapes(reader, config)
     state: dict[str, torch.Tensor] = {}
     for tensor in reader.tensors:
         target = txviz_names(tensor.name, config)
         if target is None:
             raise ModelLoadError(f"tensor {tensor.name} ({tensor.tensor_type.name}) has no place in a "
-                                 f"{config.n_layers}-layer llama decoder; this GGUF variant is not supported")
+                                 f"{config.n_layers}-layer {architecture or 'llama'} decoder; this GGUF variant "
+                                 "is not supported")
         weight = dequantize_tensor(tensor)
         if "expert_param" in target:  # (E, out, in): one slice per expert
             for e in range(weight.shape[0]):
                 # a copy, not a view: serializers refuse tensors that share storage
                 state[f"layers.{target['layer']}.ffn.experts.{e}.{target['expert_param']}"] = weight[e].clone()
         else:
-            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config)
+            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config, permuted)
     return state
 
 
