@@ -20,6 +20,7 @@ sandbox inside a capped child process.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from dataclasses import dataclass
@@ -196,7 +197,8 @@ class Tokenizer:
             if all(ch in alphabet for ch in token):
                 return bytes(alphabet[ch] for ch in token).decode("utf-8", errors="backslashreplace")
             return token
-        return self._backend.decode([int(token_id)], skip_special_tokens=False) or token
+        with rust_errors("decode a token"):
+            return self._backend.decode([int(token_id)], skip_special_tokens=False) or token
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for (a byte-level token, or a ``<0xAB>`` byte-fallback token, may
@@ -228,7 +230,8 @@ class Tokenizer:
             raise TokenizerError(f"text must be a str, got {type(text).__name__}")
         prefix = self._prefix_id(bos)
         try:
-            raw = self._backend.encode(text, add_special_tokens=False)
+            with rust_errors("encode the text"):
+                raw = self._backend.encode(text, add_special_tokens=False)
         except TypeError as exc:  # a lone surrogate ("\\ud800") is a str but not Unicode text
             raise TokenizerError(f"text is not valid Unicode (a lone surrogate?): {exc}") from None
         ids = ([prefix] if prefix is not None else []) + list(raw.ids)
@@ -258,7 +261,9 @@ class Tokenizer:
             raise TokenizerError(f"decode takes token ids, got {type(ids).__name__}")
         if hasattr(ids, "tolist"):  # a tensor or an array
             ids = ids.tolist()
-        return self._backend.decode(self._check_ids(list(ids)), skip_special_tokens=skip_special)
+        ids = self._check_ids(list(ids))
+        with rust_errors("decode the ids"):
+            return self._backend.decode(ids, skip_special_tokens=skip_special)
 
     # ---- chat ---------------------------------------------------------------------------------
     def apply_chat_template(self, messages: Sequence[Mapping[str, str]], add_generation_prompt: bool = True,
@@ -277,6 +282,22 @@ class Tokenizer:
     def __repr__(self) -> str:
         return (f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token!r}, eos={self.eos_token!r}, "
                 f"sink={self.sink_token!r}, chat_template={'yes' if self.chat_template else 'no'})")
+
+
+@contextlib.contextmanager
+def rust_errors(action: str):
+    """The tokenizer's Rust code runs a file's regexes and models: a catastrophic pattern such as
+    ``(a+)+c`` makes it *panic*, which pyo3 raises as ``PanicException``, a BaseException that would
+    kill the app's script thread. Here it becomes a TokenizerError, like any other failure of the file."""
+    try:
+        yield
+    except TypeError:
+        raise  # the caller's own input (a lone surrogate), reported by the caller
+    except BaseException as error:  # noqa: BLE001 - PanicException is not an Exception
+        if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise
+        message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        raise TokenizerError(f"the model's tokenizer failed to {action}: {message}") from None
 
 
 def _check_messages(messages: Any) -> None:

@@ -51,3 +51,21 @@ def test_budget_checks_refuse_with_the_setting_to_change(tiny):
     prompts.check_passes(tiny, 64, 3, "three passes", Limits())
     with pytest.raises(prompts.PromptError, match="three passes"):
         prompts.check_passes(tiny, 64, 3, "three passes", Limits(memory_budget_bytes=1000))
+
+
+def test_a_tokenizer_that_panics_gives_a_prompt_error_not_a_dead_script(tiny):
+    """A model file's pre-tokenizer regex ``(a+)+c`` makes the Rust tokenizer panic (a BaseException);
+    the visitor gets the reason, and the same tokenizer still encodes other text."""
+    import dataclasses
+
+    import tokenizers
+    from tokenizers import Regex, models, pre_tokenizers
+
+    from txviz.loading.tokenizer import Tokenizer
+
+    backend = tokenizers.Tokenizer(models.WordLevel({"a": 0, "b": 1, "[UNK]": 2}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("(a+)+c"), behavior="isolated")
+    hostile = dataclasses.replace(tiny, tokenizer=Tokenizer(backend))
+    with pytest.raises(prompts.PromptError, match="tokenizer failed to encode the text: .*retry-limit"):
+        prompts.encode(hostile, "a" * 40 + "b", "none", Limits())
+    assert prompts.encode(hostile, "a b", "none", Limits()).ids == (2,)
