@@ -66,7 +66,8 @@ def _own_pattern(traced, tokens: list[str]) -> None:
         pattern = offset_pattern(len(tokens), int(offset))
         label = f"{offset} tokens back"
     else:
-        word = st.text_input("Token text (as shown in the token strip, without spaces)", value=".", key="pattern_text")
+        word = st.text_input("Token text (as shown in the token strip, without spaces)", value=".", key="pattern_text",
+                             max_chars=100)
         pattern = token_pattern(tokens, word)
         label = f"tokens reading {word!r}"
     if not pattern.any():
