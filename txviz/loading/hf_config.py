@@ -32,6 +32,9 @@ SUPPORTED = {
     "qwen2": "Qwen2ForCausalLM",
     "mixtral": "MixtralForCausalLM",
     "gpt2": "GPT2LMHeadModel",
+    "gemma": "GemmaForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
 }
 
 
@@ -227,9 +230,99 @@ def gpt2_config(raw: dict) -> dict[str, Any]:
                 qkv_bias=True, out_bias=True, mlp_bias=True)
 
 
+# Gemma (Team Gemma 2024): GeGLU, embeddings scaled by √d, the (1 + w) RMSNorm (folded into the weights
+# by hf_names.fold_gemma_norms), tied embeddings. Gemma 2 adds post-norms, alternating sliding/full
+# layers, query_pre_attn_scalar and soft-caps; Gemma 3 QK-norm, a 5:1 pattern and a local RoPE base.
+GEMMA_DEFAULTS = {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 8192,
+                  "tie_word_embeddings": True, "attention_bias": False, "head_dim": 256,
+                  "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
+GEMMA2_DEFAULTS = {**GEMMA_DEFAULTS, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                   "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0}
+GEMMA3_DEFAULTS = {**GEMMA2_DEFAULTS, "max_position_embeddings": 131072, "rope_theta": 1e6,
+                   "rope_local_base_freq": 10000.0, "final_logit_softcapping": None,
+                   "attn_logit_softcapping": None, "sliding_window_pattern": 6, "use_bidirectional_attention": False}
+LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding"}
+
+
+def _gemma_fields(raw: dict, activation: str) -> dict[str, Any]:
+    """What every Gemma shares; ``activation`` is the FFN's (gelu_pytorch_tanh, or exact gelu)."""
+    if activation not in GELU_FORMS:
+        raise ModelLoadError(f"config.json: activation {activation!r} is not supported; supported: {sorted(GELU_FORMS)}")
+    fields = _llama_fields({**raw, "hidden_act": "silu", "mlp_bias": False})  # counts, RoPE, norms, biases
+    return {**fields, "ffn": "geglu", "gelu_approximate": GELU_FORMS[activation],
+            "embed_scale": float(fields["d_model"]) ** 0.5}  # transformers: hidden_size**0.5
+
+
+def _gemma_optional(raw: dict, key: str) -> float | None:
+    return None if raw.get(key) is None else _positive(raw, key)
+
+
+def _layer_types(raw: dict, n_layers: int, sliding_every: int) -> tuple[str, ...]:
+    """``layer_types`` as written, else every ``sliding_every``-th layer full (transformers' default)."""
+    types = raw.get("layer_types")
+    if types is None:
+        return tuple("full" if (i + 1) % sliding_every == 0 else "sliding" for i in range(n_layers))
+    if not isinstance(types, list) or any(t not in LAYER_TYPE_NAMES for t in types):
+        raise ModelLoadError(f"config.json: layer_types must list {sorted(LAYER_TYPE_NAMES)}, got {str(types)[:120]}")
+    return tuple(LAYER_TYPE_NAMES[t] for t in types)
+
+
+def gemma_config(raw: dict) -> dict[str, Any]:
+    """Gemma 1. transformers reads a legacy ``hidden_act: "gelu"`` as the tanh form, as here."""
+    raw = _with_defaults(raw, GEMMA_DEFAULTS)
+    activation = "gelu_pytorch_tanh" if raw["hidden_act"] == "gelu" else raw["hidden_act"]
+    return _gemma_fields(raw, activation)
+
+
+def gemma2_config(raw: dict) -> dict[str, Any]:
+    raw = _with_defaults(raw, GEMMA2_DEFAULTS)
+    fields = _gemma_fields(raw, raw["hidden_activation"])
+    return {**fields, "sandwich_norm": True, "query_scale": _positive(raw, "query_pre_attn_scalar") ** -0.5,
+            "sliding_window": _gemma_window(raw), "layer_types": _layer_types(raw, fields["n_layers"], 2),
+            "attn_softcap": _gemma_optional(raw, "attn_logit_softcapping"),
+            "final_softcap": _gemma_optional(raw, "final_logit_softcapping")}
+
+
+def _gemma_window(raw: dict) -> int | None:
+    return _count(raw, "sliding_window") if raw.get("sliding_window") is not None else None
+
+
+def _gemma3_rope(raw: dict, max_len: int) -> tuple[float, RopeScaling, float]:
+    """(global θ, global scaling, local θ). transformers 5 writes ``rope_parameters`` keyed by layer
+    type; 4.x wrote rope_theta, rope_local_base_freq and a rope_scaling that applies to global layers
+    only. Local layers are never scaled."""
+    params = raw.get("rope_parameters")
+    if isinstance(params, dict) and {"full_attention", "sliding_attention"} & set(params):
+        full = {"rope_theta": raw["rope_theta"], **(params.get("full_attention") or {})}
+        local = {"rope_theta": raw["rope_local_base_freq"], **(params.get("sliding_attention") or {})}
+    else:
+        full = {"rope_theta": raw["rope_theta"], **(raw.get("rope_scaling") or params or {})}
+        local = {"rope_theta": raw["rope_local_base_freq"]}
+    if local.get("rope_type", local.get("type", "default")) != "default":
+        raise ModelLoadError("config.json: scaled RoPE on Gemma 3's sliding layers is not supported")
+    theta, scaling = read_rope({"rope_parameters": full}, max_len)
+    return theta, scaling, _positive(local, "rope_theta")
+
+
+def gemma3_text_config(raw: dict) -> dict[str, Any]:
+    """Gemma 3's text model. transformers ignores ``attn_logit_softcapping`` in Gemma 3's attention
+    (only Gemma 2 passes it on), so no score cap here either."""
+    raw = _with_defaults(raw, GEMMA3_DEFAULTS)
+    if raw["use_bidirectional_attention"]:
+        raise ModelLoadError("config.json: bidirectional attention (an encoder Gemma) is not supported")
+    fields = _gemma_fields(raw, raw["hidden_activation"])
+    theta, scaling, local_theta = _gemma3_rope(raw, fields["max_seq_len"])
+    every = _count(raw, "sliding_window_pattern")
+    return {**fields, "rope_theta": theta, "rope_scaling": scaling, "rope_local_theta": local_theta,
+            "qk_norm": True, "sandwich_norm": True, "query_scale": _positive(raw, "query_pre_attn_scalar") ** -0.5,
+            "sliding_window": _gemma_window(raw), "layer_types": _layer_types(raw, fields["n_layers"], every),
+            "final_softcap": _gemma_optional(raw, "final_logit_softcapping")}
+
+
 CONFIG_READERS: dict[str, Callable[[dict], dict[str, Any]]] = {
     "llama": llama_config, "mistral": mistral_config, "qwen2": qwen2_config,
     "mixtral": mixtral_config, "gpt2": gpt2_config,
+    "gemma": gemma_config, "gemma2": gemma2_config, "gemma3_text": gemma3_text_config,
 }
 
 

@@ -2,8 +2,9 @@
 
 Per family: a few small named transforms that bring every supported on-disk layout to the family's
 classic one, then a name table that renames it one to one (gpt-fast ``convert_hf_checkpoint.py``).
-Nothing else touches the weights: no permutes, no folding, no rescaling. In the tables ``{i}`` is a
-layer, ``{e}`` an expert and ``{p}`` ``weight`` or ``bias``.
+Nothing else touches the weights: no permutes, no rescaling; the one fold is Gemma's RMSNorm, which
+multiplies by (1 + w): ``fold_gemma_norms`` stores 1 + w (in fp32), so txviz's one RMSNorm (× w) gives
+the same numbers. In the tables ``{i}`` is a layer, ``{e}`` an expert and ``{p}`` ``weight`` or ``bias``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,21 @@ MIXTRAL_NAMES = {
     "model.layers.{i}.block_sparse_moe.experts.{e}.w1.weight": "layers.{i}.ffn.experts.{e}.gate_proj.weight",
     "model.layers.{i}.block_sparse_moe.experts.{e}.w3.weight": "layers.{i}.ffn.experts.{e}.up_proj.weight",
     "model.layers.{i}.block_sparse_moe.experts.{e}.w2.weight": "layers.{i}.ffn.experts.{e}.down_proj.weight",
+}
+
+# Gemma 2/3: a norm before and after each sublayer; transformers' post_attention_layernorm is the
+# attention's post-norm there (in Llama and Gemma 1 it is the norm before the FFN).
+GEMMA2_NAMES = {
+    **{hf: ours for hf, ours in LLAMA_NAMES.items() if "layernorm" not in hf},
+    "model.layers.{i}.input_layernorm.weight": "layers.{i}.attn_norm.weight",
+    "model.layers.{i}.post_attention_layernorm.weight": "layers.{i}.post_attn_norm.weight",
+    "model.layers.{i}.pre_feedforward_layernorm.weight": "layers.{i}.ffn_norm.weight",
+    "model.layers.{i}.post_feedforward_layernorm.weight": "layers.{i}.post_ffn_norm.weight",
+}
+GEMMA3_NAMES = {
+    **GEMMA2_NAMES,
+    "model.layers.{i}.self_attn.q_norm.weight": "layers.{i}.attn.q_norm.weight",
+    "model.layers.{i}.self_attn.k_norm.weight": "layers.{i}.attn.k_norm.weight",
 }
 
 GPT2_NAMES = {
@@ -144,12 +160,22 @@ def split_fused_qkv(tensors: Tensors, config: ModelConfig) -> Tensors:
     return out
 
 
+def fold_gemma_norms(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """Gemma's RMSNorm computes norm(x)·(1 + w) in fp32 (transformers' GemmaRMSNorm); store 1 + w, computed
+    in fp32 as there, so the plain RMSNorm's norm(x)·w is the same product (bit-identical in fp32)."""
+    norms = ("layernorm.weight", "model.norm.weight", "q_norm.weight", "k_norm.weight")
+    return {name: (t.float() + 1.0).to(t.dtype) if name.endswith(norms) else t for name, t in tensors.items()}
+
+
 # ---- the families -------------------------------------------------------------------------------
 LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "llama": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
     "mistral": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
     "qwen2": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
     "mixtral": ((drop_rotary_buffers, drop_tied_lm_head, unfuse_experts), MIXTRAL_NAMES),
+    "gemma": ((drop_rotary_buffers, drop_tied_lm_head, fold_gemma_norms), LLAMA_NAMES),
+    "gemma2": ((drop_tied_lm_head, fold_gemma_norms), GEMMA2_NAMES),
+    "gemma3_text": ((drop_tied_lm_head, fold_gemma_norms), GEMMA3_NAMES),
     "gpt2": ((add_transformer_prefix, drop_attention_mask_buffers, drop_tied_lm_head, conv1d_to_linear,
               split_fused_qkv), GPT2_NAMES),
 }

@@ -162,7 +162,7 @@ class Decoder(nn.Module):
     def _embed_scale(self, dtype: torch.dtype) -> float:
         """``embed_scale`` rounded to the activations' dtype first, as the references multiply by a
         tensor of that dtype (√640 in bf16 is 25.25, not 25.298…)."""
-        return float(torch.tensor(self.config.embed_scale, dtype=dtype))
+        return float(torch.tensor(self.config.embed_scale).to(dtype))  # float32 first, as the buffer is
 
     @classmethod
     def from_state_dict(cls, config: ModelConfig, state_dict: dict[str, torch.Tensor], *,
