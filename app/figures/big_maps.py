@@ -57,15 +57,20 @@ def attention_overview(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, red
     return pooled_attention(pooled, block, probs.shape[0], reduce=reduce, title=title)
 
 
+def color_cap(pooled: np.ndarray) -> float:
+    """The top of a pooled map's colour scale: its 99th percentile (else its max, else 1)."""
+    finite = pooled[np.isfinite(pooled)]
+    top = float(np.percentile(finite, 99)) if finite.size else 1.0
+    return top if top > 0 else (float(finite.max()) if finite.size and finite.max() > 0 else 1.0)
+
+
 def pooled_attention(pooled: np.ndarray, block: int, n_tokens: int, *, reduce: str = "max", title: str = "") -> go.Figure:
     """A map already pooled by ``pool_attention`` (cells of ``block`` × ``block`` tokens) as a heatmap.
     The colour saturates at the 99th percentile of the cells: a sink column near 1 would otherwise
     leave everything else white (the hover shows every cell's value)."""
     rows, cols = np.arange(pooled.shape[0]) * block, np.arange(pooled.shape[1]) * block
     unit = "token" if block == 1 else f"{block}×{block} tokens"
-    finite = pooled[np.isfinite(pooled)]
-    top = float(np.percentile(finite, 99)) if finite.size else 1.0
-    top = top if top > 0 else (float(finite.max()) if finite.size and finite.max() > 0 else 1.0)
+    top = color_cap(pooled)
     fig = go.Figure(go.Heatmap(
         z=pooled, x=cols, y=rows, colorscale=SCALE, zmin=0, zmax=top, hoverongaps=False,
         colorbar=dict(title=f"{reduce}<br>(capped at<br>{top:.2f})"),

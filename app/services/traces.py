@@ -140,3 +140,24 @@ def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
 
     pieces = [loaded.tokenizer.token_bytes(i) for i in traced.ids]
     return [token.text for token in readable_tokens(pieces, traced.special, traced.tokens)]
+
+
+def layer_maps(traced: PromptTrace, layer: int, n_heads: int, hide: bool, *, max_cells: int) -> tuple[np.ndarray, int]:
+    """Every head's map of one layer as a page draws it, compact: (heads, rows, cols) float16, NaN where
+    the causal mask hides the future; every cell up to ``max_cells`` tokens, past that each head pooled
+    to at most max_cells² cells (block max, as ``map_overview``). Returns the maps and the block size
+    (1: every cell). float16 keeps ~3 significant digits: a weight reads to 4 decimals as the hover shows."""
+    from app.figures.big_maps import pool_attention
+
+    n = traced.n_tokens
+    future = np.triu(np.ones((n, n), dtype=bool), k=1)
+    maps, block = [], 1
+    for head in range(n_heads):
+        probs = traced.trace.attn(layer, head)
+        probs = (hide_sink(probs) if hide else probs).numpy().astype(np.float32, copy=False)
+        if n > max_cells:
+            drawn, block = pool_attention(probs, max_cells=max_cells)
+        else:
+            drawn = np.where(future, np.nan, probs)
+        maps.append(drawn)
+    return np.stack(maps).astype(np.float16), block

@@ -18,7 +18,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-CHART = "[data-testid='stPlotlyChart'] .js-plotly-plot .main-svg"
+# a plotly figure drawn: by st.plotly_chart, or by the Attention page's head maps component (app/components)
+CHART = ":is([data-testid='stPlotlyChart'] .js-plotly-plot, .txviz-head-plot.js-plotly-plot) .main-svg"
 ERROR = "[data-testid='stException']"
 
 

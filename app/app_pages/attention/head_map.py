@@ -1,12 +1,16 @@
-"""One head's attention map: the layer/head/hide-sink widgets, the map (pooled with an exact region when
-the prompt is long), and the head's metrics."""
+"""One head's attention map: the layer/head/hide-sink widgets, the map (every head of the layer in the
+browser, app/components/head_maps; pooled, with an exact region, when the prompt is long), and the
+head's metrics."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app import cache
+from app.components.head_maps import head_maps
 from app.figures import big_maps, charts
+from app.figures.head_maps import head_maps_payload
+from app.services.traces import layer_maps
 from app.ui import state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.heads import METRICS, hide_sink
@@ -14,32 +18,83 @@ from txviz.analysis.heads import METRICS, hide_sink
 
 def head_map(view) -> tuple[int, int, bool]:
     """The layer/head/hide-sink widgets and the chosen head's map (pooled, with an exact region, when long)."""
-    config, tokens, table = view.config, view.tokens, view.table
+    config = view.config
     c1, c2, c3 = st.columns([2, 1, 1])
     bounded_slider(c1, "Layer", 0, view.n_layers - 1, key="layer")
     c2.number_input("Head", 0, config.n_heads - 1, key="head")
     hide = c3.toggle("Hide sink", key="hide_sink",
                      help="Drop the weight on the first token and renormalize the rest of each row.")
     layer, head = int(state.get("layer")), int(state.get("head"))
-    kv_head = head // config.n_groups
-    title = (f"Layer {layer}, head {head} (shares KV head {kv_head} with {config.n_groups - 1} other"
-             f"{'s' if config.n_groups != 2 else ''})" if config.n_groups > 1 else f"Layer {layer}, head {head}")
-    if not view.big:
-        probs = view.traced.trace.attn(layer, head)
-        drawn = hide_sink(probs) if hide else probs
-        st.plotly_chart(charts.attention_heatmap(drawn.numpy(), tokens, tokens, title=title), key="heatmap")
-    else:
-        _pooled_map(view, layer, head, hide, title)
-    row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
-    st.caption(" · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m]))
+    if view.plan is None:  # every map is stored: the whole layer goes to the browser
+        _browser_maps(view, layer, head, hide)
+        if view.big:
+            _region(view, layer, head, hide)
+        _plain_chart(view, layer, head, hide)
+    else:  # a long prompt's maps are rebuilt one head at a time: one head, pooled
+        _pooled_map(view, layer, head, hide, head_title(config, layer, head))
+        if view.big:
+            _region(view, layer, head, hide)
+        st.caption(metrics_line(view.table, layer, head))
     return layer, head, hide
 
 
-def _pooled_map(view, layer: int, head: int, hide: bool, title: str) -> None:
-    """The whole map pooled (the largest weight per block), and the exact weights of a region."""
-    n, tokens = view.n, view.tokens
+def head_title(config, layer: int, head: int) -> str:
+    if config.n_groups == 1:
+        return f"Layer {layer}, head {head}"
+    return (f"Layer {layer}, head {head} (shares KV head {head // config.n_groups} with {config.n_groups - 1} other"
+            f"{'s' if config.n_groups != 2 else ''})")
+
+
+def metrics_line(table, layer: int, head: int) -> str:
+    row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
+    return " · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _layer_maps(_traced, source: str, prompt: str, bos: str, layer: int, n_heads: int, hide: bool):
+    """A layer's maps as the component draws them, kept per (prompt, layer, sink): a layer switch back is free."""
+    return layer_maps(_traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS)
+
+
+def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
+    """Every head of the layer, switched in the browser (app/components/head_maps)."""
+    n_heads = view.config.n_heads
+    maps, block = _layer_maps(view.traced, view.source, view.prompt, view.bos, layer, n_heads, hide)
+    payload = head_maps_payload(
+        maps, block, view.tokens, layer=layer, head=head,
+        titles=[head_title(view.config, layer, h) for h in range(n_heads)],
+        captions=[metrics_line(view.table, layer, h) for h in range(n_heads)])
+    head_maps(payload, key="heatmap", on_open=lambda h: state.set_head(layer, h))
+    st.caption("Click a head above the map (or use ← / →) to switch heads in your browser; the views below "
+               "follow the head in the Head box.")
+
+
+def _plain_chart(view, layer: int, head: int, hide: bool) -> None:
+    """The map as an ordinary chart: a fallback where the component cannot load. Lazy, like the steps."""
+    box = st.expander("The map as a plain chart (if the map above does not load)", expanded=False,
+                      key="plain_map_open", on_change="rerun")
+    with box:
+        if not box.open:
+            return
+        if view.big:
+            _pooled_map(view, layer, head, hide, head_title(view.config, layer, head), key="heatmap_plain")
+            return
+        probs = view.traced.trace.attn(layer, head)
+        drawn = hide_sink(probs) if hide else probs
+        st.plotly_chart(charts.attention_heatmap(drawn.numpy(), view.tokens, view.tokens,
+                                                 title=head_title(view.config, layer, head)), key="heatmap_plain")
+        st.caption(metrics_line(view.table, layer, head))
+
+
+def _pooled_map(view, layer: int, head: int, hide: bool, title: str, key: str = "heatmap") -> None:
+    """The whole map pooled (the largest weight per block)."""
     pooled, block = cache.get_map_overview(view.source, view.prompt, view.bos, layer, head, hide)
-    st.plotly_chart(big_maps.pooled_attention(pooled, block, n, title=title), key="heatmap")
+    st.plotly_chart(big_maps.pooled_attention(pooled, block, view.n, title=title), key=key)
+
+
+def _region(view, layer: int, head: int, hide: bool) -> None:
+    """The exact weights of a region of a long map, for the page's head."""
+    n, tokens = view.n, view.tokens
     size = min(64, n)
     r1, r2 = st.columns(2)
     q0 = r1.number_input("Region: first query", 0, n - size, n - size, step=size // 2, key="region_query")
@@ -52,6 +107,7 @@ def _pooled_map(view, layer: int, head: int, hide: bool, title: str) -> None:
                                             tokens[k0:k0 + size], q_offset=q0, k_offset=k0,
                                             title=f"Exact weights: queries {q0}–{q0 + size - 1} × keys {k0}–{k0 + size - 1}"),
                     key="heatmap_region")
-    st.caption(f"The whole {n:,} × {n:,} map is drawn as {pooled.shape[0]} × {pooled.shape[1]} cells "
-               f"(the largest weight in each {block} × {block} block); the region below it shows the exact "
-               "weights of the rows and keys you pick.")
+    block = -(-n // big_maps.MAX_MAP_CELLS)
+    cells = -(-n // block)
+    st.caption(f"The whole {n:,} × {n:,} map is drawn as {cells} × {cells} cells (the largest weight in each "
+               f"{block} × {block} block); the region below it shows the exact weights of the rows and keys you pick.")

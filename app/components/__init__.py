@@ -1,0 +1,1 @@
+"""Custom Streamlit components of the app (plain JavaScript, no build step)."""

@@ -1,0 +1,130 @@
+// The head maps component (app/components/head_maps/__init__.py says what it is for).
+// Streamlit calls the default export on mount and again whenever the data changes; the state kept on
+// the root element lets a rerun with the same maps keep the head the reader picked here.
+
+const PLOTLY = "__txvizPlotly";
+
+function loadPlotly(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window[PLOTLY]) {
+    window[PLOTLY] = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { window[PLOTLY] = null; reject(new Error("could not load " + url)); };
+      document.head.appendChild(script);
+    });
+  }
+  return window[PLOTLY];
+}
+
+// float16 bits -> float32, through a table built once (65,536 entries)
+let HALF = null;
+function halfTable() {
+  if (HALF) return HALF;
+  HALF = new Float32Array(65536);
+  for (let bits = 0; bits < 65536; bits++) {
+    const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+    HALF[bits] = exponent === 0 ? sign * 2 ** -14 * (fraction / 1024)
+      : exponent === 31 ? (fraction ? NaN : sign * Infinity)
+      : sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
+  }
+  return HALF;
+}
+
+function decodeMaps(base64, shape) {
+  const raw = atob(base64), n = raw.length >> 1, table = halfTable(), out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = table[raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8)];
+  const [, rows, cols] = shape;
+  return (head) => Array.from({ length: rows }, (_, r) => out.subarray((head * rows + r) * cols, (head * rows + r + 1) * cols));
+}
+
+function build(parentElement) {
+  const root = document.createElement("div");
+  root.className = "txviz-head-maps";
+  root.tabIndex = 0;
+  root.setAttribute("aria-label", "Attention map; left and right arrow keys switch heads");
+  root.innerHTML = '<div class="txviz-head-bar" role="toolbar" aria-label="Head"></div>' +
+    '<div class="txviz-head-plot"></div><p class="txviz-head-caption"></p>' +
+    '<button type="button" class="txviz-head-open" hidden></button>';
+  parentElement.appendChild(root);
+  root.txviz = { mapsId: null, head: 0, serverHead: null, paints: 0 };
+  return root;
+}
+
+function figureOf(data, state, head) {
+  const figure = JSON.parse(JSON.stringify(data.figure));
+  figure.data[0].z = state.rowsOf(head);
+  figure.data[0].zmax = data.zmax[head];
+  figure.layout.title = { ...(figure.layout.title || {}), text: data.titles[head] };
+  if (figure.data[0].colorbar && data.colorbar_titles) {
+    figure.data[0].colorbar.title = { ...(figure.data[0].colorbar.title || {}), text: data.colorbar_titles[head] };
+  }
+  return figure;
+}
+
+function paint(root, data, setTriggerValue) {
+  const state = root.txviz, head = state.head, plot = root.querySelector(".txviz-head-plot");
+  root.querySelectorAll(".txviz-head-bar button").forEach((button, h) => {
+    button.setAttribute("aria-pressed", String(h === head));
+  });
+  root.querySelector(".txviz-head-caption").textContent = data.captions[head];
+  const open = root.querySelector(".txviz-head-open");
+  open.hidden = head === data.head;
+  open.textContent = `Show head ${head} in the views below (head view, step by step, download)`;
+  open.onclick = () => setTriggerValue("open", head);
+  const figure = figureOf(data, state, head);
+  return window.Plotly.react(plot, figure.data, figure.layout, { displaylogo: false, responsive: true })
+    .then(() => new Promise((resolve) => requestAnimationFrame(() => resolve())))
+    .then(() => {
+      state.paints += 1;  // what a test or the benchmark waits for: this head of this layer is on screen
+      root.dataset.painted = `${data.layer}:${head}:${state.paints}`;
+      root.dataset.layer = String(data.layer);
+      root.dataset.head = String(head);
+    });
+}
+
+function headBar(root, data, switchTo) {
+  const bar = root.querySelector(".txviz-head-bar");
+  if (bar.childElementCount === data.n_heads) return;
+  bar.replaceChildren(...Array.from({ length: data.n_heads }, (_, h) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = `H${h}`;
+    button.title = `Layer ${data.layer}, head ${h}`;
+    button.dataset.head = String(h);
+    button.onclick = () => switchTo(h);
+    return button;
+  }));
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const root = parentElement.querySelector(".txviz-head-maps") || build(parentElement);
+  const state = root.txviz;
+  if (state.mapsId !== data.maps_id) {  // new maps (a layer, prompt or sink change): decode once
+    state.rowsOf = decodeMaps(data.maps, data.shape);
+    state.mapsId = data.maps_id;
+    state.head = data.head;
+  } else if (state.serverHead !== data.head) {  // the page's head moved (the Head box, a grid click)
+    state.head = data.head;
+  }
+  state.serverHead = data.head;
+  root.txvizData = data;
+  const switchTo = (head) => {
+    if (head === state.head || head < 0 || head >= data.n_heads) return;
+    state.head = head;
+    paint(root, root.txvizData, setTriggerValue);
+  };
+  headBar(root, data, (h) => switchTo(h));
+  root.onkeydown = (event) => {
+    const step = { ArrowLeft: -1, ArrowRight: 1 }[event.key];
+    if (step) { event.preventDefault(); switchTo(state.head + step); }
+  };
+  loadPlotly(data.plotly_url)
+    .then(() => paint(root, data, setTriggerValue))
+    .catch((error) => {
+      root.querySelector(".txviz-head-caption").textContent =
+        `The interactive map could not load (${error.message}): open "The map as a plain chart" below.`;
+    });
+}
