@@ -190,41 +190,68 @@ def _print_patch(result: dict, top: int) -> None:
                   f"{_round(figures['top_k_overlap'])}")
 
 
+MAX_GPU_GIB, MAX_SEQ, MAX_BATCH = 1 << 20, 1 << 40, 1 << 20  # a PiB of GPU; beyond any real context or batch
+
+
+def _memory_model(args):
+    """(the MemoryModel, where it came from, extras that only a config.json gives)."""
+    from txviz.analysis import memory
+    if args.preset:
+        return memory.preset(args.preset), {"preset": args.preset}, {}
+    from pathlib import Path
+
+    from txviz.geometry import read_config
+    geometry = read_config(Path(args.config))
+    size = f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params"
+    model = memory.MemoryModel.from_geometry(geometry, size, f"config file {args.config}")
+    extras = {"model_type": geometry.model_type, "architecture": geometry.architecture,
+              "warnings": list(geometry.assumptions), "notes": list(geometry.notes),
+              "tied_embeddings": geometry.tied_embeddings,
+              "per_layer": {"kv_heads": list(geometry.kv_heads), "head_dim": list(geometry.head_dims),
+                            "window": list(geometry.windows)},
+              "moe_layers": geometry.moe_layers, "shared_experts": geometry.shared_experts}
+    return model, {"config": args.config}, extras
+
+
+def _check_memory_numbers(seq, batch: int, gpu_gib: float | None) -> None:
+    if seq is None:
+        raise ValueError("the config gives no context length (max_position_embeddings): pass --seq")
+    if not 1 <= seq <= MAX_SEQ or not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"--seq must be 1..{MAX_SEQ:,} and --batch 1..{MAX_BATCH:,}, got {seq} and {batch}")
+    if gpu_gib is not None and not 0 < gpu_gib <= MAX_GPU_GIB:  # also NaN
+        raise ValueError(f"--gpu-gib must be above 0 and at most {MAX_GPU_GIB:,} GiB, got {gpu_gib}")
+
+
 def cmd_memory(args) -> dict:
     from txviz.analysis import memory
     if args.list:
         return {"presets": memory.list_presets()}
-    if args.preset:
-        model, origin = memory.preset(args.preset), {"preset": args.preset}
-    else:
-        from pathlib import Path
-        from txviz.loading.hf_config import read_hf_config
-        model, origin = memory.MemoryModel.from_config(read_hf_config(Path(args.config))), {"config": args.config}
+    model, origin, extras = _memory_model(args)
     seq = args.seq if args.seq is not None else model.max_context
-    if seq is None or seq < 1 or args.batch < 1:
-        raise ValueError(f"--seq and --batch must be positive integers, got {seq} and {args.batch}")
-    result = {**origin, "model": model.name, "kind": model.kind, "source": model.source,
+    _check_memory_numbers(seq, args.batch, args.gpu_gib)
+    result = {**origin, "model": model.name, "kind": model.kind, "source": model.source, **extras,
+              "n_layers": model.n_layers, "n_heads": model.n_heads, "kv_heads": model.kv_heads,
+              "head_dim": model.head_dim, "latent_dim": model.latent_dim, "rope_dim": model.rope_dim,
+              "d_model": model.d_model, "vocab_size": model.vocab_size, "max_position_embeddings": model.max_context,
               "n_params": model.n_params, "active_params": model.active_params,
+              "n_experts": model.n_experts, "experts_per_token": model.experts_per_token,
               "sliding_window": model.sliding_window, "window_layers": model.window_layers,
               "seq": seq, "batch": args.batch, "kv_dtype": args.kv_dtype, "weight_dtype": args.weight_dtype,
               "kv_bytes_per_token": memory.kv_bytes_per_token(model, args.kv_dtype),
               "kv_cache_bytes": memory.kv_cache_bytes(model, seq, args.batch, args.kv_dtype),
-              "weight_bytes": memory.weight_bytes(model, args.weight_dtype)}
+              "weight_bytes": memory.weight_bytes(model, args.weight_dtype),
+              "kv_bytes_per_token_by_dtype": {d: memory.kv_bytes_per_token(model, d) for d in memory.KV_DTYPES},
+              "weight_bytes_by_dtype": {d: memory.weight_bytes(model, d) for d in memory.WEIGHT_DTYPES},
+              "flops_per_token": memory.flops_per_token(model, seq)}
+    if model.kind != "MLA":  # the MHA/GQA/MQA counterfactual: only the KV heads change
+        result["kinds"] = {kind: {"kv_heads": variant.kv_heads,
+                                  "kv_bytes_per_token": memory.kv_bytes_per_token(variant, args.kv_dtype)}
+                           for kind, variant in memory.kind_variants(model).items()}
     if args.gpu_gib is not None:
         fit = memory.max_context(model, args.gpu_gib, batch=args.batch, kv_dtype=args.kv_dtype,
                                  weight_dtype=args.weight_dtype)
         result["max_context"] = fit.to_dict()
     return result
-
-
-def _bench_source(model: str | None) -> str | None:
-    """bench takes None (the default model) or a path: a known model's name becomes its fetched .gguf."""
-    from txviz.loading import fetch
-    from txviz.loading.sources import resolve_model_name
-    known = resolve_model_name(model)
-    if known is None or known.name == fetch.DEFAULT_MODEL.name:
-        return None if known is not None else model
-    return str(fetch.ensure_model(known, _progress))
 
 
 def cmd_bench(args) -> dict:
@@ -302,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--preset", help="a published model (see --list)")
-    which.add_argument("--config", help="a Hugging Face config.json (or the directory holding it)")
+    which.add_argument("--config", help="a Hugging Face config.json of any causal LM (or the directory holding it)")
     which.add_argument("--list", action="store_true", help="list the presets")
     p.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: the model's context)")
     p.add_argument("--batch", type=int, default=1)

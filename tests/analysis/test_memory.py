@@ -425,7 +425,7 @@ def test_cli_list(capsys):
 
 @pytest.mark.parametrize("content,message", [
     (None, "unknown preset"), ("{not json", "not valid JSON"), ("[1, 2]", "must hold a JSON object"),
-    ('{"model_type": "bert"}', "unsupported model"), (" " * (1 << 20) + "{}", "too large"),
+    ('{"model_type": "bert"}', "lacks the numbers its size needs: "), (" " * (1 << 20) + "{}", "too large"),
 ])
 def test_cli_bad_inputs_exit_2(capsys, tmp_path, content, message):
     if content is None:

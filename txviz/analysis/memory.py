@@ -59,6 +59,11 @@ class MemoryModel:
     d_model: int = 0  # residual width; 0: n_heads × head_dim
     ffn_width: int = 0  # FFN hidden width one token runs through (a MoE: its top-k experts'); 0: 4 × d_model
     vocab_size: int = 0  # 0: unknown (no logits counted)
+    lookup_params: int = 0  # embedding tables only looked up, never multiplied (no FLOPs)
+    qk_head_dim: int = 0  # width of one query·key product (MLA: nope + rope); 0: head_dim
+    n_experts: int = 0  # routed experts per MoE layer (0: dense)
+    experts_per_token: int = 0
+    assumptions: tuple[str, ...] = ()  # what reading a config of an unknown family assumed
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
@@ -111,25 +116,44 @@ class MemoryModel:
                    ffn_width=config.ffn_hidden * (config.top_k if config.is_moe else 1))
 
     @classmethod
+    def from_geometry(cls, geometry, name: str, source: str) -> "MemoryModel":
+        """A config's geometry (txviz.geometry) in the calculator's terms: one KV width and one window
+        width for all layers, which every family read there has."""
+        widths = geometry.window_sizes
+        if len(set(geometry.kv_heads)) > 1 or len(set(geometry.head_dims)) > 1 or len(widths) > 1:
+            raise ValueError(f"{name}: layers differ in KV heads, head size or window width, which the "
+                             "calculator does not model")
+        return cls(name=name, n_layers=geometry.n_layers, n_heads=geometry.n_heads, kv_heads=geometry.kv_heads[0],
+                   head_dim=geometry.head_dims[0], n_params=geometry.n_params,
+                   latent_dim=geometry.latent_dim, rope_dim=geometry.rope_dim,
+                   sliding_window=min(widths) if widths else None,
+                   window_layers=sum(w is not None for w in geometry.windows) if widths else None,
+                   active_params=geometry.active_params, max_context=geometry.max_context, source=source,
+                   d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
+                   lookup_params=geometry.lookup_params, qk_head_dim=geometry.qk_head_dim,
+                   n_experts=geometry.n_experts, experts_per_token=geometry.experts_per_token,
+                   assumptions=geometry.assumptions + geometry.notes)
+
+    @classmethod
     def from_config_json(cls, data: bytes, filename: str = "config.json") -> "MemoryModel":
-        """An uploaded config.json, named after what it describes rather than its family ("llama"): its
-        ``_name_or_path``, else the file's own name unless that is just "config", then the architecture,
-        parameters and layers, so that two uploads are told apart."""
+        """An uploaded config.json of any causal LM (txviz.geometry), named after what it describes
+        rather than its family ("llama"): its ``_name_or_path``, else the file's own name unless that is
+        just "config", then the architecture, parameters and layers, so that two uploads are told apart."""
         from pathlib import PurePath
 
-        from txviz.loading.hf_config import config_from_dict, parse_config_json
+        from txviz.geometry import read_geometry
+        from txviz.loading.hf_config import parse_config_json
 
         raw, _ = parse_config_json(data)
-        config = config_from_dict(raw, name="uploaded", source=f"uploaded file {filename}")
+        geometry = read_geometry(raw)
         named = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1]
         stem = PurePath(filename).stem
         named = named or ("" if stem.lower() in ("config", "") else stem)
-        architecture = (raw.get("architectures") or [raw.get("model_type")])[0]
-        size = f"{architecture}, {count_params(config) / 1e9:.2f} B params, {config.n_layers} layers × {config.d_model}"
-        model = cls.from_config(config)
-        return replace(model, name=f"{named} ({size})" if named else size,
-                       source=f"uploaded file {filename}" + (f" ({raw['_name_or_path']})" if named and
-                                                             raw.get("_name_or_path") else ""))
+        size = (f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params, "
+                f"{geometry.n_layers} layers × {geometry.d_model}")
+        source = f"uploaded file {filename}" + (f" ({raw['_name_or_path']})" if named and raw.get("_name_or_path")
+                                                 else "")
+        return cls.from_geometry(geometry, f"{named} ({size})" if named else size, source)
 
 
 Spec = MemoryModel | ModelConfig
@@ -217,6 +241,19 @@ def kv_cache_bytes(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf1
 
 def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
     return _bytes(as_memory_model(spec).n_params, weight_dtype)
+
+
+def flops_per_token(spec: Spec, context: int) -> int:
+    """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per weight it
+    multiplies (its active parameters less the embedding tables only looked up) plus 2·H·(d_qk + d_v)
+    per position each layer attends to (its window, if any): the scores and the weighted values."""
+    model = as_memory_model(spec)
+    if context < 0:
+        raise ValueError(f"context must be >= 0, got {context}")
+    windowed = model.n_window_layers
+    attended = (model.n_layers - windowed) * context + windowed * min(context, model.sliding_window or context)
+    per_position = 2 * model.n_heads * ((model.qk_head_dim or model.head_dim) + model.head_dim)
+    return 2 * ((model.active_params or model.n_params) - model.lookup_params) + per_position * attended
 
 
 # ---- what fits ------------------------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""The geometry of any Hugging Face causal-LM config.json, for memory and compute analysis without
+weights and without a runnable ModelConfig: a model txviz cannot run is still fully analysable.
+
+    read_geometry(raw_dict) -> Geometry        read_config(path | bytes | dict) -> Geometry
+
+Families (txviz.geometry.families): llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma,
+gemma2, gemma3_text (and gemma3 with a nested text_config), phi, phi3, falcon, gpt2, gpt_neox, gptj,
+bloom, mpt, olmo, olmo2, starcoder2, cohere; deepseek_v2 / deepseek_v3 (MLA, txviz.geometry.mla). Any
+other model_type is read by the generic rule (txviz.geometry.generic), whose assumptions come back in
+``Geometry.assumptions``. Bad or missing numbers raise ``GeometryError`` (a ValueError) naming them.
+"""
+
+from __future__ import annotations
+
+from txviz.geometry.decoder import read_decoder
+from txviz.geometry.families import CONFIG_DEFAULTS, KNOWN_TYPES, MLA_TYPES, TRAITS, TYPE_ALIASES
+from txviz.geometry.fields import Fields, GeometryError, text_part
+from txviz.geometry.generic import read_generic
+from txviz.geometry.geometry import Geometry
+from txviz.geometry.mla import read_mla
+
+__all__ = ["Geometry", "GeometryError", "KNOWN_TYPES", "read_config", "read_geometry", "model_type_of"]
+
+
+def model_type_of(raw: dict) -> str:
+    """The family: the language model's own model_type (a nested text_config's first), else the
+    architecture's name."""
+    text = text_part(raw)
+    kind = text.get("model_type") if "text_config" in raw else None
+    kind = kind or raw.get("model_type") or (raw.get("architectures") or [None])[0]
+    if not isinstance(kind, str) or not kind:
+        raise GeometryError("config.json has no model_type (or architectures): cannot tell what it describes")
+    return TYPE_ALIASES.get(kind, kind)
+
+
+def read_geometry(raw: dict) -> Geometry:
+    if not isinstance(raw, dict):
+        raise GeometryError(f"config.json must hold a JSON object, got {type(raw).__name__}")
+    model_type = model_type_of(raw)
+    fields = Fields({**CONFIG_DEFAULTS.get(model_type, {}), **text_part(raw)}, model_type)
+    if model_type in MLA_TYPES:
+        return read_mla(fields, model_type)
+    if model_type in TRAITS:
+        geometry = read_decoder(fields, TRAITS[model_type], model_type)
+    else:
+        geometry = read_generic(fields, model_type)
+    if "vision_config" in raw:
+        from dataclasses import replace
+        geometry = replace(geometry, notes=geometry.notes + ("the vision tower is not counted: text model only",))
+    return geometry
+
+
+def read_config(source) -> Geometry:
+    """A config.json's geometry: a dict, its bytes or text, a path, or the directory holding it."""
+    from txviz.loading.hf_config import parse_config_json
+
+    return read_geometry(parse_config_json(source)[0])

@@ -1,0 +1,137 @@
+"""The reader for every family whose attention caches K and V per head (all but DeepSeek's MLA): the
+config's shape and the family's ``Traits`` (txviz.geometry.families) give each layer's pieces, whose
+parameters txviz.geometry.params counts; a MoE layer holds all its experts and runs its top-k."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from txviz.geometry import params
+from txviz.geometry.families import Traits
+from txviz.geometry.fields import Fields, GeometryError
+from txviz.geometry.geometry import Geometry
+from txviz.geometry.shape import Shape, read_shape
+from txviz.geometry.windows import layer_windows
+
+
+@dataclass(frozen=True)
+class Moe:
+    """Routed experts of ``width`` on the layers in ``layers``; ``shared_width``: a shared expert's."""
+
+    layers: tuple[bool, ...]
+    n_experts: int
+    used: int
+    width: int
+    shared_width: int = 0
+
+
+def _bias(fields: Fields, rule: tuple[str | None, bool]) -> bool:
+    key, default = rule
+    return fields.flag(key, default) if key else default
+
+
+def ffn_width(fields: Fields, traits: Traits, model_type: str, d_model: int) -> int:
+    if model_type == "mpt":
+        width = fields.number("expansion_ratio", 4) * d_model
+        if not width.is_integer():
+            raise GeometryError(f"config.json: expansion_ratio × d_model = {width} is not a whole width")
+        return int(width)
+    default = traits.ffn_default_mult * d_model if traits.ffn_default_mult else None
+    return fields.count("intermediate_size", default=default)
+
+
+def read_moe(fields: Fields, traits: Traits, n_layers: int) -> Moe | None:
+    if traits.moe == "mixtral":
+        return Moe(tuple(True for _ in range(n_layers)), fields.count("num_local_experts"),
+                   fields.count("num_experts_per_tok"), fields.count("intermediate_size"))
+    if traits.moe != "qwen_moe" or not fields.count("num_experts", default=0, minimum=0):
+        return None
+    step = fields.count("decoder_sparse_step", default=1)
+    dense = fields.raw.get("mlp_only_layers") or []
+    if not isinstance(dense, list) or not all(isinstance(i, int) for i in dense):
+        raise GeometryError("config.json: mlp_only_layers must be a list of layer numbers")
+    layers = tuple(i not in dense and (i + 1) % step == 0 for i in range(n_layers))
+    return Moe(layers, fields.count("num_experts"), fields.count("num_experts_per_tok"),
+               fields.count("moe_intermediate_size"),
+               fields.count("shared_expert_intermediate_size", default=0, minimum=0))
+
+
+def norms_per_layer(fields: Fields, traits: Traits, model_type: str) -> int:
+    if model_type != "falcon":
+        return traits.norms_per_layer
+    if fields.flag("new_decoder_architecture", False):
+        return fields.count("num_ln_in_parallel_attn", default=2)
+    return 1 if fields.flag("parallel_attn", True) else 2
+
+
+def qk_norm_params(fields: Fields, traits: Traits, shape: Shape) -> int:
+    q, kv = shape.n_heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    if traits.qk_norm == "head":
+        return 2 * params.norm(traits.norm, shape.head_dim)
+    if traits.qk_norm == "full" or fields.flag("use_qk_norm", False):  # OLMo 2; Cohere's Command R+
+        return params.norm(traits.norm, q) + params.norm(traits.norm, kv)
+    if fields.flag("qk_layernorm", False):  # Phi
+        return 2 * params.norm("layernorm", shape.head_dim)
+    return 0
+
+
+def _embeddings(tally: params.Tally, fields: Fields, traits: Traits, shape: Shape) -> None:
+    table = shape.vocab_size * shape.d_model
+    tally.add(table, lookup=not shape.tied)  # a tied table is also the output head: it is multiplied
+    if traits.learned_positions:
+        if shape.max_context is None:
+            fields.missing.append("max_position_embeddings")
+            fields.check()
+        tally.add(shape.max_context * shape.d_model, lookup=True)
+    if traits.embedding_norm:
+        tally.add(params.norm(traits.norm, shape.d_model))
+
+
+def _output(tally: params.Tally, traits: Traits, shape: Shape) -> None:
+    tally.add(params.norm(traits.norm, shape.d_model))
+    if not shape.tied:
+        tally.add(params.linear(shape.d_model, shape.vocab_size, traits.lm_head_bias))
+    elif traits.lm_head_bias:
+        tally.add(shape.vocab_size)
+
+
+def _ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: int, gated: bool,
+         bias: bool) -> int:
+    """Adds one layer's FFN; returns the hidden width a token runs through."""
+    if moe is None or not moe.layers[layer]:
+        tally.add(params.mlp(d, dense_width, gated=gated, bias=bias))
+        return dense_width
+    tally.add(params.linear(d, moe.n_experts))  # the router
+    tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)
+    if moe.shared_width:  # Qwen2-MoE: one shared expert and its sigmoid gate
+        tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=bias) + params.linear(d, 1))
+    return moe.used * moe.width + moe.shared_width
+
+
+def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions: tuple[str, ...] = ()) -> Geometry:
+    shape = read_shape(fields, model_type, traits.tied_default)
+    width, moe = ffn_width(fields, traits, model_type, shape.d_model), read_moe(fields, traits, shape.n_layers)
+    fields.check()
+    qkv_bias, mlp_bias = _bias(fields, traits.qkv_bias), _bias(fields, traits.mlp_bias)
+    layer_fixed = (norms_per_layer(fields, traits, model_type) * params.norm(traits.norm, shape.d_model)
+                   + params.attention(shape.d_model, shape.n_heads, shape.kv_heads, shape.head_dim,
+                                      qkv_bias=qkv_bias, out_bias=qkv_bias and traits.out_bias)
+                   + qk_norm_params(fields, traits, shape))
+    tally = params.Tally()
+    _embeddings(tally, fields, traits, shape)
+    widths = []
+    for layer in range(shape.n_layers):
+        tally.add(layer_fixed)
+        widths.append(_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias))
+    _output(tally, traits, shape)
+    n = shape.n_layers
+    architecture = (fields.raw.get("architectures") or [model_type])[0]
+    return Geometry(
+        model_type=model_type, architecture=str(architecture), n_layers=n, d_model=shape.d_model,
+        vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
+        head_dims=(shape.head_dim,) * n, windows=layer_windows(fields, traits.windows, n),
+        n_params=tally.total, active_params=tally.active, lookup_params=tally.lookup, ffn_width=max(widths),
+        tied_embeddings=shape.tied, max_context=shape.max_context,
+        n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
+        shared_experts=int(bool(moe and moe.shared_width)), moe_layers=sum(moe.layers) if moe else 0,
+        assumptions=assumptions)

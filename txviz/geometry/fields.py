@@ -1,0 +1,101 @@
+"""Reading numbers out of a Hugging Face config.json dict, strictly: each field under any of its
+common spellings, checked (a whole number in range, not a bool, not text), and every missing one
+remembered so that a refusal names them all at once instead of the first."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_COUNT = (1 << 31) - 1  # no width, layer count or vocabulary is anywhere near this
+
+# The spellings families use for the same number (HF's attribute_map of each config class).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
+    "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "kv_n_heads",
+                            "multi_query_group_num"),
+    "intermediate_size": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
+    "vocab_size": ("vocab_size", "padded_vocab_size", "n_vocab"),
+    "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"),
+}
+
+
+class GeometryError(ValueError):
+    """A config.json whose geometry cannot be read: the message names the fields at fault."""
+
+
+class Fields:
+    """One config dict being read; ``missing`` collects required fields that are absent."""
+
+    def __init__(self, raw: dict, model_type: str):
+        self.raw, self.model_type, self.missing = raw, model_type, []
+
+    def _lookup(self, name: str) -> tuple[str, Any]:
+        for key in ALIASES.get(name, (name,)):
+            if self.raw.get(key) is not None:
+                return key, self.raw[key]
+        return name, None
+
+    def has(self, name: str) -> bool:
+        return self._lookup(name)[1] is not None
+
+    def count(self, name: str, default: int | None = None, minimum: int = 1) -> int:
+        """A whole number >= ``minimum``; ``default`` when absent, or recorded as missing (returns 1
+        so that reading can go on and name every missing field)."""
+        key, value = self._lookup(name)
+        if value is None:
+            if default is None:
+                self.missing.append(name)
+                return 1
+            return default
+        return whole(key, value, minimum)
+
+    def optional(self, name: str) -> int | None:
+        key, value = self._lookup(name)
+        return None if value is None else whole(key, value, 1)
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise GeometryError(f"config.json: {name} must be true or false, got {str(value)[:80]!r}")
+        return value
+
+    def number(self, name: str, default: float) -> float:
+        value = self.raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise GeometryError(f"config.json: {name} must be a positive number, got {str(value)[:80]!r}")
+        return float(value)
+
+    def check(self) -> None:
+        if self.missing:
+            names = ", ".join(f"{n} (or {', '.join(ALIASES[n][1:])})" if len(ALIASES.get(n, ())) > 1 else n
+                              for n in dict.fromkeys(self.missing))
+            raise GeometryError(f"config.json of model_type {self.model_type!r} lacks the numbers its size "
+                                f"needs: {names}")
+
+
+def whole(key: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int in [minimum, MAX_COUNT]; integral floats (4096.0) are accepted."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GeometryError(f"config.json: {key} must be a whole number, got {str(value)[:80]!r}")
+    if not minimum <= value <= MAX_COUNT:
+        raise GeometryError(f"config.json: {key} must be between {minimum} and {MAX_COUNT:,}, got {value}")
+    return value
+
+
+def text_part(raw: dict) -> dict:
+    """A multimodal config (Gemma 3, Llava...) nests the language model under ``text_config``: that
+    part, with the top-level fields it does not set (tie_word_embeddings, _name_or_path)."""
+    nested = raw.get("text_config")
+    if nested is None:
+        return raw
+    if not isinstance(nested, dict):
+        raise GeometryError(f"config.json: text_config must be an object, got {type(nested).__name__}")
+    inherited = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config", "model_type")}
+    return {**inherited, **nested}
