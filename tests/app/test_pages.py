@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path
+from tests.helpers.head_maps import heatmap
 
 
 @pytest.fixture
@@ -31,14 +32,14 @@ def dense_zoo_app():
 def test_attention_page_shows_the_prompt_and_follows_the_head(app):
     at = app.run()
     no_errors(at)
-    heat = chart(at, "heatmap")["data"][0]
+    heat = heatmap(at)["data"][0]
     assert any("trophy" in label for label in heat["x"])
-    assert "Layer 0, head 0" in chart(at, "heatmap")["layout"]["title"]["text"]
+    assert "Layer 0, head 0" in heatmap(at)["layout"]["title"]["text"]
     first = decode(heat["z"])
 
     at.number_input(key="head").set_value(5).run()
     no_errors(at)
-    moved = chart(at, "heatmap")
+    moved = heatmap(at)
     assert "head 5" in moved["layout"]["title"]["text"]
     assert not np.array_equal(decode(moved["data"][0]["z"]), first, equal_nan=True)
     assert at.query_params["head"] == ["5"] or at.query_params["head"] == "5"
@@ -49,30 +50,31 @@ def test_step_by_step_runs_only_when_opened_and_matches_the_model(app):
     ids = [el.proto.id for el in at.get("plotly_chart")]
     assert not any("step_raw" in i for i in ids)  # collapsed: not computed, not sent
     at.session_state["steps_open"] = True  # what a click on the expander does
+    at.session_state["plain_map_open"] = True  # the map as a plain chart: the model's own weights in float32
     at.run()
     no_errors(at)
     probs = decode(chart(at, "step_probs")["data"][0]["z"]).astype(float)
-    heat = decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+    heat = decode(chart(at, "heatmap_plain")["data"][0]["z"]).astype(float)
     np.testing.assert_allclose(probs, np.nan_to_num(heat), atol=1e-6)  # recomputed = the model's own
     assert any("differ from the model's own by at most" in m.value for m in at.markdown)
 
 
 def test_sink_toggle_renormalizes_without_the_first_token(dense_zoo_app):
     at = dense_zoo_app.run()
-    assert np.nansum(decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)[1:, 0]) > 0  # shown first
+    assert np.nansum(decode(heatmap(at)["data"][0]["z"]).astype(float)[1:, 0]) > 0  # shown first
     at.toggle(key="hide_sink").set_value(True).run()
     no_errors(at)
-    z = decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+    z = decode(heatmap(at)["data"][0]["z"]).astype(float)
     assert np.nansum(z[1:, 0]) == 0
     np.testing.assert_allclose(np.nansum(z[1:], axis=1), 1.0, atol=1e-3)
 
 
 def test_new_prompt_retokenizes_and_empty_prompt_warns(dense_zoo_app):
     at = dense_zoo_app.run()
-    assert not any("bottle" in label for label in chart(at, "heatmap")["data"][0]["x"])
+    assert not any("bottle" in label for label in heatmap(at)["data"][0]["x"])
     at.sidebar.text_area(key="prompt").input("Helen Kelly had a blue bottle.").run()  # words the zoo knows
     no_errors(at)
-    assert any("bottle" in label for label in chart(at, "heatmap")["data"][0]["x"])
+    assert any("bottle" in label for label in heatmap(at)["data"][0]["x"])
     at.sidebar.text_area(key="prompt").input("   ").run()
     no_errors(at)
     assert any("empty" in w.value for w in at.warning)
@@ -86,7 +88,7 @@ def test_prompt_from_the_url():
     at.run()
     no_errors(at)
     assert at.sidebar.text_area(key="prompt").value == "Shared by link."
-    assert "Layer 3" in chart(at, "heatmap")["layout"]["title"]["text"]
+    assert "Layer 3" in heatmap(at)["layout"]["title"]["text"]
 
 
 def test_heads_page_detectors_and_custom_pattern(app):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.apptest import MAIN, chart, no_errors
+from tests.helpers.head_maps import heatmap
 
 pytestmark = pytest.mark.default_model
 
@@ -55,7 +56,7 @@ def test_the_view_state_round_trips_through_the_url(new_app):
     assert shared.toggle(key="hide_sink").value is True
     assert shared.selectbox(key="grid_metric").value == "prev_token"
     assert shared.select_slider(key="query_token").value == 4 and red_label(shared).endswith("'t")
-    assert "head 5" in chart(shared, "heatmap")["layout"]["title"]["text"]
+    assert "head 5" in heatmap(shared)["layout"]["title"]["text"]
     assert chart(shared, "head_grid")["data"][0]["hovertemplate"].count("prev_token") == 1
     assert np.nansum(_z(shared)[1:, 0]) == 0  # drawn without the sink
     assert params(shared) == link
@@ -64,7 +65,7 @@ def test_the_view_state_round_trips_through_the_url(new_app):
 def _z(at) -> np.ndarray:
     from tests.helpers.apptest import decode
 
-    return decode(chart(at, "heatmap")["data"][0]["z"]).astype(float)
+    return decode(heatmap(at)["data"][0]["z"]).astype(float)
 
 
 def test_the_query_token_follows_its_prompt(new_app):
@@ -97,7 +98,7 @@ def test_a_prompt_too_long_for_a_link_goes_by_id(new_app):
     shared = new_app(**link).run()  # the same server: the text comes back from its store
     no_errors(shared)
     assert shared.sidebar.text_area(key="prompt").value == long_prompt
-    assert any("中" in label for label in chart(shared, "heatmap")["data"][0]["x"])
+    assert any("中" in label for label in heatmap(shared)["data"][0]["x"])
 
     shorter = shared.sidebar.text_area(key="prompt").input("Short again.").run()
     assert params(shorter) == {"prompt": "Short again."}  # a short prompt is in the link itself again
@@ -114,7 +115,7 @@ def test_split_characters_are_shown_whole(new_app):
     strip = next(m.value for m in at.markdown if "txviz-strip" in m.value)
     assert "😀" in strip and "🦜" in strip and "\\x" not in strip
     assert "f0 9f · one character with tokens" in strip  # the first half's tooltip: its bytes, and whose they are
-    labels = chart(at, "heatmap")["data"][0]["x"]
+    labels = heatmap(at)["data"][0]["x"]
     assert any(label.endswith("😀") for label in labels) and not any("\\x" in label for label in labels)
 
 
