@@ -41,12 +41,13 @@ def _gelu_name(config) -> str:
 def ffn_terms(config) -> tuple[str, str]:
     """(name, plain-text equation on the normed input b) of the config's FFN, dense or mixture."""
     plus = " + bias" if config.mlp_bias else ""
-    if config.ffn == "swiglu":
-        name, eq = "SwiGLU FFN", f"W_down(SiLU(b W_gate) ⊙ b W_up){plus}"
+    if config.ffn in ("swiglu", "geglu"):  # gated: SiLU (SwiGLU) or GELU (GeGLU) on the gate
+        act = "SiLU" if config.ffn == "swiglu" else _gelu_name(config)
+        name, eq = f"{'SwiGLU' if config.ffn == 'swiglu' else 'GeGLU'} FFN", f"W_down({act}(b W_gate) ⊙ b W_up){plus}"
     else:
         name, eq = f"{_gelu_name(config)} MLP", f"W_down {_gelu_name(config)}(b W_up){plus}"
     if config.is_moe:
-        expert = "W_down,e(SiLU(b W_gate,e) ⊙ b W_up,e)" if config.ffn == "swiglu" else \
+        expert = f"W_down,e({act}(b W_gate,e) ⊙ b W_up,e)" if config.ffn != "gelu_mlp" else \
             f"W_down,e {_gelu_name(config)}(b W_up,e)"
         name = f"MoE FFN ({config.n_experts} {name} experts, top-{config.top_k})"
         eq = f"Σ_top-{config.top_k} g_e(b) · {expert}"
@@ -63,9 +64,10 @@ def block_equation(config) -> str:
     norm = _LATEX_NORM[config.norm]
     gelu = r"\mathrm{GELU}_{\tanh}" if config.gelu_approximate == "tanh" else r"\mathrm{GELU}"
     bias = r" + b_2" if config.mlp_bias else ""
-    if config.ffn == "swiglu":
-        ffn = r"W_2\big(\mathrm{SiLU}(W_1 \hat h)\odot W_3 \hat h\big)" + bias
-        expert = r"W_{2,e}\big(\mathrm{SiLU}(W_{1,e} \hat h)\odot W_{3,e} \hat h\big)"
+    if config.ffn != "gelu_mlp":  # gated: SiLU (SwiGLU) or GELU (GeGLU)
+        act = r"\mathrm{SiLU}" if config.ffn == "swiglu" else gelu
+        ffn = rf"W_2\big({act}(W_1 \hat h)\odot W_3 \hat h\big)" + bias
+        expert = rf"W_{{2,e}}\big({act}(W_{{1,e}} \hat h)\odot W_{{3,e}} \hat h\big)"
     else:
         ffn = rf"W_2\,{gelu}(W_1 \hat h{' + b_1' if config.mlp_bias else ''}){bias}"
         expert = rf"W_{{2,e}}\,{gelu}(W_{{1,e}} \hat h)"
@@ -81,15 +83,13 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     modules; returns them and the stream leaving the layer (equal to the model's, a test checks it)."""
     block = model.layers[layer]
     x = x.to(model.embed.weight.device, model.embed.weight.dtype)[None]  # (1, T, d)
-    from txviz.model.attention import AttentionContext
-
     positions = torch.arange(x.shape[1], device=x.device)
-    ctx = AttentionContext(model.positions, positions, positions, model.config.sliding_window, x.dtype)
+    ctx = model.layer_context(layer, positions, positions, x.dtype)  # the layer's own window and RoPE base
     a = block.attn_norm(x)
-    attn = block.attn(a, ctx)
+    attn = block.post_attn_norm(block.attn(a, ctx))  # post-norms: identity unless sandwich_norm (Gemma 2/3)
     h = x + attn
     b = block.ffn_norm(h)
-    ffn = block.ffn(b)
+    ffn = block.post_ffn_norm(block.ffn(b))
     y = h + ffn
     norm_name, norm_eq = norm_terms(model.config)
     ffn_name, ffn_eq = ffn_terms(model.config)

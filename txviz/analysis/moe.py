@@ -182,7 +182,7 @@ def balance_finding(top_k: int, n_experts: int, without: list[float], with_loss:
 # ---- what a token costs ---------------------------------------------------------------------------
 def expert_matmul_params(config: ModelConfig) -> int:
     """Weights of one FFN (or one expert): gate, up, down (SwiGLU) or up, down (GELU MLP)."""
-    return (3 if config.ffn == "swiglu" else 2) * config.d_model * config.ffn_hidden
+    return (2 if config.ffn == "gelu_mlp" else 3) * config.d_model * config.ffn_hidden
 
 
 def projection_flops_per_token(config: ModelConfig) -> int:
@@ -200,9 +200,9 @@ def ffn_flops_per_token(config: ModelConfig) -> int:
 
 def attention_flops_per_token(config: ModelConfig, context: int) -> int:
     """One layer's QKᵀ and A·V for a query attending ``context`` keys (a sliding window caps them):
-    2 · 2 · H · D · keys."""
-    keys = min(context, config.sliding_window) if config.sliding_window else context
-    return 4 * config.n_heads * config.head_dim * keys
+    2 · 2 · H · D · keys; with layers of different windows (Gemma 2/3), the mean over layers."""
+    keys = sum(min(context, w) if w else context for w in config.layer_windows)
+    return 4 * config.n_heads * config.head_dim * keys // config.n_layers
 
 
 def flops_per_token(config: ModelConfig, context: int = 0) -> int:

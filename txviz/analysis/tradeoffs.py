@@ -127,15 +127,17 @@ def expert_family(config: ModelConfig, expert_counts: Sequence[int] = (1, 2, 4, 
 # ---- (d) context length vs quadratic attention ----------------------------------------------------
 def attention_flops(config: ModelConfig, tokens: int, *, causal_skip: bool = False) -> int:
     """One layer's QKᵀ and A·V over T tokens: 4·H·D·T² for the full matrix (naive), or over the
-    T(T+1)/2 visible pairs only (``causal_skip``); a sliding window caps the keys per query."""
+    T(T+1)/2 visible pairs only (``causal_skip``); a sliding window caps the keys per query. With
+    layers of different windows (Gemma 2/3), the mean over layers."""
     hd = config.n_heads * config.head_dim
-    window = config.sliding_window or tokens
+    return 4 * hd * sum(_pairs(tokens, w or tokens, causal_skip) for w in config.layer_windows) // config.n_layers
+
+
+def _pairs(tokens: int, window: int, causal_skip: bool) -> int:
     if causal_skip:  # query t sees min(t, W) keys: Σ_t min(t, W)
         seen = min(tokens, window)
-        pairs = seen * (seen + 1) // 2 + (tokens - seen) * window
-    else:
-        pairs = tokens * min(tokens, window)
-    return 4 * hd * pairs
+        return seen * (seen + 1) // 2 + (tokens - seen) * window
+    return tokens * min(tokens, window)
 
 
 def context_costs(config: ModelConfig, lengths: Sequence[int], *, element_bytes: int = 4,
@@ -156,8 +158,8 @@ def attention_ffn_crossover(config: ModelConfig, *, causal_skip: bool = False) -
     per_key = 4 * config.n_heads * config.head_dim
     ffn = ffn_flops_per_token(config)
     crossover = ffn / per_key if not causal_skip else 2 * ffn / per_key - 1
-    window = config.sliding_window
-    if window is not None and window * per_key < ffn:
+    windows = config.layer_windows  # capped for ever only if every layer slides
+    if all(w is not None for w in windows) and max(windows) * per_key < ffn:
         return None
     return crossover
 

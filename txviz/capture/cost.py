@@ -65,7 +65,7 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
     per_name = _bytes_per_name(config, n_tokens, element_bytes, maps)
     layer_names = {n for n in names if n in _LAYER_SCOPED}
     stored = {n: per_name[n] * (n_layers if n in layer_names else 1) for n in names if per_name.get(n)}
-    path = attention_path(names)
+    path = attention_path(names, softcapped=config.attn_softcap is not None)
     return CaptureCost(n_tokens=n_tokens, path=path, stored=stored, weight_bytes=weight_bytes,
                        transient_bytes=_transient_bytes(config, n_tokens, path, element_bytes, "logits" in names),
                        flops=_flops(config, n_tokens, full_logits="logits" in names))
@@ -94,7 +94,8 @@ def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[st
 def _transient_bytes(c: ModelConfig, t: int, path: str, e: int, full_logits: bool) -> int:
     activations = t * (4 * c.d_model + 3 * c.ffn_hidden) * e  # residual, norms, q/k/v, FFN hidden
     logits = (t if full_logits else 1) * c.vocab_size * e
-    mask = 0 if c.positions != "alibi" and c.sliding_window is None else c.n_heads * t * t * 4
+    windowed = any(w is not None for w in c.layer_windows)
+    mask = 0 if c.positions != "alibi" and not windowed else c.n_heads * t * t * 4
     attention = {
         "eager": 3 * c.n_heads * t * t * e,  # logits, scores, probabilities of one layer
         "blockwise": 4 * BLOCK_ELEMENTS * 4 + 2 * t * (t + 1) // 2,  # blocks + duplicate/induction patterns (bool)
@@ -106,10 +107,10 @@ def _transient_bytes(c: ModelConfig, t: int, path: str, e: int, full_logits: boo
 def _flops(c: ModelConfig, t: int, *, full_logits: bool) -> float:
     h, h_kv, d = c.n_heads, c.n_kv_heads, c.head_dim
     attention_params = c.d_model * d * (2 * h + 2 * h_kv)
-    ffn_params = (3 if c.ffn == "swiglu" else 2) * c.d_model * c.ffn_hidden * (c.top_k if c.is_moe else 1)
-    visible = _visible_pairs(t, c.sliding_window)
-    per_layer = 2 * t * (attention_params + ffn_params) + 2 * 2 * h * d * visible  # projections + QKᵀ and PV
-    return c.n_layers * per_layer + 2 * (t if full_logits else 1) * c.d_model * c.vocab_size
+    ffn_params = (2 if c.ffn == "gelu_mlp" else 3) * c.d_model * c.ffn_hidden * (c.top_k if c.is_moe else 1)
+    visible = sum(_visible_pairs(t, window) for window in c.layer_windows)  # each layer its own window
+    projections = c.n_layers * 2 * t * (attention_params + ffn_params)
+    return projections + 2 * 2 * h * d * visible + 2 * (t if full_logits else 1) * c.d_model * c.vocab_size
 
 
 def _visible_pairs(t: int, window: int | None) -> int:

@@ -7,7 +7,8 @@ context), so a trace can keep them in a smaller form or not at all:
   above the diagonal), row-major packed: row i holds keys 0..i at offset i(i+1)/2.
 * ``AttentionRecipe`` + ``rebuild_attention``: keep only the rotated queries and keys (O(T·D) per
   head) and recompute any head's map, or any band of its rows, on demand, with the same operations
-  the eager path runs (QKᵀ·scale, the same mask built by ``AttentionContext``, softmax in fp32).
+  the eager path runs (QKᵀ·scale, the soft cap if any, the same mask built by ``AttentionContext``
+  with the layer's own window, softmax in fp32).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from torch.nn import functional as F
 
 from txviz.model.attention import AttentionContext
+from txviz.model.softcap import make_softcap
 
 
 def _tril_offset(row: int) -> int:
@@ -66,27 +68,29 @@ class MapStorage:
 
 @dataclass(frozen=True)
 class AttentionRecipe:
-    """What turns captured ``q_rot``/``k_rot`` back into attention weights: the layer's scale, the
-    GQA grouping, the positions of queries and keys, the sliding window, and the model's positions
-    module (for ALiBi's bias; RoPE is already inside q_rot and k_rot)."""
+    """What turns captured ``q_rot``/``k_rot`` back into attention weights: the layers' scale and score
+    cap, the GQA grouping, the positions of queries and keys, each layer's window (None: full), and
+    the model's positions module (for ALiBi's bias; RoPE is already inside q_rot and k_rot)."""
 
     scale: float
     n_groups: int
     q_pos: torch.Tensor  # (T,)
     k_pos: torch.Tensor  # (S,)
-    sliding_window: int | None
+    windows: tuple[int | None, ...]  # per layer
     positions: torch.nn.Module
+    softcap: float | None = None
 
     @classmethod
     def of(cls, model, q_pos: torch.Tensor) -> "AttentionRecipe":
         """The recipe for a call of ``model`` on one sequence without a cache (as ``trace`` runs it)."""
         attention = model.layers[0].attn
         return cls(scale=attention.scale, n_groups=attention.n_groups, q_pos=q_pos.cpu(), k_pos=q_pos.cpu(),
-                   sliding_window=model.config.sliding_window, positions=model.positions)
+                   windows=model.config.layer_windows, positions=model.positions,
+                   softcap=model.config.attn_softcap)
 
-    def mask_rows(self, rows: slice, head: int, dtype: torch.dtype) -> torch.Tensor:
-        """The additive mask (R, S) of one head's rows, built by the model's own ``AttentionContext``."""
-        ctx = AttentionContext(self.positions, self.q_pos[rows], self.k_pos, self.sliding_window, dtype)
+    def mask_rows(self, rows: slice, head: int, dtype: torch.dtype, layer: int = 0) -> torch.Tensor:
+        """The additive mask (R, S) of one head's rows in ``layer``, built by the model's own ``AttentionContext``."""
+        ctx = AttentionContext(self.positions, self.q_pos[rows], self.k_pos, self.windows[layer], dtype)
         mask = ctx.causal_mask(dtype)  # (1|H, R, S)
         return mask[head if mask.shape[0] > 1 else 0]
 
@@ -107,9 +111,10 @@ def rebuild_attention(trace, layer: int, head: int, rows: slice = slice(None), b
     if step != 1:
         raise ValueError(f"rows must be a contiguous slice, got step {step}")
     out = torch.empty(max(0, stop - start), k.shape[0], dtype=torch.float32)
+    cap = make_softcap(recipe.softcap)
     for band in range(start, stop, REBUILD_BAND_ROWS):
         band_rows = slice(band, min(band + REBUILD_BAND_ROWS, stop))
-        logits = torch.matmul(q[band_rows], k.transpose(0, 1)) * recipe.scale  # (band, S)
-        scores = logits + recipe.mask_rows(band_rows, head, logits.dtype)
+        logits = cap(torch.matmul(q[band_rows], k.transpose(0, 1)) * recipe.scale)  # (band, S)
+        scores = logits + recipe.mask_rows(band_rows, head, logits.dtype, layer)
         out[band - start:band_rows.stop - start] = F.softmax(scores, dim=-1, dtype=torch.float32)
     return out

@@ -136,8 +136,8 @@ class Decoder(nn.Module):
         q_pos = torch.arange(start, start + n_new, device=ids.device)  # (T,)
         x = self.embed(ids)  # (B, T, d)
         x = self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos)  # (B, T, d)
-        contexts = [AttentionContext(positions, q_pos, cache.key_positions(q_pos, first), window, x.dtype)
-                    for window, first, positions in zip(self.kind_windows, self.kind_first_layer, self.kind_positions)]
+        contexts = [self.layer_context(first, q_pos, cache.key_positions(q_pos, first), x.dtype)
+                    for first in self.kind_first_layer]  # one per kind of layer
         record.globals(contexts[self.global_kind], self.kind_positions[self.global_kind])
         record.residual(0, x)
         for i, layer in enumerate(self.layers):
@@ -150,6 +150,11 @@ class Decoder(nn.Module):
         if self.lm_head is not None:  # called, not read: a placement hook must see the head run
             return self.cap_logits(self.lm_head(x))
         return self.cap_logits(F.linear(x.to(self.embed.weight.device), self.embed.weight))
+
+    def layer_context(self, layer: int, q_pos: torch.Tensor, k_pos: torch.Tensor, dtype: torch.dtype) -> AttentionContext:
+        """The AttentionContext ``layer`` attends with (its window, its RoPE base) for these positions."""
+        kind = self.kind_of[layer]
+        return AttentionContext(self.kind_positions[kind], q_pos, k_pos, self.kind_windows[kind], dtype)
 
     def _positions_for(self, window: int | None) -> nn.Module:
         """The positions module of a kind: sliding layers with their own RoPE base get their own
