@@ -1,0 +1,76 @@
+"""Every family txviz.geometry reads, on a published config.json (tests/helpers/published_*_configs.py
+names each model): KV bytes per token, parameters, attention kind and windows, each expected number
+written out by hand from that config's fields; the well-known parameter totals are quoted as published
+(model cards, papers) where they are."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import published_geometry_configs as pub
+from tests.helpers import published_hf_configs as hf
+from txviz.analysis import memory
+from txviz.geometry import read_geometry
+
+BF16 = 2
+
+# (config, kind, KV bytes per token in bf16 = layers × 2 (K, V) × kv_heads × head_dim × 2 bytes, parameters)
+CASES = {
+    "llama": (hf.LLAMA_3_1_8B, "GQA", 32 * 2 * 8 * 128 * BF16, 8_030_261_248),  # Llama 3.1 8B, Meta's count
+    "mistral": (hf.MISTRAL_7B_V01, "GQA", 32 * 2 * 8 * 128 * BF16, 7_241_732_096),  # Mistral 7B
+    "mixtral": (hf.MIXTRAL_8X7B, "GQA", 32 * 2 * 8 * 128 * BF16, 46_702_792_704),  # "46.7B total"
+    "qwen2": (hf.QWEN2_0_5B, "GQA", 24 * 2 * 2 * 64 * BF16, 494_032_768),  # Qwen2(.5)-0.5B shape
+    "qwen2_moe": (pub.QWEN1_5_MOE_A2_7B, "MHA", 24 * 2 * 16 * 128 * BF16, 14_315_784_192),  # "14.3B"
+    "qwen3": (pub.QWEN3_0_6B, "GQA", 28 * 2 * 8 * 128 * BF16,
+              151936 * 1024 + 1024 + 28 * (1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128
+                                           + 3 * 1024 * 3072 + 2 * 1024)),  # tied; q/k RMSNorm of 128 each
+    "qwen3_moe": (pub.QWEN3_30B_A3B, "GQA", 48 * 2 * 4 * 128 * BF16, 30_532_122_624),  # "30.5B"
+    "gemma": (pub.GEMMA_2B, "MQA", 18 * 2 * 1 * 256 * BF16, 2_506_172_416),  # Gemma 2B
+    "gemma2": (pub.GEMMA_2_9B, "GQA", 42 * 2 * 8 * 256 * BF16, 9_241_705_984),  # txviz's gemma-2-9b preset
+    "gemma3_text": (pub.GEMMA_3_270M, "MQA", 18 * 2 * 1 * 256 * BF16, 268_098_176),  # Gemma 3 270M
+    "gemma3": (pub.GEMMA_3_4B_IT, "GQA", 34 * 2 * 4 * 256 * BF16,  # text_config over Gemma3TextConfig defaults
+               262208 * 2560 + 2560 + 34 * (2560 * 2048 + 2 * 2560 * 1024 + 2048 * 2560 + 2 * 256
+                                            + 3 * 2560 * 10240 + 4 * 2560)),
+    "phi": (pub.PHI_2, "MHA", 32 * 2 * 32 * 80 * BF16, 2_779_683_840),  # Phi-2
+    "phi3": (pub.PHI_3_MINI_4K, "MHA", 32 * 2 * 32 * 96 * BF16, 3_821_079_552),  # Phi-3-mini
+    "falcon": (pub.FALCON_7B, "MQA", 32 * 2 * 1 * 64 * BF16, 6_921_720_704),  # multi_query: one K/V head
+    "falcon_new_arch": (pub.FALCON_40B, "GQA", 60 * 2 * 8 * 64 * BF16,
+                        65024 * 8192 + 2 * 8192 + 60 * (8192 * (128 + 2 * 8) * 64 + 8192 * 8192
+                                                        + 2 * 8192 * 4 * 8192 + 2 * 2 * 8192)),  # 2 LNs/layer
+    "gpt2": (hf.GPT2_SMALL, "MHA", 12 * 2 * 12 * 64 * BF16, 124_439_808),
+    "gpt_neox": (pub.PYTHIA_160M, "MHA", 12 * 2 * 12 * 64 * BF16, 162_322_944),  # Pythia paper's table
+    "gptj": (pub.GPT_J_6B, "MHA", 28 * 2 * 16 * 256 * BF16, 6_050_882_784),
+    "bloom": (pub.BLOOM_560M, "MHA", 24 * 2 * 16 * 64 * BF16, 559_214_592),
+    "mpt": (pub.MPT_7B, "MHA", 32 * 2 * 32 * 128 * BF16, 6_649_286_656),
+    "olmo": (pub.OLMO_7B, "MHA", 32 * 2 * 32 * 128 * BF16,  # OLMo's LayerNorm holds no parameters
+             2 * 50304 * 4096 + 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)),
+    "olmo2": (pub.OLMO_2_7B, "MHA", 32 * 2 * 32 * 128 * BF16,  # 2 RMSNorms + q/k RMSNorms of 4096 per layer
+              2 * 100352 * 4096 + 4096 + 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008 + 4 * 4096)),
+    "starcoder2": (pub.STARCODER2_3B, "GQA", 30 * 2 * 2 * 128 * BF16,  # biases everywhere, LayerNorms, tied
+                   49152 * 3072 + 2 * 3072 + 30 * (3072 * (3072 + 2 * 256) + (3072 + 2 * 256) + 3072 * 3072 + 3072
+                                                   + 3072 * 12288 + 12288 + 12288 * 3072 + 3072 + 2 * 2 * 3072)),
+    "cohere": (pub.COMMAND_R_V01, "MHA", 40 * 2 * 64 * 128 * BF16,  # one bias-free LayerNorm per layer, tied
+               256000 * 8192 + 8192 + 40 * (4 * 8192 * 8192 + 3 * 8192 * 22528 + 8192)),
+    "deepseek_v3": (pub.DEEPSEEK_V3, "MLA", 61 * (512 + 64) * BF16, 671_026_404_352),  # txviz's preset, "671B"
+    "deepseek_v2": (pub.DEEPSEEK_V2_LITE, "MLA", 27 * (512 + 64) * BF16, 15_706_484_224),  # V2-Lite "15.7B"
+}
+
+
+@pytest.mark.parametrize("family", list(CASES))
+def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
+    config, kind, kv_bytes, n_params = CASES[family]
+    geometry = read_geometry(config)
+    model = memory.MemoryModel.from_geometry(geometry, family, "test")
+    assert (geometry.kind, model.kind) == (kind, kind)
+    assert memory.kv_bytes_per_token(model, "bf16") == kv_bytes
+    assert memory.kv_bytes_per_token(model, "fp32") == 2 * kv_bytes
+    assert memory.kv_bytes_per_token(model, "int4") == kv_bytes // 4
+    assert geometry.n_params == n_params
+    assert memory.weight_bytes(model, "bf16") == 2 * n_params and memory.weight_bytes(model, "int4") == n_params // 2
+    assert not geometry.assumptions  # a known family is read without guessing
+
+
+def test_every_family_of_the_issue_has_a_case():
+    from txviz.geometry import KNOWN_TYPES
+
+    assert set(KNOWN_TYPES) <= {read_geometry(CASES[f][0]).model_type for f in CASES}

@@ -1,0 +1,126 @@
+"""What differs from layer to layer or token to token: sliding windows (all layers, alternating,
+5-of-6, Qwen2's max_window_layers), MoE experts held vs run (shared experts, dense first layers), the
+MLA latent, tied embeddings and the FLOPs of a token; each expected number written out from the
+published config (tests/helpers/published_*_configs.py)."""
+
+from __future__ import annotations
+
+from tests.helpers import published_geometry_configs as pub
+from tests.helpers import published_hf_configs as hf
+from txviz.analysis import memory
+from txviz.geometry import read_geometry
+
+BF16 = 2
+
+
+def model_of(config: dict) -> memory.MemoryModel:
+    return memory.MemoryModel.from_geometry(read_geometry(config), "test", "test")
+
+
+def test_mistral_keeps_4096_tokens_on_every_layer():
+    geometry = read_geometry(hf.MISTRAL_7B_V01)
+    assert geometry.windows == (4096,) * 32
+    assert memory.kv_cache_bytes(model_of(hf.MISTRAL_7B_V01), 32768) == 32 * 4096 * 2 * 8 * 128 * BF16
+    assert read_geometry(hf.MISTRAL_7B_V03).windows == (None,) * 32  # v0.3 dropped the window
+
+
+def test_gemma2_alternates_local_and_global_layers():
+    geometry = read_geometry(pub.GEMMA_2_9B)
+    assert geometry.windows == (4096, None) * 21
+    assert memory.kv_cache_bytes(model_of(pub.GEMMA_2_9B), 8192) == (21 * 8192 + 21 * 4096) * 2 * 8 * 256 * BF16
+
+
+def test_gemma3_keeps_512_tokens_on_5_of_6_layers():
+    geometry = read_geometry(pub.GEMMA_3_270M)
+    assert geometry.windows == (512, 512, 512, 512, 512, None) * 3
+    assert memory.kv_cache_bytes(model_of(pub.GEMMA_3_270M), 32768) == (3 * 32768 + 15 * 512) * 2 * 256 * BF16
+    without_list = {k: v for k, v in pub.GEMMA_3_270M.items() if k != "layer_types"}
+    assert read_geometry({**without_list, "sliding_window_pattern": 6}).windows == geometry.windows
+
+
+def test_gemma3_multimodal_reads_its_text_config_and_says_the_vision_tower_is_left_out():
+    geometry = read_geometry(pub.GEMMA_3_4B_IT)
+    assert geometry.model_type == "gemma3_text" and geometry.tied_embeddings
+    full = [i for i, w in enumerate(geometry.windows) if w is None]
+    assert full == [5, 11, 17, 23, 29] and set(geometry.windows) == {1024, None}  # every 6th layer is global
+    assert geometry.max_context == 131072 and geometry.vocab_size == 262208  # Gemma3TextConfig's defaults
+    assert any("vision" in note for note in geometry.notes)
+
+
+def test_qwen2_windows_only_the_layers_from_max_window_layers_when_switched_on():
+    assert read_geometry(hf.QWEN2_7B).windows == (None,) * 28  # published: use_sliding_window false
+    variant = {**hf.QWEN2_7B, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20}
+    assert read_geometry(variant).windows == (None,) * 20 + (4096,) * 8
+    assert memory.kv_cache_bytes(model_of(variant), 32768) == (20 * 32768 + 8 * 4096) * 2 * 4 * 128 * BF16
+
+
+def test_an_explicit_layer_types_list_wins():
+    types = ["full_attention", "sliding_attention"] * 16
+    geometry = read_geometry({**hf.MISTRAL_7B_V01, "layer_types": types})
+    assert geometry.windows == (None, 4096) * 16
+
+
+def test_mixtral_holds_8_experts_and_runs_2():
+    geometry = read_geometry(hf.MIXTRAL_8X7B)
+    expert = 3 * 4096 * 14336
+    assert (geometry.n_experts, geometry.experts_per_token, geometry.moe_layers) == (8, 2, 32)
+    assert geometry.n_params - geometry.active_params == 32 * 6 * expert
+    assert geometry.active_params == 12_879_925_248  # "12.9B active"
+
+
+def test_qwen2_moe_counts_its_shared_expert_and_gate_as_active():
+    geometry = read_geometry(pub.QWEN1_5_MOE_A2_7B)
+    layer = (3 * 2048 * 2048 + 3 * 2048 + 2048 * 2048 + 2 * 2048  # q/k/v with biases, o, two RMSNorms
+             + 2048 * 60 + 4 * 3 * 2048 * 1408 + 3 * 2048 * 5632 + 2048)  # router, 4 experts, shared + its gate
+    assert geometry.active_params == 2 * 151936 * 2048 + 2048 + 24 * layer
+    assert (geometry.n_experts, geometry.experts_per_token, geometry.shared_experts) == (60, 4, 1)
+
+
+def test_qwen3_moe_active_parameters():
+    geometry = read_geometry(pub.QWEN3_30B_A3B)
+    layer = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128 + 2 * 2048 + 2048 * 128 + 8 * 3 * 2048 * 768
+    assert geometry.active_params == 2 * 151936 * 2048 + 2048 + 48 * layer
+
+
+def test_deepseek_v3_caches_the_latent_and_runs_37b():
+    geometry = read_geometry(pub.DEEPSEEK_V3)
+    assert (geometry.latent_dim, geometry.rope_dim, geometry.kind) == (512, 64, "MLA")
+    assert geometry.kv_elements_per_token() == 61 * (512 + 64)  # not 61 × 2 × 128 × 128
+    assert geometry.moe_layers == 61 - 3 and geometry.shared_experts == 1
+    assert geometry.active_params == 37_552_282_624  # txviz's preset, "37B activated"
+    model = model_of(pub.DEEPSEEK_V3)
+    assert memory.kv_cache_bytes(model, 163840) == 163840 * 61 * 576 * BF16
+
+
+def test_deepseek_v2_lite_has_no_query_compression_and_one_dense_layer():
+    geometry = read_geometry(pub.DEEPSEEK_V2_LITE)
+    attention = (2048 * 16 * 192 + 2048 * (512 + 64) + 512 + 512 * 16 * (128 + 128) + 16 * 128 * 2048)
+    dense = 2 * 2048 + attention + 3 * 2048 * 10944
+    moe = 2 * 2048 + attention + 64 * 2048 + 3 * 2048 * 2 * 1408 + 64 * 3 * 2048 * 1408
+    assert geometry.n_params == 2 * 102400 * 2048 + 2048 + dense + 26 * moe
+    assert geometry.moe_layers == 26
+
+
+def test_tied_embeddings_are_counted_once():
+    tied, untied = read_geometry(hf.QWEN2_0_5B), read_geometry({**hf.QWEN2_0_5B, "tie_word_embeddings": False})
+    assert tied.tied_embeddings and not untied.tied_embeddings
+    assert untied.n_params - tied.n_params == 151936 * 896
+
+
+def test_flops_per_token_are_two_per_multiplied_weight_plus_attention():
+    model = model_of(hf.LLAMA_3_1_8B)  # untied: the input table is looked up, not multiplied
+    attention = 2 * 32 * (128 + 128) * 32 * 1000  # 2·H·(d_qk + d_v) per position, 32 layers, 1000 positions
+    assert memory.flops_per_token(model, 1000) == 2 * (8_030_261_248 - 128256 * 4096) + attention
+    gemma = model_of(pub.GEMMA_3_270M)  # tied: the one table is the output head, multiplied
+    windows = 2 * 4 * (256 + 256) * (3 * 4096 + 15 * 512)
+    assert memory.flops_per_token(gemma, 4096) == 2 * 268_098_176 + windows
+    mla = model_of(pub.DEEPSEEK_V3)
+    assert memory.flops_per_token(mla, 0) == 2 * (37_552_282_624 - 129280 * 7168)
+    assert memory.flops_per_token(mla, 10) - memory.flops_per_token(mla, 0) == 2 * 128 * (192 + 128) * 61 * 10
+
+
+def test_mha_gqa_mqa_counterfactual_changes_only_the_kv_heads():
+    variants = memory.kind_variants(model_of(pub.FALCON_40B))
+    assert {kind: memory.kv_bytes_per_token(m) for kind, m in variants.items()} == {
+        "MHA": 60 * 2 * 128 * 64 * BF16, "GQA": 60 * 2 * 8 * 64 * BF16, "MQA": 60 * 2 * 1 * 64 * BF16}
+    assert {m.n_params for m in variants.values()} == {read_geometry(pub.FALCON_40B).n_params}
