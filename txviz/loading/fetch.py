@@ -277,10 +277,10 @@ def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch
     reader = open_gguf(gguf_path)
     header = header_from_reader(reader, gguf_path)
     state = dequantized_state_dict(reader, config_from_header(header))
-    _report(progress, 0.6, "keeping a float32 copy for faster loads")
-    write_dequantized_copy(gguf_path, header, state)
-    _report(progress, 0.8, "building the model")
+    _report(progress, 0.6, "building the model")
     loaded = assemble(header, state, device=device, dtype=dtype)
+    _report(progress, 0.8, "keeping a float32 copy for faster loads")  # only of a model that builds
+    write_dequantized_copy(gguf_path, header, state)
     _report(progress, 1.0, "model ready")
     return loaded
 
@@ -288,10 +288,12 @@ def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch
 def load_known_model(model: KnownModel | str, device=None, dtype: torch.dtype = torch.float32,
                      progress: Progress | None = None) -> LoadedModel:
     """A known model as a LoadedModel: fetched if needed (progress 0–0.5), then loaded (0.5–1)."""
+    from txviz.loading import resolve_device
+
     model = known_model(model) if isinstance(model, str) else model
-    fetch = ensure_default_model if model is DEFAULT_MODEL else (lambda p: ensure_model(model, p))
+    fetch = ensure_default_model if model.name == DEFAULT_MODEL.name else (lambda p: ensure_model(model, p))
     path = fetch(_scaled(progress, 0.0, 0.5))
-    return load_gguf_cached(path, device=device, dtype=dtype, progress=_scaled(progress, 0.5, 0.5))
+    return load_gguf_cached(path, device=resolve_device(device), dtype=dtype, progress=_scaled(progress, 0.5, 0.5))
 
 
 def load_default_model(device=None, dtype: torch.dtype = torch.float32,

@@ -1,0 +1,107 @@
+"""The sidebar's known models (SmolLM2, the default, and Gemma 3 270M, txviz.loading.sources.KNOWN_MODELS):
+switching between them after choosing a head the other model lacks keeps every page drawing, with the
+layer and head brought inside the new model. The cache holds tiny stand-ins under the known models' file
+names, shaped like each (30 layers × 9 heads, 18 layers × 4 heads with one KV head), so the switch is the
+sidebar's real path and runs in seconds; the real models' pages are the browser tests' business."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import PAGE_NAMES, app_on, no_errors, page_path
+from tests.helpers.head_maps import head_maps_data, heatmap
+from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from txviz.loading import fetch
+from txviz.loading.sources import KNOWN_MODELS
+
+SMOLLM2_SHAPE = dict(n_layers=30, n_heads=9, n_kv_heads=3, d_model=72)
+GEMMA_SHAPE = dict(n_layers=18, n_heads=4, n_kv_heads=1, d_model=64)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A cache holding tiny stand-ins of both known models, as if both were fetched."""
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
+    for name, shape in (("smollm2-135m", SMOLLM2_SHAPE), ("gemma3-270m", GEMMA_SHAPE)):
+        config = tiny(**shape, name=f"tiny-{name}")
+        write_gguf(tmp_path / KNOWN_MODELS[name].filename, config, weights_of(config))
+    import streamlit as st
+    st.cache_resource.clear()  # no model of another test's home
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def picker(at):
+    return at.sidebar.selectbox(key="model_choice")
+
+
+def label_of(at, display_name: str) -> str:
+    return next(o for o in picker(at).options if o.startswith(display_name))
+
+
+def caption(at) -> str:
+    return "\n".join(c.value for c in at.sidebar.caption)
+
+
+def test_each_known_model_is_offered_once_by_its_name(home):
+    at = app_on().run()
+    no_errors(at)
+    options = picker(at).options
+    assert picker(at).value == "SmolLM2-135M-Instruct (default)"
+    for model in KNOWN_MODELS.values():
+        assert sum(o.startswith(model.display_name) for o in options) == 1, options
+    assert not any(".gguf" in o for o in options)  # the cached files are not listed a second time
+
+
+def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(home):
+    at = app_on().run()
+    no_errors(at)
+    assert "30 layers · 9 heads" in caption(at)
+    at.slider(key="layer").set_value(25)
+    at.number_input(key="head").set_value(8).run()
+    no_errors(at)
+    assert "Layer 25, head 8" in heatmap(at)["layout"]["title"]["text"]
+
+    picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
+    no_errors(at)
+    assert "18 layers · 4 heads · 1 KV heads (MQA)" in caption(at)
+    assert at.session_state["model"] == "gemma3-270m"
+    assert (at.slider(key="layer").value, at.number_input(key="head").value) == (17, 3)
+    assert "Layer 17, head 3" in heatmap(at)["layout"]["title"]["text"]
+    assert len(head_maps_data(at)["titles"]) == 4  # the layer's every head, of Gemma's four
+    for name in PAGE_NAMES:
+        at.switch_page(page_path(name)).run()
+        no_errors(at)
+        assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4, name
+
+    at.switch_page(page_path("attention")).run()
+    picker(at).set_value(label_of(at, "SmolLM2-135M-Instruct")).run()
+    no_errors(at)
+    assert at.session_state["model"] == "default" and "30 layers · 9 heads" in caption(at)
+    at.slider(key="layer").set_value(29)
+    at.number_input(key="head").set_value(7).run()
+    no_errors(at)
+    assert "Layer 29, head 7" in heatmap(at)["layout"]["title"]["text"]
+
+
+def test_a_known_model_not_yet_fetched_is_fetched_on_choosing_it(home, monkeypatch):
+    stand_in = home / KNOWN_MODELS["gemma3-270m"].filename
+    kept = stand_in.read_bytes()
+    stand_in.unlink()
+    fetched = []
+
+    def ensure_model(model, progress=None):  # the fetch itself is tested in tests/loading
+        if not stand_in.is_file():
+            progress(0.5, "downloading")  # the sidebar's bar: a fetch without one fails here
+            fetched.append(model.name)
+            stand_in.write_bytes(kept)
+        return stand_in
+
+    monkeypatch.setattr(fetch, "ensure_model", ensure_model)
+    at = app_on().run()
+    assert fetched == []  # offering it fetches nothing
+    picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
+    no_errors(at)
+    assert fetched == ["gemma3-270m"] and "18 layers · 4 heads" in caption(at)
