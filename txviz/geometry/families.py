@@ -70,8 +70,10 @@ MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 KNOWN_TYPES = tuple(TRAITS) + MLA_TYPES
 
 # transformers' config-class defaults, for the families whose published configs leave numbers out
-# (Gemma 3's multimodal checkpoints nest a text_config that gives only what differs from these).
+# (Gemma 3's multimodal checkpoints nest a text_config that gives only what differs from these;
+# Falcon's configs leave out the context).
 CONFIG_DEFAULTS: dict[str, dict] = {
+    "falcon": {"max_position_embeddings": 2048},
     "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                     "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                     "max_position_embeddings": 131_072, "sliding_window": 4096, "sliding_window_pattern": 6},
