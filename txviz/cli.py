@@ -254,6 +254,16 @@ def cmd_memory(args) -> dict:
     return result
 
 
+def _bench_source(model: str | None) -> str | None:
+    """bench takes None (the default model) or a path: a known model's name becomes its fetched .gguf."""
+    from txviz.loading import fetch
+    from txviz.loading.sources import resolve_model_name
+    known = resolve_model_name(model)
+    if known is None or known.name == fetch.DEFAULT_MODEL.name:
+        return None if known is not None else model
+    return str(fetch.ensure_model(known, _progress))
+
+
 def cmd_bench(args) -> dict:
     from txviz import bench
     args.model = _bench_source(args.model)

