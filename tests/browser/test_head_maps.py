@@ -1,0 +1,118 @@
+"""The head maps component in a real browser (issue 14): a click on a head, or an arrow key, repaints
+the map with that head's weights — the same numbers as the model's own maps — with no Streamlit
+rerun and nothing sent to the server; the hover names the query token, the key token and the weight;
+"Show head h in the views below" is the one action that round-trips, and it moves the page's head.
+
+The time from click to the repainted map is printed; run with ``-s`` to see it."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from tests.helpers.browser import ERROR, browser_available, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.default_model]
+
+reason = browser_available()
+if reason:
+    pytestmark.append(pytest.mark.skip(reason=reason))
+
+ROOT = ".st-key-heatmap .txviz-head-maps"
+WATCH_RERUNS = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  window.txvizReruns = 0;
+  new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') === 'running') window.txvizReruns += 1;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+CELLS = [(5, 0), (9, 3), (12, 11), (14, 14), (14, 7)]  # (query, key), inside the causal triangle
+READ_CELLS = """cells => {
+  const z = document.querySelector('.txviz-head-plot').data[0].z;
+  return cells.map(([q, k]) => z[q][k]);
+}"""
+
+POSITION_OF = """([query, key]) => {
+  const plot = document.querySelector('.txviz-head-plot'), box = plot.getBoundingClientRect();
+  const {xaxis, yaxis} = plot._fullLayout;
+  return [box.left + xaxis._offset + xaxis.d2p(key), box.top + yaxis._offset + yaxis.d2p(query)];
+}"""
+
+
+def model_layer(default_model, layer: int) -> tuple[np.ndarray, list[str]]:
+    """(heads, T, T) of the default prompt's layer, from a trace run here, and its tokens."""
+    from app.ui.state import DEFAULT_PROMPT
+    from txviz.capture.trace import trace
+
+    encoding = default_model.tokenizer.encode(DEFAULT_PROMPT, bos="sink")
+    tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",), layers=[layer])
+    return np.stack([tr.attn(layer, h).numpy() for h in range(default_model.config.n_heads)]), encoding.tokens
+
+
+def painted_head(page) -> int:
+    return int(page.locator(ROOT).get_attribute("data-head"))
+
+
+def test_a_head_switch_repaints_in_the_browser_with_no_rerun(server, page, default_model):
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
+    page.goto(f"{server}/attention?layer=3")
+    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0 and painted_head(page) == 0
+    page.evaluate(WATCH_RERUNS)
+    maps, _ = model_layer(default_model, 3)
+    frames_before = len(sent)
+
+    started = time.perf_counter()
+    page.locator(".txviz-head-bar button[data-head='4']").click()
+    page.wait_for_selector(f"{ROOT}[data-head='4']")
+    seconds = time.perf_counter() - started
+    print(f"\nclick on a head → map repainted in the browser: {seconds * 1000:.0f} ms")
+    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [maps[4, q, k] for q, k in CELLS],
+                               rtol=1e-3, atol=1e-4)  # float16 on the way, the model's numbers
+    assert not np.allclose([maps[0, q, k] for q, k in CELLS], [maps[4, q, k] for q, k in CELLS], atol=1e-3)
+    assert "Layer 3, head 4" in page.locator(f"{ROOT} .gtitle").text_content()
+    assert page.locator(".txviz-head-bar button[data-head='4']").get_attribute("aria-pressed") == "true"
+
+    page.locator(ROOT).press("ArrowRight")  # the keyboard: the next head
+    page.wait_for_selector(f"{ROOT}[data-head='5']")
+    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [maps[5, q, k] for q, k in CELLS],
+                               rtol=1e-3, atol=1e-4)
+    page.wait_for_timeout(500)  # a rerun, had one started, would show by now
+    assert page.evaluate("window.txvizReruns") == 0 and len(sent) == frames_before  # nothing went to the server
+    assert page.locator(".st-key-head input").input_value() == "0"  # the page's head did not move
+
+
+def test_the_hover_names_query_key_and_weight(server, page, default_model):
+    page.goto(f"{server}/attention")
+    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    maps, tokens = model_layer(default_model, 0)
+    query_label, key_label = page.evaluate(
+        "() => { const d = document.querySelector('.txviz-head-plot').data[0]; return [d.y[9], d.x[3]]; }")
+    assert query_label.startswith("9:") and key_label.startswith("3:")
+    x, y = page.evaluate(POSITION_OF, [query_label, key_label])
+    page.mouse.move(x, y)  # the reader's mouse over that cell
+    hover = page.locator(".txviz-head-plot .hovertext").text_content()
+    assert f"query {query_label}" in hover and f"key {key_label}" in hover
+    weight = float(re.search(r"weight ([0-9.]+)", hover).group(1))
+    assert weight == pytest.approx(float(maps[0, 9, 3]), rel=1e-3, abs=1e-4)
+
+
+def test_show_in_the_views_below_moves_the_page_head(server, page):
+    page.goto(f"{server}/attention")
+    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(".txviz-head-open").is_hidden()  # the map shows the page's head
+    page.locator(".txviz-head-bar button[data-head='6']").click()
+    page.wait_for_selector(f"{ROOT}[data-head='6']")
+    page.locator(".txviz-head-open").click()
+    page.wait_for_function("() => document.querySelector('.st-key-head input')?.value === '6'", timeout=60_000)
+    wait_idle(page)
+    assert "head=6" in page.url and page.locator(ERROR).count() == 0
+    assert page.locator(".txviz-head-open").is_hidden() and painted_head(page) == 6
