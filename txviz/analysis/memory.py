@@ -132,7 +132,7 @@ class MemoryModel:
                    d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
                    lookup_params=geometry.lookup_params, qk_head_dim=geometry.qk_head_dim,
                    n_experts=geometry.n_experts, experts_per_token=geometry.experts_per_token,
-                   assumptions=geometry.assumptions + geometry.notes)
+                   assumptions=geometry.assumptions)
 
     @classmethod
     def from_config_json(cls, data: bytes, filename: str = "config.json") -> "MemoryModel":
@@ -153,7 +153,8 @@ class MemoryModel:
                 f"{geometry.n_layers} layers × {geometry.d_model}")
         source = f"uploaded file {filename}" + (f" ({raw['_name_or_path']})" if named and raw.get("_name_or_path")
                                                  else "")
-        return cls.from_geometry(geometry, f"{named} ({size})" if named else size, source)
+        notes = "".join(f"; {note}" for note in geometry.notes)  # what the count leaves out (a vision tower)
+        return cls.from_geometry(geometry, f"{named} ({size})" if named else size, source + notes)
 
 
 Spec = MemoryModel | ModelConfig

@@ -14,6 +14,8 @@ from txviz.loading.errors import ModelLoadError
 
 PRESET, UPLOAD = "Preset", "Your config.json"
 WHOLE = "whole prompt"
+FAMILIES = ("Llama, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Gemma 1–3, Phi, Phi-3, Falcon, GPT-2, GPT-NeoX, "
+            "GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, DeepSeek-V2/V3 (MLA)")
 PRESET_BY_NAME = {fields["name"]: key for key, fields in memory.PRESETS.items()}  # the box shows names
 DEFAULTS = {"mem_source": PRESET, "mem_preset": memory.PRESETS["llama-3-8b"]["name"],
             "mem_weight_dtype": "bf16", "mem_kv_dtype": "bf16", "mem_batch": 1, "mem_gpu": 80.0, "mem_chunk": WHOLE}
@@ -28,10 +30,9 @@ def draw() -> None:
     if chosen is None:
         return
     spec, identity = chosen
-    st.caption(f"**{spec.name}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
-               f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}"
-               + (f", sliding window {spec.sliding_window}" if spec.sliding_window else "")
-               + (f". Source: {spec.source}" if spec.source else "."))
+    st.caption(describe(spec))
+    if spec.assumptions:
+        st.warning("Read by txviz's generic rule, which assumed: " + "; ".join(spec.assumptions) + ".")
     settings, gpu_gib = serving_settings()
     variants = attention_kinds(spec)
     follow("mem_kind", identity, chosen_kind(None, variants, spec.kind))
@@ -49,6 +50,22 @@ def draw() -> None:
                                                      settings["weight_dtype"]), key="mem_batch_chart")
 
 
+def describe(spec: memory.MemoryModel) -> str:
+    """One line on what sets the model's memory: kind, heads, windows, MLA latent, experts, source."""
+    windows = ""
+    if spec.sliding_window:
+        windows = (f", sliding window {spec.sliding_window}" + ("" if spec.window_layers == spec.n_layers else
+                                                                f" on {spec.window_layers} of {spec.n_layers} layers"))
+    latent = (f", MLA: a {spec.latent_dim}-wide latent + a {spec.rope_dim}-wide RoPE key cached per token and layer"
+              if spec.latent_dim else "")
+    experts = (f", {spec.n_experts} experts, {spec.experts_per_token} per token ({spec.n_params / 1e9:,.1f} B "
+               f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
+               if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
+    return (f"**{spec.name}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
+            f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}{windows}{latent}{experts}"
+            + (f". Source: {spec.source}" if spec.source else "."))
+
+
 def model_choice() -> tuple[memory.MemoryModel, str] | None:
     """The model the calculator describes and an identity that changes whenever it does; None while
     the upload is chosen but no readable file is there."""
@@ -58,7 +75,8 @@ def model_choice() -> tuple[memory.MemoryModel, str] | None:
         return memory.preset(chosen), f"preset:{chosen}"
     upload = st.file_uploader("A Hugging Face config.json", type=["json"], key="mem_upload",
                               max_upload_size=max(1, -(-max_config // 2**20)),
-                              help=f"Llama, Mistral, Qwen2, Mixtral and GPT-2 families; at most {max_config:,} bytes.")
+                              help=f"Any causal LM's config.json: {FAMILIES}; another family is read by a "
+                                   f"generic rule that says what it assumed. At most {max_config:,} bytes.")
     if upload is None:
         st.info("Upload a model's config.json to size it; switch back to *Preset* for the published models.")
         return None
@@ -103,7 +121,9 @@ def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], se
                    f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
     c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
              delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
-    st.caption(f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
+    flops = memory.flops_per_token(selected, at)
+    st.caption(f"A token at position {at:,} takes {flops / 1e9:,.2f} GFLOPs (2 per weight it multiplies, plus "
+               f"attention over the positions each layer keeps). At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
                f"{total.kv_cache / memory.GIB:,.2f} GiB + activations {total.activations / memory.GIB:,.2f} GiB. "
                + (f"The model was built for {selected.max_context:,} tokens. " if selected.max_context else "")
                + memory.ACTIVATION_ASSUMPTIONS)
