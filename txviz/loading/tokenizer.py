@@ -14,15 +14,15 @@ model sees visible (STYLE habit 6; TransformerLens issues #74, #1418 are what ha
 
 GGUF files carry no tokenizer.json, only vocabulary, merges and a pre-tokenizer *name*; the second
 half of this file rebuilds the byte-level BPE from those fields the way llama.cpp's ``llama-vocab.cpp``
-reads them. Chat templates come from model files: txviz.loading.chat_template renders them in Jinja's immutable
-sandbox inside a capped child process.
+reads them (SentencePiece vocabularies, e.g. Gemma's: ``txviz.loading.tokenizer_spm``). Chat templates
+come from model files: txviz.loading.chat_template renders them in Jinja's immutable sandbox inside a
+capped child process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -84,31 +84,37 @@ class Tokenizer:
 
     ``backend`` is copied and its post-processor dropped. ``sink_token`` defaults to the first
     document-boundary token the vocabulary has (DOCUMENT_BOUNDARY_TOKENS), else the BOS token.
+    ``adds_bos`` records whether the model's own tokenizer prepends BOS (Gemma's does, SmolLM2's does
+    not): a hint for choosing the policy, never applied by ``encode`` itself.
     """
 
     def __init__(self, backend: tokenizers.Tokenizer, *, bos_token: str | None = None,
                  eos_token: str | None = None, sink_token: str | None = None,
-                 chat_template: str | None = None):
-        spec = backend.to_str()
-        self._backend = tokenizers.Tokenizer.from_str(spec)  # a copy we may change
+                 chat_template: str | None = None, adds_bos: bool = False, copy_backend: bool = True):
+        # a copy we may change (a 262k-token vocabulary costs seconds to copy: skipped for a fresh backend)
+        self._backend = tokenizers.Tokenizer.from_str(backend.to_str()) if copy_backend else backend
         self._backend.post_processor = None  # the BOS policy alone adds tokens
         self.bos_token, self.eos_token = bos_token, eos_token
+        added = self._backend.get_added_tokens_decoder()
+        self._special_ids = frozenset(i for i, tok in added.items() if tok.special)
         self.sink_token = sink_token or self._default_sink()
         if chat_template is not None and not isinstance(chat_template, str):
             raise TokenizerError(f"chat template must be text, got {type(chat_template).__name__}")
         self.chat_template = chat_template
+        self.adds_bos = adds_bos  # what the model's own tokenizer does by default; encode never does it silently
         for role, token in (("bos", bos_token), ("eos", eos_token), ("sink", self.sink_token)):
             if token is not None and self._backend.token_to_id(token) is None:
                 raise TokenizerError(f"{role} token {token!r} is not in the vocabulary")
-        added = self._backend.get_added_tokens_decoder()
-        self._special_ids = frozenset(i for i, tok in added.items() if tok.special)
-        self._byte_level = "ByteLevel" in json.dumps(json.loads(spec).get("decoder"))
+        decoder = self._backend.decoder
+        self._byte_level = decoder is not None and b'"ByteLevel"' in decoder.__getstate__()
         self._missing_bytes = frozenset(byte for ch, byte in byte_level_alphabet().items()
                                         if self._backend.token_to_id(ch) is None) if self._byte_level else frozenset()
 
     def _default_sink(self) -> str | None:
+        """The first DOCUMENT_BOUNDARY_TOKENS entry that is a special token here: Gemma's "<s>" is a plain
+        (strikethrough) tag, not a boundary, so its sink is its BOS."""
         for token in DOCUMENT_BOUNDARY_TOKENS:
-            if self._backend.token_to_id(token) is not None:
+            if self._backend.token_to_id(token) in self._special_ids:
                 return token
         return self.bos_token
 
@@ -134,16 +140,25 @@ class Tokenizer:
             index = metadata.get(key)
             return tokens[int(index)] if index is not None and 0 <= int(index) < len(tokens) else None
 
-        backend = build_gguf_backend(
-            model=str(metadata.get("tokenizer.ggml.model", "gpt2")),
-            pre=str(metadata.get("tokenizer.ggml.pre", "default")),
-            tokens=tokens,
-            merges=list(metadata.get("tokenizer.ggml.merges", [])),
-            token_types=list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))),
-        )
+        model = str(metadata.get("tokenizer.ggml.model", "gpt2"))
+        token_types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens)))
+        if model == "llama":  # SentencePiece BPE: Llama 1/2, Gemma
+            from txviz.loading.tokenizer_spm import build_spm_backend
+
+            backend = build_spm_backend(
+                tokens=tokens, scores=list(metadata.get("tokenizer.ggml.scores", [])), token_types=token_types,
+                unknown_token=token_at("tokenizer.ggml.unknown_token_id"),
+                add_space_prefix=bool(metadata.get("tokenizer.ggml.add_space_prefix", True)))
+        else:
+            backend = build_gguf_backend(model=model, pre=str(metadata.get("tokenizer.ggml.pre", "default")),
+                                         tokens=tokens, merges=list(metadata.get("tokenizer.ggml.merges", [])),
+                                         token_types=token_types)
+        # llama.cpp adds BOS to a SentencePiece vocabulary unless the file says otherwise
+        adds_bos = metadata.get("tokenizer.ggml.add_bos_token", model == "llama")
         return cls(backend, bos_token=token_at("tokenizer.ggml.bos_token_id"),
                    eos_token=token_at("tokenizer.ggml.eos_token_id"),
-                   chat_template=metadata.get("tokenizer.chat_template"))
+                   chat_template=metadata.get("tokenizer.chat_template"), adds_bos=bool(adds_bos),
+                   copy_backend=False)
 
     @property
     def backend(self) -> tokenizers.Tokenizer:
