@@ -124,3 +124,19 @@ def test_mha_gqa_mqa_counterfactual_changes_only_the_kv_heads():
     assert {kind: memory.kv_bytes_per_token(m) for kind, m in variants.items()} == {
         "MHA": 60 * 2 * 128 * 64 * BF16, "GQA": 60 * 2 * 8 * 64 * BF16, "MQA": 60 * 2 * 1 * 64 * BF16}
     assert {m.n_params for m in variants.values()} == {read_geometry(pub.FALCON_40B).n_params}
+
+
+def test_the_per_layer_cache_equals_the_calculators_for_every_windowed_family():
+    for config in (pub.GEMMA_3_270M, pub.GEMMA_3_4B_IT, pub.GEMMA_2_9B, pub.STARCODER2_3B, pub.PHI_3_MINI_4K,
+                   pub.DEEPSEEK_V3, hf.MISTRAL_7B_V01):
+        geometry, model = read_geometry(config), model_of(config)
+        for tokens in (1, 511, 513, 5000, 40000):
+            assert memory.kv_cache_bytes(model, tokens, 1, "fp32") == 4 * geometry.kv_elements_for(tokens)
+
+
+def test_the_generic_rule_reads_experts_and_says_so():
+    config = {**hf.MIXTRAL_8X7B, "model_type": "acme_moe"}
+    geometry = read_geometry(config)
+    assert (geometry.n_experts, geometry.experts_per_token) == (8, 2)
+    assert geometry.n_params == read_geometry(hf.MIXTRAL_8X7B).n_params  # Mixtral's own numbers, untied
+    assert any("num_local_experts experts on every layer" in a for a in geometry.assumptions)
