@@ -24,7 +24,8 @@ GEMMA_3_4B_IT = {
                     "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
                     "sliding_window": 1024},
     "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
-    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model",
                       "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}}
 # google/gemma-2b config.json
 GEMMA_2B = {

@@ -7,7 +7,8 @@ out); for Falcon, Gemma 2 and DeepSeek-V3 it was summed from transformers' own c
 meta device from the same config. Gemma 3 270M and Qwen3 30B-A3B, and every preset whose config.json
 is in tests/helpers, are held equal to txviz.geometry's reading of that config (tests/geometry).
 ``lookup_params`` (embedding tables only looked up: untied input embeddings, learned positions) keep
-them out of FLOPs per token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE). ``max_context`` is the config's ``max_position_embeddings``.
+them out of FLOPs per token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE).
+``max_context`` is the config's ``max_position_embeddings``.
 ``d_model``, ``ffn_width`` and ``vocab_size`` (hidden_size, intermediate_size, vocab_size) size the
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
 14336, DeepSeek-V3's 8 routed + 1 shared expert of 2048 (= its dense layers' 18432).

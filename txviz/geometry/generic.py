@@ -18,11 +18,12 @@ from dataclasses import replace
 from txviz.geometry.decoder import read_decoder
 from txviz.geometry.families import LLAMA
 from txviz.geometry.fields import Fields
+from txviz.geometry.geometry import Geometry
 
 PLAIN_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "quick_gelu")
 
 
-def read_generic(f: Fields, model_type: str) -> "Geometry":  # noqa: F821
+def read_generic(f: Fields, model_type: str) -> Geometry:
     raw = f.raw
     gated = raw.get("hidden_act", raw.get("activation_function")) not in PLAIN_ACTIVATIONS
     said = [f"model_type {model_type!r} is not one txviz knows: read as a Llama-like decoder "

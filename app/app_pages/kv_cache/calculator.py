@@ -123,7 +123,8 @@ def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], se
              delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
     flops = memory.flops_per_token(selected, at)
     st.caption(f"A token at position {at:,} takes {flops / 1e9:,.2f} GFLOPs (2 per weight it multiplies, plus "
-               f"attention over the positions each layer keeps). At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
+               f"attention over the positions each layer keeps). "
+               f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "
                f"{total.kv_cache / memory.GIB:,.2f} GiB + activations {total.activations / memory.GIB:,.2f} GiB. "
                + (f"The model was built for {selected.max_context:,} tokens. " if selected.max_context else "")
                + memory.ACTIVATION_ASSUMPTIONS)
