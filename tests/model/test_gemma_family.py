@@ -199,3 +199,14 @@ def test_final_soft_cap_is_c_tanh_of_the_uncapped_logits():
         raw = uncapped(ids)
         assert raw.abs().max() > 2.0  # the cap bites
         assert_close(capped(ids), 2.0 * torch.tanh(raw / 2.0), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_memory_calculator_counts_the_new_parts_and_the_per_layer_windows(variant):
+    from txviz.analysis import memory
+
+    model = model_of(variant)
+    assert memory.count_params(model.config) == sum(p.numel() for p in model.parameters())
+    spec = memory.MemoryModel.from_config(model.config)
+    for tokens in (1, WINDOW, N_TOKENS, 1000):
+        assert memory.kv_cache_bytes(spec, tokens, 1, "fp32") == kv_cache_bytes(model.config, tokens, bytes_per_element=4)

@@ -111,7 +111,9 @@ class MemoryModel:
     def from_config(cls, config: ModelConfig) -> "MemoryModel":
         return cls(name=config.name, n_layers=config.n_layers, n_heads=config.n_heads,
                    kv_heads=config.n_kv_heads, head_dim=config.head_dim, n_params=count_params(config),
-                   active_params=count_active_params(config), sliding_window=config.sliding_window,
+                   active_params=count_active_params(config),
+                   sliding_window=config.sliding_window if any(config.layer_windows) else None,
+                   window_layers=sum(w is not None for w in config.layer_windows),  # Gemma 2/3: some layers
                    max_context=config.max_seq_len, source=config.source or "computed from its ModelConfig",
                    d_model=config.d_model, vocab_size=config.vocab_size,
                    ffn_width=config.ffn_hidden * (config.top_k if config.is_moe else 1))
@@ -184,8 +186,9 @@ def list_presets() -> list[dict]:
 
 # ---- parameters -----------------------------------------------------------------------------------
 def _expert_params(c: ModelConfig) -> int:
-    matrices = 3 if c.ffn == "swiglu" else 2  # gate, up, down | up, down
-    bias = (2 * c.ffn_hidden + c.d_model if c.ffn == "swiglu" else c.ffn_hidden + c.d_model) if c.mlp_bias else 0
+    gated = c.ffn != "gelu_mlp"  # SwiGLU, GeGLU: gate, up, down | GELU MLP: up, down
+    matrices = 3 if gated else 2
+    bias = (2 * c.ffn_hidden + c.d_model if gated else c.ffn_hidden + c.d_model) if c.mlp_bias else 0
     return matrices * c.d_model * c.ffn_hidden + bias
 
 
@@ -198,7 +201,8 @@ def _attention_params(c: ModelConfig) -> int:
 def _params(c: ModelConfig, experts_used: int) -> int:
     norm = c.d_model * (2 if c.norm == "layernorm" else 1)  # LayerNorm has a bias, RMSNorm does not
     ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
-    layer = 2 * norm + _attention_params(c) + ffn
+    qk_norms = 2 * c.head_dim if c.qk_norm else 0  # QK-norm is an RMSNorm over head_dim on q and on k
+    layer = (4 if c.sandwich_norm else 2) * norm + qk_norms + _attention_params(c) + ffn
     embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
     positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
     return embeddings + positions + c.n_layers * layer + norm
