@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from txviz.geometry.decoder import read_decoder
 from txviz.geometry.families import CONFIG_DEFAULTS, KNOWN_TYPES, MLA_TYPES, TRAITS, TYPE_ALIASES
-from txviz.geometry.fields import Fields, GeometryError, text_part
+from txviz.geometry.fields import Fields, GeometryError, architectures, text_part
 from txviz.geometry.generic import read_generic
 from txviz.geometry.geometry import Geometry
 from txviz.geometry.mla import read_mla
@@ -27,7 +27,7 @@ def model_type_of(raw: dict) -> str:
     architecture's name."""
     text = text_part(raw)
     kind = text.get("model_type") if "text_config" in raw else None
-    kind = kind or raw.get("model_type") or (raw.get("architectures") or [None])[0]
+    kind = kind or raw.get("model_type") or (architectures(raw) or [None])[0]
     if not isinstance(kind, str) or not kind:
         raise GeometryError("config.json has no model_type (or architectures): cannot tell what it describes")
     return TYPE_ALIASES.get(kind, kind)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from txviz.geometry import params
 from txviz.geometry.families import Traits
-from txviz.geometry.fields import Fields, GeometryError
+from txviz.geometry.fields import Fields, GeometryError, architectures
 from txviz.geometry.geometry import Geometry
 from txviz.geometry.shape import Shape, read_shape
 from txviz.geometry.windows import layer_windows
@@ -125,9 +125,9 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
         widths.append(_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias))
     _output(tally, traits, shape)
     n = shape.n_layers
-    architecture = (fields.raw.get("architectures") or [model_type])[0]
+    architecture = (architectures(fields.raw) or [model_type])[0]
     return Geometry(
-        model_type=model_type, architecture=str(architecture), n_layers=n, d_model=shape.d_model,
+        model_type=model_type, architecture=architecture, n_layers=n, d_model=shape.d_model,
         vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
         head_dims=(shape.head_dim,) * n, windows=layer_windows(fields, traits.windows, n),
         n_params=tally.total, active_params=tally.active, lookup_params=tally.lookup, ffn_width=max(widths),

@@ -99,3 +99,11 @@ def text_part(raw: dict) -> dict:
         raise GeometryError(f"config.json: text_config must be an object, got {type(nested).__name__}")
     inherited = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config", "model_type")}
     return {**inherited, **nested}
+
+
+def architectures(raw: dict) -> list[str]:
+    """The config's ``architectures``: a list of class names (empty when absent)."""
+    names = raw.get("architectures") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise GeometryError(f"config.json: architectures must be a list of names, got {str(names)[:80]!r}")
+    return names

@@ -14,7 +14,7 @@ router score bias is a buffer in transformers (256 fp32 numbers per layer): neit
 from __future__ import annotations
 
 from txviz.geometry import params
-from txviz.geometry.fields import Fields
+from txviz.geometry.fields import Fields, architectures
 from txviz.geometry.geometry import Geometry
 
 
@@ -62,7 +62,7 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
             widths.append(dense)
     tally.add(d + (0 if tied else vocab * d))
     return Geometry(
-        model_type=model_type, architecture=str((f.raw.get("architectures") or [model_type])[0]), n_layers=n,
+        model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n,
         d_model=d, vocab_size=vocab, n_heads=heads, kv_heads=(heads,) * n, head_dims=(dims["v_head_dim"],) * n,
         windows=(None,) * n, n_params=tally.total, active_params=tally.active, lookup_params=tally.lookup,
         ffn_width=max(widths), tied_embeddings=tied, max_context=f.optional("max_position_embeddings"),
