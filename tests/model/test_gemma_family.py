@@ -209,4 +209,5 @@ def test_the_memory_calculator_counts_the_new_parts_and_the_per_layer_windows(va
     assert memory.count_params(model.config) == sum(p.numel() for p in model.parameters())
     spec = memory.MemoryModel.from_config(model.config)
     for tokens in (1, WINDOW, N_TOKENS, 1000):
-        assert memory.kv_cache_bytes(spec, tokens, 1, "fp32") == kv_cache_bytes(model.config, tokens, bytes_per_element=4)
+        expected = kv_cache_bytes(model.config, tokens, bytes_per_element=4)
+        assert memory.kv_cache_bytes(spec, tokens, 1, "fp32") == expected

@@ -247,7 +247,8 @@ LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding"}
 def _gemma_fields(raw: dict, activation: str) -> dict[str, Any]:
     """What every Gemma shares; ``activation`` is the FFN's (gelu_pytorch_tanh, or exact gelu)."""
     if activation not in GELU_FORMS:
-        raise ModelLoadError(f"config.json: activation {activation!r} is not supported; supported: {sorted(GELU_FORMS)}")
+        raise ModelLoadError(f"config.json: activation {activation!r} is not supported; "
+                             f"supported: {sorted(GELU_FORMS)}")
     fields = _llama_fields({**raw, "hidden_act": "silu", "mlp_bias": False})  # counts, RoPE, norms, biases
     return {**fields, "ffn": "geglu", "gelu_approximate": GELU_FORMS[activation],
             "embed_scale": float(fields["d_model"]) ** 0.5}  # transformers: hidden_size**0.5

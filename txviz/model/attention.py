@@ -5,16 +5,18 @@
 with s = 1/√d_k unless the config sets ``query_scale`` (Gemma 2/3: query_pre_attn_scalar^−½), ``cap``
 Gemma 2's soft cap where the config asks for one (else the identity), optional QK-norm on each head's
 q and k before RoPE (Gemma 3), plus ALiBi's bias inside M when the model uses it. Each layer gets the
-AttentionContext of its kind (full, or sliding with its window and RoPE base; txviz.model.transformer). GQA/MQA only change ``n_kv_heads``: each KV head
-is repeated for its group of query heads (llama's ``repeat_kv``). When nobody asks for the
-probabilities the fused kernel (``scaled_dot_product_attention``, FlashAttention-style) computes the
-same output without materializing the T×S matrix. What a recorder asks for picks one of three paths:
+AttentionContext of its kind (full, or sliding with its window and RoPE base; txviz.model.transformer).
+GQA/MQA only change ``n_kv_heads``: each KV head is repeated for its group of query heads (llama's
+``repeat_kv``). When nobody asks for the probabilities the fused kernel (``scaled_dot_product_attention``,
+FlashAttention-style) computes the same output without materializing the T×S matrix. What a recorder
+asks for (and a soft cap) picks one of three paths:
 
 * ``_fused``: nothing about the weights is wanted and the scores are not soft-capped (the kernel has
   no such step): the fused kernel, O(T) memory.
 * ``_eager``: whole T×S matrices are wanted (logits, scores, probabilities): the reference
   implementation's order of operations, O(H·T·S) memory per layer.
-* ``_blockwise``: only per-row facts are wanted (``head_summaries``): the eager arithmetic one block
+* ``_blockwise``: only per-row facts are wanted (``head_summaries``), or nothing is but the scores are
+  soft-capped: the eager arithmetic one block
   of query rows at a time, like FlashAttention's tiling in plain torch, each block handed to the
   recorder before it is dropped: O(H·rows·S) memory, and keys no query of the block can see
   (the future, or beyond a sliding window) are never multiplied.

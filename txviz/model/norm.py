@@ -40,13 +40,12 @@ class LayerNorm(nn.Module):
         return nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
-def make_norm(config: ModelConfig, dim: int | None = None) -> nn.Module:
-    """The config's norm over ``dim`` features (default d_model)."""
+def make_norm(config: ModelConfig) -> nn.Module:
     cls = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}[config.norm]
-    return cls(config.d_model if dim is None else dim, config.norm_eps)
+    return cls(config.d_model, config.norm_eps)
 
 
-def make_optional_norm(config: ModelConfig, wanted: bool, dim: int | None = None) -> nn.Module:
-    """The config's norm where ``wanted`` (QK-norm, Gemma's post-norms), else the identity: picked once
-    here so forward stays one line either way."""
-    return make_norm(config, dim) if wanted else nn.Identity()
+def make_optional_norm(config: ModelConfig, wanted: bool) -> nn.Module:
+    """The config's norm where ``wanted`` (Gemma's post-norms), else the identity: picked once here so
+    forward stays one line either way."""
+    return make_norm(config) if wanted else nn.Identity()

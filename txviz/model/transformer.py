@@ -6,12 +6,14 @@
 Embeddings are multiplied by ``embed_scale`` (Gemma: √d) and the logits soft-capped where the config
 asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
 (``layer_types``, ``rope_local_theta``); each call builds one AttentionContext per kind (mask, window,
-RoPE tables) and each layer takes its kind's.
+RoPE tables) and each layer takes its kind's. A trace records the global kind's RoPE tables; layer i's
+own are ``model.kind_positions[model.kind_of[i]].angles(positions)``.
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
 caller wants to see is asked for per call through a recorder (txviz.model.recording names what the
 model calls; txviz.capture.trace keeps it); a KV cache is passed in explicitly (txviz.model.kv_cache).
-Without them a call gets the null recorder and the no-op cache, so ``forward`` is one straight line. Its layers may sit on different devices, or be offloaded
+Without them a call gets the null recorder and the no-op cache, so ``forward`` is one straight line.
+Its layers may sit on different devices, or be offloaded
 (txviz.model.placement): every weight is used by calling the module that owns it, so a placement hook
 sees it run, and position tables follow the hidden states.
 
@@ -151,7 +153,8 @@ class Decoder(nn.Module):
             return self.cap_logits(self.lm_head(x))
         return self.cap_logits(F.linear(x.to(self.embed.weight.device), self.embed.weight))
 
-    def layer_context(self, layer: int, q_pos: torch.Tensor, k_pos: torch.Tensor, dtype: torch.dtype) -> AttentionContext:
+    def layer_context(self, layer: int, q_pos: torch.Tensor, k_pos: torch.Tensor,
+                      dtype: torch.dtype) -> AttentionContext:
         """The AttentionContext ``layer`` attends with (its window, its RoPE base) for these positions."""
         kind = self.kind_of[layer]
         return AttentionContext(self.kind_positions[kind], q_pos, k_pos, self.kind_windows[kind], dtype)
