@@ -67,13 +67,16 @@ def _model_lock():
 
 E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home"}
 SHARED_SERVER_GROUP = "browser-shared-server"  # the xdist group of the tests on the session's ``server``
+# and of those sharing the causal memo with it (they run one after another: the first measures, the rest read)
+SHARED_SERVER_FIXTURES = {"server", "causal_memo"}
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark ``e2e`` every test that needs the real model or a real browser, so that
     ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both. Keep on one xdist worker
     the tests of a module that share a module-scoped fixture (a server, a traced prompt), and every test
-    on the session's shared app server, so that each is built (and the model loaded) once; every other
+    on the session's shared app server or its causal memo, so that each is built (and the model loaded,
+    and the trophy pair measured) once; every other
     test goes to whichever worker is free (``--dist loadgroup``)."""
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("default_model") \
@@ -81,7 +84,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
         if _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-        elif "server" in getattr(item, "fixturenames", ()):
+        elif SHARED_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(SHARED_SERVER_GROUP))
 
 
@@ -124,15 +127,32 @@ def default_model_home(default_gguf_path):
     return txviz_home()
 
 
+def _causal_memo_folder(home) -> str:
+    return str(Path(home) / "causal-memo")
+
+
+@pytest.fixture
+def causal_memo(default_model_home, monkeypatch):
+    """``txviz.causal.report.measure_pair`` keeps its results in the session's memo folder, shared with
+    the session's ``server``: the trophy pair's ~1300 forward passes of the default model run once for
+    the CLI, AppTest and browser tests that measure it (tests/causal/test_report_memo.py tests the memo)."""
+    from txviz.causal.report import MEMO_ENV
+
+    monkeypatch.setenv(MEMO_ENV, _causal_memo_folder(default_model_home))
+
+
 @pytest.fixture(scope="session")
 def server(default_model_home):
     """The app served on the session's model home, shared by every browser test module that needs no
     environment of its own (each test opens its own browser context, so no session state is shared);
     they are one xdist group, so the server (and the model it loads) starts once per session. A module
-    that needs its own server (another home, other settings) overrides this fixture."""
+    that needs its own server (another home, other settings) overrides this fixture. Its causal runs
+    use the session's memo (``causal_memo``)."""
     from tests.helpers.browser import streamlit_server
+    from txviz.causal.report import MEMO_ENV
 
-    with streamlit_server(env={"TXVIZ_HOME": str(default_model_home)}) as url:
+    env = {"TXVIZ_HOME": str(default_model_home), MEMO_ENV: _causal_memo_folder(default_model_home)}
+    with streamlit_server(env=env) as url:
         yield url
 
 

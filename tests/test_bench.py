@@ -1,5 +1,9 @@
 """``txviz bench --quick``: the whole benchmark (timing, per-process peak memory, decoding, the transformers
-reference) on a tiny random Llama, so it cannot rot; and the memory guard that skips instead of crashing."""
+reference) on a tiny random Llama, so it cannot rot; and the memory guard that skips instead of crashing.
+
+The quick run's workers run in the test's process (each job and result through JSON, as between processes)
+except one, started as ``python -m txviz.bench JOB`` like all of them in a real run: that checks the worker
+entry point, and saves four interpreter starts importing torch and transformers (most of the run's time)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,17 @@ from tests.helpers.expected import SMOLLM2_135M
 from txviz import bench, cli
 
 
-def test_quick_bench_runs_end_to_end(capsys):
+def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     pytest.importorskip("transformers")
+    spawned, real_spawn = [], bench._spawn
+
+    def spawn(job: dict) -> dict:
+        if job["kind"] == "memory" and job["method"] == "plain":  # the lightest worker: no transformers
+            spawned.append(job)
+            return real_spawn(job)
+        return json.loads(json.dumps(bench._worker(json.loads(json.dumps(job)))))
+
+    monkeypatch.setattr(bench, "_spawn", spawn)
     assert cli.main(["bench", "--quick", "--json", "--threads", "1", "--decode-tokens", "4"]) == 0
     result = json.loads(capsys.readouterr().out)
     (row,) = result["results"]
@@ -26,6 +39,7 @@ def test_quick_bench_runs_end_to_end(capsys):
     assert decode["same_tokens"] is True  # greedy on the same weights: the same continuation
     table = bench.markdown(result)
     assert table.startswith("| tokens |") and "| 64 |" in table and "same tokens: True" in table
+    assert len(spawned) == 1  # one worker process, its result read back from its stdout
 
 
 def test_methods_that_would_not_fit_are_skipped_with_the_estimate(monkeypatch):

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from txviz.loading import load
+from tests.helpers import zoo_losses
 from txviz.loading.zoo import SHIPPED_ZOO
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +46,6 @@ def agrees(written: str, computed: float, slack: float = 0.0) -> bool:
     """Whether ``computed`` rounds to the README's ``written`` number (to its last written digit)."""
     decimals = len(written.split(".")[1]) if "." in written else 0
     return abs(computed - float(written)) <= 0.5 * 10 ** -decimals + slack + 1e-12
-
-
-def held_out(name: str):
-    from txviz.lab.data import held_out_windows
-    from txviz.lab.zoo import CORPUS
-
-    loaded = load(SHIPPED_ZOO / name, device="cpu")
-    return loaded, held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
 
 
 # ---- the zoo and the shipped data -----------------------------------------------------------------
@@ -78,22 +70,20 @@ def test_the_moe_balance_finding():
     names = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
     measured = []
     for name in names:
-        loaded, windows = held_out(name)
+        loaded, windows = zoo_losses.held_out(name)
         measured.append(float(measure_routing(loaded.model, windows[:64, :-1]).effective_experts.mean()))
     assert all(agrees(w, m) for w, m in zip(written, measured)), dict(zip(names, measured))
 
 
+@pytest.mark.xdist_group(zoo_losses.GROUP)  # scored once for this test and tests/lab's rebuild of eval.json
 def test_the_attention_kinds_loss_spread_and_its_noise():
-    """The MHA, GQA and MQA variants' losses over every held-out window: their spread and the largest
-    standard error (txviz.analysis.tradeoffs, as the Design tradeoffs page computes them)."""
+    """The MHA, GQA and MQA variants' losses over every held-out window, scored now with the shipped
+    weights: their spread and the largest standard error (txviz.analysis.tradeoffs, as the Design
+    tradeoffs page computes them)."""
     from txviz.analysis.tradeoffs import loss_estimate
-    from txviz.lab.evaluate import window_losses
 
     spread, standard_error = figures(r"the three differ by ([0-9.]+) nats against a standard error of ([0-9.]+)")
-    estimates = []
-    for name in ("mha", "base", "mqa"):
-        loaded, windows = held_out(name)
-        estimates.append(loss_estimate(name, window_losses(loaded.model, windows)))
+    estimates = [loss_estimate(name, zoo_losses.window_losses(name)) for name in ("mha", "base", "mqa")]
     means = [e.mean for e in estimates]
     assert agrees(spread, max(means) - min(means)), estimates
     assert agrees(standard_error, max(e.se for e in estimates)), estimates

@@ -1,5 +1,7 @@
 """On SmolLM2-135M (e2e): DLA adds up on the trophy pair, and ``txviz patch --json`` reports it with the
-first tokens of " trophy" and " suitcase" named (" suitcase" is two tokens: " suit" + "case")."""
+first tokens of " trophy" and " suitcase" named (" suitcase" is two tokens: " suit" + "case"), with the
+residual grid the app shows (the session's causal memo: the pair is measured once for this test, the
+Heads page's AppTest and its browser test)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def test_dla_sums_to_the_logit_difference(default_model):
     assert dla.parts_sum == pytest.approx(dla.total, abs=1e-3)
 
 
-def test_cli_patch_on_the_trophy_pair(default_model, monkeypatch, capsys):
+def test_cli_patch_on_the_trophy_pair(default_model, causal_memo, monkeypatch, capsys):
     asked = []
 
     def session_model(args):  # the session's load of the default model (loading it is the loading tests' part)
@@ -33,7 +35,7 @@ def test_cli_patch_on_the_trophy_pair(default_model, monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "_load", session_model)
     assert cli.main(["patch", "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", ANSWER, "--wrong", WRONG,
-                     "--candidates", "trophy,suitcase", "--json"]) == 0
+                     "--candidates", "trophy,suitcase", "--grid", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert asked == [None]  # no --model: the default model
     assert out["n_tokens"] == 24
@@ -43,3 +45,4 @@ def test_cli_patch_on_the_trophy_pair(default_model, monkeypatch, capsys):
     assert parts == pytest.approx(out["clean_logit_diff"], abs=1e-3)
     assert len(out["heads"]) == 270 and all(h["attention_margin"] is not None for h in out["heads"])
     assert out["attribution_agreement"]["k"] == 10
+    assert len(out["residual_grid"]) == 30 and {len(row) for row in out["residual_grid"]} == {24}

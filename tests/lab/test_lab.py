@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from tests.helpers import zoo_losses
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz import cli, trace
 from txviz.lab import zoo
@@ -324,18 +325,13 @@ def test_the_shipped_zoo_is_discovered_for_the_model_picker():
 
 
 # ---- what the app reads from the zoo: held-out windows, known sentences, picker lines ---------------
+@pytest.mark.xdist_group(zoo_losses.GROUP)  # the README's figures read the same scoring (tests/helpers)
 @pytest.mark.parametrize("name", ["mha", "base", "mqa"])
 def test_window_losses_rebuild_the_shipped_val_loss(name):
-    from txviz.lab.data import held_out_windows
-    from txviz.lab.evaluate import window_losses
-    from txviz.lab.zoo import CORPUS
-    from txviz.loading import load
-
-    loaded = load(SHIPPED_ZOO / name, device="cpu")
-    windows = held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+    loaded, windows = zoo_losses.held_out(name)
     evaluation = json.loads((SHIPPED_ZOO / name / "eval.json").read_text())
     assert windows.shape[1] == loaded.config.max_seq_len + 1
-    losses = window_losses(loaded.model, windows)
+    losses = zoo_losses.window_losses(name)
     assert len(losses) == (evaluation["val_tokens"] - 1) // loaded.config.max_seq_len
     assert round(float(losses.mean()), 4) == evaluation["val_loss"]
     assert_close(zoo.stored_window_losses(SHIPPED_ZOO / name), losses.double(), rtol=0, atol=1e-5)  # what eval.json keeps

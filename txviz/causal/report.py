@@ -5,10 +5,18 @@ both runs, direct logit attribution (txviz.causal.dla), and per head the effect 
 patching from the corrupt run (txviz.causal.patching), beside the attention margin when candidates are
 given (txviz.causal.margins). Optionally the attribution-patching estimate and its agreement with exact
 patching (txviz.causal.attribution), and the residual grid (txviz.causal.residual).
+
+A seam for test sessions: with ``TXVIZ_CAUSAL_MEMO`` naming a folder, ``measure_pair`` keeps its results
+there by input (the model's weights, both prompts' ids, the two tokens, the options), so processes that
+measure the same pair (the CLI, the app in-process and in a served browser session) run it once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -48,14 +56,54 @@ def measure_pair(model, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, answ
              else None,
              "grid": (lambda: residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size)) if grid
              else None}
+    folder = os.environ.get(MEMO_ENV)
+    if not folder:
+        return _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
+    path = Path(folder) / f"{_memo_key(model, clean_ids, corrupt_ids, a, w, attribution, grid, chunk_size)}.pt"
+    with _exclusive(path.with_suffix(".lock")):  # a second process measuring the same pair waits, then reads
+        kept = torch.load(path, weights_only=False) if path.exists() else None
+        if kept is not None:  # every step but the margins (one forward pass, given by the caller) is kept
+            steps = {name: step if name == "margins" or step is None else (lambda v=kept[name]: v)
+                     for name, step in steps.items()}
+        results = _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
+        if kept is None:
+            torch.save({k: v for k, v in results.items() if k != "margins"}, path.with_suffix(".tmp"))
+            os.replace(path.with_suffix(".tmp"), path)
+    return results
+
+
+def _run_steps(steps: dict, corrupt_diff: Callable[[], float], progress) -> dict:
     report = progress or (lambda done, total: None)
     results = {}
     for done, (name, step) in enumerate(steps.items()):
         report(done, len(steps))
         results[name] = None if step is None else step()
     report(len(steps), len(steps))
-    results["corrupt_diff"] = clean_diff(model, corrupt_ids, a, w)
+    results["corrupt_diff"] = corrupt_diff()
     return results
+
+
+MEMO_ENV = "TXVIZ_CAUSAL_MEMO"  # a folder: measure_pair's results kept by input (see the module docstring)
+
+
+@torch.no_grad()
+def _memo_key(model, clean_ids, corrupt_ids, *options) -> str:
+    """The inputs' digest: the weights by each tensor's shape, sum and absolute sum (float64), the ids."""
+    exact = lambda t: t if t.is_floating_point() else t.double()  # noqa: E731  (float64 sums of any dtype)
+    weights = [(name, tuple(t.shape), float(exact(t).sum(dtype=torch.float64)),
+                float(exact(t).abs().sum(dtype=torch.float64))) for name, t in model.state_dict().items()]
+    inputs = (repr(model.config), weights, clean_ids.tolist(), corrupt_ids.tolist(), options)
+    return hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
+
+
+@contextmanager
+def _exclusive(lock: Path):
+    import fcntl
+
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, an exception included
+        yield
 
 
 def _head_rows(dla, ablation, patching, margins, estimate) -> list[dict]:

@@ -109,9 +109,10 @@ def test_a_counterfactual_of_another_token_length_is_refused_with_what_to_change
 
 @pytest.mark.default_model
 def test_the_trophy_pair_shows_the_logit_differences_of_a_plain_forward(default_model, default_model_home,
-                                                                          monkeypatch):
+                                                                          causal_memo, monkeypatch):
     """The page's two logit differences equal logit(" trophy") − logit(" suit") of one plain forward of
-    each prompt, tokenized as the page did (``txviz patch`` prints the same: tests/causal)."""
+    each prompt, tokenized as the page did (``txviz patch`` prints the same: tests/causal). The run is the
+    session's causal memo (measured once for this test, the CLI's and the browser's)."""
     import torch
     from streamlit.testing.v1 import AppTest
 

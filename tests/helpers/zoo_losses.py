@@ -1,0 +1,32 @@
+"""The shipped zoo's held-out windows and each window's loss, scored once per test process: the lab's
+check that they rebuild eval.json and the README's MHA/GQA/MQA figures read the same scoring (those tests
+are one xdist group, ``GROUP``, so they run in one process)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+GROUP = "zoo-window-losses"
+
+
+@lru_cache(maxsize=None)
+def held_out(name: str):
+    """(the shipped variant ``name``, its held-out windows as the Design tradeoffs page reads them)."""
+    from txviz.lab.data import held_out_windows
+    from txviz.lab.zoo import CORPUS
+    from txviz.loading import load
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    loaded = load(SHIPPED_ZOO / name, device="cpu")
+    return loaded, held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+
+
+@lru_cache(maxsize=None)
+def window_losses(name: str) -> torch.Tensor:
+    """(W,) the mean next-token loss of each held-out window, scored now with the shipped weights."""
+    from txviz.lab.evaluate import window_losses as score
+
+    loaded, windows = held_out(name)
+    return score(loaded.model, windows)
