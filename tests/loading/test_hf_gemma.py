@@ -187,3 +187,33 @@ def test_gemma3_configs_txviz_cannot_build_are_refused(edit, message, tmp_path):
     edit_config(tmp_path, edit)
     with pytest.raises(ModelLoadError, match=message):
         load_hf_dir(tmp_path, device="cpu")
+
+
+# ---- published configs (config only, no weights) -----------------------------------------------
+@pytest.mark.parametrize("name", ["GEMMA_2B", "GEMMA_2_9B", "GEMMA_3_270M"])
+def test_published_configs_read_as_transformers_and_the_geometry_reader_read_them(name):
+    from tests.helpers import published_geometry_configs as published
+    from txviz.analysis.memory import count_params
+    from txviz.geometry import read_geometry
+
+    raw = getattr(published, name)
+    config = read_hf_config(raw)
+    hf = transformers.AutoConfig.for_model(**raw)
+    kinds = getattr(hf, "layer_types", None) or ["full_attention"] * hf.num_hidden_layers
+    assert config.layer_types in (None, tuple(LAYER_KIND[k] for k in kinds))
+    assert config.layer_windows == tuple(hf.sliding_window if k == "sliding_attention" else None for k in kinds)
+    assert config.head_dim == hf.head_dim and config.n_kv_heads == hf.num_key_value_heads
+    assert config.embed_scale == hf.hidden_size ** 0.5 and config.gelu_approximate == "tanh"
+    assert config.query_scale == (hf.query_pre_attn_scalar ** -0.5 if hf.model_type != "gemma" else None)
+    rope = hf.rope_parameters
+    if hf.model_type == "gemma3_text":
+        assert (config.rope_theta, config.rope_local_theta) == (rope["full_attention"]["rope_theta"],
+                                                                rope["sliding_attention"]["rope_theta"])
+    else:
+        assert config.rope_theta == rope["rope_theta"] and config.rope_local_theta is None
+    geometry = read_geometry(raw)  # an independent reader (txviz.geometry): same windows, same parameters
+    assert geometry.windows == config.layer_windows
+    assert geometry.n_params == count_params(config)
+
+
+LAYER_KIND = {"sliding_attention": "sliding", "full_attention": "full"}
