@@ -5,6 +5,8 @@ published config (tests/helpers/published_*_configs.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
 from txviz.analysis import memory
@@ -108,15 +110,27 @@ def test_tied_embeddings_are_counted_once():
 
 
 def test_flops_per_token_are_two_per_multiplied_weight_plus_attention():
-    model = model_of(hf.LLAMA_3_1_8B)  # untied: the input table is looked up, not multiplied
+    model = model_of(hf.LLAMA_3_1_8B)  # untied: the input table is looked up, not multiplied; norms are not
     attention = 2 * 32 * (128 + 128) * 32 * 1000  # 2·H·(d_qk + d_v) per position, 32 layers, 1000 positions
-    assert memory.flops_per_token(model, 1000) == 2 * (8_030_261_248 - 128256 * 4096) + attention
+    assert memory.flops_per_token(model, 1000) == 2 * (8_030_261_248 - 128256 * 4096 - 65 * 4096) + attention
     gemma = model_of(pub.GEMMA_3_270M)  # tied: the one table is the output head, multiplied
     windows = 2 * 4 * (256 + 256) * (3 * 4096 + 15 * 512)
-    assert memory.flops_per_token(gemma, 4096) == 2 * 268_098_176 + windows
+    norms = 18 * (4 * 640 + 2 * 256) + 640
+    assert memory.flops_per_token(gemma, 4096) == 2 * (268_098_176 - norms) + windows
     mla = model_of(pub.DEEPSEEK_V3)
-    assert memory.flops_per_token(mla, 0) == 2 * (37_552_282_624 - 129280 * 7168)
+    norms = 61 * (2 * 7168 + 1536 + 512) + 7168  # two per layer, the query and latent RMSNorms, the final
+    assert memory.flops_per_token(mla, 0) == 2 * (37_552_282_624 - 129280 * 7168 - norms)
     assert memory.flops_per_token(mla, 10) - memory.flops_per_token(mla, 0) == 2 * 128 * (192 + 128) * 61 * 10
+
+
+@pytest.mark.parametrize("config", [hf.SMOLLM2_135M, hf.LLAMA_3_8B, hf.MIXTRAL_8X7B, hf.QWEN2_7B, hf.GPT2_SMALL,
+                                    hf.MISTRAL_7B_V01])
+def test_flops_equal_the_moe_pages_count_for_models_txviz_runs(config):
+    from txviz.analysis.moe import flops_per_token
+    from txviz.loading.hf_config import read_hf_config
+
+    for context in (0, 100, 5000):
+        assert memory.flops_per_token(model_of(config), context) == flops_per_token(read_hf_config(config), context)
 
 
 def test_mha_gqa_mqa_counterfactual_changes_only_the_kv_heads():

@@ -17,7 +17,7 @@ CONFIG_OF_PRESET = {
     "gemma-3-270m": pub.GEMMA_3_270M, "qwen3-30b-a3b": pub.QWEN3_30B_A3B,
 }
 FIELDS = ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params", "latent_dim", "rope_dim", "sliding_window",
-          "window_layers", "max_context", "d_model", "ffn_width", "vocab_size", "lookup_params", "qk_head_dim",
+          "window_layers", "max_context", "d_model", "ffn_width", "vocab_size", "unmultiplied_params", "qk_head_dim",
           "n_experts", "experts_per_token", "kind")
 
 

@@ -60,7 +60,7 @@ class MemoryModel:
     d_model: int = 0  # residual width; 0: n_heads × head_dim
     ffn_width: int = 0  # FFN hidden width one token runs through (a MoE: its top-k experts'); 0: 4 × d_model
     vocab_size: int = 0  # 0: unknown (no logits counted)
-    lookup_params: int = 0  # embedding tables only looked up, never multiplied (no FLOPs)
+    unmultiplied_params: int = 0  # no matmul FLOPs: looked-up embedding tables, norm weights, biases
     qk_head_dim: int = 0  # width of one query·key product (MLA: nope + rope); 0: head_dim
     n_experts: int = 0  # routed experts per MoE layer (0: dense)
     experts_per_token: int = 0
@@ -133,7 +133,7 @@ class MemoryModel:
                    window_layers=sum(w is not None for w in geometry.windows) if widths else None,
                    active_params=geometry.active_params, max_context=geometry.max_context, source=source,
                    d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
-                   lookup_params=geometry.lookup_params, qk_head_dim=geometry.qk_head_dim,
+                   unmultiplied_params=geometry.unmultiplied_params, qk_head_dim=geometry.qk_head_dim,
                    n_experts=geometry.n_experts, experts_per_token=geometry.experts_per_token,
                    assumptions=geometry.assumptions)
 
@@ -250,16 +250,17 @@ def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
 
 
 def flops_per_token(spec: Spec, context: int) -> int:
-    """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per weight it
-    multiplies (its active parameters less the embedding tables only looked up) plus 2·H·(d_qk + d_v)
-    per position each layer attends to (its window, if any): the scores and the weighted values."""
+    """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per matrix weight
+    it multiplies (its active parameters less looked-up tables, norm weights and biases) plus
+    2·H·(d_qk + d_v) per position each layer attends to (its window, if any): the scores and the
+    weighted values. For a ModelConfig this equals ``txviz.analysis.moe.flops_per_token`` (tests/geometry)."""
     model = as_memory_model(spec)
     if context < 0:
         raise ValueError(f"context must be >= 0, got {context}")
     windowed = model.n_window_layers
     attended = (model.n_layers - windowed) * context + windowed * min(context, model.sliding_window or context)
     per_position = 2 * model.n_heads * ((model.qk_head_dim or model.head_dim) + model.head_dim)
-    return 2 * ((model.active_params or model.n_params) - model.lookup_params) + per_position * attended
+    return 2 * ((model.active_params or model.n_params) - model.unmultiplied_params) + per_position * attended
 
 
 # ---- what fits ------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ it is ``count_params`` of that config (tests/test_memory.py recomputes several f
 out); for Falcon, Gemma 2 and DeepSeek-V3 it was summed from transformers' own classes built on the
 meta device from the same config. Gemma 3 270M and Qwen3 30B-A3B, and every preset whose config.json
 is in tests/helpers, are held equal to txviz.geometry's reading of that config (tests/geometry).
-``lookup_params`` (embedding tables only looked up: untied input embeddings, learned positions) keep
-them out of FLOPs per token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE).
+``unmultiplied_params`` (looked-up embedding tables, norm weights, biases) are left out of FLOPs per
+token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE).
 ``max_context`` is the config's ``max_position_embeddings``.
 ``d_model``, ``ffn_width`` and ``vocab_size`` (hidden_size, intermediate_size, vocab_size) size the
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
@@ -23,99 +23,99 @@ PRESETS: dict[str, dict] = {
     "gpt2": dict(
         name="GPT-2 (124M)", n_layers=12, n_heads=12, kv_heads=12, head_dim=64,
         d_model=768, ffn_width=3072, vocab_size=50257,
-        lookup_params=1024 * 768, n_params=124_439_808, max_context=1024,
+        unmultiplied_params=1024 * 768 + (2 * 12 + 1) * 2 * 768 + 12 * (3 * 768 + 768 + 3072 + 768), n_params=124_439_808, max_context=1024,
         source="openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024 "
                "(Radford et al. 2019); MHA"),
     "smollm2-135m": dict(
         name="SmolLM2-135M (txviz default)", n_layers=30, n_heads=9, kv_heads=3, head_dim=64,
         d_model=576, ffn_width=1536, vocab_size=49152,
-        n_params=134_515_008, max_context=8192,
+        unmultiplied_params=(2 * 30 + 1) * 576, n_params=134_515_008, max_context=8192,
         source="HuggingFaceTB/SmolLM2-135M-Instruct config.json: 30 layers, hidden 576, 9 heads, "
                "3 KV heads, max_position_embeddings 8192, tied embeddings; GQA"),
     "llama-2-7b": dict(
         name="Llama 2 7B", n_layers=32, n_heads=32, kv_heads=32, head_dim=128,
         d_model=4096, ffn_width=11008, vocab_size=32000,
-        lookup_params=32000 * 4096, n_params=6_738_415_616, max_context=4096,
+        unmultiplied_params=32000 * 4096 + (2 * 32 + 1) * 4096, n_params=6_738_415_616, max_context=4096,
         source="meta-llama/Llama-2-7b-hf config.json: 32 layers, hidden 4096, 32 heads, "
                "32 KV heads, intermediate 11008, vocab 32000, context 4096 (Touvron et al. 2023); MHA"),
     "llama-2-13b": dict(
         name="Llama 2 13B", n_layers=40, n_heads=40, kv_heads=40, head_dim=128,
         d_model=5120, ffn_width=13824, vocab_size=32000,
-        lookup_params=32000 * 5120, n_params=13_015_864_320, max_context=4096,
+        unmultiplied_params=32000 * 5120 + (2 * 40 + 1) * 5120, n_params=13_015_864_320, max_context=4096,
         source="meta-llama/Llama-2-13b-hf config.json: 40 layers, hidden 5120, 40 heads, "
                "40 KV heads, intermediate 13824, vocab 32000, context 4096 (Touvron et al. 2023); MHA"),
     "llama-2-70b": dict(
         name="Llama 2 70B", n_layers=80, n_heads=64, kv_heads=8, head_dim=128,
         d_model=8192, ffn_width=28672, vocab_size=32000,
-        lookup_params=32000 * 8192, n_params=68_976_648_192, max_context=4096,
+        unmultiplied_params=32000 * 8192 + (2 * 80 + 1) * 8192, n_params=68_976_648_192, max_context=4096,
         source="meta-llama/Llama-2-70b-hf config.json: 80 layers, hidden 8192, 64 heads, "
                "8 KV heads, intermediate 28672, vocab 32000, context 4096 (Touvron et al. 2023); GQA"),
     "llama-3-8b": dict(
         name="Llama 3 8B", n_layers=32, n_heads=32, kv_heads=8, head_dim=128,
         d_model=4096, ffn_width=14336, vocab_size=128256,
-        lookup_params=128256 * 4096, n_params=8_030_261_248, max_context=8192,
+        unmultiplied_params=128256 * 4096 + (2 * 32 + 1) * 4096, n_params=8_030_261_248, max_context=8192,
         source="meta-llama/Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 heads, "
                "8 KV heads, intermediate 14336, vocab 128256, context 8192; GQA"),
     "llama-3-70b": dict(
         name="Llama 3 70B", n_layers=80, n_heads=64, kv_heads=8, head_dim=128,
         d_model=8192, ffn_width=28672, vocab_size=128256,
-        lookup_params=128256 * 8192, n_params=70_553_706_496, max_context=8192,
+        unmultiplied_params=128256 * 8192 + (2 * 80 + 1) * 8192, n_params=70_553_706_496, max_context=8192,
         source="meta-llama/Meta-Llama-3-70B config.json: 80 layers, hidden 8192, 64 heads, "
                "8 KV heads, intermediate 28672, vocab 128256, context 8192; GQA"),
     "llama-3.1-405b": dict(
         name="Llama 3.1 405B", n_layers=126, n_heads=128, kv_heads=8, head_dim=128,
         d_model=16384, ffn_width=53248, vocab_size=128256,
-        lookup_params=128256 * 16384, n_params=405_853_388_800, max_context=131072,
+        unmultiplied_params=128256 * 16384 + (2 * 126 + 1) * 16384, n_params=405_853_388_800, max_context=131072,
         source="meta-llama/Llama-3.1-405B config.json: 126 layers, hidden 16384, 128 heads, "
                "8 KV heads, intermediate 53248, vocab 128256, context 131072 (Llama Team 2024); GQA"),
     "mistral-7b-v0.1": dict(
         name="Mistral 7B v0.1", n_layers=32, n_heads=32, kv_heads=8, head_dim=128, sliding_window=4096,
         d_model=4096, ffn_width=14336, vocab_size=32000,
-        lookup_params=32000 * 4096, n_params=7_241_732_096, max_context=32768,
+        unmultiplied_params=32000 * 4096 + (2 * 32 + 1) * 4096, n_params=7_241_732_096, max_context=32768,
         source="mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads, 8 KV heads, "
                "intermediate 14336, sliding_window 4096 on every layer, max_position_embeddings 32768 "
                "(Jiang et al. 2023); GQA. Later versions (v0.2+) dropped the window"),
     "mixtral-8x7b": dict(
         name="Mixtral 8×7B", n_layers=32, n_heads=32, kv_heads=8, head_dim=128,
         d_model=4096, ffn_width=28672, vocab_size=32000,
-        lookup_params=32000 * 4096, n_experts=8, experts_per_token=2,
-        n_params=46_702_792_704, active_params=12_879_925_248, max_context=32768,
+        n_experts=8, experts_per_token=2,
+        unmultiplied_params=32000 * 4096 + (2 * 32 + 1) * 4096, n_params=46_702_792_704, active_params=12_879_925_248, max_context=32768,
         source="mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads, 8 KV heads, "
                "8 experts of intermediate 14336, 2 per token, no sliding window, context 32768 "
                "(Jiang et al. 2024); GQA; all experts stay in memory, 2 run per token"),
     "qwen2.5-7b": dict(
         name="Qwen2.5 7B", n_layers=28, n_heads=28, kv_heads=4, head_dim=128,
         d_model=3584, ffn_width=18944, vocab_size=152064,
-        lookup_params=152064 * 3584, n_params=7_615_616_512, max_context=131072,
+        unmultiplied_params=152064 * 3584 + (2 * 28 + 1) * 3584 + 28 * (3584 + 2 * 512), n_params=7_615_616_512, max_context=131072,
         source="Qwen/Qwen2.5-7B config.json: 28 layers, hidden 3584, 28 heads, 4 KV heads, "
                "intermediate 18944, vocab 152064, q/k/v biases; 131072-token context per the model card "
                "(Qwen Team 2024); GQA"),
     "gemma-7b": dict(
         name="Gemma 7B", n_layers=28, n_heads=16, kv_heads=16, head_dim=256,
         d_model=3072, ffn_width=24576, vocab_size=256000,
-        n_params=8_537_680_896, max_context=8192,
+        unmultiplied_params=(2 * 28 + 1) * 3072, n_params=8_537_680_896, max_context=8192,
         source="google/gemma-7b config.json: 28 layers, hidden 3072, 16 heads, 16 KV heads, "
                "head_dim 256 (not 3072/16 = 192), vocab 256000, tied embeddings, context 8192 "
                "(Gemma Team 2024); MHA"),
     "gemma-2-9b": dict(
         name="Gemma 2 9B", n_layers=42, n_heads=16, kv_heads=8, head_dim=256,
         d_model=3584, ffn_width=14336, vocab_size=256000,
-        sliding_window=4096, window_layers=21, n_params=9_241_705_984, max_context=8192,
+        sliding_window=4096, window_layers=21, unmultiplied_params=(4 * 42 + 1) * 3584, n_params=9_241_705_984, max_context=8192,
         source="google/gemma-2-9b config.json: 42 layers, hidden 3584, 16 heads, 8 KV heads, "
                "head_dim 256, sliding_window 4096 on every other layer (21 local, 21 global), "
                "context 8192 (Gemma Team 2024); GQA"),
     "falcon-7b": dict(
         name="Falcon 7B", n_layers=32, n_heads=71, kv_heads=1, head_dim=64,
         d_model=4544, ffn_width=18176, vocab_size=65024,
-        n_params=6_921_720_704, max_context=2048,
+        unmultiplied_params=(32 + 1) * 2 * 4544, n_params=6_921_720_704, max_context=2048,
         source="tiiuae/falcon-7b config.json: 32 layers, hidden 4544, 71 heads, multi_query true "
                "(one K/V head), head_dim 64, vocab 65024, context 2048 (Almazrouei et al. 2023); MQA"),
     "deepseek-v3": dict(
         name="DeepSeek-V3", n_layers=61, n_heads=128, kv_heads=128, head_dim=128,
         d_model=7168, ffn_width=18432, vocab_size=129280,
         latent_dim=512, rope_dim=64,
-        lookup_params=129280 * 7168, qk_head_dim=128 + 64, n_experts=256, experts_per_token=8,
-        n_params=671_026_404_352, active_params=37_552_282_624, max_context=163840,
+        qk_head_dim=128 + 64, n_experts=256, experts_per_token=8,
+        unmultiplied_params=129280 * 7168 + 61 * (2 * 7168 + 1536 + 512) + 7168, n_params=671_026_404_352, active_params=37_552_282_624, max_context=163840,
         source="deepseek-ai/DeepSeek-V3 config.json: 61 layers, 128 heads, kv_lora_rank 512, "
                "qk_rope_head_dim 64, v_head_dim 128, max_position_embeddings 163840; the cache holds the "
                "512-wide latent plus one shared 64-wide RoPE key per token per layer (DeepSeek-AI 2024, "
@@ -123,14 +123,15 @@ PRESETS: dict[str, dict] = {
     "gemma-3-270m": dict(
         name="Gemma 3 270M", n_layers=18, n_heads=4, kv_heads=1, head_dim=256,
         d_model=640, ffn_width=2048, vocab_size=262144, sliding_window=512, window_layers=15,
-        n_params=268_098_176, max_context=32768,
+        unmultiplied_params=18 * (4 * 640 + 2 * 256) + 640, n_params=268_098_176, max_context=32768,
         source="google/gemma-3-270m config.json: 18 layers, hidden 640, 4 heads, 1 KV head, head_dim 256, "
                "sliding_window 512 on 5 of every 6 layers (15 local, 3 global), vocab 262144, tied embeddings, "
                "context 32768 (Gemma Team 2025); MQA"),
     "qwen3-30b-a3b": dict(
         name="Qwen3 30B-A3B", n_layers=48, n_heads=32, kv_heads=4, head_dim=128,
-        d_model=2048, ffn_width=8 * 768, vocab_size=151936, lookup_params=151936 * 2048,
+        d_model=2048, ffn_width=8 * 768, vocab_size=151936,
         n_experts=128, experts_per_token=8,
+        unmultiplied_params=151936 * 2048 + 48 * (2 * 2048 + 2 * 128) + 2048,
         n_params=30_532_122_624, active_params=3_353_032_704, max_context=40960,
         source="Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads, 4 KV heads, head_dim 128, "
                "128 experts of 768, 8 per token, context 40960 (Qwen Team 2025, '30.5B total, 3.3B activated'); GQA"),

@@ -77,34 +77,34 @@ def qk_norm_params(fields: Fields, traits: Traits, shape: Shape) -> int:
 
 def _embeddings(tally: params.Tally, fields: Fields, traits: Traits, shape: Shape) -> None:
     table = shape.vocab_size * shape.d_model
-    tally.add(table, lookup=not shape.tied)  # a tied table is also the output head: it is multiplied
+    tally.add(table, multiplied=shape.tied)  # a tied table is also the output head: it is multiplied
     if traits.learned_positions:
         if shape.max_context is None:
             fields.missing.append("max_position_embeddings")
             fields.check()
-        tally.add(shape.max_context * shape.d_model, lookup=True)
+        tally.add(shape.max_context * shape.d_model, multiplied=False)
     if traits.embedding_norm:
-        tally.add(params.norm(traits.norm, shape.d_model))
+        tally.add(params.norm(traits.norm, shape.d_model), multiplied=False)
 
 
 def _output(tally: params.Tally, traits: Traits, shape: Shape) -> None:
-    tally.add(params.norm(traits.norm, shape.d_model))
+    tally.add(params.norm(traits.norm, shape.d_model), multiplied=False)
     if not shape.tied:
-        tally.add(params.linear(shape.d_model, shape.vocab_size, traits.lm_head_bias))
-    elif traits.lm_head_bias:
-        tally.add(shape.vocab_size)
+        tally.add(shape.d_model * shape.vocab_size)
+    if traits.lm_head_bias:
+        tally.add(shape.vocab_size, multiplied=False)
 
 
 def _ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: int, gated: bool,
          bias: bool) -> int:
     """Adds one layer's FFN; returns the hidden width a token runs through."""
     if moe is None or not moe.layers[layer]:
-        tally.add(params.mlp(d, dense_width, gated=gated, bias=bias))
+        tally.biased(params.mlp(d, dense_width, gated=gated, bias=bias), params.mlp(d, dense_width, gated=gated, bias=False))
         return dense_width
     tally.add(params.linear(d, moe.n_experts))  # the router
-    tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)
+    tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)  # (no family has biases)
     if moe.shared_width:  # Qwen2-MoE: one shared expert and its sigmoid gate
-        tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=bias) + params.linear(d, 1))
+        tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=False) + params.linear(d, 1))
     return moe.used * moe.width + moe.shared_width
 
 
@@ -113,15 +113,16 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
     width, moe = ffn_width(fields, traits, model_type, shape.d_model), read_moe(fields, traits, shape.n_layers)
     fields.check()
     qkv_bias, mlp_bias = _bias(fields, traits.qkv_bias), _bias(fields, traits.mlp_bias)
-    layer_fixed = (norms_per_layer(fields, traits, model_type) * params.norm(traits.norm, shape.d_model)
-                   + params.attention(shape.d_model, shape.n_heads, shape.kv_heads, shape.head_dim,
-                                      qkv_bias=qkv_bias, out_bias=qkv_bias and traits.out_bias)
-                   + qk_norm_params(fields, traits, shape))
+    norms = norms_per_layer(fields, traits, model_type) * params.norm(traits.norm, shape.d_model) \
+        + qk_norm_params(fields, traits, shape)
+    attention = [params.attention(shape.d_model, shape.n_heads, shape.kv_heads, shape.head_dim, qkv_bias=b,
+                                  out_bias=b and traits.out_bias) for b in (qkv_bias, False)]
     tally = params.Tally()
     _embeddings(tally, fields, traits, shape)
     widths = []
     for layer in range(shape.n_layers):
-        tally.add(layer_fixed)
+        tally.add(norms, multiplied=False)
+        tally.biased(*attention)
         widths.append(_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias))
     _output(tally, traits, shape)
     n = shape.n_layers
@@ -130,7 +131,7 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
         model_type=model_type, architecture=architecture, n_layers=n, d_model=shape.d_model,
         vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
         head_dims=(shape.head_dim,) * n, windows=layer_windows(fields, traits.windows, n),
-        n_params=tally.total, active_params=tally.active, lookup_params=tally.lookup, ffn_width=max(widths),
+        n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied, ffn_width=max(widths),
         tied_embeddings=shape.tied, max_context=shape.max_context,
         n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
         shared_experts=int(bool(moe and moe.shared_width)), moe_layers=sum(moe.layers) if moe else 0,

@@ -18,16 +18,17 @@ from txviz.geometry.fields import Fields, architectures
 from txviz.geometry.geometry import Geometry
 
 
-def _attention(f: Fields, d: int, heads: int) -> tuple[int, dict]:
+def _attention(f: Fields, d: int, heads: int) -> tuple[int, int, dict]:
+    """(the projections' parameters, the latent RMSNorms', the widths)."""
     nope, rope, v = f.count("qk_nope_head_dim"), f.count("qk_rope_head_dim"), f.count("v_head_dim")
     latent, q_rank = f.count("kv_lora_rank"), f.optional("q_lora_rank")
     bias = f.flag("attention_bias", False)
     qk = nope + rope
     queries = (params.linear(d, heads * qk) if q_rank is None else
-               params.linear(d, q_rank, bias) + q_rank + params.linear(q_rank, heads * qk))
-    keys_values = params.linear(d, latent + rope, bias) + latent + params.linear(latent, heads * (nope + v))
+               params.linear(d, q_rank, bias) + params.linear(q_rank, heads * qk))
+    keys_values = params.linear(d, latent + rope, bias) + params.linear(latent, heads * (nope + v))
     total = queries + keys_values + params.linear(heads * v, d, bias)
-    return total, dict(latent_dim=latent, rope_dim=rope, qk_head_dim=qk, v_head_dim=v)
+    return total, latent + (q_rank or 0), dict(latent_dim=latent, rope_dim=rope, qk_head_dim=qk, v_head_dim=v)
 
 
 def _moe_layers(f: Fields, n_layers: int) -> tuple[bool, ...]:
@@ -40,7 +41,7 @@ def _moe_layers(f: Fields, n_layers: int) -> tuple[bool, ...]:
 def read_mla(f: Fields, model_type: str) -> Geometry:
     n, d = f.count("num_hidden_layers"), f.count("hidden_size")
     heads, vocab, dense = f.count("num_attention_heads"), f.count("vocab_size"), f.count("intermediate_size")
-    attention, dims = _attention(f, d, heads)
+    attention, norms, dims = _attention(f, d, heads)
     moe = _moe_layers(f, n)
     experts = f.count("n_routed_experts", default=0, minimum=0)
     used = f.count("num_experts_per_tok") if experts else 0
@@ -49,10 +50,11 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
     f.check()
     tied = f.flag("tie_word_embeddings", False)
     tally = params.Tally()
-    tally.add(vocab * d, lookup=not tied)
+    tally.add(vocab * d, multiplied=tied)
     widths = []
     for is_moe in moe:
-        tally.add(2 * d + attention)
+        tally.add(2 * d + norms, multiplied=False)
+        tally.add(attention)
         if is_moe:
             tally.add(experts * d + params.mlp(d, shared * width, gated=True, bias=False))  # router, shared
             tally.experts(experts, params.mlp(d, width, gated=True, bias=False), used)
@@ -60,11 +62,12 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
         else:
             tally.add(params.mlp(d, dense, gated=True, bias=False))
             widths.append(dense)
-    tally.add(d + (0 if tied else vocab * d))
+    tally.add(d, multiplied=False)
+    tally.add(0 if tied else vocab * d)
     return Geometry(
         model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n,
         d_model=d, vocab_size=vocab, n_heads=heads, kv_heads=(heads,) * n, head_dims=(dims["v_head_dim"],) * n,
-        windows=(None,) * n, n_params=tally.total, active_params=tally.active, lookup_params=tally.lookup,
+        windows=(None,) * n, n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
         ffn_width=max(widths), tied_embeddings=tied, max_context=f.optional("max_position_embeddings"),
         latent_dim=dims["latent_dim"], rope_dim=dims["rope_dim"], qk_head_dim=dims["qk_head_dim"],
         n_experts=experts, experts_per_token=used, shared_experts=shared, moe_layers=sum(moe),

@@ -31,16 +31,22 @@ def mlp(d_model: int, width: int, *, gated: bool, bias: bool) -> int:
 
 @dataclass
 class Tally:
-    """Running totals: all parameters, those one token runs through, and looked-up tables."""
+    """Running totals: all parameters, those one token runs through, and those no token multiplies as
+    a matrix (looked-up embedding tables, norm weights, biases: no matmul FLOPs)."""
 
     total: int = 0
     active: int = 0
-    lookup: int = 0
+    unmultiplied: int = 0
 
-    def add(self, count: int, *, active: bool = True, lookup: bool = False) -> None:
+    def add(self, count: int, *, active: bool = True, multiplied: bool = True) -> None:
         self.total += count
         self.active += count if active else 0
-        self.lookup += count if lookup else 0
+        self.unmultiplied += 0 if multiplied else count
+
+    def biased(self, with_bias: int, without_bias: int) -> None:
+        """A layer's matrices (multiplied) and its biases (not)."""
+        self.add(without_bias)
+        self.add(with_bias - without_bias, multiplied=False)
 
     def experts(self, count: int, each: int, used: int) -> None:
         """``count`` routed experts of ``each`` parameters, ``used`` of them run per token."""
