@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
 from txviz.analysis import tradeoff_tables as tables
 from txviz.analysis import tradeoffs as tr
+from txviz.analysis.memory import MemoryModel
 
 
 def attention_kinds(view: TradeoffsView) -> None:
@@ -21,6 +23,7 @@ def attention_kinds(view: TradeoffsView) -> None:
         st.dataframe(tables.attention_kind_rows(view.config, view.dtype_name), hide_index=True)
     except ValueError as error:
         st.info(str(error))
+    any_config()
     st.subheader("Measured in the zoo")
     rows = tr.zoo_rows(tr.ATTENTION_KINDS)
     zoo_table(rows, {"variant": "variant", "n_kv_heads": "KV heads", "kv_bytes_per_token": "KV bytes/token (fp32)",
@@ -41,3 +44,28 @@ def kv_noise(done: list[dict]) -> None:
                     key="to_kv_zoo")
     st.caption("Standard errors over the held-out windows the lab's evaluation scores (their mean is eval.json's "
                "val loss); the y-axis spans at least 5 % of the loss, so a 0.1 % difference looks like one.")
+
+
+def any_config() -> None:
+    """The same table for any causal LM's config.json (txviz.geometry reads it; no weights needed)."""
+    max_config = cache.limits().max_config_bytes
+    upload = st.file_uploader("…or for any model's config.json", type=["json"], key="to_kinds_upload",
+                              max_upload_size=max(1, -(-max_config // 2**20)),
+                              help="Any Hugging Face causal LM: the memory calculator on the KV cache page "
+                                   "takes the same files.")
+    if upload is None:
+        return
+    try:
+        model = MemoryModel.from_config_json(upload.getvalue(), upload.name)
+    except ValueError as error:
+        st.error(f"Could not read that config.json: {error}")
+        return
+    for assumption in model.assumptions:
+        st.warning(assumption)
+    st.caption(f"**{model.name}**: {model.kind}, {model.n_heads} query heads and {model.kv_heads} KV heads "
+               f"of {model.head_dim} on {model.n_layers} layers.")
+    try:
+        st.dataframe(tables.attention_kind_rows(model, "bf16"), hide_index=True)
+    except ValueError as error:  # MLA caches a latent: no per-head kinds to toggle
+        st.info(f"{error}: it keeps {model.latent_dim + model.rope_dim} numbers per token and layer.")
+

@@ -1,0 +1,45 @@
+"""The Tradeoffs page's MHA / GQA / MQA tab on any uploaded config.json (txviz.geometry): the three
+kinds' KV bytes for a model txviz cannot run, worked out by hand from its published config."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import published_geometry_configs as pub
+from tests.helpers import published_hf_configs as hf
+from tests.helpers.apptest import app_on, no_errors, page_path
+from txviz.loading.zoo import SHIPPED_ZOO
+
+
+def kinds_tab():
+    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300).run()
+    at.switch_page(page_path("tradeoffs")).run()
+    at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
+
+
+def upload(at, config: dict):
+    uploader = next(u for u in at.get("file_uploader") if u.key == "to_kinds_upload")
+    uploader.set_value(("config.json", json.dumps(config).encode(), "application/json")).run()
+    return at
+
+
+def kinds_table(at) -> dict[str, tuple[int, int]]:
+    frame = next(d.value for d in at.dataframe if "KV bytes/token (bf16)" in d.value.columns)
+    return {row["kind"]: (row["KV heads"], row["KV bytes/token (bf16)"]) for _, row in frame.iterrows()}
+
+
+def test_any_config_gets_the_three_kinds_and_mla_says_what_it_keeps():
+    at = upload(kinds_tab(), pub.GEMMA_3_270M)
+    no_errors(at)
+    assert kinds_table(at) == {"MHA": (4, 18 * 2 * 4 * 256 * 2), "GQA": (2, 18 * 2 * 2 * 256 * 2),
+                               "MQA": (1, 18 * 2 * 1 * 256 * 2)}
+    at = upload(at, pub.DEEPSEEK_V3)
+    no_errors(at)
+    assert any(f"keeps {512 + 64} numbers per token and layer" in i.value for i in at.info)
+    at = upload(at, {**hf.LLAMA_3_8B, "model_type": "acme_lm"})
+    no_errors(at)
+    assert any("'acme_lm' is not one txviz knows" in w.value for w in at.warning)
+    assert kinds_table(at)["GQA"] == (8, 32 * 2 * 8 * 128 * 2)
