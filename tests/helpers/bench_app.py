@@ -2,12 +2,19 @@
 
     python -m tests.helpers.bench_app            # a table with each target met or missed
     python -m tests.helpers.bench_app --json     # the raw figures
+    python -m tests.helpers.bench_app --long-tokens 1024 --baseline 298fdc4   # + 1024 tokens, + an old app
 
 Server side, through Streamlit's AppTest (the page script run in this process, no browser): a head or
 layer switch on a cached trace, and a new 64-token prompt to every figure of the Attention page. In a
 real browser (``streamlit run`` + headless chromium, the browser-test harness): process start to the
-first drawn figure with the weights already cached, a new 64-token prompt to every figure drawn, and a
-head switch to the redrawn heatmap. Medians over ``--repeats``; every sample is in the JSON.
+first drawn figure with the weights already cached, a new 64-token prompt to every figure drawn, a head
+switch through the Head box (a round trip: the page reruns) and in the head maps component (in the
+browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the click event to the frame
+after the repaint, measured by the page), and a layer switch (the slider's arrow key, a round trip);
+with ``--long-tokens N`` the same switches on an N-token prompt. ``--baseline REV`` runs the browser
+half a second time on the app of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/``
+exported to a temporary folder, the library from this tree), so before and after share one run and
+one load. Medians over ``--repeats``; every sample is in the JSON, with the load average.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = str(ROOT / "app" / "main.py")
 TEXT = (ROOT / "assets" / "texts" / "how_a_model_reads.txt").read_text(encoding="utf-8")
-TARGETS = {"server_head_switch_ms": 100.0, "server_prompt_64_s": 1.0, "browser_prompt_64_s": 1.0,
-           "browser_start_to_first_figure_s": 10.0}
+TARGETS = {"server_head_switch_ms": 100.0, "server_prompt_64_s": 1.0, "browser_prompt_64_s": 0.7,
+           "browser_start_to_first_figure_s": 10.0, "browser_head_switch_ms": 150.0, "browser_layer_switch_ms": 150.0,
+           "browser_head_switch_long_ms": 300.0, "browser_layer_switch_long_ms": 300.0}  # issue 14; long: 1024 tokens
+HEAD_MAPS = ".st-key-heatmap .txviz-head-maps"
 
 
 @functools.cache
@@ -43,7 +52,7 @@ def prompts_of(n_tokens: int, count: int) -> list[str]:
     tokenizer, _ = _tokenizer_and_config()
     prompts = []
     for i in range(count):
-        text = f"Note {i + 1}. " + TEXT[i * 40:]
+        text = f"Note {i + 1}. " + (TEXT * (1 + n_tokens // 600))[i * 40:]  # the text is ~1,000 tokens
         encoding = tokenizer.encode(text, bos="sink")
         cut = encoding.offsets[n_tokens - 1][1]  # the sink token adds one; the text keeps n - 1
         prompt = text[:cut]
@@ -99,70 +108,187 @@ def _check(at) -> None:
         raise RuntimeError(f"the page failed: {[e.value for e in [*at.exception, *at.error]]}")
 
 
-def browser_latency(repeats: int, n_tokens: int = 64) -> dict:
-    """Seconds seen in headless chromium against a ``streamlit run`` server started here."""
-    from tests.helpers.browser import CHART, ERROR, IDLE, chromium_browser, streamlit_server, wait_idle
+def _new_prompt(page, prompt: str, n_charts: int) -> float:
+    """Seconds from Ctrl+Enter in the prompt box to every figure of the page drawn."""
+    from tests.helpers.browser import CHART, IDLE, wait_idle
+
+    box = page.locator(".st-key-prompt textarea")
+    box.fill(prompt)
+    before = page.locator(".st-key-heatmap").inner_text()
+    started = time.perf_counter()
+    box.press("Control+Enter")
+    page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=before,
+                           timeout=600_000)  # the new prompt's map is drawn
+    page.wait_for_selector(IDLE, timeout=600_000)  # the script has sent everything
+    page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
+                           arg=[CHART, n_charts], timeout=60_000)
+    seconds = time.perf_counter() - started
+    wait_idle(page)
+    return seconds
+
+
+def _title_shows(page, pattern: str, arg: int) -> None:
+    """Wait until the map's title matches ``pattern`` % arg (a regular expression) and the map is drawn."""
+    from tests.helpers.browser import CHART
+
+    page.wait_for_function(f"n => new RegExp({pattern!r}.replace('%', n)).test("
+                           "document.querySelector('.st-key-heatmap')?.innerText ?? '')", arg=arg, timeout=120_000)
+    page.wait_for_selector(f".st-key-heatmap {CHART}")
+
+
+def _box_head_switch(page, head: int) -> float:
+    """Seconds from Enter in the Head box to the map of that head drawn (a round trip)."""
+    from tests.helpers.browser import wait_idle
+
+    box = page.locator(".st-key-head input")
+    box.fill(str(head))
+    started = time.perf_counter()
+    box.press("Enter")
+    _title_shows(page, ", head %([^0-9]|$)", head)  # the title's own head, not "KV head N" that it shares
+    seconds = time.perf_counter() - started
+    wait_idle(page)
+    return seconds
+
+
+def _component_head_switch(page, head: int) -> tuple[float, float]:
+    """(seconds seen from here, milliseconds the page measured from the click event to the frame after the
+    repaint) of a click on a head in the head maps component (no round trip)."""
+    started = time.perf_counter()
+    page.locator(f"{HEAD_MAPS} .txviz-head-bar button[data-head='{head}']").click()
+    page.wait_for_selector(f"{HEAD_MAPS}[data-head='{head}'][data-switch-ms]", timeout=60_000)
+    seconds = time.perf_counter() - started
+    painted_ms = float(page.locator(HEAD_MAPS).get_attribute("data-switch-ms"))
+    page.locator(HEAD_MAPS).evaluate("root => delete root.dataset.switchMs")
+    return seconds, painted_ms
+
+
+def _layer_switch(page, layer: int) -> float:
+    """Seconds from the layer slider's arrow key (one layer up) to that layer's map drawn (a round trip)."""
+    from tests.helpers.browser import wait_idle
+
+    thumb = page.locator(".st-key-layer input[type='range']")
+    thumb.focus()
+    started = time.perf_counter()
+    thumb.press("ArrowRight")
+    _title_shows(page, "Layer %,", layer)
+    seconds = time.perf_counter() - started
+    wait_idle(page)
+    return seconds
+
+
+def _switches(page, repeats: int, has_component: bool) -> dict:
+    """Head switches (the Head box, then the component) and layer switches on the prompt shown."""
+    config = _config()
+    heads = _cycle(config.n_heads, 2 * repeats)
+    samples = {"head_switch_s": [_box_head_switch(page, h) for h in heads]}
+    if has_component:  # the page's head is heads[-1]: start the component's cycle one further on
+        picked = [(heads[-1] + 1 + i) % config.n_heads for i in range(2 * repeats)]
+        measured = [_component_head_switch(page, h) for h in picked]
+        samples["in_browser_head_switch_s"] = [m[0] for m in measured]
+        samples["in_browser_head_switch_paint_ms"] = [m[1] for m in measured]
+    samples["layer_switch_s"] = [_layer_switch(page, layer) for layer in range(1, 1 + 2 * repeats)]
+    result = {"head_switch_ms": _median_ms(samples["head_switch_s"]),
+              "layer_switch_ms": _median_ms(samples["layer_switch_s"])}
+    if has_component:
+        result["in_browser_head_switch_ms"] = _median_ms(samples["in_browser_head_switch_s"])
+        result["in_browser_head_switch_paint_ms"] = round(statistics.median(samples["in_browser_head_switch_paint_ms"]), 1)
+    return result | {"samples": samples}
+
+
+def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_root: Path | None = None) -> dict:
+    """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
+    ``app_root``, default this tree)."""
+    from tests.helpers.browser import CHART, ERROR, chromium_browser, streamlit_server, wait_idle
 
     prompts = prompts_of(n_tokens, repeats)
     with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         started = time.perf_counter()
-        with streamlit_server() as url:
+        with streamlit_server(**({"app_root": app_root} if app_root else {})) as url:
             page.goto(url)
             page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=300_000)
             start_to_figure = time.perf_counter() - started
             wait_idle(page)
             n_charts = page.locator(CHART).count()
+            has_component = page.locator(HEAD_MAPS).count() > 0
 
-            prompt_times = []
-            for prompt in prompts:
-                box = page.locator(".st-key-prompt textarea")
-                box.fill(prompt)
-                before = page.locator(".st-key-heatmap").inner_text()
-                started = time.perf_counter()
-                box.press("Control+Enter")
-                page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=before,
-                                       timeout=120_000)  # the new prompt's map is drawn
-                page.wait_for_selector(IDLE, timeout=120_000)  # the script has sent everything
-                page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
-                                       arg=[CHART, n_charts], timeout=60_000)
-                prompt_times.append(time.perf_counter() - started)
+            prompt_times = [_new_prompt(page, prompt, n_charts) for prompt in prompts]
+            switches = _switches(page, repeats, has_component)
+            long = None
+            if long_tokens:
+                page.locator(".st-key-layer input[type='range']").focus()
+                for _ in range(2 * repeats):  # back to layer 0, as on the short prompt
+                    page.keyboard.press("ArrowLeft")
                 wait_idle(page)
-
-            head_times = []
-            for head in _cycle(_config().n_heads, 2 * repeats):
-                box = page.locator(".st-key-head input")
-                box.fill(str(head))
-                started = time.perf_counter()
-                box.press("Enter")
-                page.wait_for_function(  # the title's own head, not "KV head N" that it shares
-                    "h => new RegExp(', head ' + h + '([^0-9]|$)').test(document.querySelector('.st-key-heatmap')"
-                    "?.innerText ?? '')", arg=head, timeout=60_000)
-                page.wait_for_selector(f".st-key-heatmap {CHART}")
-                head_times.append(time.perf_counter() - started)
-                wait_idle(page)
+                long = {"tokens": long_tokens,
+                        "prompt_s": round(_new_prompt(page, prompts_of(long_tokens, 1)[0], n_charts), 3)}
+                long |= _switches(page, repeats, has_component)
             if page.locator(ERROR).count():
                 raise RuntimeError("the page shows an exception")
+    samples = switches.pop("samples")
     return {"start_to_first_figure_s": round(start_to_figure, 2), "figures": n_charts,
-            "prompt_64_s": round(statistics.median(prompt_times), 3),
-            "head_switch_ms": _median_ms(head_times),
-            "samples": {"prompt_64_s": prompt_times, "head_switch_s": head_times}}
+            "prompt_64_s": round(statistics.median(prompt_times), 3), **switches, "long": long,
+            "samples": {"prompt_64_s": prompt_times, **samples}}
 
 
-def run(repeats: int = 5, browser: bool = True) -> dict:
+def _export_app(revision: str, folder: Path) -> Path:
+    """The app of ``revision`` (app/, assets/, .streamlit/) exported into ``folder``; the library stays
+    this tree's (the installed txviz)."""
+    import subprocess
+    import tarfile
+    import io
+
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "app", "assets", ".streamlit"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: str | None = None) -> dict:
+    import tempfile
+
     import torch
 
     result = {"threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "repeats": repeats,
-              "server": server_latency(repeats)}
-    result["browser"] = browser_latency(repeats) if browser else None
+              "load_average": os.getloadavg(), "server": server_latency(repeats)}
+    result["browser"] = browser_latency(repeats, long_tokens=long_tokens) if browser else None
+    if browser and baseline:
+        with tempfile.TemporaryDirectory(prefix="txviz-baseline-") as folder:
+            result["baseline"] = {"revision": baseline, **browser_latency(
+                repeats, long_tokens=long_tokens, app_root=_export_app(baseline, Path(folder)))}
+    result["load_average_after"] = os.getloadavg()
     measured = {"server_head_switch_ms": result["server"]["head_switch_ms"],
                 "server_prompt_64_s": result["server"]["prompt_64_s"]}
     if result["browser"]:
-        measured |= {"browser_prompt_64_s": result["browser"]["prompt_64_s"],
-                     "browser_start_to_first_figure_s": result["browser"]["start_to_first_figure_s"]}
+        found = result["browser"]
+        measured |= {"browser_prompt_64_s": found["prompt_64_s"],
+                     "browser_start_to_first_figure_s": found["start_to_first_figure_s"],
+                     "browser_head_switch_ms": found.get("in_browser_head_switch_ms", found["head_switch_ms"]),
+                     "browser_layer_switch_ms": found["layer_switch_ms"]}
+        if found["long"]:
+            measured |= {"browser_head_switch_long_ms": found["long"].get("in_browser_head_switch_ms",
+                                                                          found["long"]["head_switch_ms"]),
+                         "browser_layer_switch_long_ms": found["long"]["layer_switch_ms"]}
     result["targets"] = {name: {"measured": value, "target": TARGETS[name], "met": value <= TARGETS[name]}
                          for name, value in measured.items()}
     return result
+
+
+def _browser_line(name: str, found: dict) -> str:
+    line = (f"{name}: start → first figure {found['start_to_first_figure_s']} s · new 64-token prompt → all "
+            f"{found['figures']} figures {found['prompt_64_s']} s · " + _switch_line(found))
+    if found["long"]:
+        line += f"\n  {found['long']['tokens']} tokens: prompt {found['long']['prompt_s']} s · " + _switch_line(found["long"])
+    return line
+
+
+def _switch_line(found: dict) -> str:
+    line = f"head switch (Head box, round trip) {found['head_switch_ms']} ms · layer switch {found['layer_switch_ms']} ms"
+    if "in_browser_head_switch_ms" in found:
+        line += (f" · head switch in the browser {found['in_browser_head_switch_ms']} ms "
+                 f"({found['in_browser_head_switch_paint_ms']} ms click → painted, measured by the page)")
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,19 +296,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--repeats", type=int, default=5, help="samples per interaction (default 5)")
     parser.add_argument("--no-browser", action="store_true", help="server side only (no chromium)")
+    parser.add_argument("--long-tokens", type=int, default=0,
+                        help="also switch heads and layers on a prompt of this many tokens (e.g. 1024)")
+    parser.add_argument("--baseline", metavar="REV", help="run the browser half on the app of git revision REV too")
     args = parser.parse_args(argv)
-    result = run(args.repeats, browser=not args.no_browser)
+    result = run(args.repeats, browser=not args.no_browser, long_tokens=args.long_tokens, baseline=args.baseline)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     server, browser = result["server"], result["browser"]
+    print(f"load average {' '.join(f'{v:.1f}' for v in result['load_average'])} before, "
+          f"{' '.join(f'{v:.1f}' for v in result['load_average_after'])} after")
     print(f"server (AppTest, page script): first run {server['first_run_s']} s · head switch "
           f"{server['head_switch_ms']} ms · layer switch {server['layer_switch_ms']} ms · new 64-token prompt "
           f"{server['prompt_64_s']} s")
     if browser:
-        print(f"browser (chromium): start → first figure {browser['start_to_first_figure_s']} s · new 64-token "
-              f"prompt → all {browser['figures']} figures {browser['prompt_64_s']} s · head switch "
-              f"{browser['head_switch_ms']} ms")
+        print(_browser_line("browser (chromium)", browser))
+    if result.get("baseline"):
+        print(_browser_line(f"baseline app {result['baseline']['revision']} (chromium)", result["baseline"]))
     for name, target in result["targets"].items():
         print(f"  {name}: {target['measured']} (target ≤ {target['target']}) {'met' if target['met'] else 'MISSED'}")
     return 0

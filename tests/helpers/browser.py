@@ -52,14 +52,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(env: dict | None = None, timeout: float = 120.0):
-    """Start ``streamlit run app/main.py`` on a free loopback port; yield its URL; stop it by its PID."""
+def streamlit_server(env: dict | None = None, timeout: float = 120.0, app_root: Path = ROOT):
+    """Start ``streamlit run app/main.py`` (of ``app_root``: another revision's app for a benchmark) on a
+    free loopback port; yield its URL; stop it by its PID."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), "--server.headless", "true",
+    command = [sys.executable, "-m", "streamlit", "run", str(app_root / "app" / "main.py"), "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
     log = open(os.environ.get("TXVIZ_SERVER_LOG", os.devnull), "w")
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log,
+    process = subprocess.Popen(command, cwd=app_root, env={**os.environ, **(env or {})}, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
     url = ServerURL(f"http://127.0.0.1:{port}")
     url.pid = process.pid

@@ -110,9 +110,9 @@ export default function (component) {
   if (state.mapsId !== data.maps_id) {  // new maps (a layer, prompt or sink change): decode once
     state.rowsOf = decodeMaps(data.maps, data.shape);
     state.mapsId = data.maps_id;
-    state.head = data.head;
-  } else if (state.serverHead !== data.head) {  // the page's head moved (the Head box, a grid click)
-    state.head = data.head;
+  }
+  if (state.serverHead !== data.head) {  // the page's head moved (the Head box, a grid click, a link)
+    state.head = data.head;  // otherwise the head picked here stays, on another layer too
   }
   state.serverHead = data.head;
   root.txvizData = data;
