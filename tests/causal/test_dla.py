@@ -45,3 +45,26 @@ def test_a_heads_dla_is_the_frozen_readout_of_what_zeroing_it_removes(variant):
     direct = float(frozen_norm(model.final_norm, final)(removed) @ (unembed[3] - unembed[7]))
     assert direct == pytest.approx(float(dla.heads[last, 1]), abs=1e-5)
     assert abs(direct) > 1e-4
+
+
+GEMMA_LIKE = {  # Gemma 2/3's pieces: the post-attention norm is the one that needs its own frozen scale
+    "gemma3": dict(n_kv_heads=1, head_dim=16, qk_norm=True, sandwich_norm=True, ffn="geglu", embed_scale=32 ** 0.5,
+                   query_scale=0.2, sliding_window=5, layer_types=("sliding", "full"), rope_local_theta=100.0),
+    "gemma2_capped": dict(n_kv_heads=2, sandwich_norm=True, ffn="geglu", attn_softcap=5.0, final_softcap=3.0,
+                          sliding_window=5, layer_types=("sliding", "full")),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(GEMMA_LIKE))
+def test_parts_sum_with_post_attention_norms_and_a_final_cap(variant):
+    model = random_decoder(tiny_config(**GEMMA_LIKE[variant]))
+    ids = random_ids(model.config, 12, seed=2)
+    dla = direct_logit_attribution(model, ids, 3, 7)
+    assert dla.parts_sum == pytest.approx(dla.total, abs=1e-4)
+    with torch.no_grad():
+        capped = float(logit_diff(model(ids), 3, 7)[0])
+    if model.config.final_softcap is None:
+        assert dla.total == pytest.approx(capped, abs=1e-6) and dla.capped_total is None
+    else:  # the parts add up to the difference before the cap; the model's own output is the capped one
+        assert dla.capped_total == pytest.approx(capped, abs=1e-6)
+        assert abs(dla.total) > abs(capped) and dla.total != pytest.approx(capped, abs=1e-3)

@@ -7,6 +7,12 @@ logit difference (U[answer] − U[wrong])·norm(x) splits into one term per part
 it exactly (Elhage et al. 2021, "A Mathematical Framework"; Wang et al. 2022, IOI §3.1; Nanda's
 TransformerLens ``logit_attribution``). Computed in float64. The constant parts (o_proj biases,
 LayerNorm's bias) are reported as ``bias``, zero for SmolLM2.
+
+Gemma 2/3 normalize the attention output again before it joins the residual (``post_attn_norm``): that
+norm is frozen the same way, at the scale of the layer's whole attention output, so each head's share
+still adds up exactly (the FFN's recorded output is already post-normed). A final logit soft-cap
+(Gemma 2) is not linear: the attribution is then of the logit difference *before* the cap, ``total``,
+and ``capped_total`` is what the model outputs.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class LogitAttribution:
     bias: float  # attention output biases and the final LayerNorm's bias
     heads: torch.Tensor  # (L, H)
     mlps: torch.Tensor  # (L,) the FFN (dense or MoE) of each layer
+    capped_total: float | None = None  # the difference after a final soft-cap, when the model has one
 
     @property
     def parts_sum(self) -> float:
@@ -43,6 +50,16 @@ def frozen_norm(norm, final: torch.Tensor):
         sigma = torch.sqrt(final.var(unbiased=False) + norm.eps)
         return lambda part: (part - part.mean(-1, keepdim=True)) / sigma * weight
     raise TypeError(f"no frozen form for {type(norm).__name__}")
+
+
+def _post_attention(layer, parts: torch.Tensor, bias: torch.Tensor | None):
+    """What happens to one part of a layer's attention output on its way into the residual: nothing, or
+    Gemma's post-attention norm frozen at the scale of the whole output (Σ parts + bias)."""
+    norm = layer.post_attn_norm
+    if not isinstance(norm, (RMSNorm, LayerNorm)):
+        return lambda part: part
+    whole = parts.sum(0) + (0 if bias is None else bias.detach().double())
+    return frozen_norm(norm, whole)
 
 
 def _head_parts(attn, head_out: torch.Tensor) -> torch.Tensor:
@@ -69,12 +86,23 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
 
     heads, mlps, bias = [], [], torch.zeros((), dtype=torch.float64)
     for i, layer in enumerate(model.layers):
-        heads.append(score(_head_parts(layer.attn, acts[i, "head_out"][0, :, -1])))
+        parts, o_bias = _head_parts(layer.attn, acts[i, "head_out"][0, :, -1]), layer.attn.o_proj.bias
+        post = _post_attention(layer, parts, o_bias)
+        heads.append(score(post(parts)))
         mlps.append(score(acts[i, "ffn_out"][0, -1]))
-        if layer.attn.o_proj.bias is not None:
-            bias = bias + score(layer.attn.o_proj.bias.detach())
+        if o_bias is not None:
+            bias = bias + score(post(o_bias.detach().double()))
     if getattr(model.final_norm, "bias", None) is not None:
         bias = bias + model.final_norm.bias.detach().double() @ direction
-    return LogitAttribution(total=float(logit_diff(logits, answer_id, wrong_id)[0]),
-                            embed=float(score(acts[0, "resid_pre"][0, -1])), bias=float(bias),
-                            heads=torch.stack(heads), mlps=torch.stack(mlps))
+    model_diff = float(logit_diff(logits, answer_id, wrong_id)[0])
+    capped = model.config.final_softcap is not None
+    total = float(_uncapped_diff(model, final, answer_id, wrong_id)) if capped else model_diff
+    return LogitAttribution(total=total, embed=float(score(acts[0, "resid_pre"][0, -1])), bias=float(bias),
+                            heads=torch.stack(heads), mlps=torch.stack(mlps),
+                            capped_total=model_diff if capped else None)
+
+
+def _uncapped_diff(model, final: torch.Tensor, answer_id: int, wrong_id: int) -> torch.Tensor:
+    """The logit difference before the final soft-cap, from the final residual (d,)."""
+    normed = model.final_norm(final.to(model.unembedding.dtype)[None])[0]
+    return (model.unembedding[answer_id] - model.unembedding[wrong_id]) @ normed
