@@ -99,10 +99,10 @@ def _ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: 
          bias: bool) -> int:
     """Adds one layer's FFN; returns the hidden width a token runs through."""
     if moe is None or not moe.layers[layer]:
-        tally.biased(params.mlp(d, dense_width, gated=gated, bias=bias), params.mlp(d, dense_width, gated=gated, bias=False))
+        tally.biased(*(params.mlp(d, dense_width, gated=gated, bias=b) for b in (bias, False)))
         return dense_width
     tally.add(params.linear(d, moe.n_experts))  # the router
-    tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)  # (no family has biases)
+    tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)  # no family biases them
     if moe.shared_width:  # Qwen2-MoE: one shared expert and its sigmoid gate
         tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=False) + params.linear(d, 1))
     return moe.used * moe.width + moe.shared_width
@@ -131,7 +131,8 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
         model_type=model_type, architecture=architecture, n_layers=n, d_model=shape.d_model,
         vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
         head_dims=(shape.head_dim,) * n, windows=layer_windows(fields, traits.windows, n),
-        n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied, ffn_width=max(widths),
+        n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
+        ffn_width=max(widths),
         tied_embeddings=shape.tied, max_context=shape.max_context,
         n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
         shared_experts=int(bool(moe and moe.shared_width)), moe_layers=sum(moe.layers) if moe else 0,

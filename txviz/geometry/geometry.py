@@ -26,7 +26,7 @@ class Geometry:
     windows: tuple[int | None, ...]  # per layer: tokens kept (None: all)
     n_params: int
     active_params: int  # per token: a MoE counts its router, top-k and shared experts
-    unmultiplied_params: int  # no matmul FLOPs: looked-up tables (untied input embeddings, learned positions), norms, biases
+    unmultiplied_params: int  # no matmul FLOPs: looked-up tables (untied input embeddings, positions), norms, biases
     ffn_width: int  # FFN hidden width one token runs through (a MoE: its active and shared experts')
     tied_embeddings: bool
     max_context: int | None = None

@@ -67,8 +67,9 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
     return Geometry(
         model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n,
         d_model=d, vocab_size=vocab, n_heads=heads, kv_heads=(heads,) * n, head_dims=(dims["v_head_dim"],) * n,
-        windows=(None,) * n, n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
-        ffn_width=max(widths), tied_embeddings=tied, max_context=f.optional("max_position_embeddings"),
+        windows=(None,) * n, n_params=tally.total, active_params=tally.active,
+        unmultiplied_params=tally.unmultiplied, ffn_width=max(widths), tied_embeddings=tied,
+        max_context=f.optional("max_position_embeddings"),
         latent_dim=dims["latent_dim"], rope_dim=dims["rope_dim"], qk_head_dim=dims["qk_head_dim"],
         n_experts=experts, experts_per_token=used, shared_experts=shared, moe_layers=sum(moe),
         notes=("multi-token-prediction layers not counted",) if f.raw.get("num_nextn_predict_layers") else ())
