@@ -49,7 +49,7 @@ def test_a_second_measure_of_the_same_pair_is_read_back(pair, tmp_path, monkeypa
     calls = count_patching(monkeypatch)
     first, first_steps = measure(model, clean, corrupt, margins=lambda: torch.zeros(2, 4))
     second, second_steps = measure(model, clean, corrupt, margins=lambda: torch.ones(2, 4))
-    assert len(calls) == 1 and len(list(tmp_path.glob("*.pt"))) == 1
+    assert len(calls) == 1 and len(list(tmp_path.glob("*.safetensors"))) == 1
     assert first_steps == second_steps == [(i, len(report.STEPS)) for i in range(len(report.STEPS) + 1)]
     for name in ("patching", "ablation", "attribution", "grid"):
         assert_close(second[name], first[name], rtol=0, atol=0)
@@ -67,7 +67,7 @@ def test_other_weights_prompts_or_options_are_measured_afresh(pair, tmp_path, mo
     assert not torch.equal(measure(other, clean, corrupt)[0]["patching"], measure(model, clean, corrupt)[0]["patching"])
     measure(model, clean, clean)
     measure(model, clean, corrupt, chunk_size=3)
-    assert len(calls) == 4 and len(list(tmp_path.glob("*.pt"))) == 4
+    assert len(calls) == 4 and len(list(tmp_path.glob("*.safetensors"))) == 4
 
 
 def test_without_the_variable_nothing_is_kept(pair, tmp_path, monkeypatch):

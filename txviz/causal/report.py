@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import torch
 
 from txviz.causal.attribution import agreement, attribution_patching
-from txviz.causal.dla import direct_logit_attribution
+from txviz.causal.dla import LogitAttribution, direct_logit_attribution
 from txviz.causal.margins import attention_margins
 from txviz.causal.metric import answer_tokens
 from txviz.causal.patching import DEFAULT_CHUNK, ablate_heads, check_same_length, clean_diff, patch_heads
@@ -59,16 +59,15 @@ def measure_pair(model, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, answ
     folder = os.environ.get(MEMO_ENV)
     if not folder:
         return _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
-    path = Path(folder) / f"{_memo_key(model, clean_ids, corrupt_ids, a, w, attribution, grid, chunk_size)}.pt"
+    path = Path(folder) / f"{_memo_key(model, clean_ids, corrupt_ids, a, w, attribution, grid, chunk_size)}.safetensors"
     with _exclusive(path.with_suffix(".lock")):  # a second process measuring the same pair waits, then reads
-        kept = torch.load(path, weights_only=False) if path.exists() else None
+        kept = _read_kept(path) if path.exists() else None
         if kept is not None:  # every step but the margins (one forward pass, given by the caller) is kept
             steps = {name: step if name == "margins" or step is None else (lambda v=kept[name]: v)
                      for name, step in steps.items()}
         results = _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
         if kept is None:
-            torch.save({k: v for k, v in results.items() if k != "margins"}, path.with_suffix(".tmp"))
-            os.replace(path.with_suffix(".tmp"), path)
+            _keep(results, path)
     return results
 
 
@@ -84,6 +83,31 @@ def _run_steps(steps: dict, corrupt_diff: Callable[[], float], progress) -> dict
 
 
 MEMO_ENV = "TXVIZ_CAUSAL_MEMO"  # a folder: measure_pair's results kept by input (see the module docstring)
+_KEPT = ("patching", "ablation", "attribution", "grid")  # tensors (or None); the DLA is kept part by part
+
+
+def _keep(results: dict, path: Path) -> None:
+    """The results as safetensors (tensors, and the DLA's three numbers as exact text), written whole."""
+    from safetensors.torch import save_file
+
+    dla = results["dla"]
+    tensors = {"dla.heads": dla.heads, "dla.mlps": dla.mlps,
+               **{name: results[name] for name in _KEPT if results[name] is not None}}
+    numbers = {f"dla.{name}": repr(float(getattr(dla, name))) for name in ("total", "embed", "bias")}
+    partial = path.with_suffix(".partial")
+    save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(partial), metadata=numbers)
+    os.replace(partial, path)
+
+
+def _read_kept(path: Path) -> dict:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as stored:
+        tensors = {name: stored.get_tensor(name) for name in stored.keys()}
+        numbers = {name: float(value) for name, value in stored.metadata().items()}
+    dla = LogitAttribution(total=numbers["dla.total"], embed=numbers["dla.embed"], bias=numbers["dla.bias"],
+                           heads=tensors["dla.heads"], mlps=tensors["dla.mlps"])
+    return {"dla": dla, **{name: tensors.get(name) for name in _KEPT}}
 
 
 @torch.no_grad()
