@@ -62,6 +62,8 @@ def _model_options() -> dict[str, str]:
 def _pick_model() -> None:
     options = _model_options()
     labels = list(options) + [CUSTOM]
+    if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
+        st.session_state["model"] = DEFAULT_SOURCE
     current = state.get("model")
     index = next((i for i, label in enumerate(labels) if options.get(label) == current), len(labels) - 1)
     choice = st.selectbox("Model", labels, index=index, key="model_choice",
