@@ -28,6 +28,8 @@ def expected_shapes(config, n_layers: int, t: int) -> dict[str, tuple[int, ...]]
                       expert_ids=(layer, 1, t, k), expert_gates=(layer, 1, t, k))
     if config.positions == "rope":
         shapes.update(rope_angles=(t, d // 2), rope_cos=(t, d), rope_sin=(t, d))
+    if config.positions == "rope" and config.rope_local_theta is not None and any(config.layer_windows):
+        shapes.update(rope_local_angles=(t, d // 2), rope_local_cos=(t, d), rope_local_sin=(t, d))
     if config.positions == "alibi":
         shapes["alibi_bias"] = (h, t, t)
     return shapes

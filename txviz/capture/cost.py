@@ -79,6 +79,7 @@ def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[st
     h, h_kv, d, width = c.n_heads, c.n_kv_heads, c.head_dim, c.d_model
     experts, top_k = (c.n_experts, c.top_k) if c.is_moe else (0, 0)  # no router captures without experts
     rope = c.positions == "rope"
+    local_rope = rope and c.rope_local_theta is not None and any(w is not None for w in c.layer_windows)
     return {
         "q": h * t * d * e, "q_rot": h * t * d * e, "k": h_kv * t * d * e, "k_rot": h_kv * t * d * e,
         "v": h_kv * t * d * e, "attn_logits": h * t * t * e, "attn_scores": h * t * t * e,
@@ -87,6 +88,8 @@ def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[st
         "router_logits": t * experts * e, "router_probs": t * experts * e, "expert_ids": t * top_k * 8,
         "expert_gates": t * top_k * e, "resid": (c.n_layers + 1) * t * width * e, "resid_norm": (c.n_layers + 1) * t * 4,
         "positions": t * 8, "rope_angles": rope * t * d // 2 * 4, "rope_cos": rope * t * d * e, "rope_sin": rope * t * d * e,
+        "rope_local_angles": local_rope * t * d // 2 * 4, "rope_local_cos": local_rope * t * d * e,
+        "rope_local_sin": local_rope * t * d * e,
         "alibi_bias": h * t * t * 4 if c.positions == "alibi" else 0, "logits": t * c.vocab_size * e,
     }
 

@@ -57,10 +57,15 @@ GLOBAL_CAPTURES = {
     "rope_angles": "RoPE angles m·θ_i actually used (T, D/2)",
     "rope_cos": "RoPE cos actually multiplied into q and k (T, D)",
     "rope_sin": "RoPE sin actually multiplied into q and k (T, D)",
+    "rope_local_angles": "RoPE angles m·θ_i of the sliding (local) layers where they have their own base "
+                         "(Gemma 3: rope_local_theta 1e4 beside 1e6 on the global layers) (T, D/2)",
+    "rope_local_cos": "RoPE cos multiplied into q and k on the sliding layers with their own base (T, D)",
+    "rope_local_sin": "RoPE sin multiplied into q and k on the sliding layers with their own base (T, D)",
     "alibi_bias": "ALiBi bias added to the scores (H, T, S)",
     "logits": "output logits (B, T, V)",
 }
 CAPTURES = {**LAYER_CAPTURES, **RESIDUAL_CAPTURES, **GLOBAL_CAPTURES}
+LOCAL_ROPE_CAPTURES = ("rope_local_angles", "rope_local_cos", "rope_local_sin")
 # Everything a long-context trace needs: all heads' summaries, and any map rebuildable on demand.
 SUMMARY_CAPTURE = ("head_summaries", "q_rot", "k_rot")
 
@@ -176,6 +181,17 @@ class Recorder:
         if "alibi_bias" in wanted and ctx.alibi is not None:
             self._globals["alibi_bias"] = _keep(ctx.alibi)
 
+    @property
+    def wants_local_rope(self) -> bool:
+        return bool(self.names & set(LOCAL_ROPE_CAPTURES))
+
+    def local_rope(self, ctx, positions) -> None:
+        """The RoPE tables of the sliding layers' own base: ``ctx`` is such a layer's AttentionContext.
+        The Decoder offers only the global kind's tables (``globals``); ``trace`` asks for these."""
+        if ctx.cos is not None:
+            self._globals.update(rope_local_angles=_keep(positions.angles(ctx.q_pos)),
+                                 rope_local_cos=_keep(ctx.cos), rope_local_sin=_keep(ctx.sin))
+
     def finish(self, ids: torch.Tensor, logits: torch.Tensor, recipe: AttentionRecipe | None = None) -> "Trace":
         for index, summaries in self._summaries.items():
             if summaries.rows is not None:
@@ -258,5 +274,26 @@ def trace(model, ids, capture: Iterable[str] = ("attn_probs",), *, layers: Itera
         recorder = Recorder(capture, layers, model.config.n_layers, ids=ids, maps=maps, progress=progress)
         # Logits of every position are (T, vocab): at 8192 tokens 1.6 GB; compute them only if kept.
         logits = model(ids, record=recorder, last_only="logits" not in capture)
+        if recorder.wants_local_rope:
+            _record_local_rope(model, recorder, ids)
     recipe = AttentionRecipe.of(model, torch.arange(ids.shape[1])) if {"q_rot", "k_rot"} <= set(capture) else None
     return recorder.finish(ids, logits, recipe)
+
+
+def local_rope_layer(model) -> int | None:
+    """The first sliding layer whose RoPE differs from the global layers' (its own base, as Gemma 3's
+    local layers), or None: then every layer rotates with the tables ``rope_angles`` records."""
+    kinds = getattr(model, "kind_positions", ())
+    for kind, positions in enumerate(kinds):
+        if positions is not model.positions and model.kind_windows[kind] is not None:
+            return model.kind_first_layer[kind]
+    return None
+
+
+def _record_local_rope(model, recorder: Recorder, ids: torch.Tensor) -> None:
+    layer = local_rope_layer(model)
+    if layer is None:
+        return  # one RoPE for every layer (or none): nothing local to record
+    q_pos = torch.arange(ids.shape[1], device=ids.device)  # a trace runs without a cache: positions 0..T-1
+    ctx = model.layer_context(layer, q_pos, q_pos, model.embed.weight.dtype)
+    recorder.local_rope(ctx, model.kind_positions[model.kind_of[layer]])
