@@ -1,0 +1,129 @@
+"""The real Gemma 3 270M GGUF against transformers loading the same file: the tokenizer on a varied text
+set, the config, and logits and every attention map (18 layers x 4 heads) on a prompt longer than the
+sliding window, so the window is in force on the local layers.
+
+Runs where the model is at hand: ``TXVIZ_GEMMA3_GGUF`` (a path to gemma-3-270m-q4_k_m.gguf), else the
+copy ``txviz fetch --model gemma3-270m`` put in the session's TXVIZ_HOME; skipped, saying so, otherwise.
+transformers needs ``accelerate`` to load a GGUF.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from txviz import Decoder  # noqa: E402
+from txviz.capture.trace import trace  # noqa: E402
+from txviz.loading.gguf import load_gguf  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+GEMMA3_ENV = "TXVIZ_GEMMA3_GGUF"
+WINDOW = 512
+TEXTS = ["Hello world", " leading space", "  two leading", "trailing  ", "x  5", "12345 + 678 = 13023", "3.14159",
+         "line one\nline two\n\n\nthree", "tabs\there\t\tand", "mixed \t \n  whitespace   runs    end",
+         "naïve café résumé", "emoji 😀👍🏽 family 👨‍👩‍👧", "日本語のテキストです。", "Привет, мир!", "مرحبا بالعالم",
+         "हिन्दी पाठ", "def f(x):\n    return x ** 2  # square\n", '<div class="a">hi</div>',
+         "<start_of_turn>user\nhi<end_of_turn>", "a<bos>b", "\u00a0nbsp and zero\u200bwidth", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math",
+         "\x04 control \x1d", "", " ", "\n", "The trophy didn't fit in the suitcase because it was too big.",
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ＡＢＣ full width", "🦙🦙🦙 rare emoji 𓀀",
+         "URL https://example.com/path?q=1&r=2", "snake_case_name camelCaseName", "$100,000.00 and 1e-5"]
+STORY = ("Once upon a time, in a small village at the edge of a great forest, there lived an old woodcutter and "
+         "his daughter. Every morning he walked into the forest with his axe, and every evening he came home. ")
+
+
+def gemma3_gguf() -> Path | None:
+    if os.environ.get(GEMMA3_ENV):
+        return Path(os.environ[GEMMA3_ENV]).expanduser()
+    from txviz.loading.fetch import cached_path, is_fetched
+
+    return cached_path("gemma3-270m") if is_fetched("gemma3-270m") else None
+
+
+@pytest.fixture(scope="module")
+def gguf_path() -> Path:
+    path = gemma3_gguf()
+    if path is None or not path.is_file():
+        pytest.skip(f"Gemma 3 270M is not fetched: run `txviz fetch --model gemma3-270m` in this TXVIZ_HOME, or "
+                    f"set {GEMMA3_ENV} to the path of gemma-3-270m-q4_k_m.gguf")
+    return path
+
+
+@pytest.fixture(scope="module")
+def loaded(gguf_path):
+    return load_gguf(gguf_path, device="cpu", dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def hf_model(gguf_path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
+                                                attn_implementation="eager", dtype=torch.float32).eval()
+
+
+def test_tokenizer_equals_transformers(gguf_path, loaded):
+    from transformers import AutoTokenizer
+
+    reference = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    ours = loaded.tokenizer
+    assert ours.vocab_size == len(reference) == 262144 and ours.adds_bos
+    for text in TEXTS:
+        ids = list(ours.encode(text).ids)
+        assert [ours.bos_id] + ids == reference(text).input_ids, text  # transformers adds BOS, as the file says
+        assert ours.decode(ids) == text, text
+
+
+def test_config_matches_transformers(loaded, hf_model):
+    config, hf = loaded.config, hf_model.config
+    assert (config.n_layers, config.n_heads, config.n_kv_heads, config.head_dim) == (18, 4, 1, 256)
+    assert config.layer_windows == tuple(WINDOW if kind == "sliding_attention" else None for kind in hf.layer_types)
+    rope = hf.rope_parameters
+    assert (config.rope_local_theta, config.rope_theta) == (rope["sliding_attention"]["rope_theta"],
+                                                            rope["full_attention"]["rope_theta"])
+    assert config.query_scale is None and hf.query_pre_attn_scalar == config.head_dim  # both: head_dim ** -0.5
+
+
+def story_ids(loaded, n_tokens: int) -> torch.Tensor:
+    tokenizer = loaded.tokenizer
+    ids = [tokenizer.bos_id] + list(tokenizer.encode(STORY * (n_tokens // 30 + 1)).ids)
+    return torch.tensor([ids[:n_tokens]])
+
+
+def test_logits_and_every_attention_map_match_transformers_past_the_window(loaded, hf_model):
+    ids = story_ids(loaded, WINDOW + 48)
+    tr = trace(loaded.model, ids, capture=["logits", "attn_probs"])
+    with torch.no_grad():
+        out = hf_model(ids, output_attentions=True)
+    expected_maps = torch.stack(out.attentions)  # (L, B, H, T, S)
+    assert tr["attn_probs"].shape == expected_maps.shape == (18, 1, 4, WINDOW + 48, WINDOW + 48)
+    print(f"max |Δ| logits {(tr['logits'] - out.logits).abs().max().item():.3g}, "
+          f"maps {(tr['attn_probs'] - expected_maps).abs().max().item():.3g}")
+    assert_close(tr["attn_probs"], expected_maps, rtol=0, atol=1e-5)
+    assert_close(tr["logits"], out.logits, rtol=0, atol=1e-4)
+    beyond = tr["attn_probs"][:, 0, :, -1, : ids.shape[1] - WINDOW].sum(dim=(-1, -2))  # last query, keys out of reach
+    for layer, window in enumerate(loaded.config.layer_windows):
+        assert (beyond[layer] == 0) if window else (beyond[layer] > 0), layer
+
+
+def test_norm_weights_are_stored_as_one_plus_w(loaded):
+    """llama.cpp writes Gemma's norms as 1 + w: used as they are the model predicts its text; adding the 1
+    again (as if the file held w) ruins it."""
+    ids = story_ids(loaded, 64)
+
+    def loss(model: Decoder) -> float:
+        with torch.no_grad():
+            logits = model(ids)
+        return torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:]).item()
+
+    state = loaded.model.state_dict()
+    plus_one = {k: v + 1 if k.endswith("norm.weight") else v for k, v in state.items()}
+    stored, again = loss(loaded.model), loss(Decoder.from_state_dict(loaded.config, plus_one))
+    assert again > stored + 5, (stored, again)
