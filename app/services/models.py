@@ -23,5 +23,10 @@ def load_model(source: str) -> LoadedModel:
 
 
 def display_name(loaded: LoadedModel) -> str:
-    """The file or directory name: GGUF ``general.name`` fields are often training-run labels."""
-    return Path(loaded.source).name or loaded.config.name
+    """A known model's own name (when it is its fetched file), else the file or directory
+    name: GGUF ``general.name`` fields are often training-run labels."""
+    source = Path(loaded.source)
+    for model in KNOWN_MODELS.values():
+        if source == fetch.cached_path(model):
+            return model.display_name
+    return source.name or loaded.config.name
