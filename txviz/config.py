@@ -12,6 +12,12 @@ QK-norm, the post-norms of Gemma 2/3 (``sandwich_norm``), GeGLU, an embedding sc
 (``query_pre_attn_scalar``) and tanh soft-capping of scores and logits (Gemma 2). Gemma's RMSNorm
 computes x·rsqrt(mean x²+eps)·(1 + w): the loaders fold the 1 into the weight at LOAD time (HF weights
 get +1 in fp32; GGUF files already store w + 1), so the decoder's one RMSNorm stays x·rsqrt(…)·w.
+
+BLOOM, MPT and GPT-NeoX are options too: a norm right after the embedding (``embed_norm``, BLOOM),
+LayerNorm without a bias (``norm_bias``, MPT), ALiBi slopes 2^(−max·h/n) with ``alibi_bias_max`` (8 in
+the paper and BLOOM; MPT makes it a setting), RoPE on only the first ``rotary_dims`` of each head
+(GPT-NeoX, Phi), and the parallel block x + Attn(Norm₁(x)) + FFN(Norm₂(x)) (``parallel_block``,
+GPT-NeoX's use_parallel_residual). Fused q/k/v weights are split by the loaders.
 """
 
 from __future__ import annotations
@@ -131,6 +137,11 @@ class ModelConfig:
     query_scale: float | None = None  # the scores' multiplier; None: head_dim**-0.5
     attn_softcap: float | None = None  # scores -> c·tanh(scores/c) before the mask (Gemma 2)
     final_softcap: float | None = None  # logits -> c·tanh(logits/c) (Gemma 2)
+    parallel_block: bool = False  # y = x + Attn(attn_norm(x)) + FFN(ffn_norm(x)) (GPT-NeoX, use_parallel_residual)
+    rotary_dims: int | None = None  # RoPE on the first rotary_dims of each head, rotate-half within them; None: all
+    embed_norm: bool = False  # the config's norm on the embeddings before the first block (BLOOM)
+    norm_bias: bool = True  # LayerNorm with a bias (MPT's has none); RMSNorm never has one
+    alibi_bias_max: float = 8.0  # ALiBi slopes 2^(-alibi_bias_max·h/n), h = 1..n (Press et al.: 8; MPT's setting)
     name: str = "model"  # shown in the UI; never branched on
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
@@ -184,7 +195,10 @@ class ModelConfig:
             raise ConfigError(f"sliding_window must be positive or None, got {self.sliding_window}")
         if not (math.isfinite(self.norm_eps) and self.norm_eps > 0):
             raise ConfigError(f"norm_eps must be > 0, got {self.norm_eps}")
-        for name in ("rope_local_theta", "query_scale", "attn_softcap", "final_softcap", "embed_scale"):
+        if self.rotary_dims is not None and not (0 < self.rotary_dims <= self.head_dim and self.rotary_dims % 2 == 0):
+            raise ConfigError(f"rotary_dims={self.rotary_dims} must be even and between 2 and head_dim={self.head_dim}")
+        for name in ("rope_local_theta", "query_scale", "attn_softcap", "final_softcap", "embed_scale",
+                     "alibi_bias_max"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be > 0 (or None where allowed), got {value}")
@@ -219,6 +233,11 @@ class ModelConfig:
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
+
+    @property
+    def rope_dims(self) -> int:
+        """How many dimensions of each head RoPE rotates: ``rotary_dims``, or all of head_dim."""
+        return self.head_dim if self.rotary_dims is None else self.rotary_dims
 
     def layer_window(self, i: int) -> int | None:
         """The attention window of layer ``i`` in tokens, None for full (global) attention."""

@@ -3,7 +3,8 @@
     loaded = load_hf_dir("models/SmolLM2-135M")     # LoadedModel, format "hf"
     config = read_hf_config("uploaded/config.json")   # ModelConfig only, no weights needed
 
-Supported: Llama, Mistral, Qwen2, Mixtral, GPT-2 and Gemma 1/2/3 (text) causal LMs (hf_config.SUPPORTED).
+Supported: Llama, Mistral, Qwen2, Mixtral, GPT-2, Gemma 1/2/3 (text), BLOOM, MPT, GPT-NeoX and Phi-3
+causal LMs (hf_config.SUPPORTED).
 The steps are
 plain: config.json → ModelConfig (hf_config.py); the tensors of ``model.safetensors`` or of every
 shard that ``model.safetensors.index.json`` lists; small named transforms and a name table

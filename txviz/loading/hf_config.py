@@ -35,6 +35,10 @@ SUPPORTED = {
     "gemma": "GemmaForCausalLM",
     "gemma2": "Gemma2ForCausalLM",
     "gemma3_text": "Gemma3ForCausalLM",
+    "bloom": "BloomForCausalLM",
+    "mpt": "MptForCausalLM",
+    "gpt_neox": "GPTNeoXForCausalLM",
+    "phi3": "Phi3ForCausalLM",
 }
 
 
@@ -120,8 +124,28 @@ ROPE_TYPES: dict[str, Callable[[dict, int], RopeScaling]] = {
 }
 
 
-def read_rope(raw: dict, max_len: int) -> tuple[float, RopeScaling]:
-    """(rope_theta, RopeScaling) from either spelling; ``raw`` already carries the class defaults."""
+def partial_rotary_factor(raw: dict) -> float:
+    """The share of each head RoPE rotates: ``partial_rotary_factor`` in the rope parameters or at the
+    top level (GPT-NeoX's ``rotary_pct`` is read by its own reader), 1 if unset."""
+    params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
+    given = params.get("partial_rotary_factor") if isinstance(params, dict) else None
+    if given is None:
+        given = raw.get("partial_rotary_factor", 1.0)
+    value = _positive({"partial_rotary_factor": given}, "partial_rotary_factor")
+    if value > 1:
+        raise ModelLoadError(f"config.json: partial_rotary_factor must be at most 1, got {value}")
+    return value
+
+
+def rotary_dims(raw: dict, head_dim: int) -> int | None:
+    """RoPE's dimensions per head as transformers computes them (int(head_dim·factor)); None for all."""
+    dims = int(head_dim * partial_rotary_factor(raw))
+    return None if dims == head_dim else dims
+
+
+def read_rope(raw: dict, max_len: int, partial_ok: bool = False) -> tuple[float, RopeScaling]:
+    """(rope_theta, RopeScaling) from either spelling; ``raw`` already carries the class defaults. A
+    partial rotary factor is refused unless the caller reads it (``partial_ok``, see rotary_dims)."""
     params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
     if not isinstance(params, dict):
         raise ModelLoadError(f"config.json: rope parameters must be an object, got {params!r}")
@@ -130,7 +154,7 @@ def read_rope(raw: dict, max_len: int) -> tuple[float, RopeScaling]:
     if kind not in ROPE_TYPES:
         raise ModelLoadError(f"config.json: rope type {kind!r} is not supported; "
                              f"supported: {sorted(ROPE_TYPES)}")
-    if params.get("partial_rotary_factor", raw.get("partial_rotary_factor", 1.0)) != 1.0:
+    if not partial_ok and params.get("partial_rotary_factor", raw.get("partial_rotary_factor", 1.0)) != 1.0:
         raise ModelLoadError("config.json: partial_rotary_factor != 1 (RoPE on part of each head) is not supported")
     return _positive(params, "rope_theta"), ROPE_TYPES[kind](params, max_len)
 
@@ -151,13 +175,14 @@ GPT2_DEFAULTS = {"n_positions": 1024, "n_inner": None, "layer_norm_epsilon": 1e-
 GELU_FORMS = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "none"}
 
 
-def _llama_fields(raw: dict) -> dict[str, Any]:
-    """Llama and the families built on it: RMSNorm, SwiGLU, RoPE, optional biases and head_dim."""
+def _llama_fields(raw: dict, partial_ok: bool = False) -> dict[str, Any]:
+    """Llama and the families built on it: RMSNorm, SwiGLU, RoPE, optional biases and head_dim (a
+    partial rotary factor refused unless the caller reads it: ``partial_ok``)."""
     if raw["hidden_act"] not in ("silu", "swish"):
         raise ModelLoadError(f"config.json: hidden_act {raw['hidden_act']!r} is not supported; the "
                              "SwiGLU FFN uses silu")
     max_len = _count(raw, "max_position_embeddings")
-    theta, scaling = read_rope(raw, max_len)
+    theta, scaling = read_rope(raw, max_len, partial_ok)
     n_heads = _count(raw, "num_attention_heads")
     bias = _flag(raw, "attention_bias")
     return dict(vocab_size=_count(raw, "vocab_size"), d_model=_count(raw, "hidden_size"),
@@ -320,10 +345,111 @@ def gemma3_text_config(raw: dict) -> dict[str, Any]:
             "final_softcap": _gemma_optional(raw, "final_logit_softcapping")}
 
 
+# ---- ALiBi and parallel-block families -----------------------------------------------------------
+# BLOOM (BigScience 2022): ALiBi, a LayerNorm on the embeddings, biases everywhere, 4d GELU (tanh) MLP,
+# fused per-head q/k/v. It has no position limit; txviz's context is its training ``seq_length``.
+BLOOM_DEFAULTS = {"layer_norm_epsilon": 1e-5, "tie_word_embeddings": True, "seq_length": 2048,
+                  "apply_residual_connection_post_layernorm": False, "pretraining_tp": 1, "slow_but_exact": False}
+# MPT (MosaicML 2023): ALiBi, LayerNorm without bias, no biases at all, 4d exact-GELU MLP, fused q/k/v.
+MPT_DEFAULTS = {"layer_norm_epsilon": 1e-5, "tie_word_embeddings": True, "max_seq_len": 2048, "no_bias": True,
+                "expansion_ratio": 4, "logit_scale": None}
+MPT_ATTN_DEFAULTS = {"attn_type": "multihead_attention", "clip_qkv": None, "softmax_scale": None,
+                     "prefix_lm": False, "qk_ln": False, "alibi": True, "alibi_bias_max": 8,
+                     "attn_uses_sequence_id": False}
+# GPT-NeoX (Black et al. 2022): partial rotary (rotary_pct of each head), parallel attention + MLP by
+# default, biases (attention_bias on q/k/v and the output), fused per-head q/k/v, untied output.
+NEOX_DEFAULTS = {"layer_norm_eps": 1e-5, "max_position_embeddings": 2048, "tie_word_embeddings": False,
+                 "use_parallel_residual": True, "attention_bias": True, "hidden_act": "gelu",
+                 "rotary_pct": 0.25, "rotary_emb_base": 10000.0}
+PHI3_DEFAULTS = {**LLAMA_DEFAULTS, "rms_norm_eps": 1e-5, "max_position_embeddings": 4096, "sliding_window": None}
+
+
+def bloom_config(raw: dict) -> dict[str, Any]:
+    raw = _with_defaults(raw, BLOOM_DEFAULTS)
+    if _flag(raw, "apply_residual_connection_post_layernorm"):
+        raise ModelLoadError("config.json: apply_residual_connection_post_layernorm (the residual taken after "
+                             "the norm) is not supported")
+    if raw["pretraining_tp"] != 1 and raw["slow_but_exact"]:
+        raise ModelLoadError("config.json: slow_but_exact tensor-parallel sums are not supported")
+    d_model = _count(raw, "hidden_size") if raw.get("hidden_size") is not None else _count(raw, "n_embed")
+    return dict(vocab_size=_count(raw, "vocab_size"), d_model=d_model, n_layers=_count(raw, "n_layer"),
+                n_heads=_count(raw, "n_head"), ffn_hidden=4 * d_model, norm="layernorm",
+                norm_eps=_positive(raw, "layer_norm_epsilon"), ffn="gelu_mlp", gelu_approximate="tanh",
+                positions="alibi", max_seq_len=_count(raw, "seq_length"), embed_norm=True,
+                tie_embeddings=_flag(raw, "tie_word_embeddings"), qkv_bias=True, out_bias=True, mlp_bias=True)
+
+
+def _mpt_attention(raw: dict) -> dict:
+    attn = raw.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise ModelLoadError(f"config.json: attn_config must be an object, got {str(attn)[:80]!r}")
+    attn = _with_defaults(attn, MPT_ATTN_DEFAULTS)
+    unsupported = {"attn_type": attn["attn_type"] != "multihead_attention", "clip_qkv": bool(attn["clip_qkv"]),
+                   "prefix_lm": bool(attn["prefix_lm"]), "qk_ln": bool(attn["qk_ln"]), "alibi=false": not attn["alibi"],
+                   "attn_uses_sequence_id": bool(attn["attn_uses_sequence_id"])}
+    named = [name for name, present in unsupported.items() if present]
+    if named:
+        raise ModelLoadError(f"config.json: MPT attention with {', '.join(named)} is not supported")
+    return attn
+
+
+def mpt_config(raw: dict) -> dict[str, Any]:
+    """transformers' MPT builds its MLP 4·d wide and its ALiBi with max 8 whatever the config says; the
+    expansion ratio and alibi_bias_max are read as written (the checkpoint's shapes check the first)."""
+    raw = _with_defaults(raw, MPT_DEFAULTS)
+    attn = _mpt_attention(raw)
+    if not _flag(raw, "no_bias") or raw["logit_scale"] is not None:
+        raise ModelLoadError("config.json: MPT with biases (no_bias false) or a logit_scale is not supported")
+    d_model = _count(raw, "d_model")
+    scale = None if attn["softmax_scale"] is None else _positive(attn, "softmax_scale")
+    return dict(vocab_size=_count(raw, "vocab_size"), d_model=d_model, n_layers=_count(raw, "n_layers"),
+                n_heads=_count(raw, "n_heads"), ffn_hidden=_count(raw, "expansion_ratio") * d_model,
+                norm="layernorm", norm_bias=False, norm_eps=_positive(raw, "layer_norm_epsilon"), ffn="gelu_mlp",
+                gelu_approximate="none", positions="alibi", alibi_bias_max=_positive(attn, "alibi_bias_max"),
+                query_scale=scale, max_seq_len=_count(raw, "max_seq_len"),
+                tie_embeddings=_flag(raw, "tie_word_embeddings"))
+
+
+def gpt_neox_config(raw: dict) -> dict[str, Any]:
+    """RoPE's share of each head is ``partial_rotary_factor`` in the rope parameters, else ``rotary_pct``
+    (transformers' GPTNeoXConfig), its base ``rope_theta`` there, else ``rotary_emb_base``."""
+    raw = _with_defaults(raw, NEOX_DEFAULTS)
+    if raw["hidden_act"] not in GELU_FORMS:
+        raise ModelLoadError(f"config.json: hidden_act {raw['hidden_act']!r} is not supported; "
+                             f"supported: {sorted(GELU_FORMS)}")
+    params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
+    params = {"rope_theta": raw["rotary_emb_base"], "partial_rotary_factor": raw["rotary_pct"],
+              **(params if isinstance(params, dict) else {"invalid": params})}
+    if "invalid" in params:
+        raise ModelLoadError(f"config.json: rope parameters must be an object, got {params['invalid']!r}")
+    max_len = _count(raw, "max_position_embeddings")
+    theta, scaling = read_rope({"rope_parameters": params}, max_len, partial_ok=True)
+    d_model, n_heads = _count(raw, "hidden_size"), _count(raw, "num_attention_heads")
+    bias = _flag(raw, "attention_bias")
+    return dict(vocab_size=_count(raw, "vocab_size"), d_model=d_model, n_layers=_count(raw, "num_hidden_layers"),
+                n_heads=n_heads, ffn_hidden=_count(raw, "intermediate_size"), norm="layernorm",
+                norm_eps=_positive(raw, "layer_norm_eps"), ffn="gelu_mlp", gelu_approximate=GELU_FORMS[raw["hidden_act"]],
+                positions="rope", rope_theta=theta, rope_scaling=scaling,
+                rotary_dims=rotary_dims({"rope_parameters": params}, d_model // n_heads),
+                parallel_block=_flag(raw, "use_parallel_residual"), max_seq_len=max_len,
+                tie_embeddings=_flag(raw, "tie_word_embeddings"), qkv_bias=bias, out_bias=bias, mlp_bias=True)
+
+
+def phi3_config(raw: dict) -> dict[str, Any]:
+    """Phi-3 (Abdin et al. 2024): Llama with fused q/k/v and gate/up weights (split by the loader),
+    an optional window on every layer and partial rotary (Phi-4-mini). LongRoPE is not supported."""
+    raw = _with_defaults(raw, PHI3_DEFAULTS)
+    fields = _llama_fields({**raw, "attention_bias": False, "mlp_bias": False}, partial_ok=True)
+    head_dim = fields["head_dim"] or fields["d_model"] // fields["n_heads"]
+    window = _count(raw, "sliding_window") if raw.get("sliding_window") is not None else None
+    return {**fields, "rotary_dims": rotary_dims(raw, head_dim), "sliding_window": window}
+
+
 CONFIG_READERS: dict[str, Callable[[dict], dict[str, Any]]] = {
     "llama": llama_config, "mistral": mistral_config, "qwen2": qwen2_config,
     "mixtral": mixtral_config, "gpt2": gpt2_config,
     "gemma": gemma_config, "gemma2": gemma2_config, "gemma3_text": gemma3_text_config,
+    "bloom": bloom_config, "mpt": mpt_config, "gpt_neox": gpt_neox_config, "phi3": phi3_config,
 }
 
 

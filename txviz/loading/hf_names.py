@@ -73,6 +73,49 @@ GPT2_NAMES = {
     "transformer.h.{i}.mlp.c_proj.{p}": "layers.{i}.ffn.down_proj.{p}",
 }
 
+BLOOM_NAMES = {
+    "transformer.word_embeddings.weight": "embed.weight",
+    "transformer.word_embeddings_layernorm.{p}": "embed_norm.{p}",
+    "transformer.ln_f.{p}": "final_norm.{p}",
+    "lm_head.weight": "lm_head.weight",
+    "transformer.h.{i}.input_layernorm.{p}": "layers.{i}.attn_norm.{p}",
+    "transformer.h.{i}.post_attention_layernorm.{p}": "layers.{i}.ffn_norm.{p}",
+    "transformer.h.{i}.self_attention.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",  # split_per_head_qkv
+    "transformer.h.{i}.self_attention.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
+    "transformer.h.{i}.self_attention.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
+    "transformer.h.{i}.self_attention.dense.{p}": "layers.{i}.attn.o_proj.{p}",
+    "transformer.h.{i}.mlp.dense_h_to_4h.{p}": "layers.{i}.ffn.up_proj.{p}",
+    "transformer.h.{i}.mlp.dense_4h_to_h.{p}": "layers.{i}.ffn.down_proj.{p}",
+}
+
+MPT_NAMES = {
+    "transformer.wte.weight": "embed.weight",
+    "transformer.norm_f.weight": "final_norm.weight",
+    "lm_head.weight": "lm_head.weight",
+    "transformer.blocks.{i}.norm_1.weight": "layers.{i}.attn_norm.weight",
+    "transformer.blocks.{i}.norm_2.weight": "layers.{i}.ffn_norm.weight",
+    "transformer.blocks.{i}.attn.q_proj.weight": "layers.{i}.attn.q_proj.weight",  # split_stacked_qkv
+    "transformer.blocks.{i}.attn.k_proj.weight": "layers.{i}.attn.k_proj.weight",
+    "transformer.blocks.{i}.attn.v_proj.weight": "layers.{i}.attn.v_proj.weight",
+    "transformer.blocks.{i}.attn.out_proj.weight": "layers.{i}.attn.o_proj.weight",
+    "transformer.blocks.{i}.ffn.up_proj.weight": "layers.{i}.ffn.up_proj.weight",
+    "transformer.blocks.{i}.ffn.down_proj.weight": "layers.{i}.ffn.down_proj.weight",
+}
+
+GPT_NEOX_NAMES = {
+    "gpt_neox.embed_in.weight": "embed.weight",
+    "gpt_neox.final_layer_norm.{p}": "final_norm.{p}",
+    "embed_out.weight": "lm_head.weight",  # published checkpoints; transformers 5 saves lm_head
+    "lm_head.weight": "lm_head.weight",
+    "gpt_neox.layers.{i}.input_layernorm.{p}": "layers.{i}.attn_norm.{p}",
+    "gpt_neox.layers.{i}.post_attention_layernorm.{p}": "layers.{i}.ffn_norm.{p}",
+    "gpt_neox.layers.{i}.attention.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",  # split_per_head_qkv
+    "gpt_neox.layers.{i}.attention.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
+    "gpt_neox.layers.{i}.attention.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
+    "gpt_neox.layers.{i}.attention.dense.{p}": "layers.{i}.attn.o_proj.{p}",
+    "gpt_neox.layers.{i}.mlp.dense_h_to_4h.{p}": "layers.{i}.ffn.up_proj.{p}",
+    "gpt_neox.layers.{i}.mlp.dense_4h_to_h.{p}": "layers.{i}.ffn.down_proj.{p}",
+}
 
 # ---- transforms: every supported layout → the family's classic one ---------------------------
 def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
@@ -81,7 +124,8 @@ def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
     head = tensors.get("lm_head.weight")
     if not config.tie_embeddings or head is None:
         return tensors
-    embedding = next((t for name, t in tensors.items() if name.endswith(("embed_tokens.weight", "wte.weight"))), None)
+    embeddings = ("embed_tokens.weight", "wte.weight", "word_embeddings.weight", "embed_in.weight")
+    embedding = next((t for name, t in tensors.items() if name.endswith(embeddings)), None)
     if embedding is None:  # from_state_dict will name what is missing
         return tensors
     if not torch.equal(head, embedding):
@@ -160,6 +204,65 @@ def split_fused_qkv(tensors: Tensors, config: ModelConfig) -> Tensors:
     return out
 
 
+def _renamed_parts(name: str, fused: str, parts: tuple[str, ...]) -> list[str]:
+    return [name.replace(f".{fused}.", f".{part}.") for part in parts]
+
+
+def split_per_head_qkv(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """BLOOM's and GPT-NeoX's ``query_key_value`` (3·H·D rows) hold, head after head, that head's q, k
+    and v rows (their ``view(…, H, 3, D)``): regroup them into q_proj, k_proj and v_proj."""
+    out: Tensors = {}
+    h, d = config.n_heads, config.head_dim
+    for name, tensor in tensors.items():
+        if ".query_key_value." not in name:
+            out[name] = tensor
+            continue
+        if tensor.shape[0] != 3 * h * d:
+            raise ModelLoadError(f"{name}: shape {tuple(tensor.shape)} does not match config.json's "
+                                 f"fused q/k/v of {3 * h * d} rows")
+        per_head = tensor.reshape(h, 3, d, *tensor.shape[1:])  # (H, 3, D[, d_model])
+        for part, target in enumerate(_renamed_parts(name, "query_key_value", ("q_proj", "k_proj", "v_proj"))):
+            out[target] = per_head[:, part].reshape(h * d, *tensor.shape[1:])
+    return out
+
+
+def split_stacked_qkv(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """MPT's ``Wqkv`` and Phi-3's ``qkv_proj`` stack all q rows, then all k rows, then all v rows."""
+    out: Tensors = {}
+    q_rows, kv_rows = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
+    for name, tensor in tensors.items():
+        fused = next((f for f in ("Wqkv", "qkv_proj") if f".{f}." in name), None)
+        if fused is None:
+            out[name] = tensor
+            continue
+        if tensor.shape[0] != q_rows + 2 * kv_rows:
+            raise ModelLoadError(f"{name}: shape {tuple(tensor.shape)} does not match config.json's "
+                                 f"fused q/k/v of {q_rows + 2 * kv_rows} rows")
+        chunks = tensor.split((q_rows, kv_rows, kv_rows), dim=0)
+        out.update(zip(_renamed_parts(name, fused, ("q_proj", "k_proj", "v_proj")), chunks))
+    return out
+
+
+def split_gate_up(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """Phi-3's ``gate_up_proj`` (2F rows) is the gate's rows, then the up projection's."""
+    out: Tensors = {}
+    for name, tensor in tensors.items():
+        if ".gate_up_proj." not in name:
+            out[name] = tensor
+            continue
+        if tensor.shape[0] != 2 * config.ffn_hidden:
+            raise ModelLoadError(f"{name}: shape {tuple(tensor.shape)} does not match config.json's "
+                                 f"fused gate/up of {2 * config.ffn_hidden} rows")
+        out.update(zip(_renamed_parts(name, "gate_up_proj", ("gate_proj", "up_proj")), tensor.chunk(2, dim=0)))
+    return out
+
+
+def drop_neox_buffers(tensors: Tensors, config: ModelConfig) -> Tensors:
+    """Old GPT-NeoX checkpoints store the causal mask and RoPE's frequencies: not weights."""
+    buffers = (".attention.bias", ".attention.masked_bias", "rotary_emb.inv_freq")
+    return {name: t for name, t in tensors.items() if not name.endswith(buffers)}
+
+
 def fold_gemma_norms(tensors: Tensors, config: ModelConfig) -> Tensors:
     """Gemma's RMSNorm computes norm(x)·(1 + w) in fp32 (transformers' GemmaRMSNorm); store 1 + w, computed
     in fp32 as there, so the plain RMSNorm's norm(x)·w is the same product (bit-identical in fp32)."""
@@ -178,6 +281,10 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "gemma3_text": ((drop_tied_lm_head, fold_gemma_norms), GEMMA3_NAMES),
     "gpt2": ((add_transformer_prefix, drop_attention_mask_buffers, drop_tied_lm_head, conv1d_to_linear,
               split_fused_qkv), GPT2_NAMES),
+    "bloom": ((add_transformer_prefix, drop_tied_lm_head, split_per_head_qkv), BLOOM_NAMES),
+    "mpt": ((drop_tied_lm_head, split_stacked_qkv), MPT_NAMES),
+    "gpt_neox": ((drop_neox_buffers, drop_tied_lm_head, split_per_head_qkv), GPT_NEOX_NAMES),
+    "phi3": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_qkv, split_gate_up), LLAMA_NAMES),
 }
 
 

@@ -28,21 +28,22 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    """(x − mean) / sqrt(var + eps) · w + b, as in GPT-2."""
+    """(x − mean) / sqrt(var + eps) · w + b, as in GPT-2; without b where ``bias`` is False (MPT)."""
 
-    def __init__(self, dim: int, eps: float):
+    def __init__(self, dim: int, eps: float, bias: bool = True):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
-        self.bias = nn.Parameter(torch.zeros(dim))
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
 def make_norm(config: ModelConfig) -> nn.Module:
-    cls = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}[config.norm]
-    return cls(config.d_model, config.norm_eps)
+    if config.norm == "layernorm":
+        return LayerNorm(config.d_model, config.norm_eps, config.norm_bias)
+    return RMSNorm(config.d_model, config.norm_eps)
 
 
 def make_optional_norm(config: ModelConfig, wanted: bool) -> nn.Module:

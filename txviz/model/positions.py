@@ -7,8 +7,10 @@ Every scheme answers the same three questions, so attention never asks which one
 
 RoPE (Su et al. 2021) rotates each pair (x_i, x_{i+D/2}) of a head by the angle m·θ_i with
 θ_i = base^(−2i/D) (the "rotate-half" pairing of the reference Llama code). Because rotations compose,
-q_m·k_n depends only on m − n. ALiBi (Press et al. 2022) adds −slope_h·(i − j) to the score of query i
-and key j, with geometric per-head slopes.
+q_m·k_n depends only on m − n. Partial rotary (GPT-NeoX, Phi): D is ``rotary_dims``, the first dims of
+each head; the rest pass through unrotated. ALiBi (Press et al. 2022) adds −slope_h·(i − j) to the score
+of query i and key j, with geometric per-head slopes. BLOOM adds slope_h·j and MPT slope_h·(j − S + 1):
+each differs from −slope_h·(i − j) by a constant along a row, so softmax gives the same weights.
 """
 
 from __future__ import annotations
@@ -77,8 +79,13 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate (B, H, T, D) by per-position (T, D) cos/sin."""
-    return x * cos + rotate_half(x) * sin
+    """Rotate (B, H, T, D) by per-position (T, R) cos/sin: all of each head when R = D, else its first R
+    dims (partial rotary, rotate-half within them) with the other D − R passed through."""
+    rotary = cos.shape[-1]
+    if rotary == x.shape[-1]:
+        return x * cos + rotate_half(x) * sin
+    rotated, passed = x[..., :rotary], x[..., rotary:]
+    return torch.cat((rotated * cos + rotate_half(rotated) * sin, passed), dim=-1)
 
 
 class RoPE(nn.Module):
@@ -87,7 +94,7 @@ class RoPE(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.inv_freq, self.attention_scaling = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)
+        self.inv_freq, self.attention_scaling = rope_inv_freq(config.rope_dims, config.rope_theta, config.rope_scaling)
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return x
@@ -97,7 +104,7 @@ class RoPE(nn.Module):
         return positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
 
     def rotation(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        emb = torch.cat([self.angles(positions)] * 2, dim=-1)  # (T, D): pair i is (i, i + D/2)
+        emb = torch.cat([self.angles(positions)] * 2, dim=-1)  # (T, R): pair i is (i, i + R/2), R = rope_dims
         return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> None:
@@ -105,12 +112,13 @@ class RoPE(nn.Module):
 
 
 # ---- ALiBi --------------------------------------------------------------------------------------
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """Press et al. (2022): for 2^k heads the geometric sequence 2^(−8/n)^h, h = 1..n; otherwise
-    the slopes of the nearest lower power of two plus every other slope of the next one."""
+def alibi_slopes(n_heads: int, bias_max: float = 8.0) -> torch.Tensor:
+    """Press et al. (2022): for 2^k heads the geometric sequence 2^(−max/n)^h, h = 1..n, max = 8;
+    otherwise the slopes of the nearest lower power of two plus every other slope of the next one.
+    BLOOM's (max 8) and MPT's (``alibi_bias_max``) are both this rule."""
 
     def power_of_two(n: int) -> list[float]:
-        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        start = 2 ** (-bias_max / n)
         return [start ** (i + 1) for i in range(n)]
 
     if math.log2(n_heads).is_integer():
@@ -123,7 +131,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 class ALiBi(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.slopes = alibi_slopes(config.n_heads)  # float32, derived from the config like RoPE's θ
+        self.slopes = alibi_slopes(config.n_heads, config.alibi_bias_max)  # float32, derived from the config like RoPE's θ
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return x

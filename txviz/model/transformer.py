@@ -2,8 +2,10 @@
 
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
     h = x + PostNorm(Attention(Norm(x)));   y = h + PostNorm(FFN(Norm(h)))   (``sandwich_norm``, Gemma 2/3)
+    y = x + Attention(Norm₁(x)) + FFN(Norm₂(x))   (``parallel_block``, GPT-NeoX; Wang & Komatsuzaki 2021)
 
-Embeddings are multiplied by ``embed_scale`` (Gemma: √d) and the logits soft-capped where the config
+Embeddings are multiplied by ``embed_scale`` (Gemma: √d), normalized where ``embed_norm`` asks
+(BLOOM's word_embeddings_layernorm), and the logits soft-capped where the config
 asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
 (``layer_types``, ``rope_local_theta``); each call builds one AttentionContext per kind (mask, window,
 RoPE tables) and each layer takes its kind's. A trace records the global kind's RoPE tables; layer i's
@@ -18,7 +20,8 @@ Its layers may sit on different devices, or be offloaded
 sees it run, and position tables follow the hidden states.
 
 Parameter names (the loaders' target):
-  embed.weight · positions.weight (learned only) · final_norm.{weight,bias} · lm_head.weight (untied)
+  embed.weight · positions.weight (learned only) · embed_norm.{weight,bias} (embed_norm)
+  final_norm.{weight,bias} · lm_head.weight (untied)
   layers.{i}.attn_norm / ffn_norm .{weight,bias} · post_attn_norm / post_ffn_norm (sandwich_norm)
   layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
   layers.{i}.attn.{q,k}_norm.weight (qk_norm)
@@ -76,8 +79,27 @@ class MoEBlock(Block):
         return self.ffn(x, record)
 
 
+class ParallelBlock(Block):
+    """Attention and FFN both read the block's input, each through its own norm (GPT-NeoX with
+    use_parallel_residual, GPT-J with one norm): y = x + Attn(attn_norm(x)) + FFN(ffn_norm(x))."""
+
+    def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
+                record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
+        x = record.edit("resid_pre", x)
+        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))
+        ffn_out = record.edit("ffn_out", self.post_ffn_norm(self.feed_forward(self.ffn_norm(x), record)))
+        record.many(attn_out=attn_out, ffn_out=ffn_out)
+        return record.edit("resid_post", ffn_out + attn_out + x)  # transformers' order of the sum
+
+
+class ParallelMoEBlock(ParallelBlock, MoEBlock):
+    """The parallel block with a Mixture-of-Experts FFN."""
+
+
 def make_block(config: ModelConfig) -> Block:
-    return MoEBlock(config) if config.is_moe else Block(config)
+    kinds = {(False, False): Block, (False, True): MoEBlock, (True, False): ParallelBlock,
+             (True, True): ParallelMoEBlock}
+    return kinds[config.parallel_block, config.is_moe](config)
 
 
 class Decoder(nn.Module):
@@ -86,6 +108,7 @@ class Decoder(nn.Module):
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.positions = make_positions(config)
+        self.embed_norm = make_optional_norm(config, config.embed_norm)  # identity without one
         self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
@@ -137,7 +160,7 @@ class Decoder(nn.Module):
         n_new = ids.shape[1]
         q_pos = torch.arange(start, start + n_new, device=ids.device)  # (T,)
         x = self.embed(ids)  # (B, T, d)
-        x = self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos)  # (B, T, d)
+        x = self.embed_norm(self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos))  # (B, T, d)
         contexts = [self.layer_context(first, q_pos, cache.key_positions(q_pos, first), x.dtype)
                     for first in self.kind_first_layer]  # one per kind of layer
         record.globals(contexts[self.global_kind], self.kind_positions[self.global_kind])

@@ -1,0 +1,137 @@
+"""BLOOM, MPT, GPT-NeoX and Phi-3 checkpoints against transformers itself: tiny random models saved with
+``save_pretrained`` (safetensors), loaded through txviz, must give the same logits and the same
+attention map in every layer and head (ALiBi, partial rotary, the parallel block, fused q/k/v
+layouts). Then the ALiBi slopes of both families against transformers' own builders, and refusals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+pytest.importorskip("transformers")
+
+from transformers import (BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM,  # noqa: E402
+                          MptConfig, MptForCausalLM, Phi3Config, Phi3ForCausalLM)
+from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
+from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor  # noqa: E402
+
+from tests.helpers.tiny_hf import WINDOW, edit_config, random_ids, randomize_, save  # noqa: E402
+from txviz.capture.trace import trace  # noqa: E402
+from txviz.loading.errors import ModelLoadError  # noqa: E402
+from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
+from txviz.model.positions import alibi_slopes  # noqa: E402
+
+BLOOM = dict(vocab_size=160, hidden_size=48, n_layer=2, n_head=6)  # 6 heads: the non-power-of-2 slopes
+MPT = dict(vocab_size=160, d_model=48, n_layers=2, n_heads=6, max_seq_len=64)
+NEOX = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+            max_position_embeddings=64)
+PHI3 = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            intermediate_size=96, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+
+# variant → (config class, model class, config arguments)
+VARIANTS = {
+    "bloom": (BloomConfig, BloomForCausalLM, BLOOM),
+    "bloom_8_heads_untied": (BloomConfig, BloomForCausalLM, {**BLOOM, "n_head": 8, "tie_word_embeddings": False}),
+    "mpt": (MptConfig, MptForCausalLM, MPT),
+    "mpt_4_heads": (MptConfig, MptForCausalLM, {**MPT, "n_heads": 4}),
+    "gpt_neox_parallel": (GPTNeoXConfig, GPTNeoXForCausalLM, NEOX),
+    "gpt_neox_sequential": (GPTNeoXConfig, GPTNeoXForCausalLM, {**NEOX, "use_parallel_residual": False}),
+    "gpt_neox_full_rotary_no_bias": (GPTNeoXConfig, GPTNeoXForCausalLM,
+                                     {**NEOX, "rotary_pct": 1.0, "attention_bias": False, "tie_word_embeddings": True}),
+    "gpt_neox_half_rotary_gelu_new": (GPTNeoXConfig, GPTNeoXForCausalLM,
+                                      {**NEOX, "rotary_pct": 0.5, "hidden_act": "gelu_new"}),
+    "phi3": (Phi3Config, Phi3ForCausalLM, PHI3),
+    "phi3_partial_window": (Phi3Config, Phi3ForCausalLM, {**PHI3, "partial_rotary_factor": 0.75,
+                                                          "sliding_window": WINDOW}),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def build(variant: str, seed: int = 0) -> torch.nn.Module:
+    config_class, model_class, arguments = VARIANTS[variant]
+    torch.manual_seed(seed)
+    model = model_class(config_class(**arguments, attn_implementation="eager")).to(torch.float32)
+    return randomize_(model, seed).eval()
+
+
+def reference(hf_model, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.no_grad():
+        out = hf_model(ids, output_attentions=True, use_cache=False)
+    return out.logits, torch.stack(out.attentions)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_logits_and_every_attention_map_match_transformers(variant, tmp_path):
+    hf_model = build(variant)
+    loaded = load_hf_dir(save(hf_model, tmp_path), device="cpu")
+    assert loaded.metadata["architecture"] == hf_model.config.architectures[0]
+    ids = random_ids(hf_model.config.vocab_size)
+    expected_logits, expected_attn = reference(hf_model, ids)
+    tr = trace(loaded.model, ids, capture=["logits", "attn_probs"])
+    assert tr["attn_probs"].shape == expected_attn.shape  # (L, B, H, T, S)
+    assert_close(tr["attn_probs"], expected_attn)
+    assert_close(tr["logits"], expected_logits)
+
+
+@pytest.mark.parametrize("variant, field, expected", [
+    ("bloom", "embed_norm", True), ("bloom", "positions", "alibi"), ("mpt", "norm_bias", False),
+    ("mpt", "qkv_bias", False), ("gpt_neox_parallel", "parallel_block", True),
+    ("gpt_neox_parallel", "rotary_dims", 4), ("gpt_neox_sequential", "parallel_block", False),
+    ("gpt_neox_full_rotary_no_bias", "rotary_dims", None), ("gpt_neox_half_rotary_gelu_new", "rotary_dims", 8),
+    ("phi3_partial_window", "rotary_dims", 12), ("phi3_partial_window", "sliding_window", WINDOW),
+])
+def test_configs_read_the_family_options(variant, field, expected, tmp_path):
+    build(variant).config.save_pretrained(tmp_path)
+    assert getattr(read_hf_config(tmp_path), field) == expected
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 6, 8, 12, 16, 24, 32])
+def test_alibi_slopes_equal_bloom_and_mpt_builders(n_heads):
+    """BLOOM adds slope·j and MPT slope·(j − S + 1): read the slope off key 1 minus key 0."""
+    bloom = build_alibi_tensor(torch.ones(1, 3, dtype=torch.long), n_heads, torch.float32)  # (H, 1, 3)
+    assert_close(alibi_slopes(n_heads), bloom[:, 0, 1] - bloom[:, 0, 0])
+    for bias_max in (8, 4, 12):
+        mpt = build_mpt_alibi_tensor(n_heads, 3, alibi_bias_max=bias_max)  # (H, 1, 3)
+        assert_close(alibi_slopes(n_heads, bias_max), mpt[:, 0, 1] - mpt[:, 0, 0])
+
+
+def test_mpt_alibi_bias_max_is_read(tmp_path):
+    build("mpt").config.save_pretrained(tmp_path)
+    edit_config(tmp_path, lambda c: {**c, "attn_config": {**c["attn_config"], "alibi_bias_max": 16}})
+    assert read_hf_config(tmp_path).alibi_bias_max == 16
+
+
+@pytest.mark.parametrize("variant, edit, message", [
+    ("bloom", lambda c: {**c, "apply_residual_connection_post_layernorm": True}, "post_layernorm"),
+    ("mpt", lambda c: {**c, "attn_config": {**c["attn_config"], "clip_qkv": 6.0}}, "clip_qkv"),
+    ("mpt", lambda c: {**c, "attn_config": {**c["attn_config"], "alibi": False}}, "alibi=false"),
+    ("mpt", lambda c: {**c, "no_bias": False}, "no_bias"),
+    ("gpt_neox_parallel", lambda c: {**c, "hidden_act": "relu"}, "hidden_act"),
+    ("phi3", lambda c: {**c, "rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4}}, "longrope"),
+])
+def test_unsupported_options_are_refused_by_name(variant, edit, message, tmp_path):
+    build(variant).config.save_pretrained(tmp_path)
+    edit_config(tmp_path, edit)
+    with pytest.raises(ModelLoadError, match=message):
+        read_hf_config(tmp_path)
+
+
+@pytest.mark.parametrize("variant, edit", [
+    ("gpt_neox_parallel", lambda c: {**c, "hidden_size": 32}),
+    ("bloom", lambda c: {**c, "hidden_size": 24}),
+    ("mpt", lambda c: {**c, "d_model": 24}),
+    ("phi3", lambda c: {**c, "num_key_value_heads": 4}),
+])
+def test_a_fused_qkv_that_does_not_fit_the_config_is_refused(variant, edit, tmp_path):
+    save(build(variant), tmp_path)
+    edit_config(tmp_path, edit)
+    with pytest.raises(ModelLoadError, match="fused q/k/v"):
+        load_hf_dir(tmp_path, device="cpu")
