@@ -9,11 +9,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_scaling
+from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_kinds, rope_scaling
 from app.app_pages.positions.view import PositionsView
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
 from txviz.analysis import positions as pos
+from txviz.analysis.rope_kinds import has_two_rope_bases
 
 SCHEMES = {
     "rope": ("**RoPE** rotates each pair of query/key dimensions by an angle proportional to the position, "
@@ -32,7 +33,8 @@ SCHEMES = {
              r"s_{ij}=q_i\cdot k_j/\sqrt{d}\ \ (j \le i),\qquad -\infty\ \ (j > i)"),
 }
 SCHEME_NAMES = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned absolute", "none": "none"}
-SECTION_VIEWS = {"RoPE angles": rope.angles_tab, "RoPE scaling": rope_scaling.scaling_tab,
+SECTION_VIEWS = {"RoPE angles": rope.angles_tab, "RoPE per layer kind": rope_kinds.kinds_tab,
+                 "RoPE scaling": rope_scaling.scaling_tab,
                  "ALiBi what-if": alibi.what_if_tab, "ALiBi slopes and bias": alibi.measured_tab,
                  "Learned position table": learned.table_tab, "No positions: the causal mask": no_positions.mask_tab,
                  "Permutation": permutation.permutation_tab}
@@ -44,7 +46,9 @@ source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 about, formula = SCHEMES[config.positions]
 st.markdown(f"Loaded: **{cache.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
-            + (f" (θ base {config.rope_theta:g}, {config.head_dim // 2} pairs per head, scaling "
+            + (f" (θ base {config.rope_theta:g}"
+               + (f" on global layers, {config.rope_local_theta:g} on local ones" if has_two_rope_bases(config) else "")
+               + f", {config.head_dim // 2} pairs per head, scaling "
                f"{config.rope_scaling.kind})" if config.positions == "rope" else "") + ". " + about)
 st.latex(formula)
 if config.positions == "learned":  # the table is read before any layer: no layer or head to pick
@@ -57,8 +61,11 @@ view = PositionsView(source, loaded, traced, state.get("prompt"), state.get("bos
                      cache.display_tokens(loaded, traced), layer, head)  # tokens: split characters shown whole
 
 names = pos.sections(config.positions)
+if has_two_rope_bases(config):  # Gemma 3: local layers rotate with their own base
+    names = names[:1] + ("RoPE per layer kind",) + names[1:]
 # keyed by the scheme: another model's tabs start afresh; only the open tab runs
-for tab, name in zip(st.tabs(list(names), key=f"positions_tab_{config.positions}", on_change="rerun"), names):
+tabs_key = f"positions_tab_{config.positions}" + ("_kinds" if has_two_rope_bases(config) else "")
+for tab, name in zip(st.tabs(list(names), key=tabs_key, on_change="rerun"), names):
     with tab:
         if tab.open is not False:  # None: state tracking off (never here)
             SECTION_VIEWS[name](view)

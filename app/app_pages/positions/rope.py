@@ -12,17 +12,17 @@ from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from app.ui.widgets import bounded_slider
 from txviz.analysis import positions as pos
-from txviz.model.positions import rope_inv_freq
+from txviz.analysis.rope_kinds import layer_inv_freq
 
 
 def angles_tab(view: PositionsView) -> None:
     config = view.config
-    inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)[0]
+    inv_freq = layer_inv_freq(config, view.layer)  # Gemma 3's local layers have their own base
     n_pos = bounded_slider(st, "Positions shown", min(16, config.max_seq_len), min(4096, config.max_seq_len),
                            min(256, config.max_seq_len), key="rope_positions")
     a, b = st.columns(2)
     table = pos.angle_table(inv_freq, n_pos).numpy()
-    a.plotly_chart(charts.matrix(table.T, title="Angle m·θ_i mod 2π (pair × position)", colorscale="Twilight",
+    a.plotly_chart(charts.matrix(table.T, title=f"Layer {view.layer}: angle m·θ_i mod 2π (pair × position)", colorscale="Twilight",
                                  symmetric=False, value_name="angle (rad)"), key="rope_angles")
     wavelengths = pos.wavelengths(inv_freq)
     waves = wavelengths.numpy()

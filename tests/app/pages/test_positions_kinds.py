@@ -1,0 +1,71 @@
+"""The Positions page on a model with two RoPE bases (a tiny Gemma-3-shaped GGUF under Gemma 3 270M's
+file name: 18 layers, 5 local layers with θ 10 000 to 1 global with θ 1 000 000): the "RoPE per layer
+kind" tab lists which layers use which base and reads both wavelength curves back from the trace; the
+angle tab follows the chosen layer's base. A one-base model gets no such tab."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
+from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
+from tests.helpers.tiny_gguf import weights_of
+from txviz import ModelConfig
+from txviz.loading import fetch
+from txviz.loading.sources import KNOWN_MODELS
+
+GEMMA_LIKE = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=18, n_heads=4, n_kv_heads=1,
+                         head_dim=32, ffn_hidden=96, max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu",
+                         gelu_approximate="tanh", embed_scale=8.0, tie_embeddings=True, rope_theta=1e6,
+                         sliding_window=8, rope_local_theta=10000.0, layer_types=(("sliding",) * 5 + ("full",)) * 3,
+                         qk_norm=True, sandwich_norm=True, name="tiny-gemma3")
+PROMPT = "the cat sat on the mat and the dog ran"
+
+
+@pytest.fixture
+def gemma_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
+    write_gemma_gguf(tmp_path / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
+    import streamlit as st
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def positions_on_gemma():
+    at = app_on("gemma3-270m", PROMPT).run()
+    at.switch_page(page_path("positions")).run()
+    no_errors(at)
+    return at
+
+
+def test_two_bases_get_their_own_tab_with_both_wavelengths(gemma_home):
+    at = positions_on_gemma()
+    assert [t.label for t in at.tabs][:2] == ["RoPE angles", "RoPE per layer kind"]
+    assert "1e+06 on global layers, 10000 on local ones" in texts(at)
+    at.session_state["positions_tab_rope_kinds"] = "RoPE per layer kind"
+    at.run()
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert table["layers"].tolist() == ["0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16", "5, 11, 17"]
+    assert table["RoPE base θ"].tolist() == ["10,000", "1,000,000"]
+    waves = chart(at, "rope_kind_waves")["data"]
+    pairs = np.arange(16)
+    for series, theta in zip(waves[:2], (1e4, 1e6)):
+        expected = 2 * math.pi * theta ** (2 * pairs / 32)
+        np.testing.assert_allclose(decode(series["y"]).astype(float), expected, rtol=1e-3)
+    assert "pairs complete a turn inside the 8-token window" in texts(at)
+
+
+@pytest.mark.parametrize("layer, theta", [(0, 1e4), (5, 1e6)])
+def test_the_angle_table_follows_the_layers_base(gemma_home, layer, theta):
+    at = positions_on_gemma()
+    at.slider(key="layer").set_value(layer).run()
+    no_errors(at)
+    waves = decode(chart(at, "rope_waves")["data"][0]["y"]).astype(float)
+    np.testing.assert_allclose(waves[1], 2 * math.pi * theta ** (2 / 32), rtol=1e-4)
