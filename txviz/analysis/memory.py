@@ -199,13 +199,13 @@ def _attention_params(c: ModelConfig) -> int:
 
 
 def _params(c: ModelConfig, experts_used: int) -> int:
-    norm = c.d_model * (2 if c.norm == "layernorm" else 1)  # LayerNorm has a bias, RMSNorm does not
+    norm = c.d_model * (2 if c.norm == "layernorm" and c.norm_bias else 1)  # a LayerNorm's bias (not MPT's)
     ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
     qk_norms = 2 * c.head_dim if c.qk_norm else 0  # QK-norm is an RMSNorm over head_dim on q and on k
     layer = (4 if c.sandwich_norm else 2) * norm + qk_norms + _attention_params(c) + ffn
     embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
     positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
-    return embeddings + positions + c.n_layers * layer + norm
+    return embeddings + positions + c.n_layers * layer + norm * (2 if c.embed_norm else 1)  # final (+ BLOOM's)
 
 
 def count_params(config: ModelConfig) -> int:
