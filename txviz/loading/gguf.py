@@ -114,8 +114,9 @@ class GGUFHeader:
 
 
 def open_gguf(path: str | Path):
-    """A ``gguf.GGUFReader`` over the file, or a ModelLoadError saying why the file is unusable."""
-    from gguf import GGUFReader
+    """A ``gguf.GGUFReader`` over the file (its fast-array variant), or a ModelLoadError saying why the
+    file is unusable."""
+    from txviz.loading.gguf_reader import FastGGUFReader as GGUFReader
 
     path = Path(path)
     if not path.is_file():
