@@ -428,7 +428,8 @@ def gpt_neox_config(raw: dict) -> dict[str, Any]:
     bias = _flag(raw, "attention_bias")
     return dict(vocab_size=_count(raw, "vocab_size"), d_model=d_model, n_layers=_count(raw, "num_hidden_layers"),
                 n_heads=n_heads, ffn_hidden=_count(raw, "intermediate_size"), norm="layernorm",
-                norm_eps=_positive(raw, "layer_norm_eps"), ffn="gelu_mlp", gelu_approximate=GELU_FORMS[raw["hidden_act"]],
+                norm_eps=_positive(raw, "layer_norm_eps"), ffn="gelu_mlp",
+                gelu_approximate=GELU_FORMS[raw["hidden_act"]],
                 positions="rope", rope_theta=theta, rope_scaling=scaling,
                 rotary_dims=rotary_dims({"rope_parameters": params}, d_model // n_heads),
                 parallel_block=_flag(raw, "use_parallel_residual"), max_seq_len=max_len,

@@ -131,7 +131,8 @@ def alibi_slopes(n_heads: int, bias_max: float = 8.0) -> torch.Tensor:
 class ALiBi(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.slopes = alibi_slopes(config.n_heads, config.alibi_bias_max)  # float32, derived from the config like RoPE's θ
+        # float32, derived from the config like RoPE's θ
+        self.slopes = alibi_slopes(config.n_heads, config.alibi_bias_max)
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return x

@@ -50,7 +50,7 @@ def measured_tab(view: PositionsView) -> None:
     if len(tokens) < 2:
         st.info("A one-token prompt has no distance for the bias to penalize: type a longer prompt.")
         return
-    measured, formula = pos.measured_slopes(bias).numpy(), alibi_slopes(config.n_heads).numpy()
+    measured, formula = pos.measured_slopes(bias).numpy(), alibi_slopes(config.n_heads, config.alibi_bias_max).numpy()
     st.markdown("Slopes read back from the bias this model's forward pass added: "
                 + ", ".join(f"{s:.4g}" for s in measured) + f" (the formula's differ by at most "
                 f"{float(np.abs(measured - formula).max()):.1e}). A head with slope m loses m·d of score for a key d "
