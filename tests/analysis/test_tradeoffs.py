@@ -216,3 +216,19 @@ def test_the_loss_axis_does_not_zoom_into_the_noise():
 def test_a_gap_beyond_the_noise_from_one_seed_is_not_called_no_evidence():
     text = tr.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {}, n_seeds=1)
     assert "larger than evaluation noise" in text and "one seed" in text and "no evidence" not in text
+
+
+def test_a_depth_sweep_keeps_a_per_layer_pattern_by_its_period():
+    """Gemma 3's five-local-one-global layout at other depths, as transformers derives it from the pattern."""
+    from txviz.analysis.tradeoffs import equal_budget_shapes, layer_pattern
+
+    gemma = ("sliding",) * 5 + ("full",)
+    assert layer_pattern(gemma * 3, 4) == ("sliding",) * 4
+    assert layer_pattern(gemma * 3, 13) == gemma * 2 + ("sliding",)
+    assert layer_pattern(("sliding", "full") * 2, 5) == ("sliding", "full", "sliding", "full", "sliding")
+    assert layer_pattern(None, 7) is None
+    config = ModelConfig(vocab_size=50, d_model=64, n_layers=18, n_heads=4, n_kv_heads=1, ffn_hidden=128,
+                         sliding_window=8, layer_types=gemma * 3)
+    for shape in equal_budget_shapes(config, [4, 12, 24]):
+        assert len(shape.layer_types) == shape.n_layers
+        assert shape.layer_types == layer_pattern(config.layer_types, shape.n_layers)

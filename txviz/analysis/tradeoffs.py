@@ -64,7 +64,19 @@ def non_embedding_params(config: ModelConfig) -> int:
 
 def _reshaped(config: ModelConfig, n_layers: int, d_model: int, ffn_hidden: int) -> ModelConfig:
     return config.replace(n_layers=n_layers, d_model=d_model, ffn_hidden=max(1, ffn_hidden), head_dim=None,
+                          layer_types=layer_pattern(config.layer_types, n_layers),
                           name=f"{n_layers} layers × d {d_model}")
+
+
+def layer_pattern(layer_types: tuple[str, ...] | None, n_layers: int) -> tuple[str, ...] | None:
+    """A per-layer pattern (Gemma 3: five sliding layers, then one full) at another depth: its shortest
+    period repeated, as transformers' configs derive ``layer_types`` from ``sliding_window_pattern``
+    for any number of layers (so 4 layers of Gemma 3 are all local, as they would be there)."""
+    if layer_types is None:
+        return None
+    period = next(p for p in range(1, len(layer_types) + 1)
+                  if all(kind == layer_types[i % p] for i, kind in enumerate(layer_types)))
+    return tuple(layer_types[i % period] for i in range(n_layers))
 
 
 def _width_step(config: ModelConfig) -> int:

@@ -18,7 +18,6 @@ from txviz.loading.sources import KNOWN_MODELS
 
 SMOLLM2_SHAPE = dict(n_layers=30, n_heads=9, n_kv_heads=3, d_model=72)
 # Gemma 3's layout in little: 18 layers, 5 sliding to 1 global, MQA, QK-norm, sandwich norms, GeGLU
-PAGES_FAILING_ON_GEMMA = {"tradeoffs"}  # each has its xfail test below; remove it there once fixed
 GEMMA_LIKE = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=18, n_heads=4, n_kv_heads=1,
                          head_dim=32, ffn_hidden=96, max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu",
                          gelu_approximate="tanh", embed_scale=8.0, tie_embeddings=True, rope_theta=1e6,
@@ -88,8 +87,6 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     assert (at.slider(key="layer").value, at.number_input(key="head").value) == (17, 3)
     assert "Layer 17, head 3" in heatmap(at)["layout"]["title"]["text"]
     for name in PAGE_NAMES:
-        if name in PAGES_FAILING_ON_GEMMA:
-            continue
         at.switch_page(page_path(name)).run()
         no_errors(at)
         assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4, name
@@ -102,17 +99,6 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     at.number_input(key="head").set_value(7).run()
     no_errors(at)
     assert "Layer 29, head 7" in heatmap(at)["layout"]["title"]["text"]
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="txviz.analysis.tradeoffs._reshaped keeps a model's per-layer layer_types when it changes "
-                          "n_layers: 'layer_types has 18 entries but n_layers=4' (Gemma 3 only; reported)")
-@pytest.mark.parametrize("name", sorted(PAGES_FAILING_ON_GEMMA))
-def test_pages_failing_on_gemma(home, name):
-    at = app_on().run()
-    picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
-    at.switch_page(page_path(name)).run()
-    no_errors(at)
 
 
 def test_a_known_model_not_yet_fetched_is_fetched_on_choosing_it(home, monkeypatch):
