@@ -1,6 +1,7 @@
-"""The head maps component in a real browser (issue 14): a click on a head, or an arrow key, repaints
-the map with that head's weights — the same numbers as the model's own maps — with no Streamlit
-rerun and nothing sent to the server; the hover names the query token, the key token and the weight;
+"""The head maps component in a real browser (issue 14): a click on a head, or an arrow key (another
+head, another layer: at 64 tokens every layer is in the page), repaints the map with that head's
+weights — the same numbers as the model's own maps — with no Streamlit rerun and nothing sent to the
+server; the hover names the query token, the key token and the weight;
 "Show head h in the views below" is the one action that round-trips, and it moves the page's head.
 
 The time from click to the repainted map is printed; run with ``-s`` to see it."""
@@ -49,7 +50,7 @@ def model_layer(default_model, layer: int) -> tuple[np.ndarray, list[str]]:
     from txviz.capture.trace import trace
 
     encoding = default_model.tokenizer.encode(DEFAULT_PROMPT, bos="sink")
-    tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",), layers=[layer])
+    tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",))
     return np.stack([tr.attn(layer, h).numpy() for h in range(default_model.config.n_heads)]), encoding.tokens
 
 
@@ -83,9 +84,16 @@ def test_a_head_switch_repaints_in_the_browser_with_no_rerun(server, page, defau
     page.wait_for_selector(f"{ROOT}[data-head='5']")
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [maps[5, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
+    page.locator(ROOT).press("ArrowDown")  # the next layer, the same head: every layer is in the page
+    page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='5']")
+    below, _ = model_layer(default_model, 4)
+    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [below[5, q, k] for q, k in CELLS],
+                               rtol=1e-3, atol=1e-4)
+    assert "Layer 4, head 5" in page.locator(f"{ROOT} .gtitle").text_content()
     page.wait_for_timeout(500)  # a rerun, had one started, would show by now
     assert page.evaluate("window.txvizReruns") == 0 and len(sent) == frames_before  # nothing went to the server
     assert page.locator(".st-key-head input").input_value() == "0"  # the page's head did not move
+    assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # nor its layer
 
 
 def test_the_hover_names_query_key_and_weight(server, page, default_model):
@@ -104,15 +112,17 @@ def test_the_hover_names_query_key_and_weight(server, page, default_model):
     assert weight == pytest.approx(float(maps[0, 9, 3]), rel=1e-3, abs=1e-4)
 
 
-def test_show_in_the_views_below_moves_the_page_head(server, page):
+def test_show_in_the_views_below_moves_the_page_layer_and_head(server, page):
     page.goto(f"{server}/attention")
     page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
     wait_idle(page)
     assert page.locator(".txviz-head-open").is_hidden()  # the map shows the page's head
     page.locator(".txviz-head-bar button[data-head='6']").click()
     page.wait_for_selector(f"{ROOT}[data-head='6']")
+    page.locator(ROOT).press("ArrowDown")
+    page.wait_for_selector(f"{ROOT}[data-layer='1'][data-head='6']")
     page.locator(".txviz-head-open").click()
     page.wait_for_function("() => document.querySelector('.st-key-head input')?.value === '6'", timeout=60_000)
     wait_idle(page)
-    assert "head=6" in page.url and page.locator(ERROR).count() == 0
+    assert "layer=1" in page.url and "head=6" in page.url and page.locator(ERROR).count() == 0
     assert page.locator(".txviz-head-open").is_hidden() and painted_head(page) == 6

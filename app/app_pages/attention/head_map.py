@@ -4,12 +4,13 @@ head's metrics."""
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from app import cache
 from app.components.head_maps import head_maps
 from app.figures import big_maps, charts
-from app.figures.head_maps import head_maps_payload
+from app.figures.head_maps import head_maps_payload, layers_to_send, maps_data
 from app.services.traces import layer_maps
 from app.ui import state
 from app.ui.widgets import bounded_slider
@@ -46,27 +47,34 @@ def head_title(config, layer: int, head: int) -> str:
 
 
 def metrics_line(table, layer: int, head: int) -> str:
-    row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
+    return _metrics_of(table[(table["layer"] == layer) & (table["head"] == head)].iloc[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _maps_data(_view, source: str, prompt: str, bos: str, hide: bool, layers: tuple[int, ...]) -> dict:
+    """The layers' maps as the component gets them, kept per (prompt, sink, layers): the same bytes on
+    every rerun, which Streamlit then sends as a reference to the browser's copy."""
+    config, n_heads = _view.config, _view.config.n_heads
+    stacked = [layer_maps(_view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
+    rows = {(int(r["layer"]), int(r["head"])): r for r in _view.table.to_dict("records")}
+    return maps_data(np.stack([maps for maps, _ in stacked]), stacked[0][1], layers=list(layers),
+                     titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],
+                     captions=[[_metrics_of(rows[layer, h]) for h in range(n_heads)] for layer in layers])
+
+
+def _metrics_of(row: dict) -> str:
     return " · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m])
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _layer_maps(_traced, source: str, prompt: str, bos: str, layer: int, n_heads: int, hide: bool):
-    """A layer's maps as the component draws them, kept per (prompt, layer, sink): a layer switch back is free."""
-    return layer_maps(_traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS)
-
-
 def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
-    """Every head of the layer, switched in the browser (app/components/head_maps)."""
-    n_heads = view.config.n_heads
-    maps, block = _layer_maps(view.traced, view.source, view.prompt, view.bos, layer, n_heads, hide)
-    payload = head_maps_payload(
-        maps, block, view.tokens, layer=layer, head=head,
-        titles=[head_title(view.config, layer, h) for h in range(n_heads)],
-        captions=[metrics_line(view.table, layer, h) for h in range(n_heads)])
-    head_maps(payload, key="heatmap", on_open=lambda h: state.set_head(layer, h))
-    st.caption("Click a head above the map (or use ← / →) to switch heads in your browser; the views below "
-               "follow the head in the Head box.")
+    """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser."""
+    rows = min(view.n, big_maps.MAX_MAP_CELLS)
+    layers = layers_to_send(view.n_layers, view.config.n_heads, rows, rows, layer)
+    data = _maps_data(view, view.source, view.prompt, view.bos, hide, tuple(layers))
+    head_maps(head_maps_payload(data, view.tokens, layer=layer, head=head), key="heatmap",
+              on_open=state.set_head)
+    where = "heads and layers (← / → and ↑ / ↓)" if len(layers) > 1 else "heads (← / →)"
+    st.caption(f"The map switches {where} in your browser; the views below follow the page's Layer and Head.")
 
 
 def _plain_chart(view, layer: int, head: int, hide: bool) -> None:

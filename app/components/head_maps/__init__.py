@@ -5,8 +5,9 @@ browser with no Streamlit rerun (issue 14: a round trip redrew several figures a
 A ``st.components.v2`` component: plain JavaScript mounted in the page itself (no iframe, no build
 step). It draws with the plotly.js that ships inside the installed ``plotly`` package, served by
 Streamlit's own file route for a v1 component declared on that package folder (nothing is copied or
-fetched). The page's other views follow the page's head; "Show head h in the views below" is the one
-action here that round-trips (a trigger that sets the page's head).
+fetched). When every layer fits the byte budget (app/figures/head_maps.py) a layer switch is in the
+browser too. The page's other views follow the page's layer and head; "Show … in the views below" is
+the one action here that round-trips (a trigger that sets the page's layer and head).
 """
 
 from __future__ import annotations
@@ -37,14 +38,13 @@ def plotly_js_url() -> str:
     return "/" + "/".join(p for p in (base, "component", asset.name, "plotly.min.js") if p)
 
 
-def head_maps(payload: dict, *, key: str, on_open: Callable[[int], None]) -> None:
-    """Mount the component on ``payload`` (``app.figures.head_maps.head_maps_payload``); ``on_open(head)``
-    runs when the reader asks for the picked head in the rest of the page."""
-    state_key = key
+def head_maps(payload: dict, *, key: str, on_open: Callable[[int, int], None]) -> None:
+    """Mount the component on ``payload`` (``app.figures.head_maps.head_maps_payload``); ``on_open(layer,
+    head)`` runs when the reader asks for the head picked here in the rest of the page."""
 
     def opened() -> None:
-        head = st.session_state[state_key].get("open")
-        if head is not None:
-            on_open(int(head))
+        picked = st.session_state[key].get("open")
+        if picked is not None:
+            on_open(int(picked["layer"]), int(picked["head"]))
 
     _mount(key=key, data={**payload, "plotly_url": plotly_js_url()}, on_open_change=opened)

@@ -1,7 +1,8 @@
 """The Attention page's head maps component (issue 14) through AppTest, on the zoo's tiny dense model:
-what the browser gets is every head of the layer, equal to the model's own maps to float16 rounding,
-with each head's title and metrics; a layer switch sends the new layer's maps; the plain chart stays
-as a lazy fallback. What the browser does with them is tested in tests/browser/test_head_maps.py."""
+what the browser gets is every head of every layer (they fit the byte budget), equal to the model's own
+maps to float16 rounding, with each head's title and metrics; the same bytes on every rerun of a prompt;
+past the budget the page's layer alone; the plain chart stays as a lazy fallback. What the browser does
+with them is tested in tests/browser/test_head_maps.py."""
 
 from __future__ import annotations
 
@@ -32,43 +33,55 @@ def model_maps(loaded, prompt: str, layer: int) -> np.ndarray:
     return np.stack([tr.attn(layer, h).numpy() for h in range(loaded.config.n_heads)])
 
 
-def test_the_component_gets_every_head_of_the_layer(zoo_base):
+def test_the_component_gets_every_head_of_every_layer(zoo_base):
     source, loaded = zoo_base
     at = app_on(source, PROMPT).run()
     no_errors(at)
     data = head_maps_data(at)
     config = loaded.config
-    maps = layer_maps(at)
-    expected = model_maps(loaded, PROMPT, 0)
-    assert maps.shape == expected.shape == (config.n_heads, len(expected[0]), len(expected[0]))
-    future = np.triu(np.ones(expected.shape[1:], dtype=bool), k=1)
-    assert np.isnan(maps[:, future]).all() and not np.isnan(maps[:, ~future]).any()
-    np.testing.assert_allclose(maps[:, ~future], expected[:, ~future], rtol=1e-3, atol=1e-4)  # float16
-    assert data["head"] == 0 and data["layer"] == 0 and data["n_heads"] == config.n_heads
-    assert [f"head {h}" in title for h, title in enumerate(data["titles"])] == [True] * config.n_heads
+    assert data["layers"] == list(range(config.n_layers)) and data["layer"] == 0 and data["head"] == 0
     table = at.dataframe[0].value
-    for h, caption in enumerate(data["captions"]):  # each head's own metrics, as the table has them
-        entropy = table[(table["layer"] == 0) & (table["head"] == h)]["entropy"].iloc[0]
-        assert f"entropy {entropy:.3f}" in caption
+    for layer in data["layers"]:
+        maps = layer_maps(at, layer)
+        expected = model_maps(loaded, PROMPT, layer)
+        assert maps.shape == expected.shape == (config.n_heads, len(expected[0]), len(expected[0]))
+        future = np.triu(np.ones(expected.shape[1:], dtype=bool), k=1)
+        assert np.isnan(maps[:, future]).all() and not np.isnan(maps[:, ~future]).any()
+        np.testing.assert_allclose(maps[:, ~future], expected[:, ~future], rtol=1e-3, atol=1e-4)  # float16
+        for h in range(config.n_heads):  # each head's own title and metrics, as the table has them
+            assert f"Layer {layer}, head {h}" in data["titles"][layer][h]
+            entropy = table[(table["layer"] == layer) & (table["head"] == h)]["entropy"].iloc[0]
+            assert f"entropy {entropy:.3f}" in data["captions"][layer][h]
     assert data["figure"]["data"][0]["z"] is None  # the maps travel once, not again inside the figure
     assert data["plotly_url"].endswith("/plotly.min.js")
 
 
-def test_the_page_head_and_a_layer_switch_change_what_is_sent(zoo_base):
-    source, loaded = zoo_base
+def test_the_same_bytes_on_every_rerun_and_only_the_view_moves(zoo_base):
+    source, _ = zoo_base
     at = app_on(source, PROMPT).run()
     first = head_maps_data(at)
+    at.select_slider(key="query_token").set_value(2).run()  # the head view only: the component's data is unchanged
+    assert head_maps_data(at) == first  # the same message: Streamlit sends the browser a reference to its copy
     at.number_input(key="head").set_value(3).run()
-    no_errors(at)
-    moved = head_maps_data(at)
-    assert moved["head"] == 3 and moved["maps_id"] == first["maps_id"]  # same maps: the browser keeps them
-    assert "head 3" in heatmap(at)["layout"]["title"]["text"]
     at.slider(key="layer").set_value(2).run()
     no_errors(at)
-    layer2 = head_maps_data(at)
-    assert layer2["layer"] == 2 and layer2["maps_id"] != first["maps_id"]
-    np.testing.assert_allclose(np.nan_to_num(layer_maps(at)), np.nan_to_num(
-        np.where(np.triu(np.ones(layer_maps(at).shape[1:], dtype=bool), k=1), 0, model_maps(loaded, PROMPT, 2))),
+    moved = head_maps_data(at)
+    assert (moved["layer"], moved["head"]) == (2, 3) and moved["maps"] == first["maps"]
+    assert "Layer 2, head 3" in heatmap(at)["layout"]["title"]["text"]
+
+
+def test_past_the_byte_budget_only_the_page_layer_is_sent(zoo_base, monkeypatch):
+    from app.figures import head_maps
+
+    source, loaded = zoo_base
+    monkeypatch.setattr(head_maps, "ALL_LAYERS_BYTES", 1)
+    at = app_on(source, PROMPT + " Again.").run()  # another prompt: not the cached payload
+    at.slider(key="layer").set_value(2).run()
+    no_errors(at)
+    data = head_maps_data(at)
+    assert data["layers"] == [2] and data["shape"][0] == 1
+    np.testing.assert_allclose(np.nan_to_num(layer_maps(at)), np.nan_to_num(np.where(
+        np.triu(np.ones(data["shape"][2:], dtype=bool), k=1), 0, model_maps(loaded, PROMPT + " Again.", 2))),
         rtol=1e-3, atol=1e-4)
 
 
