@@ -99,3 +99,14 @@ def test_bench_takes_a_known_name_as_its_fetched_file(home, gemma_stand_in):
     assert cli._bench_source("gemma3-270m") == str(gemma_stand_in)
     assert cli._bench_source(None) is None and cli._bench_source("default") is None  # bench's own default
     assert cli._bench_source("some/dir") == "some/dir"
+
+
+def test_the_library_loader_takes_a_known_name_and_a_path_wins_over_it(home, gemma_stand_in, tmp_path, monkeypatch):
+    from txviz.loading import load
+
+    loaded = load("gemma3-270m")
+    assert loaded.config.n_layers == STAND_IN["n_layers"] and loaded.config.n_kv_heads == 1
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gemma3-270m").mkdir()  # a folder of that name in the working directory is a path
+    with pytest.raises(ModelLoadError, match="no config.json"):
+        load("gemma3-270m")

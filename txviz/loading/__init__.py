@@ -43,14 +43,19 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 def load(source: str | Path | None = None, *, device: str | torch.device | None = None,
          dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load ``source``: None or "default" (SmolLM2-135M-Instruct, fetched on first use), a .gguf file,
-    a directory with config.json + safetensors (Hugging Face), or a txviz lab directory."""
+    """Load ``source``: None or "default" (SmolLM2-135M-Instruct), a known model's name ("gemma3-270m";
+    txviz.loading.sources.KNOWN_MODELS, fetched on first use), a .gguf file, a directory with config.json
+    + safetensors (Hugging Face), or a txviz lab directory. A path wins over a name it shadows."""
     from txviz.loading.errors import ModelLoadError
+    from txviz.loading.sources import KNOWN_MODELS
 
     device = resolve_device(device)
     if source is None or str(source) == DEFAULT_MODEL:
         from txviz.loading.fetch import load_default_model
         return load_default_model(device=device, dtype=dtype)
+    if str(source) in KNOWN_MODELS and not Path(source).exists():
+        from txviz.loading.fetch import load_known_model
+        return load_known_model(str(source), device=device, dtype=dtype)
     path = Path(source).expanduser()
     if not path.exists():
         raise ModelLoadError(f"no such file or directory: {path}")
