@@ -135,3 +135,27 @@ def test_a_fused_qkv_that_does_not_fit_the_config_is_refused(variant, edit, tmp_
     edit_config(tmp_path, edit)
     with pytest.raises(ModelLoadError, match="fused q/k/v"):
         load_hf_dir(tmp_path, device="cpu")
+
+
+def save_renamed(hf_model, directory, rename, extra=None) -> None:
+    """The checkpoint as older tools wrote it: names changed by ``rename``, buffers ``extra`` added."""
+    from safetensors.torch import save_file
+
+    hf_model.config.save_pretrained(directory)
+    tensors = {rename(name): t.detach().clone().contiguous() for name, t in hf_model.state_dict().items()}
+    save_file({**tensors, **(extra or {})}, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("variant, rename, extra", [
+    ("bloom_8_heads_untied", lambda n: n.removeprefix("transformer."), None),  # bigscience's own layout
+    ("gpt_neox_parallel", lambda n: n.replace("lm_head.", "embed_out."),  # EleutherAI's, with its buffers
+     {"gpt_neox.layers.0.attention.bias": torch.ones(1, 1, 4, 4, dtype=torch.bool),
+      "gpt_neox.layers.0.attention.masked_bias": torch.tensor(-1e9),
+      "gpt_neox.layers.0.attention.rotary_emb.inv_freq": torch.ones(2)}),
+])
+def test_published_layouts_load_to_the_same_model(variant, rename, extra, tmp_path):
+    hf_model = build(variant)
+    save_renamed(hf_model, tmp_path, rename, extra)
+    loaded = load_hf_dir(tmp_path, device="cpu")
+    ids = random_ids(hf_model.config.vocab_size)
+    assert_close(loaded.model(ids), reference(hf_model, ids)[0])
