@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.app_pages.kv_cache import cached_vs_uncached, calculator, growth, sharing
+from app.app_pages.kv_cache import cached_vs_uncached, calculator, growth, real_models, sharing
 from app.app_pages.kv_cache.widget_state import keep_alive
 from app.ui import sidebar
 
 CALCULATOR = "Memory calculator"
 TABS = {CALCULATOR: calculator.draw, "Cache growth": growth.draw,
-        "Cached vs uncached": cached_vs_uncached.draw, "Sharing KV heads": sharing.draw}
+        "Cached vs uncached": cached_vs_uncached.draw, "Sharing KV heads": sharing.draw,
+        "Real models side by side": real_models.draw}
 FOLLOWING = ("mem_kind", "live_kv", "layers_kv")  # kept too; follow() resets them when the model changes
 
 st.title("KV cache & memory")

@@ -1,5 +1,5 @@
 """The Positions page on a model with two RoPE bases (a tiny Gemma-3-shaped GGUF under Gemma 3 270M's
-file name: 18 layers, 5 local layers with θ 10 000 to 1 global with θ 1 000 000): the "RoPE per layer
+file name, tests.helpers.gemma_standin: 18 layers, 5 local layers with θ 10 000 to 1 global with θ 1 000 000): the "RoPE per layer
 kind" tab lists which layers use which base and reads both wavelength curves back from the trace; the
 angle tab follows the chosen layer's base. A one-base model gets no such tab."""
 
@@ -11,17 +11,9 @@ import numpy as np
 import pytest
 
 from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
-from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
-from tests.helpers.tiny_gguf import weights_of
-from txviz import ModelConfig
+from tests.helpers.gemma_standin import write_stand_ins
 from txviz.loading import fetch
-from txviz.loading.sources import KNOWN_MODELS
 
-GEMMA_LIKE = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=18, n_heads=4, n_kv_heads=1,
-                         head_dim=32, ffn_hidden=96, max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu",
-                         gelu_approximate="tanh", embed_scale=8.0, tie_embeddings=True, rope_theta=1e6,
-                         sliding_window=8, rope_local_theta=10000.0, layer_types=(("sliding",) * 5 + ("full",)) * 3,
-                         qk_norm=True, sandwich_norm=True, name="tiny-gemma3")
 PROMPT = "the cat sat on the mat and the dog ran"
 
 
@@ -30,7 +22,7 @@ def gemma_home(tmp_path, monkeypatch):
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
     monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    write_gemma_gguf(tmp_path / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
+    write_stand_ins(tmp_path, smollm2=False)
     import streamlit as st
     st.cache_resource.clear()
     yield tmp_path

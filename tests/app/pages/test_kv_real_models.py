@@ -1,0 +1,55 @@
+"""The KV page's "Real models side by side" tab on tiny stand-ins of both known models
+(tests.helpers.gemma_standin): one row and measured curve per fetched model, equal to the formula; the
+Gemma-shaped model's local layer stops at its window while its global layer grows; a model not fetched
+is named with how to fetch it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path
+from tests.helpers.gemma_standin import write_stand_ins
+from txviz.loading import fetch
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
+    import streamlit as st
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def real_models_tab(model: str):
+    at = app_on(model, "the cat sat").run()
+    at.switch_page(page_path("kv_cache")).run()
+    at.session_state["kv_tab"] = "Real models side by side"
+    at.run()
+    no_errors(at)
+    return at
+
+
+@pytest.mark.parametrize("model", ["default", "gemma3-270m"])
+def test_both_real_caches_measured_beside_the_formula(home, model):
+    write_stand_ins(home)
+    at = real_models_tab(model)
+    table = at.dataframe[0].value
+    assert table["model"].tolist() == ["SmolLM2-135M-Instruct", "Gemma 3 270M"]
+    assert table["attention"].tolist() == ["GQA 9q/3kv", "MQA 4q/1kv"]
+    assert (table["largest |measured − formula|, bytes"] == 0).all()
+    assert (table.filter(like="(measured)").iloc[:, -1] == table["MiB (formula)"]).all()
+    held = {t["name"]: decode(t["y"]).astype(int) for t in chart(at, "kv_real_held")["data"]}
+    local = next(v for k, v in held.items() if k.startswith("Gemma 3 270M: local"))
+    global_ = next(v for k, v in held.items() if k.startswith("Gemma 3 270M: global"))
+    assert local.max() == 8 and global_[-1] == 2048  # the stand-in's window is 8; 2048 tokens chosen
+    assert (next(v for k, v in held.items() if k.startswith("SmolLM2")) == global_).all()
+
+
+def test_a_model_not_fetched_is_named(home):
+    write_stand_ins(home, gemma=False)
+    at = real_models_tab("default")
+    assert "gemma3-270m" in at.info[0].value
+    assert at.dataframe[0].value["model"].tolist() == ["SmolLM2-135M-Instruct"]
