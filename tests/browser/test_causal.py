@@ -1,7 +1,8 @@
 """The Heads page's "Test it (causal)" section in a real browser (issue 13): open the trophy sentence,
 run the causal test on it against "… too small.", and read back the logit differences, the agreement
 figures and the top heads by patching. Screenshots go to ``TXVIZ_ARTIFACTS``; what the page showed is
-printed."""
+printed. The session's server keeps causal measurements in the session's memo (tests/conftest.py): when
+the CLI or AppTest test of the pair ran first, the page shows their measurement (same model, same inputs)."""
 
 from __future__ import annotations
 
