@@ -10,7 +10,8 @@ real browser (``streamlit run`` + headless chromium, the browser-test harness): 
 first drawn figure with the weights already cached, a new 64-token prompt to every figure drawn, a head
 switch through the Head box (a round trip: the page reruns) and in the head maps component (in the
 browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the click event to the frame
-after the repaint, measured by the page), and a layer switch (the slider's arrow key, a round trip);
+after the repaint, measured by the page), a layer switch in the component (↓, when every layer is in
+the page) and by the page's slider (its arrow key, a round trip);
 with ``--long-tokens N`` the same switches on an N-token prompt. ``--baseline REV`` runs the browser
 half a second time on the app of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/``
 exported to a temporary folder, the library from this tree), so before and after share one run and
@@ -150,16 +151,27 @@ def _box_head_switch(page, head: int) -> float:
     return seconds
 
 
-def _component_head_switch(page, head: int) -> tuple[float, float]:
-    """(seconds seen from here, milliseconds the page measured from the click event to the frame after the
-    repaint) of a click on a head in the head maps component (no round trip)."""
-    started = time.perf_counter()
-    page.locator(f"{HEAD_MAPS} .txviz-head-bar button[data-head='{head}']").click()
-    page.wait_for_selector(f"{HEAD_MAPS}[data-head='{head}'][data-switch-ms]", timeout=60_000)
-    seconds = time.perf_counter() - started
-    painted_ms = float(page.locator(HEAD_MAPS).get_attribute("data-switch-ms"))
+def _component_switch(page, act, painted: str) -> tuple[float, float]:
+    """(seconds seen from here, milliseconds the page measured from the click or key event to the frame
+    after the repaint) of ``act()`` in the head maps component (no round trip), done when ``painted``
+    (attributes of the component's root, e.g. "[data-head='3']") holds."""
     page.locator(HEAD_MAPS).evaluate("root => delete root.dataset.switchMs")
-    return seconds, painted_ms
+    started = time.perf_counter()
+    act()
+    page.wait_for_selector(f"{HEAD_MAPS}{painted}[data-switch-ms]", timeout=60_000)
+    seconds = time.perf_counter() - started
+    return seconds, float(page.locator(HEAD_MAPS).get_attribute("data-switch-ms"))
+
+
+def _component_head_switch(page, head: int) -> tuple[float, float]:
+    """A click on a head in the head maps component."""
+    button = page.locator(f"{HEAD_MAPS} .txviz-head-bar button[data-head='{head}']")
+    return _component_switch(page, button.click, f"[data-head='{head}']")
+
+
+def _component_layer_switch(page, layer: int) -> tuple[float, float]:
+    """↓ in the head maps component (every layer is in the page): the next layer."""
+    return _component_switch(page, lambda: page.locator(HEAD_MAPS).press("ArrowDown"), f"[data-layer='{layer}']")
 
 
 def _layer_switch(page, layer: int) -> float:
@@ -181,17 +193,20 @@ def _switches(page, repeats: int, has_component: bool) -> dict:
     config = _config()
     heads = _cycle(config.n_heads, 2 * repeats)
     samples = {"head_switch_s": [_box_head_switch(page, h) for h in heads]}
+    in_browser = {}
     if has_component:  # the page's head is heads[-1]: start the component's cycle one further on
         picked = [(heads[-1] + 1 + i) % config.n_heads for i in range(2 * repeats)]
-        measured = [_component_head_switch(page, h) for h in picked]
-        samples["in_browser_head_switch_s"] = [m[0] for m in measured]
-        samples["in_browser_head_switch_paint_ms"] = [m[1] for m in measured]
+        in_browser["head_switch"] = [_component_head_switch(page, h) for h in picked]
+        if page.locator(f"{HEAD_MAPS} .txviz-layer").is_visible():  # every layer is in the page
+            in_browser["layer_switch"] = [_component_layer_switch(page, layer) for layer in range(1, 1 + 2 * repeats)]
     samples["layer_switch_s"] = [_layer_switch(page, layer) for layer in range(1, 1 + 2 * repeats)]
     result = {"head_switch_ms": _median_ms(samples["head_switch_s"]),
               "layer_switch_ms": _median_ms(samples["layer_switch_s"])}
-    if has_component:
-        result["in_browser_head_switch_ms"] = _median_ms(samples["in_browser_head_switch_s"])
-        result["in_browser_head_switch_paint_ms"] = round(statistics.median(samples["in_browser_head_switch_paint_ms"]), 1)
+    for name, measured in in_browser.items():
+        samples[f"in_browser_{name}_s"] = [m[0] for m in measured]
+        samples[f"in_browser_{name}_paint_ms"] = [m[1] for m in measured]
+        result[f"in_browser_{name}_ms"] = _median_ms(samples[f"in_browser_{name}_s"])
+        result[f"in_browser_{name}_paint_ms"] = round(statistics.median(samples[f"in_browser_{name}_paint_ms"]), 1)
     return result | {"samples": samples}
 
 
@@ -265,11 +280,11 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
         measured |= {"browser_prompt_64_s": found["prompt_64_s"],
                      "browser_start_to_first_figure_s": found["start_to_first_figure_s"],
                      "browser_head_switch_ms": found.get("in_browser_head_switch_ms", found["head_switch_ms"]),
-                     "browser_layer_switch_ms": found["layer_switch_ms"]}
+                     "browser_layer_switch_ms": found.get("in_browser_layer_switch_ms", found["layer_switch_ms"])}
         if found["long"]:
-            measured |= {"browser_head_switch_long_ms": found["long"].get("in_browser_head_switch_ms",
-                                                                          found["long"]["head_switch_ms"]),
-                         "browser_layer_switch_long_ms": found["long"]["layer_switch_ms"]}
+            long = found["long"]
+            measured |= {"browser_head_switch_long_ms": long.get("in_browser_head_switch_ms", long["head_switch_ms"]),
+                         "browser_layer_switch_long_ms": long.get("in_browser_layer_switch_ms", long["layer_switch_ms"])}
     result["targets"] = {name: {"measured": value, "target": TARGETS[name], "met": value <= TARGETS[name]}
                          for name, value in measured.items()}
     return result
@@ -284,10 +299,12 @@ def _browser_line(name: str, found: dict) -> str:
 
 
 def _switch_line(found: dict) -> str:
-    line = f"head switch (Head box, round trip) {found['head_switch_ms']} ms · layer switch {found['layer_switch_ms']} ms"
-    if "in_browser_head_switch_ms" in found:
-        line += (f" · head switch in the browser {found['in_browser_head_switch_ms']} ms "
-                 f"({found['in_browser_head_switch_paint_ms']} ms click → painted, measured by the page)")
+    line = (f"round trips: head switch (Head box) {found['head_switch_ms']} ms · layer switch (slider) "
+            f"{found['layer_switch_ms']} ms")
+    for name in ("head_switch", "layer_switch"):
+        if f"in_browser_{name}_ms" in found:
+            line += (f" · in the browser: {name.replace('_', ' ')} {found[f'in_browser_{name}_ms']} ms "
+                     f"({found[f'in_browser_{name}_paint_ms']} ms event → painted, measured by the page)")
     return line
 
 

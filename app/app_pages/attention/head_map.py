@@ -1,6 +1,7 @@
-"""One head's attention map: the layer/head/hide-sink widgets, the map (every head of the layer in the
-browser, app/components/head_maps; pooled, with an exact region, when the prompt is long), and the
-head's metrics."""
+"""One head's attention map: the layer/head/hide-sink widgets, the map and the head's metrics. With every
+map stored, the map is the head maps component (app/components/head_maps): every head of the layer, or
+of every layer within the byte budget, switched in the browser; a long prompt's map is drawn pooled,
+with an exact region of the page's head. The plain chart stays as a lazy fallback."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def head_map(view) -> tuple[int, int, bool]:
     hide = c3.toggle("Hide sink", key="hide_sink",
                      help="Drop the weight on the first token and renormalize the rest of each row.")
     layer, head = int(state.get("layer")), int(state.get("head"))
-    if view.plan is None:  # every map is stored: the whole layer goes to the browser
+    if view.plan is None:  # every map is stored: whole layers go to the browser
         _browser_maps(view, layer, head, hide)
         if view.big:
             _region(view, layer, head, hide)
