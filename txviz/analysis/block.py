@@ -73,7 +73,13 @@ def block_equation(config) -> str:
         expert = rf"W_{{2,e}}\,{gelu}(W_{{1,e}} \hat h)"
     if config.is_moe:
         ffn = rf"\sum_{{e\in\mathrm{{top}}\text{{-}}{config.top_k}}} g_e(\hat h)\,{expert}"
-    return (rf"h = x + \mathrm{{MHA}}({norm}(x)),\qquad y = h + {ffn},\quad \hat h={norm}(h),"
+    attn, ffn_post = rf"\mathrm{{MHA}}({norm}(x))", ffn
+    if config.sandwich_norm:  # Gemma 2/3 normalize each sublayer's output again before adding it
+        attn, ffn_post = rf"{norm}'\big({attn}\big)", rf"{norm}''\big({ffn}\big)"
+    if config.parallel_block:  # GPT-NeoX: both sublayers read x
+        return (rf"y = x + {attn} + {ffn_post},\quad \hat h={norm}_2(x),"
+                rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
+    return (rf"h = x + {attn},\qquad y = h + {ffn_post},\quad \hat h={norm}(h),"
             rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
 
 
@@ -85,22 +91,23 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     x = x.to(model.embed.weight.device, model.embed.weight.dtype)[None]  # (1, T, d)
     positions = torch.arange(x.shape[1], device=x.device)
     ctx = model.layer_context(layer, positions, positions, x.dtype)  # the layer's own window and RoPE base
+    parallel = model.config.parallel_block  # GPT-NeoX: the FFN reads x, not h, and both add at once
     a = block.attn_norm(x)
     attn = block.post_attn_norm(block.attn(a, ctx))  # post-norms: identity unless sandwich_norm (Gemma 2/3)
     h = x + attn
-    b = block.ffn_norm(h)
+    b = block.ffn_norm(x if parallel else h)
     ffn = block.post_ffn_norm(block.ffn(b))
-    y = h + ffn
+    y = ffn + attn + x if parallel else h + ffn  # the model's own order of the sum
     norm_name, norm_eq = norm_terms(model.config)
     ffn_name, ffn_eq = ffn_terms(model.config)
     steps = [
         _step("input x", "residual stream entering the block", x[0]),
         _step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), a[0]),
         _step("multi-head attention", "concat_h softmax(q kᵀ/√d + M) v · W_O", attn[0]),
-        _step("residual add", "h = x + attention(a)", h[0]),
-        _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="h"), b[0]),
+        _step("residual add", "h = x + attention(a)" + (" (shown; the FFN reads x)" if parallel else ""), h[0]),
+        _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="x" if parallel else "h"), b[0]),
         _step(ffn_name, ffn_eq, ffn[0]),
-        _step("residual add", "y = h + FFN(b)", y[0]),
+        _step("residual add", "y = x + attention(a) + FFN(b)" if parallel else "y = h + FFN(b)", y[0]),
     ]
     return steps, y[0].cpu()
 

@@ -44,3 +44,19 @@ def test_logit_lens_rows_feed_the_table_shape():
     probs, ids = logit_lens(model, resid, top=3)
     table = lens_top_tokens(probs, ids, lambda toks: str(toks[0]))
     assert table.shape == (model.config.n_layers + 1, 4)
+
+
+def test_the_walkthrough_follows_a_parallel_block_to_the_model_s_own_output():
+    """GPT-NeoX's block: the FFN reads the block's input, not h; the recomputed output is the model's."""
+    from txviz import trace
+    from txviz.analysis.block import block_equation
+    from tests.helpers.tiny import random_ids
+
+    model = random_decoder(tiny_config(parallel_block=True, norm="layernorm", ffn="gelu_mlp", rotary_dims=4))
+    resid = trace(model, random_ids(model.config, 7), capture=["resid"])["resid"]  # (L+1, B, T, d)
+    for layer in range(model.config.n_layers):
+        steps, out = block_walkthrough(model, resid[layer, 0], layer)
+        torch.testing.assert_close(out, resid[layer + 1, 0], rtol=1e-5, atol=1e-5)
+        assert steps[4].equation.startswith("b = ") and "(x" in steps[4].equation
+    assert "y = x + " in block_equation(model.config) and "h = x" not in block_equation(model.config)
+    assert "h = x" in block_equation(tiny_config())
