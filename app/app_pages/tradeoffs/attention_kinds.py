@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
+from app.app_pages.tradeoffs.real_kinds import real_and_zoo
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
@@ -24,6 +25,7 @@ def attention_kinds(view: TradeoffsView) -> None:
     except ValueError as error:
         st.info(str(error))
     any_config()
+    real_and_zoo()
     st.subheader("Measured in the zoo")
     rows = tr.zoo_rows(tr.ATTENTION_KINDS)
     zoo_table(rows, {"variant": "variant", "n_kv_heads": "KV heads", "kv_bytes_per_token": "KV bytes/token (fp32)",

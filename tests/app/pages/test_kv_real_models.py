@@ -1,7 +1,8 @@
 """The KV page's "Real models side by side" tab on tiny stand-ins of both known models
 (tests.helpers.gemma_standin): one row and measured curve per fetched model, equal to the formula; the
 Gemma-shaped model's local layer stops at its window while its global layer grows; a model not fetched
-is named with how to fetch it."""
+is named with how to fetch it. The Tradeoffs page's MHA / GQA / MQA tab lists both real models
+beside the zoo."""
 
 from __future__ import annotations
 
@@ -53,3 +54,18 @@ def test_a_model_not_fetched_is_named(home):
     at = real_models_tab("default")
     assert "gemma3-270m" in at.info[0].value
     assert at.dataframe[0].value["model"].tolist() == ["SmolLM2-135M-Instruct"]
+
+
+def test_tradeoffs_kinds_tab_puts_both_real_models_beside_the_zoo(home):
+    write_stand_ins(home)
+    at = app_on("gemma3-270m", "the cat sat").run()
+    at.switch_page(page_path("tradeoffs")).run()
+    at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"
+    at.run()
+    no_errors(at)
+    table = next(d.value for d in at.dataframe if "queries per KV head" in d.value.columns)
+    real = table[table["source"] == "pretrained"]
+    assert real["model"].tolist() == ["SmolLM2-135M-Instruct", "Gemma 3 270M"]
+    assert real["kind"].tolist() == ["GQA", "MQA"] and real["queries per KV head"].tolist() == [3, 4]
+    gemma = real.iloc[1]
+    assert gemma["KV bytes/token, mean over it"] < gemma["KV bytes/token, first token (fp32)"]
