@@ -87,10 +87,16 @@ def cmd_trace(args) -> dict:
     from txviz.capture.cost import capture_cost
     from txviz.capture.trace import trace
     from txviz import limits
+    settings = limits.current()
+    limits.check_prompt_chars(len(args.prompt), settings)  # the app's limits, before anything is loaded
     loaded = _load(args)
     config, element = loaded.config, loaded.dtype.itemsize
+    args.bos = _bos(args.bos, loaded.tokenizer)
     encoding = loaded.tokenizer.encode(args.prompt, bos=args.bos)
-    n, settings, capture = len(encoding.ids), limits.current(), ("head_summaries",)
+    n, capture = len(encoding.ids), ("head_summaries",)
+    # summaries only, as the Attention page's long view: TXVIZ_MAX_LONG_TOKENS and the model's context,
+    # checked before --plan answers, so a plan never promises what the run refuses
+    limits.check_prompt_tokens(n, config, settings, long=True)
     estimate = limits.check_budget(limits.trace_estimate(config, n, capture, element_bytes=element,
                                                          gflops=settings.gflops), settings)
     cost = {"capture": list(capture), "stored_bytes": capture_cost(config, n, capture, element_bytes=element).stored_bytes,
@@ -109,15 +115,26 @@ def cmd_trace(args) -> dict:
             "cost": cost, "tokens": tokens, "heads": metrics_table(tr.head_metrics(), tr.layers)}
 
 
+def _bos(choice: str, tokenizer) -> str:
+    """``auto``: what the model's own tokenizer does (Gemma prepends <bos>, SmolLM2 nothing)."""
+    if choice != "auto":
+        return choice
+    return "bos" if tokenizer.adds_bos and tokenizer.bos_id is not None else "none"
+
+
 def cmd_generate(args) -> dict:
     from txviz.generate import Sampling, generate
+    from txviz import limits
+    settings = limits.current()
+    limits.check_prompt_chars(len(args.prompt), settings)
     loaded = _load(args)
     tokenizer = loaded.tokenizer
     prompt = args.prompt
     if args.chat:
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
+    args.bos = _bos(args.bos, tokenizer)
     ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
-    from txviz import limits
+    limits.check_prompt_tokens(len(ids), loaded.config, settings, n_new=max(0, args.max_new_tokens))
     if args.max_new_tokens >= 0:
         limits.check_budget(limits.generation_estimate(loaded.config, len(ids), args.max_new_tokens,
                                                        element_bytes=loaded.dtype.itemsize), limits.current())
@@ -266,11 +283,18 @@ def _bench_source(model: str | None) -> str | None:
 
 def cmd_bench(args) -> dict:
     from txviz import bench
-    args.model = _bench_source(args.model)
     tokens = args.tokens or (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
-    result = bench.run(tokens, repeats=args.repeats or (1 if args.quick else 3), quick=args.quick,
-                       threads=args.threads, decode_tokens=args.decode_tokens or (8 if args.quick else 32),
-                       hf=not args.no_hf, model=args.model, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    options = dict(repeats=args.repeats or (1 if args.quick else 3), quick=args.quick, threads=args.threads,
+                   decode_tokens=args.decode_tokens or (8 if args.quick else 32), hf=not args.no_hf,
+                   progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.models:  # several models side by side in one run
+        from txviz.bench_models import markdown_models, run_models
+        result = run_models({name: _bench_source(name) for name in args.models}, tokens, run=bench.run, **options)
+        if not args.json:
+            print(markdown_models(result))
+        return result
+    args.model = _bench_source(args.model)
+    result = bench.run(tokens, model=args.model, **options)
     if not args.json:
         print(bench.markdown(result))
     return result
@@ -303,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     command("info", "config, parameter count and KV bytes per token").set_defaults(run=cmd_info)
     p = command("trace", "per-head attention table for a prompt")
     p.add_argument("--prompt", required=True)
-    p.add_argument("--bos", choices=["none", "bos", "sink"], default="none", help="token prepended to the prompt")
+    p.add_argument("--bos", choices=["auto", "none", "bos", "sink"], default="auto",
+                   help="token prepended to the prompt (auto: as the model's own tokenizer does)")
     p.add_argument("--plan", action="store_true",
                    help="only say what the trace would keep and cost, without running it")
     p.set_defaults(run=cmd_trace)
@@ -311,7 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
-    p.add_argument("--bos", choices=["none", "bos", "sink"], default="none")
+    p.add_argument("--bos", choices=["auto", "none", "bos", "sink"], default="auto",
+                   help="token prepended to the prompt (auto: as the model's own tokenizer does)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--top-p", type=float, default=None)
@@ -355,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode-tokens", type=int, default=None, help="new tokens per generation (default 32)")
     p.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     p.add_argument("--model", default=None, help=MODEL_HELP)
+    p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+                   help="several models (names or paths) benchmarked one after another in this run, one table")
     p.set_defaults(run=cmd_bench)
     from txviz.lab.cli import add_lab_commands
     add_lab_commands(sub)  # lab list / lab train
