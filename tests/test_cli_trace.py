@@ -50,3 +50,40 @@ def test_plan_reports_the_cost_without_running(capsys):
     assert cost["stored_bytes"] == config.n_layers * config.n_heads * n * 6 * 4  # six metrics per row, fp32
     assert cost["stored_bytes"] < cost["estimated_bytes"] and cost["estimated_seconds"] >= 0
     assert run(capsys)["cost"] == cost  # the run reports the same figures
+
+
+@pytest.mark.parametrize("env, value, argv, named", [
+    ("TXVIZ_MAX_PROMPT_CHARS", "20", ["trace"], "TXVIZ_MAX_PROMPT_CHARS"),
+    ("TXVIZ_MAX_LONG_TOKENS", "5", ["trace"], "TXVIZ_MAX_LONG_TOKENS"),
+    ("TXVIZ_MAX_LONG_TOKENS", "5", ["trace", "--plan"], "TXVIZ_MAX_LONG_TOKENS"),  # a plan promises no more
+    ("TXVIZ_MAX_PROMPT_CHARS", "20", ["generate"], "TXVIZ_MAX_PROMPT_CHARS"),
+    ("TXVIZ_MAX_TOKENS", "5", ["generate", "--max-new-tokens", "1"], "TXVIZ_MAX_TOKENS"),
+    ("TXVIZ_MAX_NEW_TOKENS", "2", ["generate", "--max-new-tokens", "3"], "TXVIZ_MAX_NEW_TOKENS"),
+])
+def test_the_command_line_applies_the_app_s_limits(capsys, monkeypatch, env, value, argv, named):
+    monkeypatch.setenv(env, value)
+    assert main([*argv, "--prompt", PROMPT, "--model", MODEL, "--device", "cpu", "--json"]) != 0
+    assert json.loads(capsys.readouterr().out)["type"] == "LimitExceeded"  # --json: the error as JSON
+    monkeypatch.setenv(env, value)
+    assert main([*argv, "--prompt", PROMPT, "--model", MODEL, "--device", "cpu"]) != 0
+    assert named in capsys.readouterr().err
+
+
+def test_a_plan_past_the_model_s_context_is_refused_like_the_run(capsys, monkeypatch):
+    context = load(MODEL, device="cpu").config.max_seq_len
+    monkeypatch.setenv("TXVIZ_MAX_PROMPT_CHARS", str(10 * context))
+    for extra in ([], ["--plan"]):
+        assert main(["trace", "--prompt", "dog " * context, "--model", MODEL, "--device", "cpu", *extra]) != 0
+        assert "context" in capsys.readouterr().err
+
+
+def test_bos_auto_follows_the_model_s_own_tokenizer(capsys):
+    from types import SimpleNamespace
+
+    from txviz.cli import _bos
+
+    assert run(capsys)["bos"] == "none"  # the zoo's tokenizer, like SmolLM2's, prepends nothing
+    gemma_like = SimpleNamespace(adds_bos=True, bos_id=2)
+    assert _bos("auto", gemma_like) == "bos"
+    assert _bos("auto", SimpleNamespace(adds_bos=True, bos_id=None)) == "none"  # nothing to prepend
+    assert [_bos(choice, gemma_like) for choice in ("none", "bos", "sink")] == ["none", "bos", "sink"]
