@@ -11,7 +11,8 @@ from txviz.loading.tokenizer import Tokenizer
 from txviz.loading.tokenizer_spm import derived_merges
 
 TEXTS = ["hello world", "The world is hello", "héllo, world!", "a\n\nb\nc", "x  y   z", "€ 12 25",
-         "<bos>the<s>in", " the  the", "THE", "\tthe\t\t", "🦙 and 日本", "", " ", "trailing  "]
+         "<bos>the<s>in", " the  the", "THE", "\tthe\t\t", "🦙 and 日本", "", " ", "trailing  ", "a\u2581 b",
+         "x \u2581 hello", "\u2581"]
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +33,18 @@ def test_pieces_merge_as_sentencepiece_bpe(tokenizer):
 
 def test_user_defined_tokens_are_matched_whole_and_longest_first(tokenizer):
     assert pieces(tokenizer, "a\n\nb\nc") == ["a", "\n\n", "b", "\n", "c"]
-    assert pieces(tokenizer, "x  y   z") == ["x", "  ", "y", "   ", "z"]
+    tokens = spm_vocab()[0]
+    assert tokenizer.encode("x  y   z").ids[1::2] == (tokens.index("  "), tokens.index("   "))
+    assert pieces(tokenizer, "x  y   z") == ["x", SPACE * 2, "y", SPACE * 3, "z"]  # the file's "  ", respelled
+    assert pieces(tokenizer, "a" + SPACE + " b") == ["a", SPACE * 2, "b"]  # matched after spaces became "▁"
     assert pieces(tokenizer, "<s>in<div>") == ["<s>", "in", "<div>"]
 
 
 def test_characters_outside_the_vocabulary_fall_back_to_bytes_and_decode_back(tokenizer):
     assert pieces(tokenizer, "€") == ["<0xE2>", "<0x82>", "<0xAC>"]
     assert tokenizer.token_bytes(tokenizer.encode("€").ids[0]) == b"\xe2"
-    for text in TEXTS:
-        assert tokenizer.decode(tokenizer.encode(text).ids) == text, text
+    for text in TEXTS:  # a literal "▁" is SentencePiece's space: it comes back as " " (so in transformers too)
+        assert tokenizer.decode(tokenizer.encode(text).ids) == text.replace(SPACE, " "), text
 
 
 def test_special_tokens_bos_policy_and_sink(tokenizer):
@@ -85,3 +89,14 @@ def test_mismatched_score_list_is_refused():
     metadata["tokenizer.ggml.scores"] = metadata["tokenizer.ggml.scores"][:-3]
     with pytest.raises(ModelLoadError, match="scores"):
         tokenizer_from_header(GGUFHeader(path="m.gguf", metadata=metadata, tensor_types={}))
+
+
+def test_a_run_longer_than_any_piece_is_split_longest_first():
+    """SentencePiece (and llama.cpp) match user-defined pieces longest first, left to right: five spaces
+    with pieces of two and three are "▁▁▁" + "▁▁". transformers' GGUF tokenizer forms the runs by merges
+    instead, ranked by file order, and gets "▁▁" + "▁▁▁" here; on Gemma 3's vocabulary (runs up to 31
+    spaces) the two differ only on runs longer than 31."""
+    tokens = spm_vocab()[0]
+    tokenizer = Tokenizer.from_gguf_metadata(spm_metadata())
+    assert tokenizer.encode("x" + " " * 5).ids[1:] == (tokens.index("   "), tokens.index("  "))
+

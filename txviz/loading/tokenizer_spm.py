@@ -9,8 +9,10 @@ normal token into two normal tokens is a merge, ranked by the token's score (hig
 such pair listed, "lowest-ranked pair first" (``tokenizers``' BPE) is "highest-scoring result first".
 
 Control tokens (``<bos>``, ``<start_of_turn>``) are special; user-defined ones (Gemma's "\\n\\n", runs of
-spaces and tabs, ``<div>``) are matched whole in the raw text before BPE, as SentencePiece and
-llama.cpp do (longest match first), and are never the result of a merge.
+spaces and tabs, ``<div>``) are matched whole before BPE (longest match first) and are never the result
+of a merge. SentencePiece matches them in the normalized text, so a literal "▁" next to a space joins a
+run of spaces; llama.cpp matches them in the raw text and would not. transformers' GGUF tokenizer agrees
+with SentencePiece there, and so does this one.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ def build_spm_backend(*, tokens: list[str], scores: list[float], token_types: li
     """The ``tokenizers`` equivalent of the file's SentencePiece model (no BOS added: see Tokenizer)."""
     if len(scores) != len(tokens) or len(token_types) != len(tokens):
         raise ValueError(f"{len(tokens)} tokens but {len(scores)} scores and {len(token_types)} token types")
+    # SentencePiece matches user-defined pieces in the text after spaces became "▁"; llama.cpp's converter
+    # wrote Gemma's runs of "▁" back as spaces, so they are spelled with "▁" again to match there
+    tokens = [t.replace(" ", SPACE) if kind == GGUF_USER_DEFINED else t for t, kind in zip(tokens, token_types)]
     vocab = {token: index for index, token in reversed(list(enumerate(tokens)))}  # first id wins on duplicates
     bpe = models.BPE(vocab=vocab, merges=derived_merges(tokens, scores, token_types), unk_token=unknown_token,
                      fuse_unk=True, byte_fallback=True)
@@ -53,6 +58,6 @@ def build_spm_backend(*, tokens: list[str], scores: list[float], token_types: li
     backend.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()])
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
                                 for t, kind in zip(tokens, token_types) if kind == GGUF_CONTROL])
-    backend.add_tokens([AddedToken(t, special=False, normalized=False)
+    backend.add_tokens([AddedToken(t, special=False, normalized=True)  # matched in the normalized text
                         for t, kind in zip(tokens, token_types) if kind == GGUF_USER_DEFINED])
     return backend
