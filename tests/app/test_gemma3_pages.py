@@ -1,0 +1,45 @@
+"""Every page of the app on the real Gemma 3 270M (issue 15), chosen by name as a link would: each page
+draws with no exception or error on a short prompt, the sidebar says what the model is, and the tabs
+whose story changes for Gemma (RoPE per layer kind; both real caches side by side; the two real models
+beside the zoo) draw too. The session fetches Gemma 3 once (conftest's ``gemma3_gguf_path``) beside the
+default model (``default_gguf_path``), in the session's fresh home."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.apptest import PAGE_NAMES, app_on, has_chart, no_errors, page_path
+
+PROMPT = "The cat sat on the mat because it was tired."
+GEMMA_TABS = {"positions": ("positions_tab_rope_kinds", "RoPE per layer kind", "rope_kind_waves"),
+              "kv_cache": ("kv_tab", "Real models side by side", "kv_real_total")}
+
+
+@pytest.fixture(scope="module")
+def gemma_app(default_gguf_path, gemma3_gguf_path):
+    import streamlit as st
+
+    st.cache_resource.clear()  # the model of this session's home, not another test's
+    at = app_on("gemma3-270m", PROMPT, timeout=600).run()
+    no_errors(at)
+    yield at
+    st.cache_resource.clear()
+
+
+def test_gemma3_is_loaded_by_name(gemma_app):
+    caption = "\n".join(c.value for c in gemma_app.sidebar.caption)
+    assert "18 layers · 4 heads · 1 KV heads (MQA)" in caption
+
+
+@pytest.mark.parametrize("name", PAGE_NAMES)
+def test_every_page_draws_on_gemma3(gemma_app, name):
+    at = gemma_app
+    at.switch_page(page_path(name)).run()
+    no_errors(at)
+    assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4
+    if name in GEMMA_TABS:
+        key, label, chart = GEMMA_TABS[name]
+        at.session_state[key] = label
+        at.run()
+        no_errors(at)
+        assert has_chart(at, chart), name
