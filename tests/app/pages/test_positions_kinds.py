@@ -1,7 +1,8 @@
 """The Positions page on a model with two RoPE bases (a tiny Gemma-3-shaped GGUF under Gemma 3 270M's
 file name, tests.helpers.gemma_standin: 18 layers, 5 local layers with θ 10 000 to 1 global with θ 1 000 000): the "RoPE per layer
 kind" tab lists which layers use which base and reads both wavelength curves back from the trace; the
-angle tab follows the chosen layer's base. A one-base model gets no such tab."""
+angle tab follows the chosen layer's base. A one-base model gets no such tab. The
+built-in coreference set says what Gemma gets before each sentence and warns when it is nothing."""
 
 from __future__ import annotations
 
@@ -61,3 +62,15 @@ def test_the_angle_table_follows_the_layers_base(gemma_home, layer, theta):
     no_errors(at)
     waves = decode(chart(at, "rope_waves")["data"][0]["y"]).astype(float)
     np.testing.assert_allclose(waves[1], 2 * math.pi * theta ** (2 / 32), rtol=1e-4)
+
+
+@pytest.mark.parametrize("bos, token, warned", [("sink", "`<bos>`", False), ("none", "nothing", True)])
+def test_builtin_coref_set_says_what_gemma_gets_before_each_sentence(gemma_home, bos, token, warned):
+    at = app_on("gemma3-270m", PROMPT)
+    at.query_params["bos"] = bos  # as a link carries it
+    at.session_state["heads_tab"] = "Coreference"
+    at.run()
+    at.switch_page(page_path("heads")).run()
+    no_errors(at)
+    assert f"Before each sentence: {token}" in texts(at)
+    assert any("always starts with `<bos>`" in w.value for w in at.warning) == warned
