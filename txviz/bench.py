@@ -266,9 +266,12 @@ def _decode(job: dict) -> dict:
 
     loaded = _load_ours(job["source"])
     hf_model = _load_hf(job["source"]) if job["hf"] else None
-    if loaded.tokenizer is not None:
+    if loaded.tokenizer is not None and loaded.tokenizer.chat_template:
         text = loaded.tokenizer.apply_chat_template([{"role": "user", "content": DECODE_PROMPT}])
         ids = torch.tensor(loaded.tokenizer.encode(text, bos="none").ids)[None]
+    elif loaded.tokenizer is not None:  # a base model (Gemma 3 270M): the prompt as text, with its own BOS rule
+        bos = "bos" if loaded.tokenizer.adds_bos else "none"
+        ids = torch.tensor(loaded.tokenizer.encode(DECODE_PROMPT, bos=bos).ids)[None]
     else:
         ids = torch.randint(0, loaded.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(0))
     n = job["new_tokens"]
