@@ -54,7 +54,7 @@ def watched(monkeypatch, request):
 
     def check(at):
         real_check(at)
-        seen["runs"].append({"charts": [c.proto.id for c in at.get("plotly_chart")],
+        seen["runs"].append({"charts": [c.proto.id for c in [*at.get("plotly_chart"), *at.get("bidi_component")]],
                              "head": at.number_input(key="head").value, "layer": at.slider(key="layer").value,
                              "prompt": at.sidebar.text_area(key="prompt").value})
 
@@ -104,7 +104,7 @@ def test_app_benchmark_measures_the_app_it_reports(default_model_home, default_m
     assert [r["layer"] for r in layers] == bench_app._cycle(config.n_layers, 2 * REPEATS)
     prompts = [r["prompt"] for r in runs[1 + 4 * REPEATS:]]
     assert len(set(prompts + [runs[0]["prompt"]])) == REPEATS + 1  # each timed prompt was new to the cache
-    assert all(any("heatmap" in (c or "") for c in r["charts"]) for r in runs)
+    assert all(any("heatmap" in (c or "") for c in r["charts"]) for r in runs)  # the head maps component
 
     # the figures reported are the medians of their own positive samples, ordered as their work is
     for name, values in samples.items():
