@@ -27,15 +27,16 @@ def markdown_models(result: dict) -> str:
     def cell(value, fmt="{:.3f}"):
         return "—" if value is None else fmt.format(value)
 
-    lines = ["| model | tokens | plain forward (s) | txviz trace (s) | trace CPU (s) | trace / plain | "
+    lines = ["| model | tokens | plain forward (s) | txviz trace (s) | plain CPU (s) | trace CPU (s) | trace / plain | "
              "trace peak RSS (MB) | plain peak RSS (MB) | decode tok/s | load average (1/5/15 min, before → after) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for model in result["models"]:
         load = " → ".join("/".join(f"{x:.1f}" for x in avg) if avg else "?"
                           for avg in (model["load_average_before"], model["load_average_after"]))
         for row in model["results"]:
             lines.append(f"| {model['name']} | {row['tokens']} | {cell(row['plain_forward_s'])} | "
-                         f"{cell(row['trace_s'])} | {cell(row.get('cpu_s', {}).get('trace'))} | "
+                         f"{cell(row['trace_s'])} | {cell(row.get('cpu_s', {}).get('plain'))} | "
+                         f"{cell(row.get('cpu_s', {}).get('trace'))} | "
                          f"{cell(row['trace_over_plain'], '{:.2f}×')} | {cell(row['peak_rss_mb'], '{:.0f}')} | "
                          f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {model['decode']['txviz_tok_s']} | {load} |")
     return "\n".join(lines)
