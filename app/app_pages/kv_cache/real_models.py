@@ -64,7 +64,7 @@ def summary(configs: dict[str, ModelConfig], runs: dict[str, LongCache]) -> pd.D
                      "layers (local + global)": f"{sum(w is not None for w in config.layer_windows)} + "
                                                 f"{sum(w is None for w in config.layer_windows)}",
                      "bytes/token, first tokens (measured)": f"{run.added_per_token(0, early_end):,.0f}",
-                     "bytes/token past the window (measured)": "—" if late is None or window is None else f"{late:,.0f}",
+                     "bytes/token past the window (measured)": "—" if late is None else f"{late:,.0f}",
                      f"MiB at {int(run.tokens[-1])} (measured)": round(run.measured[-1] / 2**20, 2),
                      "MiB (formula)": round(run.formula[-1] / 2**20, 2),
                      "largest |measured − formula|, bytes": run.largest_difference})

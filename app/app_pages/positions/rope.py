@@ -22,7 +22,8 @@ def angles_tab(view: PositionsView) -> None:
                            min(256, config.max_seq_len), key="rope_positions")
     a, b = st.columns(2)
     table = pos.angle_table(inv_freq, n_pos).numpy()
-    a.plotly_chart(charts.matrix(table.T, title=f"Layer {view.layer}: angle m·θ_i mod 2π (pair × position)", colorscale="Twilight",
+    a.plotly_chart(charts.matrix(table.T, title=f"Layer {view.layer}: angle m·θ_i mod 2π (pair × position)",
+                                 colorscale="Twilight",
                                  symmetric=False, value_name="angle (rad)"), key="rope_angles")
     wavelengths = pos.wavelengths(inv_freq)
     waves = wavelengths.numpy()

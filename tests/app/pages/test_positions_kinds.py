@@ -1,6 +1,6 @@
 """The Positions page on a model with two RoPE bases (a tiny Gemma-3-shaped GGUF under Gemma 3 270M's
-file name, tests.helpers.gemma_standin: 18 layers, 5 local layers with θ 10 000 to 1 global with θ 1 000 000): the "RoPE per layer
-kind" tab lists which layers use which base and reads both wavelength curves back from the trace; the
+file name, tests.helpers.gemma_standin: 18 layers, 5 local layers with θ 10 000 to 1 global with
+θ 1 000 000): the "RoPE per layer kind" tab lists which layers use which base and reads both wavelength curves back from the trace; the
 angle tab follows the chosen layer's base. A one-base model gets no such tab. The
 built-in coreference set says what Gemma gets before each sentence and warns when it is nothing."""
 
