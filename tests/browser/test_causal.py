@@ -39,7 +39,9 @@ def metric(page, label_start: str) -> float:
     return float(value.replace("−", "-"))
 
 
-def test_the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(server, page, tmp_path):
+def test_the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(server, causal_memo, page,
+                                                                                tmp_path):
+    # causal_memo: on one worker with the other tests of this pair (tests/conftest.py): one of them measures it
     page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
     opened = wait_text(page, "Test it (causal)", timeout_ms=180_000)
     corrupt = page.locator("[class*='st-key-causal_corrupt_'] input")
