@@ -44,6 +44,23 @@ class ConfigError(ValueError):
     """A ModelConfig that cannot describe a working model."""
 
 
+# Bounds no real decoder comes near (the largest today: 126 layers, 256 experts, head_dim 256, a 262k
+# vocabulary, 10M context). A model file's numbers size tensors, tables and per-layer lists, so they are
+# checked against these before anything is built from them: 10⁹ layers in a 126 KB file is an attack.
+SIZE_BOUNDS = {"n_layers": 1024, "n_heads": 4096, "n_kv_heads": 4096, "head_dim": 16384, "d_model": 1 << 18,
+               "ffn_hidden": 1 << 20, "vocab_size": 1 << 22, "max_seq_len": 1 << 27, "n_experts": 4096,
+               "top_k": 4096}
+
+
+def check_bound(name: str, value: int) -> int:
+    """``value`` if it is within ``SIZE_BOUNDS[name]``, else ConfigError naming the field and the bound."""
+    bound = SIZE_BOUNDS[name]
+    if isinstance(value, int) and value > bound:
+        raise ConfigError(f"{name}={value:,} is beyond any real model (at most {bound:,} here): "
+                          "the file's numbers are wrong or hostile")
+    return value
+
+
 @functools.lru_cache(maxsize=None)
 def _type_hints(cls: type) -> dict:
     return typing.get_type_hints(cls)
@@ -178,6 +195,8 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in SIZE_BOUNDS:
+            check_bound(name, getattr(self, name))
         if self.n_heads % self.n_kv_heads:
             raise ConfigError(
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}: "

@@ -300,6 +300,7 @@ def check_tensor_shapes(reader, config: ModelConfig) -> None:
     a file whose metadata and tensors disagree is refused naming the tensor, not after seconds of work."""
     from txviz.model import Decoder
 
+    check_sizes(reader, config)  # before building even an empty skeleton of the model the metadata describes
     with torch.device("meta"):
         expected = {name: tuple(p.shape) for name, p in Decoder(config).state_dict().items()}
     for tensor in reader.tensors:
@@ -315,6 +316,29 @@ def check_tensor_shapes(reader, config: ModelConfig) -> None:
         if shape != want:
             raise ModelLoadError(f"tensor {tensor.name} has shape {shape}, but the metadata describes "
                                  f"{want} for {name}")
+
+
+def check_sizes(reader, config: ModelConfig) -> None:
+    """The metadata's numbers against what the file holds, in arithmetic only: a 126 KB file claiming
+    10⁹ layers, 10⁶ experts or a head 2²⁸ wide is refused here, before any module or RoPE table exists.
+    Every layer 0…L−1 must have tensors, and the config cannot imply many times the parameters the file
+    holds (a near miss, one tensor of the wrong shape, is named by ``check_tensor_shapes``)."""
+    from txviz.analysis.memory import count_params
+
+    if config.n_layers > len(reader.tensors):
+        raise ModelLoadError(f"the metadata says {config.n_layers:,} layers, but the file holds only "
+                             f"{len(reader.tensors):,} tensors")
+    layers = {int(m.group(1)) for t in reader.tensors if (m := re.match(r"blk\.(\d+)\.", t.name))}
+    if layers != set(range(config.n_layers)):
+        missing = sorted(set(range(config.n_layers)) - layers)[:5]
+        raise ModelLoadError(f"the metadata says {config.n_layers} layers, but the file's tensors are of layers "
+                             f"{sorted(layers)[:5]}…{sorted(layers)[-1:]} (missing {missing})")
+    held = sum(int(t.n_elements) for t in reader.tensors if txviz_names(t.name, config) is not None)
+    described = count_params(config)
+    if described > 4 * held:  # far beyond the weights: hostile; a near miss is named tensor by tensor next
+        raise ModelLoadError(f"the metadata describes a model of {described:,} parameters, but the file's "
+                             f"tensors hold {held:,}: its sizes (layers, widths, heads, experts, vocabulary) "
+                             "do not match its weights")
 
 
 def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from txviz.config import ConfigError, check_bound
 from txviz.loading.errors import ModelLoadError
 
 GEMMA_ARCHITECTURES = ("gemma", "gemma2", "gemma3")
@@ -47,6 +48,10 @@ def layer_types(architecture: str, n_layers: int, window: int | None, pattern: A
     when it has one: a period n (every n-th layer full) or one bool per layer (True: sliding)."""
     if window is None:
         return None
+    try:
+        check_bound("n_layers", n_layers)  # before a list of that many entries is built
+    except ConfigError as error:
+        raise ModelLoadError(str(error)) from None
     if isinstance(pattern, list):
         if len(pattern) != n_layers:
             raise ModelLoadError(f"sliding_window_pattern has {len(pattern)} entries for {n_layers} layers")

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from txviz.config import ConfigError, ModelConfig, RopeScaling
+from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.loading.errors import ModelLoadError
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
@@ -217,6 +217,7 @@ def _qwen2_window(raw: dict, n_layers: int) -> int | None:
     """Qwen2 slides only layers ``>= max_window_layers`` and only with ``use_sliding_window``;
     transformers 5 writes the outcome as ``layer_types``. txviz has one window for all layers."""
     window = raw.get("sliding_window") if _flag(raw, "use_sliding_window") else None
+    check_bound("n_layers", n_layers)  # before a list of that many entries is built
     types = raw.get("layer_types") or [
         "sliding_attention" if window is not None and i >= _count(raw, "max_window_layers", 0) else "full_attention"
         for i in range(n_layers)]
@@ -287,6 +288,7 @@ def _layer_types(raw: dict, n_layers: int, sliding_every: int) -> tuple[str, ...
     """``layer_types`` as written, else every ``sliding_every``-th layer full (transformers' default)."""
     types = raw.get("layer_types")
     if types is None:
+        check_bound("n_layers", n_layers)  # before a tuple of that many entries is built
         return tuple("full" if (i + 1) % sliding_every == 0 else "sliding" for i in range(n_layers))
     if not isinstance(types, list) or any(t not in LAYER_TYPE_NAMES for t in types):
         raise ModelLoadError(f"config.json: layer_types must list {sorted(LAYER_TYPE_NAMES)}, got {str(types)[:120]}")

@@ -1,0 +1,112 @@
+"""Hostile GGUF files (issue 17 §1–3, §7): numbers that would size huge structures, an array that claims
+2^62 items, a tensor offset that wraps. Each is refused with one clear line, quickly and in little memory,
+before any module, RoPE table or per-layer list is built from the file's numbers. The files are tiny
+real ones with a few bytes changed, as an attacker would make them."""
+
+from __future__ import annotations
+
+import struct
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from gguf import GGUFValueType as T
+
+from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
+from txviz import ModelConfig
+from txviz.loading import load
+from txviz.loading.errors import ModelLoadError
+
+GEMMA3 = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=6, n_heads=4, n_kv_heads=1, head_dim=32,
+                     ffn_hidden=96, max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu", gelu_approximate="tanh",
+                     embed_scale=8.0, tie_embeddings=True, rope_theta=1e6, sliding_window=8, rope_local_theta=10000.0,
+                     layer_types=("sliding",) * 5 + ("full",), qk_norm=True, sandwich_norm=True, name="tiny-gemma3")
+
+
+def patch_u32(path: Path, key: str, value: int) -> Path:
+    """Set a uint32 key/value in place: the key's bytes, then its type (4 = UINT32), then the value."""
+    data = bytearray(path.read_bytes())
+    at = data.index(key.encode()) + len(key)
+    assert struct.unpack_from("<I", data, at)[0] == T.UINT32
+    struct.pack_into("<I", data, at + 4, value)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.fixture
+def llama(tmp_path) -> Path:
+    config = tiny()
+    return write_gguf(tmp_path / "model.gguf", config, weights_of(config),
+                      metadata={"test.items": ([1, 2, 3], T.ARRAY)})
+
+
+@pytest.fixture
+def gemma(tmp_path) -> Path:
+    return write_gemma_gguf(tmp_path / "gemma.gguf", "gemma3", GEMMA3, weights_of(GEMMA3))
+
+
+def refused(path: Path, match: str) -> None:
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ModelLoadError, match=match):
+            load(path, device="cpu")
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 10
+    assert peak < 200 << 20, f"{peak:,} bytes allocated to refuse it"
+
+
+def test_the_untouched_files_load(llama, gemma):
+    assert load(llama, device="cpu").config.n_layers == 2
+    assert load(gemma, device="cpu").config.n_layers == 6
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("llama.block_count", 10 ** 9, "n_layers=1,000,000,000 is beyond any real model"),
+    ("llama.block_count", 1000, "1,000 layers, but the file holds only 21 tensors"),
+    ("llama.block_count", 3, "layers"),  # one layer more than the tensors: named, not a KeyError later
+    ("llama.embedding_length", 1 << 31, "beyond any real model|parameters"),
+    ("llama.attention.key_length", 1 << 28, "key/value/rotary dims 268435456/16/16 differ"),
+    ("llama.feed_forward_length", 8192, "parameters, but the file's tensors hold"),
+    ("llama.feed_forward_length", 100, "has shape .* but the metadata describes"),  # a near miss: named
+    ("llama.attention.head_count", 2 ** 31, "beyond any real model|parameters"),
+])
+def test_numbers_that_would_size_huge_structures_are_refused_first(llama, key, value, match):
+    refused(patch_u32(llama, key, value), match)
+
+
+def test_a_gemma_file_claiming_a_billion_layers_builds_no_billion_layer_list(gemma):
+    refused(patch_u32(gemma, "gemma3.block_count", 10 ** 9), "n_layers=1,000,000,000 is beyond any real model")
+
+
+def test_an_array_claiming_2_to_the_62_items_is_refused_at_once(llama):
+    data = bytearray(llama.read_bytes())
+    at = data.index(b"test.items") + len(b"test.items")
+    assert struct.unpack_from("<II", data, at)[0] == T.ARRAY
+    struct.pack_into("<Q", data, at + 8, 2 ** 62)
+    llama.write_bytes(bytes(data))
+    refused(llama, "not a readable GGUF file")
+
+
+@pytest.mark.parametrize("offset, match", [(2 ** 64 - 32, "runs past the end"), (7, "not aligned")])
+def test_a_tensor_offset_outside_the_file_or_unaligned_is_refused(llama, offset, match):
+    data = bytearray(llama.read_bytes())
+    at = data.index(b"token_embd.weight") + len(b"token_embd.weight")
+    n_dims = struct.unpack_from("<I", data, at)[0]
+    struct.pack_into("<Q", data, at + 4 + 8 * n_dims + 4, offset)  # dims, then the type, then the offset
+    llama.write_bytes(bytes(data))
+    refused(llama, match)
+
+
+def test_two_tensors_sharing_bytes_are_refused(llama):
+    data = bytearray(llama.read_bytes())
+    first = data.index(b"token_embd.weight") + len(b"token_embd.weight")
+    second = data.index(b"output_norm.weight") + len(b"output_norm.weight")
+    offset_of = lambda at: at + 4 + 8 * struct.unpack_from("<I", data, at)[0] + 4  # noqa: E731
+    struct.pack_into("<Q", data, offset_of(second), struct.unpack_from("<Q", data, offset_of(first))[0])
+    llama.write_bytes(bytes(data))
+    refused(llama, "overlap")
