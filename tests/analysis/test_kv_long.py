@@ -41,3 +41,15 @@ def test_sliding_layers_stop_at_the_window_and_global_ones_grow():
 def test_refuses_empty_runs():
     with pytest.raises(ValueError):
         measure_long_cache(tiny_config(), 0)
+
+
+def test_capacity_in_tokens_counts_a_window_layer_at_most_its_window():
+    from txviz.analysis.kv_growth import capacity_tokens
+
+    gemma_like = (8, 8, None)  # two local layers of window 8, one global
+    assert capacity_tokens(3 * 5, gemma_like) == 5  # under the window every layer holds every token
+    assert capacity_tokens(8 + 8 + 20, gemma_like) == 20  # past it only the global layer grows
+    assert capacity_tokens(8 + 8 + 21, gemma_like) == 21  # one more slot: one more token, on the global layer
+    assert capacity_tokens(3 * 5 - 1, gemma_like) == 4  # under the window a token needs a slot in every layer
+    assert capacity_tokens(3 * 7, (None, None, None)) == 7
+    assert capacity_tokens(0, gemma_like) == 0

@@ -36,7 +36,7 @@ def cache_growth(steps: Sequence, capacity_bytes: int, config: ModelConfig, elem
     positions = np.array([s.position for s in steps])
     per_token_layer = 2 * config.n_kv_heads * config.head_dim * element_bytes
     per_layer = np.array([s.cache_bytes_per_layer for s in steps])  # (steps, layers)
-    capacity = int(capacity_bytes // (per_token_layer * config.n_layers)) or int(positions[-1]) + 1
+    capacity = capacity_tokens(capacity_bytes // per_token_layer, config.layer_windows) or int(positions[-1]) + 1
     return CacheGrowth(
         positions=positions,
         measured=np.array([s.cache_bytes for s in steps], dtype=float),
@@ -45,3 +45,16 @@ def cache_growth(steps: Sequence, capacity_bytes: int, config: ModelConfig, elem
         last_per_layer=per_layer[-1],
         capacity=capacity,
         bytes_per_token=per_token_layer * config.n_layers)
+
+
+def capacity_tokens(slots: int, windows: Sequence[int | None]) -> int:
+    """Tokens a preallocated cache has room for, given its token slots summed over layers: the T with
+    Σ_layers min(T, window) = slots (a sliding-window layer's ring holds at most its window)."""
+    def held(tokens: int) -> int:
+        return sum(tokens if window is None else min(tokens, window) for window in windows)
+
+    low, high = 0, int(slots)
+    while low < high:  # the largest T whose layers fit in the slots
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if held(middle) <= slots else (low, middle - 1)
+    return low

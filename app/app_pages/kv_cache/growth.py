@@ -36,9 +36,19 @@ def draw(source, loaded) -> None:
                     key="kv_growth")
     st.markdown(
         f"After {grown.positions[-1]} tokens the cache holds **{grown.measured[-1] / 2**20:.2f} MiB** "
-        f"({grown.last_per_layer[0] / 1024:.1f} KiB in each of {config.n_layers} layers); the formula gives "
+        f"({_per_layer_text(grown.last_per_layer, config)}); the formula gives "
         f"{grown.formula[-1] / 2**20:.2f} MiB — largest difference over all steps: **{grown.largest_difference:.0f} bytes**. "
         f"That is 2 × {config.n_layers} × {config.n_kv_heads} × {config.head_dim} × {element} = "
-        f"{grown.bytes_per_token:,} bytes per token.")
+        f"{grown.bytes_per_token:,} bytes per token" + (
+            f" while no window has filled; past {min(w for w in config.layer_windows if w)} tokens only the "
+            f"{sum(w is None for w in config.layer_windows)} global layers grow." if any(config.layer_windows) else "."))
     st.caption(f"Press ▶ Play or drag the slider to replay the steps. Preallocated for prompt + new tokens: "
                f"{result.cache_capacity_bytes / 2**20:.2f} MiB (the grey slots). Stopped: {result.stop_reason}.")
+
+
+def _per_layer_text(per_layer, config) -> str:
+    """What each layer holds: one figure when all are equal, else the range (sliding-window layers)."""
+    low, high = float(min(per_layer)) / 1024, float(max(per_layer)) / 1024
+    if low == high:
+        return f"{low:.1f} KiB in each of {config.n_layers} layers"
+    return f"{low:.1f}–{high:.1f} KiB per layer over {config.n_layers} layers: a local layer keeps only its window"
