@@ -7,6 +7,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.attention.head_explorer import head_explorer
 from app.app_pages.attention.head_table import head_table
+from app.app_pages.attention.layer_kinds import window_note
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
 from app.ui import sidebar, state
@@ -34,6 +35,7 @@ shown = shown_tokens(loaded, traced)
 token_strip(shown, traced, loaded.config, bos)
 if plan is not None:
     capture_plan_note(loaded, traced.n_tokens, plan)
+window_note(loaded.config, traced.n_tokens)
 
 table = cache.get_head_table(source, prompt, bos).astype({m: float for m in METRICS})  # undefined: NaN, not None
 view = AttentionView(source, prompt, bos, loaded, traced, plan, [t.text for t in shown], table)
