@@ -23,8 +23,15 @@ from txviz.analysis.heads import METRICS
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
 DEFAULT_COREF = "Mary met John at the station, and she gave him a book."
-BOS_POLICIES = {"sink": "prepend <|endoftext|> as an attention sink", "none": "no extra token",
-                "bos": "prepend the model's BOS token"}
+BOS_POLICIES = {"sink": "prepend a document-boundary token (SmolLM2: <|endoftext|>, Gemma: <bos>) as an attention sink",
+                "none": "no extra token", "bos": "prepend the model's BOS token"}
+
+
+def describe_bos(bos: str, first_token: str | None) -> str:
+    """The policy as it applies to this prompt: the token actually prepended, by name."""
+    if bos == "none" or not first_token:
+        return BOS_POLICIES["none"]
+    return f"prepend {first_token} as an attention sink" if bos == "sink" else f"prepend the model's BOS, {first_token}"
 MAX_URL_VALUE = 2000  # characters of one URL-encoded value; longer texts go by id
 
 
