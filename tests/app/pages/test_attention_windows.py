@@ -35,8 +35,8 @@ def test_local_and_global_layers_are_named_and_the_band_is_in_the_maps(gemma_hom
     said = texts(at)
     assert "Layers 5, 11, 17 are **global**" in said and "layers 0–4, 6–10, 12–16 are **local**" in said
     assert "the last 8 tokens" in said and "so the band shows in the local layers' maps" in said
-    first = at.session_state["bos"] == "sink" and "Policy before the prompt: **prepend <|endoftext|> as an attention sink**"
-    assert first and first in said  # the token really prepended, by name (Gemma's own file: <bos>)
+    first = at.session_state["bos"] == "sink" and "Policy before the prompt: **prepend <bos> as an attention sink**"
+    assert first and first in said  # the token really prepended, by name
     for layer, local in ((0, True), (5, False), (12, True), (17, False)):
         maps = np.nan_to_num(layer_maps(at, layer))  # (heads, T, T), NaN above the diagonal
         rows, cols = np.indices(maps.shape[1:])
