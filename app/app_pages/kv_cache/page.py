@@ -35,4 +35,7 @@ if not tabs[CALCULATOR].open:  # the calculator needs no model: it works even wh
 for name, draw in TABS.items():
     with tabs[name]:
         if tabs[name].open is not False:  # None: state tracking off (never here); computed only when open
-            draw() if name == CALCULATOR else draw(source, loaded)
+            if name == CALCULATOR:  # statements, not a conditional expression: Streamlit's magic would
+                draw()              # write the expression's value (None) under the tab
+            else:
+                draw(source, loaded)
