@@ -115,6 +115,14 @@ class RopeScaling:
             raise ConfigError(f"rope scaling factor must be > 0, got {self.factor}")
         if self.kind in ("yarn", "llama3") and not self.original_max_seq_len:
             raise ConfigError(f"rope scaling '{self.kind}' needs original_max_seq_len")
+        # the formulas divide by these and take their logarithms: refused here, not as ZeroDivisionError later
+        if self.kind == "yarn" and not all(math.isfinite(b) and 1e-3 <= b <= 1e6 for b in (self.beta_fast, self.beta_slow)):
+            raise ConfigError(f"yarn's beta_fast and beta_slow must be between 0.001 and 1e6, got "
+                              f"{self.beta_fast} and {self.beta_slow}")
+        if self.kind == "llama3" and not (0 < self.low_freq_factor < self.high_freq_factor
+                                          and math.isfinite(self.high_freq_factor)):
+            raise ConfigError(f"llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor, got "
+                              f"{self.low_freq_factor} and {self.high_freq_factor}")
 
 
 @dataclass(frozen=True)
@@ -210,6 +218,11 @@ class ModelConfig:
             raise ConfigError(f"RoPE rotates pairs of dimensions: head_dim={self.head_dim} must be even")
         if not (math.isfinite(self.rope_theta) and self.rope_theta > 0):  # NaN fails every comparison
             raise ConfigError(f"rope_theta must be > 0, got {self.rope_theta}")
+        if self.positions == "rope" and self.rope_scaling.kind in ("ntk", "yarn") and self.rope_theta <= 1:
+            raise ConfigError(f"{self.rope_scaling.kind} scaling takes the logarithm of rope_theta: it must be > 1, "
+                              f"got {self.rope_theta}")
+        if self.positions == "rope" and self.rope_scaling.kind == "ntk" and self.rope_dims <= 2:
+            raise ConfigError(f"ntk scaling needs more than 2 rotated dimensions, got {self.rope_dims}")
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise ConfigError(f"sliding_window must be positive or None, got {self.sliding_window}")
         if not (math.isfinite(self.norm_eps) and self.norm_eps > 0):

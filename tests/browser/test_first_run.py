@@ -43,7 +43,8 @@ def test_first_start_on_an_empty_cache_shows_the_fetch_then_a_heatmap(tmp_path, 
                 if text and text not in seen:
                     seen.append(text)
             page.wait_for_timeout(100)
-        page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=1000)
+        # attached is not yet painted: the head maps component reveals its figure once plotly.js has drawn it
+        page.locator(f".st-key-heatmap {CHART}").first.wait_for(state="visible", timeout=30_000)
         seconds = time.perf_counter() - started
         wait_idle(page)
         print(f"\nfirst start on an empty cache: heatmap after {seconds:.1f} s; the bar said: {seen}")

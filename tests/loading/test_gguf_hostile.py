@@ -110,3 +110,33 @@ def test_two_tensors_sharing_bytes_are_refused(llama):
     struct.pack_into("<Q", data, offset_of(second), struct.unpack_from("<Q", data, offset_of(first))[0])
     llama.write_bytes(bytes(data))
     refused(llama, "overlap")
+
+
+@pytest.mark.parametrize("scaling, theta, match", [
+    (dict(kind="yarn", factor=4.0, original_max_seq_len=16), 1.0, "logarithm of rope_theta"),
+    (dict(kind="ntk", factor=2.0), 10000.0, "more than 2 rotated dimensions"),
+    (dict(kind="yarn", factor=4.0, original_max_seq_len=16, beta_fast=1e-320), 10000.0, "beta_fast"),
+    (dict(kind="llama3", factor=8.0, original_max_seq_len=16, low_freq_factor=4.0, high_freq_factor=4.0), 10000.0,
+     "low_freq_factor < high_freq_factor"),
+])
+def test_rope_scalings_that_would_divide_by_zero_are_config_errors(scaling, theta, match):
+    """Issue 17 §5: these raised ZeroDivisionError / OverflowError from inside the RoPE formulas."""
+    from txviz.config import ConfigError
+
+    head_dim = 2 if scaling["kind"] == "ntk" else 16
+    with pytest.raises(ConfigError, match=match):
+        ModelConfig(vocab_size=10, d_model=4 * head_dim, n_layers=1, n_heads=4, ffn_hidden=8, head_dim=head_dim,
+                    rope_theta=theta, rope_scaling=scaling)
+
+
+def test_any_other_failure_inside_a_loader_is_a_model_load_error(llama, monkeypatch):
+    """One boundary: whatever a library under the loader raises (here OverflowError) reaches the caller
+    as a ModelLoadError naming the file and the cause, which the app and the CLI show as a message."""
+    from txviz.loading import gguf
+
+    def overflow(*args, **kwargs):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(gguf, "config_from_header", overflow)
+    with pytest.raises(ModelLoadError, match=r"model\.gguf: could not be loaded \(OverflowError: int too large"):
+        load(llama, device="cpu")

@@ -47,9 +47,24 @@ def load(source: str | Path | None = None, *, device: str | torch.device | None 
     txviz.loading.sources.KNOWN_MODELS, fetched on first use), a .gguf file, a directory with config.json
     + safetensors (Hugging Face), or a txviz lab directory. A path wins over a name it shadows."""
     from txviz.loading.errors import ModelLoadError
-    from txviz.loading.sources import KNOWN_MODELS
 
     device = resolve_device(device)
+    try:
+        return _load(source, device, dtype)
+    except (ValueError, FileNotFoundError):  # ModelLoadError, ConfigError, TokenizerError: ours, with a message
+        raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - one boundary: a file's fault is a ModelLoadError, whatever
+        # the library under it raised (ZeroDivisionError, OverflowError, MemoryError, a Rust PanicException)
+        message = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+        raise ModelLoadError(f"{source}: could not be loaded ({type(error).__name__}: {message})") from error
+
+
+def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+    from txviz.loading.errors import ModelLoadError
+    from txviz.loading.sources import KNOWN_MODELS
+
     if source is None or str(source) == DEFAULT_MODEL:
         from txviz.loading.fetch import load_default_model
         return load_default_model(device=device, dtype=dtype)
