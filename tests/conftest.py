@@ -41,6 +41,7 @@ def pytest_configure(config):
         home = _FRESH_HOME = tempfile.mkdtemp(prefix="txviz-test-home-")
     os.environ["TXVIZ_HOME"] = home
     os.environ.pop("TXVIZ_DEFAULT_GGUF", None)  # the fetch itself is under test
+    config.pluginmanager.register(_WorkerGroups(), "txviz-worker-groups")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -76,17 +77,30 @@ CAUSAL_MEMO_GROUP = "trophy-pair"
 PINNED_GROUPS = {CAUSAL_MEMO_GROUP, zoo_losses.GROUP}  # the groups --dist loadgroup keeps on one worker
 
 
-@pytest.hookimpl(trylast=True)  # after every marker is set, xdist's own grouping included
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
 def pytest_collection_modifyitems(config, items):
     """Mark ``e2e`` every test that needs the real model or a real browser, so that
-    ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both. Keep on one xdist worker
-    the tests of a module that share a module-scoped fixture (a server, a traced prompt), and the tests
-    sharing the causal memo, so that each is built (or the trophy pair measured) once; every other
-    test goes to whichever worker is free (``--dist loadgroup``)."""
+    ``pytest -m "not e2e"`` is the fast tier (tiny models only); CI runs both. (Marked after ``-m`` had
+    deselected, the fast tier ran every test: a test in tests/test_conftest_tiers.py keeps it honest.)"""
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("default_model") \
                 or E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+
+
+class _WorkerGroups:
+    """Keep on one xdist worker the tests of a module that share a module-scoped fixture (a server, a
+    traced prompt), and the tests sharing the causal memo, so that each is built (or the trophy pair
+    measured) once; every other test goes to whichever worker is free (``--dist loadgroup``). A plugin
+    of its own so that it runs last (after xdist's grouping) while the e2e marking above runs first."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        _group(config, items)
+
+
+def _group(config, items) -> None:
+    for item in items:
         if _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
         elif "causal_memo" in getattr(item, "fixturenames", ()):
