@@ -140,3 +140,16 @@ def test_any_other_failure_inside_a_loader_is_a_model_load_error(llama, monkeypa
     monkeypatch.setattr(gguf, "config_from_header", overflow)
     with pytest.raises(ModelLoadError, match=r"model\.gguf: could not be loaded \(OverflowError: int too large"):
         load(llama, device="cpu")
+
+
+@pytest.mark.parametrize("variant, changes, match", [
+    ("llama_gqa", {"num_hidden_layers": 10 ** 9}, "beyond any real model"),
+    ("qwen2_window", {"num_hidden_layers": 10 ** 9, "use_sliding_window": True}, "beyond any real model"),
+    ("llama_gqa", {"head_dim": 1 << 28}, "beyond any real model|head_dim"),
+])
+def test_a_hugging_face_config_claiming_huge_sizes_is_refused_at_once(tmp_path, variant, changes, match):
+    from tests.helpers.tiny_hf import build, edit_config, save
+
+    directory = save(build(variant), tmp_path / variant)
+    edit_config(directory, lambda config: {**config, **changes})
+    refused(directory, match)

@@ -213,11 +213,18 @@ def mixtral_config(raw: dict) -> dict[str, Any]:
             "top_k": _count(raw, "num_experts_per_tok"), "router_norm": "topk"}
 
 
+def _bounded_layers(n_layers: int) -> None:
+    try:
+        check_bound("n_layers", n_layers)
+    except ConfigError as error:
+        raise ModelLoadError(f"config.json: {error}") from None
+
+
 def _qwen2_window(raw: dict, n_layers: int) -> int | None:
     """Qwen2 slides only layers ``>= max_window_layers`` and only with ``use_sliding_window``;
     transformers 5 writes the outcome as ``layer_types``. txviz has one window for all layers."""
     window = raw.get("sliding_window") if _flag(raw, "use_sliding_window") else None
-    check_bound("n_layers", n_layers)  # before a list of that many entries is built
+    _bounded_layers(n_layers)  # before a list of that many entries is built
     types = raw.get("layer_types") or [
         "sliding_attention" if window is not None and i >= _count(raw, "max_window_layers", 0) else "full_attention"
         for i in range(n_layers)]
@@ -288,7 +295,7 @@ def _layer_types(raw: dict, n_layers: int, sliding_every: int) -> tuple[str, ...
     """``layer_types`` as written, else every ``sliding_every``-th layer full (transformers' default)."""
     types = raw.get("layer_types")
     if types is None:
-        check_bound("n_layers", n_layers)  # before a tuple of that many entries is built
+        _bounded_layers(n_layers)  # before a tuple of that many entries is built
         return tuple("full" if (i + 1) % sliding_every == 0 else "sliding" for i in range(n_layers))
     if not isinstance(types, list) or any(t not in LAYER_TYPE_NAMES for t in types):
         raise ModelLoadError(f"config.json: layer_types must list {sorted(LAYER_TYPE_NAMES)}, got {str(types)[:120]}")
