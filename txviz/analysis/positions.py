@@ -65,8 +65,9 @@ def scaling_for(kind: str, factor: float, original_context: int) -> RopeScaling:
 
 
 def scaled_inv_freqs(config, factor: float) -> dict[str, torch.Tensor]:
-    """Each scaling kind's frequencies for this model's head_dim and θ (original context = its own)."""
-    return {kind: rope_inv_freq(config.head_dim, config.rope_theta,
+    """Each scaling kind's frequencies for the dimensions this model rotates and its θ (original context =
+    its own)."""
+    return {kind: rope_inv_freq(config.rope_dims, config.rope_theta,
                                 scaling_for(kind, factor, config.max_seq_len))[0] for kind in SCALING_KINDS}
 
 

@@ -49,8 +49,8 @@ def layer_inv_freq(config: ModelConfig, layer: int) -> torch.Tensor:
     """θ_i of the pairs as layer ``layer`` uses them: sliding layers with their own base are unscaled
     (as the Decoder builds them), every other layer takes the config's scaling."""
     if has_two_rope_bases(config) and config.is_sliding(layer):
-        return rope_inv_freq(config.head_dim, config.rope_local_theta, RopeScaling())[0]
-    return rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling)[0]
+        return rope_inv_freq(config.rope_dims, config.rope_local_theta, RopeScaling())[0]
+    return rope_inv_freq(config.rope_dims, config.rope_theta, config.rope_scaling)[0]  # partial rotary: R/2 pairs
 
 
 def inv_freq_from_angles(angles: torch.Tensor) -> torch.Tensor:

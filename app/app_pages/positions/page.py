@@ -48,7 +48,9 @@ about, formula = SCHEMES[config.positions]
 st.markdown(f"Loaded: **{cache.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
             + (f" (θ base {config.rope_theta:g}"
                + (f" on global layers, {config.rope_local_theta:g} on local ones" if has_two_rope_bases(config) else "")
-               + f", {config.head_dim // 2} pairs per head, scaling "
+               + f", {config.rope_dims // 2} pairs per head"
+               + (f" on the first {config.rope_dims} of {config.head_dim} dimensions" if config.rope_dims < config.head_dim else "")
+               + ", scaling "
                f"{config.rope_scaling.kind})" if config.positions == "rope" else "") + ". " + about)
 st.latex(formula)
 if config.positions == "learned":  # the table is read before any layer: no layer or head to pick

@@ -53,16 +53,17 @@ def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
     follow_inputs(("rope_token", "rope_key_token"), view.source, tuple(tokens))
     token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: labels[i],
                          key="rope_token")
-    pair = bounded_slider(c2, "Pair i", 0, config.head_dim // 2 - 1, 0, key="rope_pair")
+    pair = bounded_slider(c2, "Pair i", 0, config.rope_dims // 2 - 1, 0, key="rope_pair")
     span = c3.slider("Positions", 8, 512, 64, key="rope_span")
-    q_vec = qk.get("q", layer)[0, head, token]
+    rotated = slice(0, config.rope_dims)  # partial rotary (GPT-NeoX): the other dimensions pass unrotated
+    q_vec = qk.get("q", layer)[0, head, token, rotated]
     path = pos.pair_trajectory(q_vec, inv_freq, pair, torch.arange(span)).numpy()
     st.plotly_chart(charts.rotation_path(path, title=f"Layer {layer} head {head}: pair {pair} of q({tokens[token]!r}) "
                                                  f"placed at positions 0…{span - 1}"), key="rope_path")
     st.subheader("Only the distance matters")
     key_token = st.selectbox("Key token", range(len(tokens)), index=max(0, len(tokens) - 3),
                              format_func=lambda i: labels[i], key="rope_key_token")
-    k_vec = qk.get("k", layer)[0, head // config.n_groups, key_token]
+    k_vec = qk.get("k", layer)[0, head // config.n_groups, key_token, rotated]
     scores = pos.relative_scores(q_vec, k_vec, inv_freq, 48)
     spread = pos.spread_per_offset(scores)
     st.plotly_chart(charts.matrix(scores.numpy(), title="q placed at m (rows) · k placed at n (columns)",
