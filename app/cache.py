@@ -32,6 +32,9 @@ from app.ui.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
+from txviz.analysis.kind_comparison import kind_row
+from txviz.analysis.kv_long import LongCache, measure_long_cache
+from txviz.config import ModelConfig
 from txviz.loading.loaded import LoadedModel
 
 __all__ = [  # what the pages call
@@ -43,6 +46,9 @@ __all__ = [  # what the pages call
     "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
     # heads
     "get_induction_scores", "get_coref_evaluation",
+    "head_maps_data",
+    # the real models side by side (issue 15)
+    "long_cache", "kind_rows",
     # which heads cause the answer (issue 13)
     "CausalRequest", "causal_estimate", "causal_kept", "get_causal_report",
     # positions
@@ -405,3 +411,27 @@ def measure(key: tuple, run: Callable[[Callable[[float, str], None]], object], l
             return run(report)
 
     return _shared("measurements").get(key, compute)
+
+
+# ---- the real models side by side (issue 15) ------------------------------------------------------
+@st.cache_data(show_spinner="Filling the real caches…", max_entries=16)
+def long_cache(config: ModelConfig, n_tokens: int) -> LongCache:
+    """A KVCache of ``config``'s shape filled to ``n_tokens`` and read back after every chunk."""
+    return measure_long_cache(config, n_tokens, chunk=max(64, n_tokens // 32), dtype=torch.float32)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def kind_rows(fetched: tuple, zoo: tuple, long_tokens: int) -> list[dict]:
+    """One row per pretrained model (name, config) and zoo variant (name, config, validation loss)."""
+    rows = [kind_row(name, "pretrained", config, long_tokens=long_tokens) for name, config in fetched]
+    rows += [kind_row(f"zoo: {name}", "trained here (tiny)", config, long_tokens=long_tokens, val_loss=loss)
+             for name, config, loss in zoo]
+    return rows
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def head_maps_data(_build: Callable[[], dict], source: str, prompt: str, bos: str, hide: bool,
+                   layers: tuple[int, ...]) -> dict:
+    """The Attention page's head maps payload, built once per (model, prompt, sink, layers): the same
+    bytes on every rerun, which Streamlit then sends as a reference to the browser's copy."""
+    return _build()

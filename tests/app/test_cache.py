@@ -115,3 +115,15 @@ def test_every_name_the_app_calls_on_cache_is_exported():
     assert {"get_model", "get_trace", "limits"} <= called  # the sidebar's calls are found
     assert called <= set(cache.__all__), called - set(cache.__all__)
     assert all(hasattr(cache, name) for name in cache.__all__)
+
+
+def test_every_streamlit_cache_lives_in_app_cache():
+    """One module holds every st.cache_* (issue 12): pages and services call it, never decorate."""
+    import re
+    from pathlib import Path
+
+    app = Path(__file__).resolve().parents[2] / "app"
+    decorated = [f"{path.relative_to(app)}:{n}" for path in sorted(app.rglob("*.py")) if path.name != "cache.py"
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+                 if re.match(r"\s*@st\.cache_(data|resource)\b", line)]
+    assert not decorated, decorated

@@ -51,13 +51,11 @@ def metrics_line(table, layer: int, head: int) -> str:
     return _metrics_of(table[(table["layer"] == layer) & (table["head"] == head)].iloc[0])
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _maps_data(_view, source: str, prompt: str, bos: str, hide: bool, layers: tuple[int, ...]) -> dict:
-    """The layers' maps as the component gets them, kept per (prompt, sink, layers): the same bytes on
-    every rerun, which Streamlit then sends as a reference to the browser's copy."""
-    config, n_heads = _view.config, _view.config.n_heads
-    stacked = [layer_maps(_view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
-    rows = {(int(r["layer"]), int(r["head"])): r for r in _view.table.to_dict("records")}
+def _maps_data(view, hide: bool, layers: tuple[int, ...]) -> dict:
+    """The layers' maps as the component gets them (kept by app.cache.head_maps_data)."""
+    config, n_heads = view.config, view.config.n_heads
+    stacked = [layer_maps(view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
+    rows = {(int(r["layer"]), int(r["head"])): r for r in view.table.to_dict("records")}
     return maps_data(np.stack([maps for maps, _ in stacked]), stacked[0][1], layers=list(layers),
                      titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],
                      captions=[[_metrics_of(rows[layer, h]) for h in range(n_heads)] for layer in layers])
@@ -71,7 +69,8 @@ def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
     """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser."""
     rows = min(view.n, big_maps.MAX_MAP_CELLS)
     layers = layers_to_send(view.n_layers, view.config.n_heads, rows, rows, layer)
-    data = _maps_data(view, view.source, view.prompt, view.bos, hide, tuple(layers))
+    data = cache.head_maps_data(lambda: _maps_data(view, hide, tuple(layers)), view.source, view.prompt, view.bos,
+                                hide, tuple(layers))
     head_maps(head_maps_payload(data, view.tokens, layer=layer, head=head), key="heatmap",
               on_open=state.set_head)
     where = "heads and layers (← / → and ↑ / ↓)" if len(layers) > 1 else "heads (← / →)"

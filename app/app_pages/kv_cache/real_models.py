@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-import torch
 
+from app import cache
 from app.figures import kv_long_charts
 from app.services import real_models
-from txviz.analysis.kv_long import LongCache, measure_long_cache
+from txviz.analysis.kv_long import LongCache
 from txviz.config import ModelConfig
 
 LENGTHS = (1024, 2048, 4096, 8192)
-
-
-@st.cache_data(show_spinner="Filling the real caches…", max_entries=16)
-def _measured(config: ModelConfig, n_tokens: int) -> LongCache:
-    return measure_long_cache(config, n_tokens, chunk=max(64, n_tokens // 32), dtype=torch.float32)
 
 
 def kind_layers(config: ModelConfig) -> dict[str, int]:
@@ -42,7 +37,7 @@ def draw(source, loaded) -> None:
     longest = min(max(LENGTHS), *(c.max_seq_len for c in configs.values()))
     n_tokens = st.select_slider("Tokens generated", [n for n in LENGTHS if n <= longest] or [longest],
                                 value=min(4096, longest), key="kv_real_tokens")
-    runs = {name: _measured(config, int(n_tokens)) for name, config in configs.items()}
+    runs = {name: cache.long_cache(config, int(n_tokens)) for name, config in configs.items()}
     a, b = st.columns(2)
     a.plotly_chart(kv_long_charts.total_bytes(runs), key="kv_real_total")
     b.plotly_chart(kv_long_charts.held_per_kind(runs, {n: kind_layers(c) for n, c in configs.items()}),

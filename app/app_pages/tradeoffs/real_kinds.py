@@ -7,19 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app import cache
 from app.services import real_models
 from txviz.analysis import tradeoffs as tr
-from txviz.analysis.kind_comparison import kind_row
 
 LONG_TOKENS = 4096
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _rows(fetched: tuple[tuple[str, object], ...], zoo: tuple[tuple[str, object, float | None], ...]) -> list[dict]:
-    rows = [kind_row(name, "pretrained", config, long_tokens=LONG_TOKENS) for name, config in fetched]
-    rows += [kind_row(f"zoo: {name}", "trained here (tiny)", config, long_tokens=LONG_TOKENS, val_loss=loss)
-             for name, config, loss in zoo]
-    return rows
 
 
 def real_and_zoo() -> None:
@@ -31,7 +23,7 @@ def real_and_zoo() -> None:
         st.caption(f"Not fetched yet (choose it in the sidebar to add it here): {', '.join(missing)}.")
     if not fetched and not zoo:
         return
-    st.dataframe(pd.DataFrame(_rows(fetched, zoo)), hide_index=True, key="to_real_kinds")
+    st.dataframe(pd.DataFrame(cache.kind_rows(fetched, zoo, LONG_TOKENS)), hide_index=True, key="to_real_kinds")
     st.caption(f"Measured: a KVCache of each model's shape filled with 1 and with {LONG_TOKENS} tokens (or its "
                "context, if shorter); bytes of the filled slots per token. SmolLM2 keeps 3 KV heads for its 9 "
                "query heads (a third of MHA's cache), Gemma 3 one for its 4 (a quarter) — and its 15 sliding "
