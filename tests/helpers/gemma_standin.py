@@ -4,6 +4,8 @@ sidebar's real path in seconds: SmolLM2's shape in little (30 layers, 9 heads, 3
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
@@ -24,3 +26,18 @@ def write_stand_ins(home: Path, *, smollm2: bool = True, gemma: bool = True) -> 
         write_gguf(home / KNOWN_MODELS["smollm2-135m"].filename, config, weights_of(config))
     if gemma:
         write_gemma_gguf(home / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
+
+
+@pytest.fixture
+def gemma_home(tmp_path, monkeypatch):
+    """A TXVIZ_HOME holding only the Gemma 3 stand-in under its real file name; fetching again fails."""
+    from txviz.loading import fetch
+
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
+    write_stand_ins(tmp_path, smollm2=False)
+    import streamlit as st
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()

@@ -6,27 +6,13 @@ A model without windows gets no such note."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
 from tests.helpers.apptest import app_on, no_errors, texts
-from tests.helpers.gemma_standin import write_stand_ins
 from tests.helpers.head_maps import layer_maps
-from txviz.loading import fetch
 
 LONG = "the cat sat on the mat and the dog ran to the park and the bird sang in the tree"  # > 8 tokens
 WINDOW = 8
-
-
-@pytest.fixture
-def gemma_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
-    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
-    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    write_stand_ins(tmp_path, smollm2=False)
-    import streamlit as st
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
 
 
 def test_local_and_global_layers_are_named_and_the_band_is_in_the_maps(gemma_home):

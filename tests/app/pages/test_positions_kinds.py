@@ -11,23 +11,10 @@ import math
 import numpy as np
 import pytest
 
+from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
 from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
-from tests.helpers.gemma_standin import write_stand_ins
-from txviz.loading import fetch
 
 PROMPT = "the cat sat on the mat and the dog ran"
-
-
-@pytest.fixture
-def gemma_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
-    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
-    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    write_stand_ins(tmp_path, smollm2=False)
-    import streamlit as st
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
 
 
 def positions_on_gemma():
