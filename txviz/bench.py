@@ -84,9 +84,15 @@ def _result_row(n_tokens: int, timing: dict, memory: dict) -> dict:
             "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
 
 
+MODEL_REFUSED_EXIT = 3  # a worker's exit status when the model could not be loaded (its reason on stdout)
+
+
 def _spawn(job: dict) -> dict:
     completed = subprocess.run([sys.executable, "-m", "txviz.bench", json.dumps(job)], capture_output=True,
                                text=True, timeout=3 * 3600)
+    if completed.returncode == MODEL_REFUSED_EXIT:  # the model's own fault: one line for the user, as load says it
+        from txviz.loading.errors import ModelLoadError
+        raise ModelLoadError(json.loads(completed.stdout.strip().splitlines()[-1])["error"])
     if completed.returncode != 0:
         raise RuntimeError(f"benchmark worker {job['kind']} failed:\n{completed.stderr[-3000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -340,5 +346,17 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
+def _main(job: dict) -> int:
+    """A worker's entry point: its result as JSON, or, when the model cannot be loaded (a missing or
+    broken file), the reason as JSON and ``MODEL_REFUSED_EXIT``, so the parent reports one line."""
+    try:
+        result = _worker(job)
+    except (ValueError, FileNotFoundError) as error:  # ModelLoadError and kin: ours, with a message
+        print(json.dumps({"error": str(error), "type": type(error).__name__}))
+        return MODEL_REFUSED_EXIT
+    print(json.dumps(result))
+    return 0
+
+
 if __name__ == "__main__":
-    print(json.dumps(_worker(json.loads(sys.argv[1]))))
+    sys.exit(_main(json.loads(sys.argv[1])))

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -276,6 +277,9 @@ def _bench_source(model: str | None) -> str | None:
     from txviz.loading import fetch
     from txviz.loading.sources import resolve_model_name
     known = resolve_model_name(model)
+    if known is None and not Path(model).expanduser().exists():  # said before any worker starts
+        from txviz.loading.errors import ModelLoadError
+        raise ModelLoadError(f"no such file or directory: {model}")
     if known is None or known.name == fetch.DEFAULT_MODEL.name:
         return None if known is not None else model
     return str(fetch.ensure_model(known, _progress))
