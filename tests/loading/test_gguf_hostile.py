@@ -153,3 +153,36 @@ def test_a_hugging_face_config_claiming_huge_sizes_is_refused_at_once(tmp_path, 
     directory = save(build(variant), tmp_path / variant)
     edit_config(directory, lambda config: {**config, **changes})
     refused(directory, match)
+
+
+def _as_one_string(key: str):
+    def add(self, values, *args, **kwargs):
+        self.add_string(key, " ".join(str(v) for v in values))
+    return add
+
+
+@pytest.mark.parametrize("method, key", [
+    ("add_token_list", "tokenizer.ggml.tokens"),
+    ("add_token_merges", "tokenizer.ggml.merges"),
+    ("add_token_types", "tokenizer.ggml.token_type"),
+    ("add_token_scores", "tokenizer.ggml.scores"),
+])
+def test_a_string_where_a_tokenizer_list_belongs_is_refused(tmp_path, monkeypatch, method, key):
+    """Issue 17 §7: ``list("abc")`` would make a vocabulary of the string's characters."""
+    import gguf
+
+    config = tiny()
+    if key == "tokenizer.ggml.scores":  # the tiny byte-level vocabulary has no scores: add them as the string
+        extra = {key: ("0.5 0.25", T.STRING)}
+    else:
+        extra = {}
+        monkeypatch.setattr(gguf.GGUFWriter, method, _as_one_string(key))
+    path = write_gguf(tmp_path / "string.gguf", config, weights_of(config), metadata=extra)
+    refused(path, f"metadata key '{key}' must be a list of .*, got a string")
+
+
+def test_a_list_of_the_wrong_element_type_is_refused(llama, tmp_path):
+    config = tiny()
+    path = write_gguf(tmp_path / "numbers.gguf", config, weights_of(config),
+                      metadata={"tokenizer.ggml.scores": (["a", "b"], T.ARRAY)})
+    refused(path, "'tokenizer.ggml.scores' must be a list of numbers, but holds a string")

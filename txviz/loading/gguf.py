@@ -34,6 +34,7 @@ import torch
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading import default_device
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.gguf_fields import tokenizer_field_problem
 from txviz.loading.gguf_gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer import Tokenizer, TokenizerError
@@ -199,6 +200,9 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
     if value_dim != head_dim or rotary_dims != head_dim:
         raise ModelLoadError(f"{h.path}: key/value/rotary dims {head_dim}/{value_dim}/{rotary_dims} differ; "
                              "only full-width RoPE with equal key and value sizes is supported")
+    problem = tokenizer_field_problem(h.metadata)
+    if problem:  # before a string's length is taken for the vocabulary size
+        raise ModelLoadError(f"{h.path}: the tokenizer metadata is unusable: {problem}")
     tokens = h.metadata.get("tokenizer.ggml.tokens")
     vocab = _number(h, "vocab_size") or (len(tokens) if isinstance(tokens, list) else None)
     n_experts = _number(h, "expert_count", int, 0)
@@ -240,6 +244,9 @@ def read_gguf_config(path: str | Path) -> ModelConfig:
 def tokenizer_from_header(h: GGUFHeader) -> Tokenizer | None:
     if "tokenizer.ggml.tokens" not in h.metadata:
         return None
+    problem = tokenizer_field_problem(h.metadata)
+    if problem:
+        raise ModelLoadError(f"{h.path}: the tokenizer metadata is unusable: {problem}")
     try:
         return Tokenizer.from_gguf_metadata(h.metadata)
     except TokenizerError as exc:
