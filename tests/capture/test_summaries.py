@@ -14,7 +14,8 @@ from txviz import CaptureError, trace
 from txviz.analysis.heads import METRICS as HEAD_METRICS
 from txviz.analysis.heads import head_metrics
 from txviz.capture.summaries import METRICS, head_metrics as summary_metrics
-from txviz.capture import maps
+from txviz.capture import maps, summaries
+from txviz.capture.summaries import TokenPatterns
 from txviz.capture.maps import MapStorage, rebuild_attention
 from txviz.model.attention import AttentionContext
 from txviz.capture.trace import SUMMARY_CAPTURE, Recorder
@@ -69,6 +70,21 @@ def test_blockwise_logits_equal_eager_and_fused(variant, block_size):
     blockwise = trace(model, ids, capture=("head_summaries", "logits"))["logits"]
     assert_close(blockwise, eager, rtol=1e-5, atol=1e-5)
     assert_close(blockwise, fused, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bytes_per_pair", [0, 1 << 30], ids=["pairs", "masks"])
+def test_duplicate_and_induction_masses_from_pairs_or_masks(bytes_per_pair, block_size, monkeypatch):
+    """Each block keeps its equal-token pairs as indices or, where those would take more memory, as
+    dense masks: both give the masses of the full eager maps, in a batch whose sequences differ."""
+    monkeypatch.setattr(summaries, "SPARSE_BYTES_PER_PAIR", bytes_per_pair)
+    config = tiny_config(**VARIANTS["gqa"])
+    model, ids = random_decoder(config), repetitive_ids(config, N_TOKENS, batch=2)
+    probs = trace(model, ids, capture="attn_probs")["attn_probs"]
+    got = trace(model, ids, capture="head_summaries")
+    block = TokenPatterns(ids).block(slice(0, N_TOKENS), slice(0, N_TOKENS))
+    assert all((pair[0].dtype == torch.bool) == bool(bytes_per_pair) for pair in block.pairs)
+    for b in range(2):
+        assert_metrics_close(got.head_metrics(batch=b), head_metrics(probs[:, b], ids[b]))
 
 
 def test_summaries_of_each_sequence_in_a_batch():

@@ -83,6 +83,7 @@ class AttentionContext:
         self.all_visible = self.alibi is None and not self.keys_are_queries and self._no_key_hidden()
         self.mask = None if self.is_causal or self.all_visible else self._build_mask(sliding_window, dtype)
         self._on_device = {q_pos.device: self}
+        self._futures: dict[tuple[int, torch.device], torch.Tensor] = {}  # see _future
 
     def on(self, device: torch.device) -> "AttentionContext":
         """This context with its tensors (positions, cos/sin, ALiBi bias, mask) on ``device``: a layer
@@ -158,9 +159,14 @@ class AttentionContext:
             return scores
         # plain causal without a cache: only keys rows.start.. can lie in the future of a row
         square = scores[..., rows.start - keys.start:]  # (B, H, rows, rows)
-        future = torch.ones(square.shape[-2:], dtype=torch.bool, device=scores.device).triu(1)
-        square.masked_fill_(future, lowest)
+        square.masked_fill_(self._future(square.shape[-1], scores.device), lowest)
         return scores
+
+    def _future(self, n: int, device: torch.device) -> torch.Tensor:
+        """(n, n) True above the diagonal, made once per size and device for every layer of the call."""
+        if (n, device) not in self._futures:
+            self._futures[n, device] = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        return self._futures[n, device]
 
 
 def repeat_kv(x: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -230,9 +236,11 @@ class Attention(nn.Module):
     def _blockwise(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The eager arithmetic one block of query rows at a time; each block of probabilities goes
         to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
-        one matrix product instead of copying K and V g times."""
+        one matrix product instead of copying K and V g times. The scale multiplies q once per layer
+        instead of every block's scores (the same numbers when it is a power of two, as 1/√64)."""
         b, h, t, d = q.shape
         h_kv, g = self.n_kv_heads, self.n_groups
+        q = q * self.scale  # (B, H, T, D), a copy: q_rot stays as recorded
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
         out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
         for rows in ctx.row_blocks(t, b * h):
@@ -240,7 +248,7 @@ class Attention(nn.Module):
             n = rows.stop - rows.start
             q_block = q[:, :, rows].reshape(b, h_kv, g * n, d)  # (B, Hkv, g·rows, D): a group's heads stacked
             scores = torch.matmul(q_block, k[:, :, keys].transpose(2, 3)).view(b, h, n, -1)  # (B, H, rows, keys)
-            scores = ctx.mask_block_(self.cap_scores(scores.mul_(self.scale)), rows, keys)
+            scores = ctx.mask_block_(self.cap_scores(scores), rows, keys)
             probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
             record.attention_rows(rows, keys, probs, scores)
             grouped = torch.matmul(probs.view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
