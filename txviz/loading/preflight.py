@@ -1,0 +1,160 @@
+"""A cheap check of the model files the app offers, before anyone can pick one: header only, parsed where
+the OS can stop it.
+
+``problems(paths)`` says, for each .gguf file or checkpoint directory, why it cannot be loaded (one line)
+or None. The untrusted part, parsing the header, runs in a child process with memory, CPU and wall
+limits (txviz.loading.isolated, worker ``header_check``): a GGUF file through the bounded reader, a
+directory's config.json and its safetensors headers (no tensor data). A file that makes that child run
+out of time or memory is broken for that reason. What the child describes is then judged here with the
+loader's own checks, in arithmetic only: the GGUF config (txviz.loading.gguf.config_from_header, its size
+bounds and tokenizer field types), every tensor's name and shape against that config, the layers
+present, the parameters implied against those held; for a directory, its config (Hugging Face or the
+lab's) and the parameters. So a file that passes is one ``load`` would not refuse before dequantizing;
+a tokenizer.json is not looked at (its regexes run, bounded, when text is encoded).
+
+Verdicts are kept per process by (path, size, mtime) of the file, or of every config and weight file of
+a directory: the sidebar pays the check once per file version. Several files are checked in one child
+(one interpreter start); if that child fails, each is checked alone so one hostile file cannot condemn
+the others.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.isolated import IsolatedError, Limits, run_worker
+
+READER = Path(__file__).with_name("gguf_reader.py")
+SECONDS_PER_FILE = 10.0  # SmolLM2's header (49k tokens, 49k merges) takes ~1 s here; Gemma 3's 262k tokens ~3 s
+LIMITS = Limits(seconds=SECONDS_PER_FILE, memory_bytes=768 << 20)
+PARAMS_SLACK = 4  # as txviz.loading.gguf.check_sizes: a config implying far more weights than held is hostile
+
+_verdicts: dict[tuple, str | None] = {}
+_lock = threading.Lock()  # one check at a time per process: two sessions opening the app do not both pay it
+
+
+def fingerprint(path: str | Path) -> tuple:
+    """What a verdict is kept under: the path and the size and mtime of every file the check reads."""
+    path = Path(path)
+    if not path.is_dir():
+        stat = path.stat()
+        return str(path), stat.st_size, stat.st_mtime_ns
+    files = sorted(p for p in path.iterdir() if p.name == "config.json" or p.name.endswith((".safetensors", ".json")))
+    return str(path), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.is_file())
+
+
+def problem(path: str | Path) -> str | None:
+    """Why ``path`` (a .gguf file or a checkpoint directory) cannot be loaded, or None."""
+    return problems([path])[str(path)]
+
+
+def problems(paths: list[str | Path]) -> dict[str, str | None]:
+    """{path: reason or None} for each path, checked once per version of its files."""
+    verdicts: dict[str, str | None] = {}
+    keys: dict[str, tuple] = {}
+    for path in map(str, paths):
+        try:
+            if _checkable(Path(path)):
+                keys[path] = fingerprint(path)
+            else:  # the loader names what it is instead (a pickle, a folder with no config.json)
+                verdicts[path] = None
+        except OSError as error:
+            verdicts[path] = f"{path}: cannot read it: {error.strerror or error}"
+    with _lock:
+        unchecked = [path for path, key in keys.items() if key not in _verdicts]
+        if unchecked:
+            for path, verdict in _check(unchecked).items():
+                _verdicts[keys[path]] = verdict
+        verdicts.update({path: _verdicts[key] for path, key in keys.items()})
+    return verdicts
+
+
+def _checkable(path: Path) -> bool:
+    """A .gguf file or a directory with a config.json: what discovery lists and a header check can read."""
+    return (path.is_file() and path.suffix.lower() == ".gguf") or (path / "config.json").is_file()
+
+
+def forget() -> None:
+    """Drop every kept verdict (tests)."""
+    with _lock:
+        _verdicts.clear()
+
+
+def _check(paths: list[str]) -> dict[str, str | None]:
+    try:
+        described = _describe(paths)
+    except IsolatedError as error:
+        if len(paths) > 1:  # find which file it was: each alone
+            return {path: verdict for one in paths for path, verdict in _check([one]).items()}
+        return {paths[0]: f"{paths[0]}: its header could not be checked within the limits ({error})"}
+    return {result["path"]: _judge(result) for result in described}
+
+
+def _describe(paths: list[str]) -> list[dict]:
+    from txviz.limits import current
+
+    limits = Limits(seconds=SECONDS_PER_FILE * len(paths), memory_bytes=LIMITS.memory_bytes)
+    request = {"paths": paths, "reader": str(READER), "max_config_bytes": current().max_config_bytes}
+    return run_worker("header_check", request, limits)["results"]
+
+
+def _judge(result: dict) -> str | None:
+    path = result["path"]
+    if "error" in result:
+        return f"{path}: {result['error']}"
+    try:
+        _judge_gguf(path, result["gguf"]) if "gguf" in result else _judge_dir(path, result["dir"])
+    except ValueError as error:  # ModelLoadError, ConfigError: ours, with a message
+        return str(error)
+    except Exception as error:  # noqa: BLE001 - as txviz.loading.load's boundary: a file's fault, named
+        return f"{path}: could not be loaded ({type(error).__name__}: {str(error)[:200]})"
+    return None
+
+
+def _judge_gguf(path: str, described: dict) -> None:
+    """The loader's checks on the described header (no tensor data): config, then every tensor."""
+    from txviz.loading.gguf import GGUFHeader, check_tensor_shapes, config_from_header, txviz_names
+
+    elided = {key: value for key, value in described["metadata"].items() if isinstance(value, dict)}
+    metadata = {key: value["head"] if key in elided else value for key, value in described["metadata"].items()}
+    vocab_key = f"{metadata.get('general.architecture')}.vocab_size"
+    if "tokenizer.ggml.tokens" in elided and vocab_key not in metadata:  # the size the whole list would give
+        metadata[vocab_key] = elided["tokenizer.ggml.tokens"]["count"]
+    rows = described["tensors"]
+    config = config_from_header(GGUFHeader(path, metadata, {name: kind for name, _, kind, _ in rows}))
+    import numpy as np
+
+    tensors = [SimpleNamespace(name=name, shape=np.array(dims, dtype=np.int64), n_elements=n)
+               for name, dims, _, n in rows]
+    try:
+        check_tensor_shapes(SimpleNamespace(tensors=tensors), config)
+    except ModelLoadError as error:
+        raise ModelLoadError(f"{path}: {error}") from None
+    homeless = next((t.name for t in tensors if txviz_names(t.name, config) is None), None)
+    if homeless:
+        raise ModelLoadError(f"{path}: tensor {homeless} has no place in a {config.n_layers}-layer decoder; "
+                             "this GGUF variant is not supported")
+
+
+def _judge_dir(path: str, described: dict) -> None:
+    """The directory's config as the loader reads it, and the parameters it implies against those held."""
+    from txviz.analysis.memory import count_params
+    from txviz.loading.hf_config import config_from_dict
+    from txviz.loading.zoo import FORMAT_KEY, txviz_config_from_dict
+
+    raw = described["config"]
+    if FORMAT_KEY in raw:
+        config = txviz_config_from_dict(raw, Path(path) / "config.json")
+    else:
+        if raw.get("quantization_config"):
+            raise ModelLoadError(f"{path} is a quantized checkpoint; txviz loads unquantized safetensors weights")
+        config = config_from_dict(raw, name=Path(path).name, source=str(path))
+    held = sum(math.prod(shape) for _, _, shape in described["tensors"])
+    described_params = count_params(config)
+    if described_params > PARAMS_SLACK * held:
+        raise ModelLoadError(f"{path}: config.json describes a model of {described_params:,} parameters, but "
+                             f"its weights hold {held:,}")
