@@ -169,7 +169,10 @@ def _use_sample(text: str) -> None:
 
 
 def _warn_unknown(loaded, encoding) -> None:
-    """Say how many of the prompt's tokens the vocabulary lacks, and offer text it knows (the zoo's stories)."""
+    """Say how many of the prompt's tokens the vocabulary lacks, and offer text it knows (the zoo's stories).
+    Not for a tokenizer whose own regexes encode in a child process: its backend is not run in the server."""
+    if loaded.tokenizer.isolated:
+        return
     words = unknown_words(loaded.tokenizer.backend, encoding.text)
     if not words:
         return

@@ -109,6 +109,15 @@ class Tokenizer:
         self._byte_level = decoder is not None and b'"ByteLevel"' in decoder.__getstate__()
         self._missing_bytes = frozenset(byte for ch, byte in byte_level_alphabet().items()
                                         if self._backend.token_to_id(ch) is None) if self._byte_level else frozenset()
+        from txviz.loading.tokenizer_isolation import untrusted_regexes
+
+        # a file's own regexes run in a capped child process (txviz.loading.tokenizer_isolation)
+        self._isolated_json = self._backend.to_str() if untrusted_regexes(self._backend) else None
+
+    @property
+    def isolated(self) -> bool:
+        """True when this tokenizer encodes text in a child process (its file brought regexes of its own)."""
+        return self._isolated_json is not None
 
     def _default_sink(self) -> str | None:
         """The first DOCUMENT_BOUNDARY_TOKENS entry that is a special token here: Gemma's "<s>" is a plain
@@ -244,16 +253,23 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TokenizerError(f"text must be a str, got {type(text).__name__}")
         prefix = self._prefix_id(bos)
+        raw_ids, raw_offsets = self._encode_raw(text)
+        ids = ([prefix] if prefix is not None else []) + raw_ids
+        offsets = ([(0, 0)] if prefix is not None else []) + raw_offsets
+        return Encoding(ids=tuple(ids), tokens=tuple(self.display(i) for i in ids),
+                        offsets=tuple(offsets), special=tuple(i in self._special_ids for i in ids), text=text,
+                        dropped=self._dropped(text))
+
+    def _encode_raw(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         try:
+            if self._isolated_json is not None:
+                from txviz.loading.tokenizer_isolation import encode_in_child
+                return encode_in_child(self._isolated_json, text)
             with rust_errors("encode the text"):
                 raw = self._backend.encode(text, add_special_tokens=False)
         except TypeError as exc:  # a lone surrogate ("\\ud800") is a str but not Unicode text
             raise TokenizerError(f"text is not valid Unicode (a lone surrogate?): {exc}") from None
-        ids = ([prefix] if prefix is not None else []) + list(raw.ids)
-        offsets = ([(0, 0)] if prefix is not None else []) + [tuple(o) for o in raw.offsets]
-        return Encoding(ids=tuple(ids), tokens=tuple(self.display(i) for i in ids),
-                        offsets=tuple(offsets), special=tuple(i in self._special_ids for i in ids), text=text,
-                        dropped=self._dropped(text))
+        return list(raw.ids), [tuple(o) for o in raw.offsets]
 
     def _dropped(self, text: str) -> tuple[int, ...]:
         """Characters with a byte that has no token (see Encoding.dropped)."""
