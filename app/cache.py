@@ -46,7 +46,7 @@ __all__ = [  # what the pages call
     "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
     # heads
     "get_induction_scores", "get_coref_evaluation",
-    "head_maps_data",
+    "head_maps_blob",
     # the real models side by side (issue 15)
     "long_cache", "kind_rows",
     # which heads cause the answer (issue 13)
@@ -429,9 +429,9 @@ def kind_rows(fetched: tuple, zoo: tuple, long_tokens: int) -> list[dict]:
     return rows
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def head_maps_data(_build: Callable[[], dict], source: str, prompt: str, bos: str, hide: bool,
-                   layers: tuple[int, ...]) -> dict:
-    """The Attention page's head maps payload, built once per (model, prompt, sink, layers): the same
-    bytes on every rerun, which Streamlit then sends as a reference to the browser's copy."""
+@st.cache_data(show_spinner=False, max_entries=40)
+def head_maps_blob(_build: Callable[[], bytes], prompt_id: str, layers: tuple[int, ...]) -> bytes:
+    """The Attention page's head maps blob (app/figures/head_maps.py), built once per prompt id (model,
+    prompt, sink, hide) and layers: the same bytes on every rerun, which Streamlit then sends as a
+    reference to the browser's copy. 40 entries: every layer of a long prompt (30 on SmolLM2) and more."""
     return _build()

@@ -1,45 +1,82 @@
-"""What the head maps component (app/components/head_maps) receives: every head of the layers sent as
-float16 in base64, the plotly figure of the page's head built by the usual builders (so axes, hover and
-colours are those of the plain chart), and per layer and head its title, colour cap and metrics line.
-The browser swaps z, zmax and the title to show another head or layer. Pure, no Streamlit.
+"""What the head maps component (app/components/head_maps) receives, in two parts (issue 14):
 
-Byte budget: every layer goes to the browser when their maps take at most ``ALL_LAYERS_BYTES``
-(SmolLM2 at 64 tokens: 30 × 9 × 64² × 2 B = 2.2 MB, 2.9 MB in base64), so a layer switch is in the
-browser too; past that, the page's layer alone (a layer switch is then a round trip), up to
-MAX_MAP_CELLS tokens cell by cell (9 × 256² × 2 B = 1.2 MB) and pooled to 256² per head past that.
-A rerun that changes none of the data (the head view's query token, an expander) costs no bytes:
-Streamlit sends a message it sent before as a reference to the browser's copy.
+- the maps: one binary blob per (prompt, sink, layers sent) — a small JSON header (each layer and
+  head's title, colour cap and metrics line) followed by every head of those layers as little-endian
+  float16, NaN for the future (``maps_blob``). It is the same bytes on every rerun of a prompt, so a
+  change of the page's head or layer sends Streamlit's reference to the browser's copy, not the maps;
+- the view: the page's layer and head and the plotly figure the usual builders make for it, with its
+  z left out (``view_data``), a few kilobytes.
+
+The browser keeps every blob it got for the prompt by layer, swaps z, zmax and the title to show another
+head or layer, and asks the server for a layer it lacks. Pure, no Streamlit.
+
+Byte budget: every layer goes in one blob when their maps take at most ``ALL_LAYERS_BYTES`` (SmolLM2
+at 64 tokens: 30 × 9 × 64² × 2 B = 2.2 MB), so a layer switch never leaves the browser; past that, one
+layer per blob, sent when the page or the reader asks for it: cell by cell up to MAX_MAP_CELLS tokens
+(9 × 256² × 2 B = 1.2 MB), pooled to 256² per head past that. float16 keeps about 3 significant
+digits, and the hover says so; the plain chart (and a long map's region) shows the model's own weights.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
+import struct
 
 import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import big_maps, charts
 
-ALL_LAYERS_BYTES = 3 * 1024 * 1024  # the float16 maps of every layer, before base64
-MAX_PAYLOAD_BYTES = 4 * 1024 * 1024  # base64 of one layer: 9 heads × 256² × 2 B = 1.6 MB on SmolLM2
+ALL_LAYERS_BYTES = 3 * 1024 * 1024  # the float16 maps of every layer in one blob
+MAX_BLOB_BYTES = 4 * 1024 * 1024  # one layer: 9 heads × 256² × 2 B = 1.2 MB on SmolLM2
+MAGIC = b"TXHM"  # then the header's length (uint32, little-endian), the header, the maps
+ROUNDED_HOVER = " ≈%{z:.3r}"  # float16: 3 significant digits, said as such (d3-format "r": no exponent)
 
 
 def layers_to_send(n_layers: int, n_heads: int, rows: int, cols: int, layer: int) -> list[int]:
-    """Every layer when their float16 maps fit ``ALL_LAYERS_BYTES``, else the page's layer alone."""
-    return list(range(n_layers)) if n_layers * n_heads * rows * cols * 2 <= ALL_LAYERS_BYTES else [layer]
+    """Every layer when their float16 maps fit ``ALL_LAYERS_BYTES``, else ``layer`` alone."""
+    return list(range(n_layers)) if all_layers_fit(n_layers, n_heads, rows, cols) else [layer]
 
 
-def encode_maps(maps: np.ndarray) -> tuple[str, str]:
-    """(base64 of the little-endian float16 bytes, a short digest that names them)."""
+def all_layers_fit(n_layers: int, n_heads: int, rows: int, cols: int) -> bool:
+    return n_layers * n_heads * rows * cols * 2 <= ALL_LAYERS_BYTES
+
+
+def prompt_id(*parts) -> str:
+    """A short name for what the maps were computed from (model, prompt, sink, hide): the browser files
+    every blob of one prompt under it."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
+
+
+def maps_blob(maps: np.ndarray, block: int, *, prompt: str, layers: list[int], titles: list[list[str]],
+              captions: list[list[str]]) -> bytes:
+    """``maps`` (layers, heads, rows, cols) float16 with NaN for the future (block > 1: pooled) and one
+    title and metrics line per layer and head, as the bytes the browser decodes."""
     raw = np.ascontiguousarray(maps, dtype="<f2").tobytes()
-    return base64.b64encode(raw).decode("ascii"), hashlib.blake2b(raw, digest_size=8).hexdigest()
+    if len(raw) > MAX_BLOB_BYTES:
+        raise ValueError(f"{len(raw):,} bytes of maps are over the component's budget of {MAX_BLOB_BYTES:,}")
+    drawn = maps.astype(np.float32)
+    if block == 1:
+        zmax = [[float(np.nanmax(m)) if np.isfinite(m).any() else 1.0 for m in layer] for layer in drawn]
+        colorbar = None
+    else:
+        zmax = [[big_maps.color_cap(m) for m in layer] for layer in drawn]
+        colorbar = [[f"max<br>(capped at<br>{top:.2f})" for top in layer] for layer in zmax]
+    header = json.dumps({"prompt_id": prompt, "layers": layers, "shape": list(maps.shape), "block": block,
+                         "titles": titles, "captions": captions, "zmax": zmax, "colorbar_titles": colorbar}).encode()
+    header += b" " * (len(header) % 2)  # the maps start on an even byte
+    return MAGIC + struct.pack("<I", len(header)) + header + raw
 
 
-def decode_maps(text: str, shape: list[int]) -> np.ndarray:
-    """The maps back from ``encode_maps`` (float32; what the browser's decoder computes)."""
-    return np.frombuffer(base64.b64decode(text), dtype="<f2").astype(np.float32).reshape(shape)
+def read_blob(blob: bytes) -> tuple[dict, np.ndarray]:
+    """(header, maps as float32) back from ``maps_blob``: what the browser's decoder computes."""
+    if blob[:4] != MAGIC:
+        raise ValueError("not a head maps blob")
+    (size,) = struct.unpack("<I", blob[4:8])
+    header = json.loads(blob[8:8 + size])
+    maps = np.frombuffer(blob[8 + size:], dtype="<f2").astype(np.float32).reshape(header["shape"])
+    return header, maps
 
 
 def head_figure(drawn: np.ndarray, tokens: list[str], block: int, n_tokens: int, title: str) -> go.Figure:
@@ -49,35 +86,18 @@ def head_figure(drawn: np.ndarray, tokens: list[str], block: int, n_tokens: int,
     return big_maps.pooled_attention(drawn, block, n_tokens, title=title)
 
 
-def maps_data(maps: np.ndarray, block: int, *, layers: list[int], titles: list[list[str]],
-              captions: list[list[str]]) -> dict:
-    """The bulky part, the same on every rerun of one prompt: ``maps`` (layers, heads, rows, cols)
-    float16 with NaN for the future (block > 1: pooled), one title and metrics line per layer and head."""
-    text, digest = encode_maps(maps)
-    if len(text) > MAX_PAYLOAD_BYTES:
-        raise ValueError(f"{len(text):,} bytes of maps are over the component's budget of {MAX_PAYLOAD_BYTES:,}")
-    drawn = maps.astype(np.float32)
-    if block == 1:
-        zmax = [[float(np.nanmax(m)) if np.isfinite(m).any() else 1.0 for m in layer] for layer in drawn]
-        colorbar = None
-    else:
-        zmax = [[big_maps.color_cap(m) for m in layer] for layer in drawn]
-        colorbar = [[f"max<br>(capped at<br>{top:.2f})" for top in layer] for layer in zmax]
-    return {"layers": layers, "n_heads": maps.shape[1], "shape": list(maps.shape), "block": block, "maps": text,
-            "maps_id": digest, "titles": titles, "captions": captions, "zmax": zmax, "colorbar_titles": colorbar}
-
-
-def head_maps_payload(data: dict, tokens: list[str], *, layer: int, head: int) -> dict:
-    """The component's data: ``maps_data`` and the page's layer and head, with the figure the usual
-    builders make for it (its z left out: every z travels once, in ``maps``)."""
-    title = data["titles"][data["layers"].index(layer)][head]
-    blank = np.zeros(data["shape"][2:], dtype=np.float32)  # the browser fills in z, zmax and the colour bar
-    figure = head_figure(blank, tokens, data["block"], len(tokens), title)
-    spec = json.loads(figure.to_json())
-    spec["data"][0]["z"] = None
-    spec["data"][0]["zsmooth"] = "fast"  # one pixel per cell, scaled by the browser: ~40% less time per repaint
+def view_data(tokens: list[str], *, prompt: str, block: int, cells: int, n_layers: int, n_heads: int,
+              all_layers: bool, layer: int, head: int, title: str) -> dict:
+    """The component's view: the page's layer and head and the figure the usual builders make for it
+    (z left out: every z travels in a blob), small enough to send on every rerun."""
+    blank = np.zeros((cells, cells), dtype=np.float32)  # the browser fills in z, zmax and the colour bar
+    spec = json.loads(head_figure(blank, tokens, block, len(tokens), title).to_json())
+    trace = spec["data"][0]
+    trace["z"] = None
+    trace["zsmooth"] = "fast"  # one pixel per cell, scaled by the browser: ~40% less time per repaint
+    trace["hovertemplate"] = trace["hovertemplate"].replace(" %{z:.4f}", ROUNDED_HOVER).replace(
+        "<extra></extra>", "<br>(float16 in the browser: 3 significant digits)<extra></extra>")
     for axis in ("xaxis", "yaxis"):  # room for the token labels (st.plotly_chart sets this itself)
         spec["layout"].setdefault(axis, {})["automargin"] = True
-    suffix = spec["layout"]["title"]["text"][len(title):]  # the builder may add to the title (pooled: the block)
-    return {**data, "titles": [[t + suffix for t in layer_titles] for layer_titles in data["titles"]],
-            "layer": layer, "head": head, "figure": spec}
+    return {"prompt_id": prompt, "layer": layer, "head": head, "n_layers": n_layers, "n_heads": n_heads,
+            "all_layers": all_layers, "title_suffix": spec["layout"]["title"]["text"][len(title):], "figure": spec}

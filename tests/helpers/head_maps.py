@@ -1,5 +1,6 @@
 """Reading the Attention page's head maps component (app/components/head_maps) back from an AppTest:
-its data, a layer's maps decoded, and the figure of a head as the browser draws it."""
+its two mounts' data (the view, the maps blob), a layer's maps decoded, and the figure of a head as the
+browser draws it."""
 
 from __future__ import annotations
 
@@ -9,22 +10,39 @@ import json
 import numpy as np
 
 
-def head_maps_data(at) -> dict:
-    """The data the component was mounted with (key "heatmap")."""
+def _mount(at, suffix: str):
     for element in at.get("bidi_component"):
-        if element.proto.id and element.proto.id.endswith("heatmap"):
-            return json.loads(element.proto.json)
-    raise AssertionError("no head maps component on the page")
+        if element.proto.id and element.proto.id.endswith(suffix):
+            return element.proto
+    raise AssertionError(f"no head maps component mount ending in {suffix!r} on the page")
+
+
+def head_maps_view(at) -> dict:
+    """The view mount's data (key "heatmap"): the page's layer and head, the figure, the prompt id."""
+    return json.loads(_mount(at, "heatmap").json)
+
+
+def head_maps_blob(at) -> bytes:
+    """The maps mount's bytes (key "heatmap_maps")."""
+    return _mount(at, "heatmap_maps").bytes
+
+
+def head_maps_data(at) -> dict:
+    """The view and the blob's header together: layer, head, figure, layers sent, shape, titles, zmax."""
+    from app.figures.head_maps import read_blob
+
+    header, _ = read_blob(head_maps_blob(at))
+    return {**head_maps_view(at), **header}
 
 
 def layer_maps(at, layer: int | None = None) -> np.ndarray:
     """(heads, rows, cols) float32 of ``layer`` (None: the page's) as the browser decodes them; NaN where
     the future is masked."""
-    from app.figures.head_maps import decode_maps
+    from app.figures.head_maps import read_blob
 
-    data = head_maps_data(at)
-    layer = data["layer"] if layer is None else layer
-    return decode_maps(data["maps"], data["shape"])[data["layers"].index(layer)]
+    header, maps = read_blob(head_maps_blob(at))
+    layer = head_maps_view(at)["layer"] if layer is None else layer
+    return maps[header["layers"].index(layer)]
 
 
 def heatmap(at, head: int | None = None) -> dict:
@@ -38,5 +56,5 @@ def heatmap(at, head: int | None = None) -> dict:
     figure["data"][0]["z"] = {"dtype": "f4", "bdata": base64.b64encode(z.tobytes()).decode(),
                               "shape": f"{z.shape[0]},{z.shape[1]}"}
     figure["data"][0]["zmax"] = data["zmax"][index][head]
-    figure["layout"]["title"]["text"] = data["titles"][index][head]
+    figure["layout"]["title"]["text"] = data["titles"][index][head] + data["title_suffix"]
     return figure

@@ -11,7 +11,7 @@ import streamlit as st
 from app import cache
 from app.components.head_maps import head_maps
 from app.figures import big_maps, charts
-from app.figures.head_maps import head_maps_payload, layers_to_send, maps_data
+from app.figures.head_maps import all_layers_fit, maps_blob, prompt_id, view_data
 from app.services.traces import layer_maps
 from app.ui import state
 from app.ui.widgets import bounded_slider
@@ -51,12 +51,12 @@ def metrics_line(table, layer: int, head: int) -> str:
     return _metrics_of(table[(table["layer"] == layer) & (table["head"] == head)].iloc[0])
 
 
-def _maps_data(view, hide: bool, layers: tuple[int, ...]) -> dict:
-    """The layers' maps as the component gets them (kept by app.cache.head_maps_data)."""
+def _maps_blob(view, hide: bool, layers: tuple[int, ...], prompt: str) -> bytes:
+    """The layers' maps as the component gets them (kept by app.cache.head_maps_blob)."""
     config, n_heads = view.config, view.config.n_heads
     stacked = [layer_maps(view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
     rows = {(int(r["layer"]), int(r["head"])): r for r in view.table.to_dict("records")}
-    return maps_data(np.stack([maps for maps, _ in stacked]), stacked[0][1], layers=list(layers),
+    return maps_blob(np.stack([maps for maps, _ in stacked]), stacked[0][1], prompt=prompt, layers=list(layers),
                      titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],
                      captions=[[_metrics_of(rows[layer, h]) for h in range(n_heads)] for layer in layers])
 
@@ -65,16 +65,33 @@ def _metrics_of(row: dict) -> str:
     return " · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m])
 
 
+@st.fragment
 def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
-    """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser."""
+    """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser.
+    A fragment: when the reader picks a layer the browser lacks, only this reruns, to send it."""
+    if (int(state.get("layer")), int(state.get("head"))) != (layer, head):  # "show … below" moved the page
+        st.rerun(scope="app")
     rows = min(view.n, big_maps.MAX_MAP_CELLS)
-    layers = layers_to_send(view.n_layers, view.config.n_heads, rows, rows, layer)
-    data = cache.head_maps_data(lambda: _maps_data(view, hide, tuple(layers)), view.source, view.prompt, view.bos,
-                                hide, tuple(layers))
-    head_maps(head_maps_payload(data, view.tokens, layer=layer, head=head), key="heatmap",
-              on_open=state.set_head)
-    where = "heads and layers (← / → and ↑ / ↓)" if len(layers) > 1 else "heads (← / →)"
+    config = view.config
+    every = all_layers_fit(view.n_layers, config.n_heads, rows, rows)
+    prompt = prompt_id(view.source, view.prompt, view.bos, hide, rows)
+    layers = tuple(range(view.n_layers)) if every else (_wanted_layer(prompt, layer, head),)
+    blob = cache.head_maps_blob(lambda: _maps_blob(view, hide, layers, prompt), prompt, layers)
+    block = -(-view.n // rows)
+    shown = view_data(view.tokens, prompt=prompt, block=block, cells=-(-view.n // block), n_layers=view.n_layers,
+                      n_heads=config.n_heads, all_layers=every, layer=layer, head=head,
+                      title=head_title(config, layer, head))
+    head_maps(blob, shown, key="heatmap", on_open=state.set_head,
+              on_layer=lambda wanted: st.session_state.update(_head_maps_wanted=(prompt, layer, head, wanted)))
+    where = "heads and layers (← / → and ↑ / ↓)" if every else "heads (← / →) and layers (↑ / ↓: a layer is fetched)"
     st.caption(f"The map switches {where} in your browser; the views below follow the page's Layer and Head.")
+
+
+def _wanted_layer(prompt: str, layer: int, head: int) -> int:
+    """The layer the reader asked the component for, while the page's view is the one they asked it in;
+    else the page's layer."""
+    wanted = st.session_state.get("_head_maps_wanted")
+    return wanted[3] if wanted and wanted[:3] == (prompt, layer, head) else layer
 
 
 def _plain_chart(view, layer: int, head: int, hide: bool) -> None:

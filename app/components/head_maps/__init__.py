@@ -1,13 +1,21 @@
-"""Every head of one layer in the browser: the page sends the layer's maps once (float16, all heads;
-app/figures/head_maps.py builds the payload) and a click on a head, or ← / →, repaints the map in the
-browser with no Streamlit rerun (issue 14: a round trip redrew several figures and took 0.5–5 s).
+"""Every head of the Attention page's map in the browser (issue 14: a round trip redrew several figures
+and took 0.5–5 s). A click on a head, ← / →, ↑ / ↓ or the component's layer slider repaints the map in
+the browser with no Streamlit rerun when that layer is already there.
 
-A ``st.components.v2`` component: plain JavaScript mounted in the page itself (no iframe, no build
-step). It draws with the plotly.js that ships inside the installed ``plotly`` package, served by
-Streamlit's own file route for a v1 component declared on that package folder (nothing is copied or
-fetched). When every layer fits the byte budget (app/figures/head_maps.py) a layer switch is in the
-browser too. The page's other views follow the page's layer and head; "Show … in the views below" is
-the one action here that round-trips (a trigger that sets the page's layer and head).
+Two mounts of one ``st.components.v2`` component (plain JavaScript in the page itself, no iframe, no
+build step; app/figures/head_maps.py builds both parts):
+
+- the maps (``key + "_maps"``): a binary blob per prompt and layers sent. It is the same bytes on every
+  rerun of a prompt, so a change of the page's head sends a reference, not the 2.2 MB again;
+- the view (``key``): the page's layer and head and the figure, a few kilobytes.
+
+The browser files every blob it got by prompt and layer. When the layers do not all fit one blob (a long
+prompt) and the reader asks for a layer it lacks, the component asks the server for it
+(``on_layer``): only the fragment around the two mounts reruns and sends that layer's blob.
+
+It draws with the plotly.js that ships inside the installed ``plotly`` package, served by Streamlit's
+own file route for a v1 component declared on that package folder (nothing is copied or fetched).
+"Show … in the views below" is the one action that moves the rest of the page (``on_open``).
 """
 
 from __future__ import annotations
@@ -38,13 +46,23 @@ def plotly_js_url() -> str:
     return "/" + "/".join(p for p in (base, "component", asset.name, "plotly.min.js") if p)
 
 
-def head_maps(payload: dict, *, key: str, on_open: Callable[[int, int], None]) -> None:
-    """Mount the component on ``payload`` (``app.figures.head_maps.head_maps_payload``); ``on_open(layer,
-    head)`` runs when the reader asks for the head picked here in the rest of the page."""
+def head_maps(blob: bytes, view: dict, *, key: str, on_open: Callable[[int, int], None],
+              on_layer: Callable[[int], None]) -> None:
+    """Mount the maps ``blob`` (``maps_blob``) and the ``view`` (``view_data``). ``on_open(layer, head)``
+    runs when the reader asks for the head picked here in the rest of the page; ``on_layer(layer)`` when
+    the reader picked a layer the browser does not have."""
 
     def opened() -> None:
         picked = st.session_state[key].get("open")
         if picked is not None:
             on_open(int(picked["layer"]), int(picked["head"]))
 
-    _mount(key=key, data={**payload, "plotly_url": plotly_js_url()}, on_open_change=opened)
+    def wanted() -> None:
+        layer = st.session_state[key].get("layer")
+        if layer is not None:
+            on_layer(int(layer))
+
+    with st.container(gap=None):
+        _mount(key=key, data={**view, "plotly_url": plotly_js_url()}, on_open_change=opened,
+               on_layer_change=wanted)
+        _mount(key=f"{key}_maps", data=blob)

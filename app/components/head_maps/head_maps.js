@@ -1,8 +1,12 @@
-// The head maps component (app/components/head_maps/__init__.py says what it is for).
-// Streamlit calls the default export on mount and again whenever the data changes; the state kept on
-// the root element lets a rerun with the same maps keep the head the reader picked here.
+// The head maps component (app/components/head_maps/__init__.py says what it is for). Two mounts run
+// this module: the maps mount gets a binary blob (data is a Uint8Array) and files its layers in a store
+// shared by the page; the view mount gets the page's layer and head and the figure, and paints from the
+// store. Streamlit calls the default export on mount and again whenever a mount's data changes; the
+// state kept on the view's root element lets a rerun keep the head and layer the reader picked here.
 
 const PLOTLY = "__txvizPlotly";
+const STORE = "__txvizHeadMaps";  // prompt id -> Map(layer -> that layer's maps and texts)
+const KEPT_PROMPTS = 2;  // the blobs of older prompts are let go
 
 function loadPlotly(url) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -16,6 +20,16 @@ function loadPlotly(url) {
     });
   }
   return window[PLOTLY];
+}
+
+function store() {
+  if (!window[STORE]) window[STORE] = { prompts: new Map(), listeners: new Set() };
+  return window[STORE];
+}
+
+function layerOf(promptId, layer) {
+  const layers = store().prompts.get(promptId);
+  return layers ? layers.get(layer) : undefined;
 }
 
 // float16 bits -> float32, through a table built once (65,536 entries)
@@ -32,14 +46,31 @@ function halfTable() {
   return HALF;
 }
 
-function decodeMaps(base64, shape) {
-  const raw = atob(base64), n = raw.length >> 1, table = halfTable(), out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = table[raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8)];
-  const [, heads, rows, cols] = shape;
-  return (layerIndex, head) => {
-    const first = (layerIndex * heads + head) * rows;
-    return Array.from({ length: rows }, (_, r) => out.subarray((first + r) * cols, (first + r + 1) * cols));
-  };
+// The blob: "TXHM", the header's length (uint32 LE), the JSON header, then float16 LE maps
+// (layers, heads, rows, cols), as app/figures/head_maps.py writes it.
+function fileBlob(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const size = view.getUint32(4, true), start = 8 + size;
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, start)));
+  const { prompts } = store();
+  const layers = prompts.get(header.prompt_id) || new Map();
+  prompts.delete(header.prompt_id);
+  prompts.set(header.prompt_id, layers);  // the newest last
+  while (prompts.size > KEPT_PROMPTS) prompts.delete(prompts.keys().next().value);
+  if (header.layers.every((layer) => layers.has(layer))) return;  // filed already (a rerun's reference)
+  const [, heads, rows, cols] = header.shape, table = halfTable(), n = (bytes.byteLength - start) >> 1;
+  const values = new Float32Array(n);
+  for (let i = 0, at = start; i < n; i++, at += 2) values[i] = table[bytes[at] | (bytes[at + 1] << 8)];
+  header.layers.forEach((layer, index) => {
+    const first = index * heads * rows * cols;
+    layers.set(layer, {
+      rowsOf: (head) => Array.from({ length: rows }, (_, r) =>
+        values.subarray(first + (head * rows + r) * cols, first + (head * rows + r + 1) * cols)),
+      zmax: header.zmax[index], titles: header.titles[index], captions: header.captions[index],
+      colorbarTitles: header.colorbar_titles ? header.colorbar_titles[index] : null,
+    });
+  });
+  store().listeners.forEach((listener) => listener());
 }
 
 function build(parentElement) {
@@ -48,41 +79,53 @@ function build(parentElement) {
   root.tabIndex = 0;
   root.setAttribute("aria-label", "Attention map; arrow keys: left and right switch heads, up and down layers");
   root.innerHTML = '<div class="txviz-head-bar" role="toolbar" aria-label="Head"></div>' +
-    '<label class="txviz-layer" hidden>Layer <input type="range" min="0" step="1"> <output></output></label>' +
+    '<label class="txviz-layer">Layer <input type="range" min="0" step="1"> <output></output></label>' +
     '<div class="txviz-head-plot"></div><p class="txviz-head-caption"></p>' +
     '<button type="button" class="txviz-head-open" hidden></button>';
   parentElement.appendChild(root);
-  root.txviz = { mapsId: null, layer: 0, head: 0, serverView: null, paints: 0 };
+  root.txviz = { layer: 0, head: 0, serverView: null, paints: 0, startedAt: null, asked: null };
   return root;
 }
 
-function figureOf(data, state) {
-  const figure = JSON.parse(JSON.stringify(data.figure)), index = data.layers.indexOf(state.layer), head = state.head;
-  figure.data[0].z = state.rowsOf(index, head);
-  figure.data[0].zmax = data.zmax[index][head];
-  figure.layout.title = { ...(figure.layout.title || {}), text: data.titles[index][head] };
-  if (figure.data[0].colorbar && data.colorbar_titles) {
-    figure.data[0].colorbar.title = { ...(figure.data[0].colorbar.title || {}), text: data.colorbar_titles[index][head] };
+function figureOf(data, maps, head) {
+  const figure = JSON.parse(JSON.stringify(data.figure)), trace = figure.data[0];
+  trace.z = maps.rowsOf(head);
+  trace.zmax = maps.zmax[head];
+  figure.layout.title = { ...(figure.layout.title || {}), text: maps.titles[head] + data.title_suffix };
+  if (trace.colorbar && maps.colorbarTitles) {
+    trace.colorbar.title = { ...(trace.colorbar.title || {}), text: maps.colorbarTitles[head] };
   }
   return figure;
 }
 
-// startedAt: the performance.now() time of the click or key that asked for this view (null: a rerun)
-function paint(root, data, setTriggerValue, startedAt = null) {
-  const state = root.txviz, { layer, head } = state, plot = root.querySelector(".txviz-head-plot");
+function showControls(root, data) {
+  const { layer, head } = root.txviz;
   root.querySelectorAll(".txviz-head-bar button").forEach((button, h) => {
     button.setAttribute("aria-pressed", String(h === head));
     button.title = `Layer ${layer}, head ${h}`;
   });
-  const slider = root.querySelector(".txviz-layer input");
-  slider.value = String(data.layers.indexOf(layer));
+  root.querySelector(".txviz-layer input").value = String(layer);
   root.querySelector(".txviz-layer output").textContent = String(layer);
-  root.querySelector(".txviz-head-caption").textContent = data.captions[data.layers.indexOf(layer)][head];
+}
+
+// Paint the reader's layer and head if the browser has that layer; otherwise wait for it (its blob is
+// on the way). startedAt: the performance.now() of the click or key that asked (null: a rerun).
+function paint(root, data, setTriggerValue) {
+  const state = root.txviz, { layer, head } = state, plot = root.querySelector(".txviz-head-plot");
+  showControls(root, data);
+  const maps = layerOf(data.prompt_id, layer);
+  if (!maps) {
+    root.dataset.waiting = String(layer);
+    return Promise.resolve();
+  }
+  delete root.dataset.waiting;
+  root.querySelector(".txviz-head-caption").textContent = maps.captions[head];
   const open = root.querySelector(".txviz-head-open");
   open.hidden = head === data.head && layer === data.layer;
   open.textContent = `Show layer ${layer}, head ${head} in the views below (head view, step by step, download)`;
   open.onclick = () => setTriggerValue("open", { layer, head });
-  const figure = figureOf(data, state);
+  const figure = figureOf(data, maps, head), startedAt = state.startedAt;
+  state.startedAt = null;
   return window.Plotly.react(plot, figure.data, figure.layout, { displaylogo: false, responsive: true })
     .then(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))))  // after the frame
     .then(() => {
@@ -94,7 +137,7 @@ function paint(root, data, setTriggerValue, startedAt = null) {
     });
 }
 
-function headBar(root, data, show) {
+function controls(root, data, show) {
   const bar = root.querySelector(".txviz-head-bar");
   if (bar.childElementCount !== data.n_heads) {
     bar.replaceChildren(...Array.from({ length: data.n_heads }, (_, h) => {
@@ -109,48 +152,63 @@ function headBar(root, data, show) {
     button.onclick = (event) => show(root.txviz.layer, h, event);
   });
   const label = root.querySelector(".txviz-layer"), slider = label.querySelector("input");
-  label.hidden = data.layers.length < 2;  // one layer sent: the page's slider switches layers
-  slider.max = String(data.layers.length - 1);
-  slider.oninput = (event) => show(data.layers[Number(slider.value)], root.txviz.head, event);
+  label.hidden = data.n_layers < 2;
+  slider.max = String(data.n_layers - 1);
+  slider.oninput = (event) => show(Number(slider.value), root.txviz.head, event);
 }
 
-export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
-  const root = parentElement.querySelector(".txviz-head-maps") || build(parentElement);
+function mountView(root, data, setTriggerValue) {
   const state = root.txviz;
-  if (state.mapsId !== data.maps_id) {  // new maps (a prompt, sink or layer change): decode once
-    state.rowsOf = decodeMaps(data.maps, data.shape);
-    state.mapsId = data.maps_id;
-  }
-  const serverView = `${data.layer}:${data.head}`;
-  if (state.serverView !== serverView || !data.layers.includes(state.layer)) {
+  const serverView = `${data.prompt_id}:${data.layer}:${data.head}`;
+  if (state.serverView !== serverView) {
     state.layer = data.layer;  // the page's layer or head moved (its widgets, a grid click, a link)
     state.head = data.head;  // otherwise what the reader picked here stays
+    state.asked = null;
   }
   state.serverView = serverView;
   root.txvizData = data;
+  const repaint = () => paint(root, root.txvizData, setTriggerValue);
   const show = (layer, head, event) => {
     if ((layer === state.layer && head === state.head) || head < 0 || head >= data.n_heads
-        || !data.layers.includes(layer)) return;
+        || layer < 0 || layer >= data.n_layers) return;
     state.layer = layer;
     state.head = head;
-    paint(root, root.txvizData, setTriggerValue, event.timeStamp);
+    state.startedAt = event.timeStamp;
+    if (!layerOf(data.prompt_id, layer) && state.asked !== layer) {
+      state.asked = layer;  // not in the browser: the server sends its blob (a rerun of the maps' fragment)
+      setTriggerValue("layer", layer);
+    }
+    repaint();
   };
-  headBar(root, data, show);
+  controls(root, data, show);
   root.onkeydown = (event) => {
     if (event.target.tagName === "INPUT") return;  // the layer slider handles its own keys
-    const index = data.layers.indexOf(state.layer);
-    const moves = { ArrowLeft: [index, state.head - 1], ArrowRight: [index, state.head + 1],
-                    ArrowUp: [index - 1, state.head], ArrowDown: [index + 1, state.head] };
+    const moves = { ArrowLeft: [state.layer, state.head - 1], ArrowRight: [state.layer, state.head + 1],
+                    ArrowUp: [state.layer - 1, state.head], ArrowDown: [state.layer + 1, state.head] };
     const move = moves[event.key];
     if (!move) return;
     event.preventDefault();
-    if (move[0] >= 0 && move[0] < data.layers.length) show(data.layers[move[0]], move[1], event);
+    show(move[0], move[1], event);
   };
+  if (root.txvizListener) store().listeners.delete(root.txvizListener);
+  root.txvizListener = () => {  // a blob arrived: paint it if this map was waiting for it
+    if (root.dataset.waiting !== undefined && window.Plotly) repaint();
+  };
+  store().listeners.add(root.txvizListener);
   loadPlotly(data.plotly_url)
-    .then(() => paint(root, data, setTriggerValue))
+    .then(repaint)
     .catch((error) => {
       root.querySelector(".txviz-head-caption").textContent =
         `The interactive map could not load (${error.message}): open "The map as a plain chart" below.`;
     });
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  if (data instanceof Uint8Array) {  // the maps mount
+    fileBlob(data);
+    return;
+  }
+  const root = parentElement.querySelector(".txviz-head-maps") || build(parentElement);
+  mountView(root, data, setTriggerValue);
 }

@@ -131,3 +131,21 @@ def test_undefined_metrics_are_blank_with_a_reason(new_app):
     grid = chart(at, "head_grid")["data"]
     assert "undefined" in grid[1]["hovertemplate"]
     assert any("grey: undefined" in c.value for c in at.caption)
+
+
+def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
+    """OpenMP's barriers wait for descheduled threads: under load the page's trace runs on one thread
+    (issue 14: a 64-token trace took 7.1 s on 2 threads, 0.64 s on one, at load 10 on 2 cores)."""
+    import torch
+
+    from app.services import traces
+
+    assert traces.threads_for_load(2, load=1.2, cpus=2) == 2
+    assert traces.threads_for_load(2, load=2.0, cpus=2) == traces.threads_for_load(4, load=9.5, cpus=2) == 1
+    seen = []
+    for load in (9.5, 0.1):
+        monkeypatch.setattr(traces.os, "getloadavg", lambda load=load: (load, load, load))
+        with traces.threads_for_this_run():
+            seen.append(torch.get_num_threads())
+        assert torch.get_num_threads() == traces.PROCESS_THREADS  # the process's own count again
+    assert seen == [1, traces.threads_for_load(traces.PROCESS_THREADS, 0.1, traces.os.cpu_count())]

@@ -1,7 +1,8 @@
 """The Attention page's head maps component (issue 14) through AppTest, on the zoo's tiny dense model:
 what the browser gets is every head of every layer (they fit the byte budget), equal to the model's own
-maps to float16 rounding, with each head's title and metrics; the same bytes on every rerun of a prompt;
-past the budget the page's layer alone; the plain chart stays as a lazy fallback. What the browser does
+maps to float16 rounding, with each head's title and metrics; the maps' message is the same on every
+rerun of a prompt (a head or layer change sends only the small view); past the budget the page's layer
+alone; the plain chart stays as a lazy fallback. What the browser does
 with them is tested in tests/browser/test_head_maps.py."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from tests.helpers.apptest import app_on, chart, decode, has_chart, no_errors
-from tests.helpers.head_maps import head_maps_data, heatmap, layer_maps
+from tests.helpers.head_maps import head_maps_data, head_maps_view, heatmap, layer_maps
 
 PROMPT = "Mary had a red kite."
 
@@ -53,20 +54,27 @@ def test_the_component_gets_every_head_of_every_layer(zoo_base):
             entropy = table[(table["layer"] == layer) & (table["head"] == h)]["entropy"].iloc[0]
             assert f"entropy {entropy:.3f}" in data["captions"][layer][h]
     assert data["figure"]["data"][0]["z"] is None  # the maps travel once, not again inside the figure
+    assert "≈%{z:.3r}" in data["figure"]["data"][0]["hovertemplate"]  # the hover says it is rounded
     assert data["plotly_url"].endswith("/plotly.min.js")
 
 
-def test_the_same_bytes_on_every_rerun_and_only_the_view_moves(zoo_base):
+def maps_message(at) -> bytes:
+    """The maps mount's element as Streamlit sends it (what its forward-message hash is taken over)."""
+    return next(e.proto for e in at.get("bidi_component") if e.proto.id.endswith("heatmap_maps")).SerializeToString()
+
+
+def test_the_maps_message_is_the_same_on_every_rerun_and_only_the_view_moves(zoo_base):
     source, _ = zoo_base
     at = app_on(source, PROMPT).run()
-    first = head_maps_data(at)
-    at.select_slider(key="query_token").set_value(2).run()  # the head view only: the component's data is unchanged
-    assert head_maps_data(at) == first  # the same message: Streamlit sends the browser a reference to its copy
+    first, first_view = maps_message(at), head_maps_view(at)
+    at.select_slider(key="query_token").set_value(2).run()  # the head view only: neither mount changes
+    assert maps_message(at) == first and head_maps_view(at) == first_view
     at.number_input(key="head").set_value(3).run()
     at.slider(key="layer").set_value(2).run()
     no_errors(at)
-    moved = head_maps_data(at)
-    assert (moved["layer"], moved["head"]) == (2, 3) and moved["maps"] == first["maps"]
+    moved = head_maps_view(at)
+    assert (moved["layer"], moved["head"]) == (2, 3) and moved != first_view
+    assert maps_message(at) == first  # the maps are not sent again: Streamlit sends a reference to the browser's copy
     assert "Layer 2, head 3" in heatmap(at)["layout"]["title"]["text"]
 
 
