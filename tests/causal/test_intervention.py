@@ -13,7 +13,7 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.causal.activations import ActivationRecorder, run_with_activations
 from txviz.causal.intervention import Intervention, Replace
-from txviz.causal.patching import ablate_heads, head_variants, patch_heads, run_variants
+from txviz.causal.patching import ablate_heads, head_variants, patch_heads, residuals_entering, run_variants
 
 N_TOKENS = 10
 CHANGED = 4  # the corrupt prompt differs from the clean one at this position only
@@ -75,6 +75,35 @@ def test_batched_variants_equal_one_by_one(model):
     assert_close(batched, single, rtol=0, atol=1e-5)
     chunked = run_variants(model, clean, variants, 3, 5, source=source, chunk_size=3)
     assert_close(chunked, single, rtol=0, atol=1e-5)
+
+
+def test_resuming_at_any_layer_from_the_plain_runs_residual_gives_the_plain_logits(model):
+    """Decoder.resume skips the layers before ``layer``: given the residual a plain call had there, the
+    logits are the plain call's (every position scheme, windows, MoE; layer n_layers: only the head)."""
+    ids = random_ids(model.config, N_TOKENS, batch=2)
+    keeper = residuals_entering(model, ids)
+    with torch.no_grad():
+        plain = model(ids)
+        for layer in range(model.config.n_layers + 1):
+            assert_close(model.resume(keeper[layer], layer), plain, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="outside"):
+        model.resume(keeper[0], model.config.n_layers + 1)
+    with pytest.raises(ValueError, match="residual must be"):
+        model.resume(keeper[0][..., :-1], 0)
+
+
+def test_variants_resumed_after_their_unedited_layers_equal_full_runs(model):
+    """run_variants computes the unedited prefix once: each variant still gets what a full call with its
+    intervention gives, whichever layer a chunk starts at (late-layer-first order, mixed points)."""
+    clean, corrupt = pair(model.config)
+    _, source = run_with_activations(model, corrupt, ("head_out", "resid_pre", "ffn_out"))
+    last = model.config.n_layers - 1
+    variants = [[Replace(last, "ffn_out")], [Replace(last, "head_out", 0)], [],
+                [Replace(1, "resid_pre", position=CHANGED)], [Replace(0, "head_out", 1, value="mean")]]
+    resumed = run_variants(model, clean, variants, 3, 5, source=source, chunk_size=2)
+    with torch.no_grad():
+        full = model(clean.expand(len(variants), -1), record=Intervention(variants, source), last_only=True)
+    assert_close(resumed, (full[:, -1, 3] - full[:, -1, 5]).float(), rtol=0, atol=1e-5)
 
 
 def test_zero_ablating_a_layers_heads_is_zeroing_its_output_projection():

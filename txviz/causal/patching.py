@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from txviz.causal.activations import Activations, run_with_activations
+from txviz.causal.activations import ActivationRecorder, Activations, run_with_activations
 from txviz.causal.intervention import Intervention, Replace, Value
 from txviz.causal.metric import logit_diff
 
@@ -27,16 +27,47 @@ def as_batch(ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def run_variants(model, ids: torch.Tensor, variants: Sequence[Sequence[Replace]], answer_id: int, wrong_id: int,
                  *, source: Activations | None = None, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
-    """(N,) logit difference of each variant run on the one prompt ``ids`` (T,) or (1, T)."""
+    """(N,) logit difference of each variant run on the one prompt ``ids`` (T,) or (1, T).
+
+    No variant changes anything before its first edited layer, so that part of the run is the plain
+    run's: it is computed once (batch 1) and each chunk of variants resumes at its earliest edited
+    layer (``Decoder.resume``). Variants come layer-major from every caller here, so a chunk's rows
+    share most of their unedited prefix: about half of all layer calls are skipped."""
     ids = as_batch(ids)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    entering = residuals_entering(model, ids)
     results = []
     for start in range(0, len(variants), chunk_size):
         chunk = variants[start:start + chunk_size]
-        logits = model(ids.expand(len(chunk), -1), record=Intervention(chunk, source), last_only=True)
+        layer = first_edited_layer(chunk, model.config.n_layers)
+        residual = entering[layer].expand(len(chunk), -1, -1)
+        logits = model.resume(residual, layer, record=Intervention(chunk, source), last_only=True)
         results.append(logit_diff(logits, answer_id, wrong_id).float().cpu())
     return torch.cat(results) if results else torch.zeros(0)
+
+
+def first_edited_layer(variants: Sequence[Sequence[Replace]], n_layers: int) -> int:
+    """The earliest layer any of ``variants`` edits (n_layers when none edits anything)."""
+    return min((r.layer for replaces in variants for r in replaces), default=n_layers)
+
+
+class _ResidualKeeper(ActivationRecorder):
+    """Keeps the residual stream entering each layer (index n_layers: leaving the last)."""
+
+    def __init__(self):
+        super().__init__(())
+        self.entering: dict[int, torch.Tensor] = {}
+
+    def residual(self, index: int, x: torch.Tensor) -> None:
+        self.entering[index] = x
+
+
+def residuals_entering(model, ids: torch.Tensor) -> dict[int, torch.Tensor]:
+    """One plain call of ``ids`` (1, T): the residual stream entering every layer."""
+    keeper = _ResidualKeeper()
+    model(ids, record=keeper, last_only=True)
+    return keeper.entering
 
 
 def check_same_length(clean_ids: torch.Tensor, corrupt_ids: torch.Tensor) -> None:

@@ -157,18 +157,38 @@ class Decoder(nn.Module):
         ids = self.check_ids(ids, start)
         if self.embed.weight.device.type != "meta":  # offloaded (txviz.model.placement): its hook moves ids
             ids = ids.to(self.embed.weight.device)
-        n_new = ids.shape[1]
-        q_pos = torch.arange(start, start + n_new, device=ids.device)  # (T,)
+        q_pos = torch.arange(start, start + ids.shape[1], device=ids.device)  # (T,)
         x = self.embed(ids)  # (B, T, d)
         x = self.embed_norm(self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos))  # (B, T, d)
-        contexts = [self.layer_context(first, q_pos, cache.key_positions(q_pos, first), x.dtype)
-                    for first in self.kind_first_layer]  # one per kind of layer
+        return self._layers_on(x, q_pos, 0, cache, record, last_only)
+
+    def resume(self, residual: torch.Tensor, layer: int, *, record: RecorderProtocol = NULL_RECORDER,
+               last_only: bool = False) -> torch.Tensor:
+        """The logits of a call that starts at ``layer`` from ``residual`` (B, T, d), the residual stream
+        entering that layer at positions 0..T−1 (what an earlier call's ``record.residual(layer, …)``
+        saw; ``layer`` = n_layers: the final residual). The layers before it are not run and no KV cache
+        is used: many interventions on later layers share what the earlier ones computed once
+        (txviz.causal.patching)."""
+        if not 0 <= layer <= len(self.layers):
+            raise InputError(f"layer {layer} is outside 0..{len(self.layers)}")
+        if residual.dim() != 3 or residual.shape[-1] != self.config.d_model or residual.shape[1] == 0:
+            raise InputError(f"the residual must be (batch, tokens, {self.config.d_model}), "
+                             f"got {tuple(residual.shape)}")
+        self.check_ids(torch.zeros(1, residual.shape[1], dtype=torch.long))  # the context length
+        q_pos = torch.arange(residual.shape[1], device=residual.device)
+        return self._layers_on(residual, q_pos, layer, NO_CACHE, record, last_only)
+
+    def _layers_on(self, x: torch.Tensor, q_pos: torch.Tensor, first: int, cache: KVCache | NoCache,
+                   record: RecorderProtocol, last_only: bool) -> torch.Tensor:
+        """Layers ``first``.. on the residual x (B, T, d) of positions q_pos, then the final norm and logits."""
+        contexts = [self.layer_context(kind_first, q_pos, cache.key_positions(q_pos, kind_first), x.dtype)
+                    for kind_first in self.kind_first_layer]  # one per kind of layer
         record.globals(contexts[self.global_kind], self.kind_positions[self.global_kind])
-        record.residual(0, x)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, contexts[self.kind_of[i]], cache.layer(i), record.layer(i))  # (B, T, d)
+        record.residual(first, x)
+        for i in range(first, len(self.layers)):
+            x = self.layers[i](x, contexts[self.kind_of[i]], cache.layer(i), record.layer(i))  # (B, T, d)
             record.residual(i + 1, x)
-        cache.advance(n_new)
+        cache.advance(len(q_pos))
         if last_only:
             x = x[:, -1:]
         x = self.final_norm(x)
