@@ -182,6 +182,13 @@ def _rope_scaling(h: GGUFHeader) -> RopeScaling:
     raise ModelLoadError(f"{h.path}: RoPE scaling type {str(kind)[:60]!r} is not supported (linear, yarn)")
 
 
+def _checked_rope_scaling(h: GGUFHeader) -> RopeScaling:
+    try:
+        return _rope_scaling(h)
+    except ConfigError as exc:  # RopeScaling checks its own numbers: say which file they came from
+        raise ModelLoadError(f"{h.path}: the metadata does not describe a valid model: {exc}") from exc
+
+
 def _required(h: GGUFHeader, key: str) -> int:
     value = _number(h, key)
     if value is None:
@@ -215,7 +222,7 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
         norm_eps=_number(h, "attention.layer_norm_rms_epsilon", float, 1e-5),
         n_experts=n_experts, top_k=_number(h, "expert_used_count", int, 2) if n_experts else 2,
         router_norm="topk", positions="rope", rope_theta=_number(h, "rope.freq_base", float, 10000.0),
-        rope_scaling=_rope_scaling(h), max_seq_len=_required(h, "context_length"),
+        rope_scaling=_checked_rope_scaling(h), max_seq_len=_required(h, "context_length"),
         tie_embeddings="output.weight" not in h.tensor_types,
         qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
         name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
