@@ -24,7 +24,7 @@ SCHEMES = {
              r"\end{pmatrix},\ \theta_i=\text{base}^{-2i/d},\qquad (R_{m}q)\cdot(R_{n}k)=q\cdot R_{n-m}k"),
     "alibi": ("**ALiBi** leaves q and k alone and subtracts a per-head slope times the distance from each "
               "score, so every head prefers recent tokens, some much more than others.",
-              r"s_{ij}=q_i\cdot k_j/\sqrt{d} - m_h\,(i-j),\qquad m_h = 2^{-8h/H}"),
+              r"s_{ij}=q_i\cdot k_j/\sqrt{d} - m_h\,(i-j),\qquad m_h = 2^{-%s\,h/H}"),
     "learned": ("**Learned absolute positions**: a trained vector per position is added to each token's "
                 "embedding before the first layer; the table has one row per position of the training context "
                 "and nothing past it.", r"x_i = e_{\text{token}_i} + p_i,\qquad i < T_{\text{train}}"),
@@ -45,6 +45,9 @@ st.markdown("Attention on its own is blind to order: shuffle the tokens and ever
 source, loaded, traced = sidebar.prompt_trace()
 config = loaded.config
 about, formula = SCHEMES[config.positions]
+if config.positions == "alibi":  # the slopes' exponent is the model's own (MPT sets alibi_bias_max)
+    formula = formula % f"{config.alibi_bias_max:g}" + (r",\ h=1..H" if config.n_heads & (config.n_heads - 1) == 0 else
+                                                         r"\ \text{(interleaved for H not a power of 2)}")
 st.markdown(f"Loaded: **{cache.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
             + (f" (θ base {config.rope_theta:g}"
                + (f" on global layers, {config.rope_local_theta:g} on local ones" if has_two_rope_bases(config) else "")

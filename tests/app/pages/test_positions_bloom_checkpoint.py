@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from transformers import BloomConfig, BloomForCausalLM  # noqa: E402
+from transformers import BloomConfig, BloomForCausalLM, MptConfig, MptForCausalLM  # noqa: E402
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
 
 from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path  # noqa: E402
@@ -57,6 +57,7 @@ def test_a_loaded_bloom_checkpoint_shows_its_captured_alibi_bias(bloom_dir):
     assert [t.label for t in at.tabs] == ["ALiBi slopes and bias", "Permutation"]
     assert "tiny-bloom" in "\n".join(str(m.value) for m in at.markdown)
     assert not any("rope" in (getattr(w, "key", None) or "") for w in at.get("slider"))
+    assert r"2^{-8\,h/H}" in at.latex[0].value and "not a power of 2" in at.latex[0].value  # BLOOM: max 8, 6 heads
 
     slopes = transformers_slopes()
     heads = next(d.value for d in at.dataframe if "slope (measured)" in d.value.columns)
@@ -68,3 +69,21 @@ def test_a_loaded_bloom_checkpoint_shows_its_captured_alibi_bias(bloom_dir):
     seen = distance >= 0
     np.testing.assert_allclose(drawn[seen], (-slopes[HEAD] * distance)[seen], rtol=1e-5, atol=1e-6)
     assert np.isnan(drawn[~seen]).all()
+
+
+def test_an_mpt_checkpoint_shows_its_own_alibi_exponent(tmp_path, monkeypatch):
+    """MPT sets the slopes' exponent (alibi_bias_max): the page's equation says the model's, not 8."""
+    config = MptConfig(d_model=32, n_heads=4, n_layers=2, vocab_size=256, max_seq_len=64,
+                       attn_config={"alibi": True, "alibi_bias_max": 16})
+    torch.manual_seed(0)
+    directory = tmp_path / "tiny-mpt"
+    randomize_(MptForCausalLM(config).eval(), seed=0).save_pretrained(directory, safe_serialization=True)
+    shutil.copy(TOKENIZER, directory / "tokenizer.json")
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    at = app_on(str(directory), PROMPT).run()
+    no_errors(at)
+    at.switch_page(page_path("positions")).run()
+    no_errors(at)
+    assert r"2^{-16\,h/H},\ h=1..H" in at.latex[0].value
+    heads = next(d.value for d in at.dataframe if "slope (measured)" in d.value.columns)
+    np.testing.assert_allclose(heads["slope (measured)"], [2 ** (-16 * h / 4) for h in range(1, 5)], rtol=1e-5)
