@@ -4,9 +4,8 @@ The metrics and their definitions are those of ``txviz.analysis.heads`` (same na
 tested equal to ``head_metrics`` of the full eager maps), taken per query row from each block of
 probabilities the attention layer hands to the recorder, so no T×T map is ever kept:
 
-* ``entropy``: −Σ_j p_ij ln p_ij, computed as lse_i − Σ_j p_ij s_ij with the scores shifted so that
-  max_j s_ij = 0, where lse_i = −ln max_j p_ij (softmax's own identity: one multiply-add per weight
-  instead of a logarithm; the attention layer hands the shifted scores over, its softmax makes them);
+* ``entropy``: −Σ_j p_ij ln p_ij, computed as lse_i − Σ_j p_ij s_ij with lse_i = max_j s_ij − ln max_j p_ij
+  (softmax's own identity: one multiply-add per weight instead of a logarithm);
 * ``first_token_mass``: p_i0; ``prev_token``: p_{i,i−1}; ``max_weight``: max_j p_ij;
 * ``duplicate_token``: Σ p_ij over keys j < i holding query i's token;
 * ``induction``: Σ p_ij over keys 1 ≤ j < i whose previous token is query i's token.
@@ -136,17 +135,16 @@ def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
     return first[inverse]
 
 
-def row_metrics(probs: torch.Tensor, shifted: torch.Tensor, block: BlockPatterns) -> torch.Tensor:
-    """One block: probs and finite scores shifted by their row max (B, H, R, K) → (B, H, R, M), NaN
-    where undefined; ``shifted`` is overwritten (the layer drops it). Keys outside the block have
-    zero weight. With each row's max score at 0, the max weight is 1/Σ exp, so log Σ exp = −ln max p
-    and the entropy is −ln max p − Σ p·shifted."""
+def row_metrics(probs: torch.Tensor, scores: torch.Tensor, block: BlockPatterns) -> torch.Tensor:
+    """One block: probs and finite scores (B, H, R, K) → (B, H, R, M), NaN where undefined; ``scores``
+    is overwritten (the layer drops it). Keys outside the block have zero weight."""
     probs = probs.float()  # no copy when already fp32
     b, h, n, _ = probs.shape
     p_max = probs.amax(dim=-1)  # (B, H, R)
+    log_sum_exp = scores.amax(dim=-1).float() - p_max.log()
     # in place, then summed: an einsum of the two ran as a batch of 1×K by K×1 products, 3× slower
-    expected_score = (shifted.mul_(probs) if shifted.dtype == probs.dtype else shifted * probs).sum(dim=-1)
-    entropy = p_max.log().neg_().sub_(expected_score)
+    expected_score = (scores.mul_(probs) if scores.dtype == probs.dtype else scores.float().mul_(probs)).sum(dim=-1)
+    entropy = log_sum_exp.sub_(expected_score)
     first = probs[..., 0] if block.first_key_is_token_0 else probs.new_zeros(b, h, n)
     prev = probs.gather(-1, block.prev_index.expand(b, h, n)[..., None])[..., 0]
     prev = torch.where(block.prev_reachable, prev, 0.0)
@@ -162,11 +160,11 @@ class LayerSummaries:
         self.patterns = patterns
         self.rows: torch.Tensor | None = None  # (B, H, T, M) once the first block arrives
 
-    def add(self, rows: slice, keys: slice, probs: torch.Tensor, shifted: torch.Tensor) -> None:
+    def add(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         if self.rows is None:
             b, h, _, _ = probs.shape
             self.rows = torch.full((b, h, self.patterns.ids.shape[1], len(METRICS)), float("nan"))
-        self.rows[:, :, rows] = row_metrics(probs, shifted, self.patterns.block(rows, keys, probs.device)).cpu()
+        self.rows[:, :, rows] = row_metrics(probs, scores, self.patterns.block(rows, keys, probs.device)).cpu()
 
 
 def head_metrics(rows: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -117,8 +117,8 @@ class LayerRecorder:
             self._stacks[name].put(self._slot, self._maps.store(tensor) if name == "attn_probs" else tensor)
 
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
-        """A block of query rows of this layer's attention: probs and finite scores (B, H, R, K), the
-        scores shifted so each row's max is 0 (txviz.model.attention.softmax_and_shifted_)."""
+        """A block of query rows of this layer's attention: probs and finite scores (B, H, R, K); the
+        scores are used up (the layer drops them after this call)."""
         if self._summaries is not None:
             self._summaries.add(rows, keys, probs, scores)
 

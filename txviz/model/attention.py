@@ -45,7 +45,6 @@ from txviz.model.softcap import make_softcap
 # 1024 and 4096 tokens: 1M–4M elements within noise of each other, 8M slower).
 BLOCK_ELEMENTS = 1 << 21
 MIN_BLOCK_ROWS = 32
-LOG2_E = 1.4426950408889634  # exp(x) = 2^(x·log₂e), see softmax_and_shifted_
 WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs"})  # captures that need the T×S matrices
 
 Path = Literal["eager", "blockwise", "fused"]
@@ -170,20 +169,6 @@ class AttentionContext:
         return self._futures[n, device]
 
 
-def softmax_and_shifted_(scores: torch.Tensor, out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax over the last axis of finite scores, in the steps of torch's CPU kernel (row max,
-    exp of the difference, times the reciprocal of the sum), keeping the step a recorder needs:
-    returns (probs, scores − row max), the first in ``out`` if given, the second made in place of
-    ``scores``. The recorder reads
-    log Σ exp = −ln max p off them without another pass over the block (txviz.capture.summaries).
-    exp(x) is taken as 2^(x·log₂e): torch.exp (MKL's vector exp here) took 20× longer on blocks
-    holding masked scores (−3.4e38), exp2 (Sleef, as softmax's own) does not; they differ by ~1e-6
-    relative for the weights that are not negligible."""
-    shifted = scores.sub_(scores.amax(dim=-1, keepdim=True))  # ≤ 0, exactly 0 at each row's max
-    probs = torch.mul(shifted, LOG2_E, out=out).exp2_()  # masked: −inf after the multiply, then exactly 0
-    return probs.mul_(probs.sum(dim=-1, keepdim=True).reciprocal_()), shifted
-
-
 def repeat_kv(x: torch.Tensor, n_groups: int) -> torch.Tensor:
     """(B, Hkv, S, D) -> (B, Hkv·n_groups, S, D): KV head j serves query heads j·g … j·g+g−1."""
     if n_groups == 1:
@@ -244,21 +229,19 @@ class Attention(nn.Module):
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         record("attn_probs", probs)
         if record.wants("head_summaries"):  # the whole matrix is one block (finite, see mask_block_)
-            finite = scores.clamp(min=torch.finfo(scores.dtype).min).float()
             record.attention_rows(slice(0, q.shape[2]), slice(0, k.shape[2]), probs,
-                                  finite.sub_(finite.amax(dim=-1, keepdim=True)))
+                                  scores.clamp(min=torch.finfo(scores.dtype).min))
         return torch.matmul(probs, v)  # (B, H, T, D)
 
     def _blockwise(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The eager arithmetic one block of query rows at a time; each block of probabilities goes
         to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
-        one matrix product instead of copying K and V g times. The scale multiplies q once per layer
-        instead of every block's scores (the same numbers when it is a power of two, as 1/√64), and
-        every block's scores and weights are written into two buffers made once per layer: a fresh
-        block of megabytes per step cost page faults as long as the arithmetic on it."""
+        one matrix product instead of copying K and V g times; the product applies the scale itself
+        (baddbmm's alpha: the eager path's numbers, no pass over the scores). Every block's scores
+        and weights are written into two buffers made once per layer: a fresh block of megabytes
+        per step cost page faults as long as the arithmetic on it."""
         b, h, t, d = q.shape
         h_kv, g = self.n_kv_heads, self.n_groups
-        q = q * self.scale  # (B, H, T, D), a copy: q_rot stays as recorded
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
         out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
         blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
@@ -267,12 +250,13 @@ class Attention(nn.Module):
         probs_buffer = torch.empty(most, dtype=torch.float32, device=q.device)
         for rows, keys in blocks:
             n, width = rows.stop - rows.start, keys.stop - keys.start
-            q_block = q[:, :, rows].reshape(b, h_kv, g * n, d)  # (B, Hkv, g·rows, D): a group's heads stacked
-            scores = scores_buffer[:b * h * n * width].view(b, h_kv, g * n, width)
-            torch.matmul(q_block, k[:, :, keys].transpose(2, 3), out=scores)
+            q_block = q[:, :, rows].reshape(b * h_kv, g * n, d)  # (B·Hkv, g·rows, D): a group's heads stacked
+            k_block = k[:, :, keys].reshape(b * h_kv, width, d)  # a view: k is contiguous
+            scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
+            scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=self.scale)
             scores = ctx.mask_block_(self.cap_scores(scores.view(b, h, n, width)), rows, keys)  # (B, H, rows, keys)
-            probs, shifted = softmax_and_shifted_(scores.float(), out=probs_buffer[:b * h * n * width].view(b, h, n, width))
-            record.attention_rows(rows, keys, probs, shifted)
+            probs = torch.softmax(scores, dim=-1, dtype=torch.float32, out=probs_buffer[:scores.numel()].view(scores.shape))
+            record.attention_rows(rows, keys, probs, scores)
             grouped = torch.matmul(probs.to(q.dtype).view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
             out[:, :, rows] = grouped.view(b, h, n, d)
         return out
