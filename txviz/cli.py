@@ -277,12 +277,18 @@ def _bench_source(model: str | None) -> str | None:
     from txviz.loading import fetch
     from txviz.loading.sources import resolve_model_name
     known = resolve_model_name(model)
-    if known is None and not Path(model).expanduser().exists():  # said before any worker starts
-        from txviz.loading.errors import ModelLoadError
-        raise ModelLoadError(f"no such file or directory: {model}")
     if known is None or known.name == fetch.DEFAULT_MODEL.name:
         return None if known is not None else model
     return str(fetch.ensure_model(known, _progress))
+
+
+def _bench_model(model: str | None) -> str | None:
+    """``_bench_source``, and a path that does not exist refused before any worker starts."""
+    source = _bench_source(model)
+    if source is not None and not Path(source).expanduser().exists():
+        from txviz.loading.errors import ModelLoadError
+        raise ModelLoadError(f"no such file or directory: {source}")
+    return source
 
 
 def cmd_bench(args) -> dict:
@@ -293,11 +299,11 @@ def cmd_bench(args) -> dict:
                    progress=lambda m: print(m, file=sys.stderr, flush=True))
     if args.models:  # several models side by side in one run
         from txviz.bench_models import markdown_models, run_models
-        result = run_models({name: _bench_source(name) for name in args.models}, tokens, run=bench.run, **options)
+        result = run_models({name: _bench_model(name) for name in args.models}, tokens, run=bench.run, **options)
         if not args.json:
             print(markdown_models(result))
         return result
-    args.model = _bench_source(args.model)
+    args.model = _bench_model(args.model)
     result = bench.run(tokens, model=args.model, **options)
     if not args.json:
         print(bench.markdown(result))
