@@ -136,6 +136,12 @@ def test_app_benchmark_measures_the_app_it_reports(default_model_home, default_m
         assert all(0 < ms < s * 1000 for ms, s in zip(browser_samples[f"in_browser_{name}_paint_ms"], in_browser))
     assert browser["layer_switch_ms"] == round(statistics.median(browser_samples["layer_switch_s"]) * 1000, 1)
     assert browser["long"] is None  # no --long-tokens
+    # every page opened in a new tab (not the recorded page: a context of its own), to its figures drawn
+    assert sorted(browser["pages"]) == sorted(bench_app.PAGES) and "attention" in browser["pages"]
+    for name, opened in browser["pages"].items():
+        assert len(opened["samples"]) == REPEATS and opened["open_s"] == round(statistics.median(opened["samples"]), 3)
+        assert 0 < opened["script_start_s"] < opened["script_end_s"] <= opened["open_s"], name
+    assert browser["pages"]["attention"]["figures"] >= browser["figures"]  # the component's map counted too
 
     assert set(result["targets"]) == {name for name in bench_app.TARGETS if "long" not in name}
     for name, target in result["targets"].items():

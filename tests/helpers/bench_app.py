@@ -10,9 +10,12 @@ real browser (``streamlit run`` + headless chromium, the browser-test harness): 
 first drawn figure with the weights already cached, a new 64-token prompt to every figure drawn, a head
 switch through the Head box (a round trip: the page reruns) and in the head maps component (in the
 browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the click event to the frame
-after the repaint, measured by the page), a layer switch in the component (↓, when every layer is in
-the page) and by the page's slider (its arrow key, a round trip);
-with ``--long-tokens N`` the same switches on an N-token prompt. ``--baseline REV`` runs the browser
+after the repaint, measured by the page), a layer switch in the component (↓: in the browser when every
+layer is in the page, else the layer's maps fetched by a rerun of the maps' fragment alone) and by the
+page's slider (its arrow key, a round trip); with ``--long-tokens N`` the same switches on an N-token
+prompt; and every page of the app (app/app_pages) opened in a new tab at the default prompt with the
+model loaded, to its last figure drawn (``pages``: the first open, then the median of the next, with
+when the page's script started and stopped, so the rest is the browser's). ``--baseline REV`` runs the browser
 half a second time on the app of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/``
 exported to a temporary folder, the library from this tree), so before and after share one run and
 one load. Medians over ``--repeats``; every sample is in the JSON, with the load average.
@@ -34,7 +37,27 @@ MAIN = str(ROOT / "app" / "main.py")
 TEXT = (ROOT / "assets" / "texts" / "how_a_model_reads.txt").read_text(encoding="utf-8")
 TARGETS = {"server_head_switch_ms": 100.0, "server_prompt_64_s": 1.0, "browser_prompt_64_s": 0.7,
            "browser_start_to_first_figure_s": 10.0, "browser_head_switch_ms": 150.0, "browser_layer_switch_ms": 150.0,
-           "browser_head_switch_long_ms": 300.0, "browser_layer_switch_long_ms": 300.0}  # issue 14; long: 1024 tokens
+           "browser_head_switch_long_ms": 300.0, "browser_layer_switch_long_ms": 300.0,  # issue 14; long: 1024 tokens
+           "browser_page_open_s": 1.5}  # every page, the slowest one's median (model and page caches warm)
+PAGES = sorted(folder.name.replace("_", "-") for folder in (ROOT / "app" / "app_pages").iterdir()
+               if (folder / "page.py").exists())  # their url paths (app/main.py: kv_cache is served at kv-cache)
+# Every figure of the page drawn: the script ran and stopped, nothing stale is left, no element is still a
+# skeleton (Streamlit draws a chart or widget once its code has loaded, after the script), every plotly
+# chart has drawn its SVG and every head maps component has painted. window.txvizRan is set by OPEN_WATCH.
+PAGE_DRAWN = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!window.txvizRan || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector("[data-stale='true'], [data-testid='stSkeleton']")) return false;
+  if (!document.querySelector("[data-testid='stMain'] h1")) return false;
+  const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
+  return charts.every(c => c.querySelector('.main-svg'))
+    && [...document.querySelectorAll('.txviz-head-maps')].every(m => m.dataset.painted);
+}"""
+OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first started and last stopped
+  const app = document.querySelector("[data-testid='stApp']"), state = app && app.getAttribute('data-test-script-state');
+  if (state === 'running' && !window.txvizRan) window.txvizRan = performance.now();
+  if (state === 'notRunning' && window.txvizRan) window.txvizStopped = performance.now();
+}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});"""
 HEAD_MAPS = ".st-key-heatmap .txviz-head-maps"
 
 
@@ -170,7 +193,7 @@ def _component_head_switch(page, head: int) -> tuple[float, float]:
 
 
 def _component_layer_switch(page, layer: int) -> tuple[float, float]:
-    """↓ in the head maps component (every layer is in the page): the next layer."""
+    """↓ in the head maps component: the next layer (fetched when the browser does not have it)."""
     return _component_switch(page, lambda: page.locator(HEAD_MAPS).press("ArrowDown"), f"[data-layer='{layer}']")
 
 
@@ -210,9 +233,10 @@ def _switches(page, repeats: int, has_component: bool) -> dict:
     return result | {"samples": samples}
 
 
-def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_root: Path | None = None) -> dict:
+def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_root: Path | None = None,
+                    pages: bool = True) -> dict:
     """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
-    ``app_root``, default this tree)."""
+    ``app_root``, default this tree); with ``pages`` every page's open time too."""
     from tests.helpers.browser import CHART, ERROR, chromium_browser, streamlit_server, wait_idle
 
     prompts = prompts_of(n_tokens, repeats)
@@ -226,6 +250,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             wait_idle(page)
             n_charts = page.locator(CHART).count()
             has_component = page.locator(HEAD_MAPS).count() > 0
+            opens = page_opens(browser, url, repeats) if pages else None
 
             prompt_times = [_new_prompt(page, prompt, n_charts) for prompt in prompts]
             switches = _switches(page, repeats, has_component)
@@ -242,8 +267,43 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
                 raise RuntimeError("the page shows an exception")
     samples = switches.pop("samples")
     return {"start_to_first_figure_s": round(start_to_figure, 2), "figures": n_charts,
-            "prompt_64_s": round(statistics.median(prompt_times), 3), **switches, "long": long,
+            "prompt_64_s": round(statistics.median(prompt_times), 3), **switches, "long": long, "pages": opens,
             "samples": {"prompt_64_s": prompt_times, **samples}}
+
+
+def _open_page(browser, url: str) -> tuple[float, int, tuple[float, float]]:
+    """(seconds from navigating a new tab to ``url`` to its last figure drawn, figures drawn, (seconds to
+    the script's start, to its end): what the rest is the browser's), in a new browser context: a new
+    Streamlit session at the default prompt, on a server whose model is loaded."""
+    from tests.helpers.browser import CHART, ERROR
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.add_init_script(OPEN_WATCH)
+        page.goto(url)
+        page.wait_for_function(PAGE_DRAWN, timeout=600_000, polling="raf")
+        seconds = page.evaluate("performance.now()") / 1000  # since the navigation began
+        script = tuple(round(t / 1000, 3) for t in page.evaluate("[window.txvizRan, window.txvizStopped]"))
+        if page.locator(ERROR).count():
+            raise RuntimeError(f"{url} shows an exception")
+        return seconds, page.locator(CHART).count(), script
+    finally:
+        context.close()
+
+
+def page_opens(browser, url: str, repeats: int) -> dict:
+    """Every page of the app opened in a new tab: the first open on this server (the page's own caches
+    cold; the model loaded) and ``repeats`` more (warm), seconds to the last figure drawn."""
+    pages = {}
+    for name in PAGES:
+        first, figures, _ = _open_page(browser, f"{url}/{name}")
+        warm = [_open_page(browser, f"{url}/{name}") for _ in range(repeats)]
+        opens = [seconds for seconds, _, _ in warm]
+        pages[name] = {"first_s": round(first, 3), "open_s": round(statistics.median(opens), 3), "figures": figures,
+                       "script_start_s": statistics.median(script[0] for _, _, script in warm),
+                       "script_end_s": statistics.median(script[1] for _, _, script in warm), "samples": opens}
+    return pages
 
 
 def _export_app(revision: str, folder: Path) -> Path:
@@ -271,7 +331,7 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
     if browser and baseline:
         with tempfile.TemporaryDirectory(prefix="txviz-baseline-") as folder:
             result["baseline"] = {"revision": baseline, **browser_latency(
-                repeats, long_tokens=long_tokens, app_root=_export_app(baseline, Path(folder)))}
+                repeats, long_tokens=long_tokens, app_root=_export_app(baseline, Path(folder)), pages=False)}
     result["load_average_after"] = os.getloadavg()
     measured = {"server_head_switch_ms": result["server"]["head_switch_ms"],
                 "server_prompt_64_s": result["server"]["prompt_64_s"]}
@@ -280,7 +340,8 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
         measured |= {"browser_prompt_64_s": found["prompt_64_s"],
                      "browser_start_to_first_figure_s": found["start_to_first_figure_s"],
                      "browser_head_switch_ms": found.get("in_browser_head_switch_ms", found["head_switch_ms"]),
-                     "browser_layer_switch_ms": found.get("in_browser_layer_switch_ms", found["layer_switch_ms"])}
+                     "browser_layer_switch_ms": found.get("in_browser_layer_switch_ms", found["layer_switch_ms"]),
+                     "browser_page_open_s": max(opened["open_s"] for opened in found["pages"].values())}
         if found["long"]:
             long = found["long"]
             measured |= {"browser_head_switch_long_ms": long.get("in_browser_head_switch_ms", long["head_switch_ms"]),
@@ -295,6 +356,10 @@ def _browser_line(name: str, found: dict) -> str:
             f"{found['figures']} figures {found['prompt_64_s']} s · " + _switch_line(found))
     if found["long"]:
         line += f"\n  {found['long']['tokens']} tokens: prompt {found['long']['prompt_s']} s · " + _switch_line(found["long"])
+    if found.get("pages"):
+        line += "\n  open → last figure drawn (first open on this server / median of the next): " + " · ".join(
+            f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–"
+            f"{o['script_end_s']} s)" for name, o in found["pages"].items())
     return line
 
 

@@ -91,7 +91,10 @@ def _wanted_layer(prompt: str, layer: int, head: int) -> int:
     """The layer the reader asked the component for, while the page's view is the one they asked it in;
     else the page's layer."""
     wanted = st.session_state.get("_head_maps_wanted")
-    return wanted[3] if wanted and wanted[:3] == (prompt, layer, head) else layer
+    if wanted and wanted[:3] == (prompt, layer, head):
+        return wanted[3]
+    st.session_state.pop("_head_maps_wanted", None)  # asked under another view: the browser shows the page's now
+    return layer
 
 
 def _plain_chart(view, layer: int, head: int, hide: bool) -> None:
