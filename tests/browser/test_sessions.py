@@ -27,7 +27,7 @@ RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
 # fewer sessions detect the same leak, 10 MiB or more per visit (10 sessions under a 100 MiB bound did too,
 # at 13 visits instead of 8: 176 s of the e2e tier under load). Measured 2026-12-01 at load 10: RSS rises in
 # steps of 0-2 MiB per visit (each visit's trace, kept in the shared byte-bounded cache), +0.9 MiB per visit
-# over 10 visits, +1.4 over 6: far below the bound, and a leak at the bound is 5× that rise.
+# over 10 visits, +1.4 over 6: the bound is 7-10× that rise.
 N_SESSIONS = 6
 WARM_UP = 2
 LEAK_MIB = 10
