@@ -38,12 +38,12 @@ from txviz.model.positions import apply_rotary
 from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 from txviz.model.softcap import make_softcap
 
-# Scores per block of the blockwise path (B·H·rows·keys elements): 2M fp32 = 8 MB, under glibc's
-# mmap threshold so blocks reuse heap memory instead of page-faulting afresh, small enough that
-# little of each block is wasted on masked keys, large enough that per-op overhead stays small;
-# at least 32 rows, so the matrix products stay efficient at 8192 keys (measured on SmolLM2 at
-# 1024 and 4096 tokens: 1M–4M elements within noise of each other, 8M slower).
-BLOCK_ELEMENTS = 1 << 21
+# Scores per block of the blockwise path (B·H·rows·keys elements): 512K fp32 = 2 MB, one core's L2
+# here, so the passes over a block (softmax, the recorder's maxima and sums) stay in cache where the
+# keys allow; at least 32 rows, so the matrix products stay efficient at 8192 keys and the ~50 small
+# operations per block stay a small share. Measured on one SmolLM2 layer with summaries (thread CPU
+# time, min of repeats): 2^19 took 24 ms at 1024 tokens where 2^21 took 33, and about the same at 4096.
+BLOCK_ELEMENTS = 1 << 19
 MIN_BLOCK_ROWS = 32
 WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs"})  # captures that need the T×S matrices
 
