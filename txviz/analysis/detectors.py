@@ -29,7 +29,9 @@ def repeated_random_tokens(vocab_size: int, length: int, *, seed: int = 0, prefi
                            avoid: tuple[int, ...] = ()) -> torch.Tensor:
     """``prefix`` + r + r with r ``length`` random ids (no repeats inside r, none from ``avoid``)."""
     generator = torch.Generator().manual_seed(seed)
-    candidates = torch.tensor([i for i in range(vocab_size) if i not in set(avoid)])
+    keep = torch.ones(vocab_size, dtype=torch.bool)
+    keep[[i for i in avoid if 0 <= i < vocab_size]] = False
+    candidates = keep.nonzero()[:, 0]  # ascending ids, as before
     r = candidates[torch.randperm(len(candidates), generator=generator)[:length]]
     return torch.cat([torch.tensor(prefix, dtype=torch.long), r, r])
 
