@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from txviz.cli import main
@@ -14,14 +16,37 @@ def test_a_missing_model_is_one_line_and_exit_2(capsys):
     assert err.strip() == "txviz: error: no such file or directory: /nonexistent/x.gguf"
 
 
-@pytest.mark.parametrize("as_json", [False, True])
-def test_a_broken_file_is_refused_by_the_worker_in_one_line(tmp_path, capsys, as_json):
-    broken = tmp_path / "broken.gguf"
+@pytest.fixture(scope="module")
+def broken_model(tmp_path_factory):
+    broken = tmp_path_factory.mktemp("bench-errors") / "broken.gguf"
     broken.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\xff" * 40)  # counts far past the file's end
-    code = main(["bench", "--model", str(broken), "--tokens", "8", "--repeats", "1", "--no-hf"]
+    return broken
+
+
+WORKER_RUNS: dict[tuple[str, ...], subprocess.CompletedProcess] = {}
+
+
+@pytest.fixture
+def each_worker_once(monkeypatch):
+    """A real worker process per job, run once per module: ``--json`` is the parent's way of printing, the
+    worker's job and answer are the same (a fresh interpreter importing torch costs seconds of CPU)."""
+    real = subprocess.run
+
+    def run(command, *args, **kwargs):
+        if tuple(command) not in WORKER_RUNS:
+            WORKER_RUNS[tuple(command)] = real(command, *args, **kwargs)
+        return WORKER_RUNS[tuple(command)]
+
+    monkeypatch.setattr(subprocess, "run", run)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_broken_file_is_refused_by_the_worker_in_one_line(broken_model, each_worker_once, capsys, as_json):
+    code = main(["bench", "--model", str(broken_model), "--tokens", "8", "--repeats", "1", "--no-hf"]
                 + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
     assert code == 2
     assert "Traceback" not in out + err and "RuntimeError" not in out + err
     text = out if as_json else err.strip().splitlines()[-1]
     assert "broken.gguf" in text and ("txviz: error:" in text or '"type": "ModelLoadError"' in text)
+    assert any("txviz.bench" in command for command in WORKER_RUNS)  # a real worker answered
