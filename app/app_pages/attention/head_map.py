@@ -1,7 +1,8 @@
 """One head's attention map: the layer/head/hide-sink widgets, the map and the head's metrics. With every
-map stored, the map is the head maps component (app/components/head_maps): every head of the layer, or
-of every layer within the byte budget, switched in the browser; a long prompt's map is drawn pooled,
-with an exact region of the page's head. The plain chart stays as a lazy fallback."""
+map stored, the map is the head maps component (app/components/head_maps): every head of every layer
+within the byte budget, switched in the browser; past it the page's layer, and a layer the reader picks
+there is fetched by a rerun of the component's own fragment. A long prompt's map is drawn pooled, with
+an exact region of the page's head. The plain chart stays as a lazy fallback."""
 
 from __future__ import annotations
 
