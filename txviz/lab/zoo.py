@@ -34,6 +34,8 @@ The shipped zoo lives in ``assets/zoo/<variant>/`` (txviz.lab.artifacts lists th
 
 from __future__ import annotations
 
+import functools
+
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +131,9 @@ def train_zoo(names: list[str], out_root: Path = SHIPPED_ZOO, steps: int = DEFAU
                           (lambda report, name=name: progress(name, report))) for name in names]
 
 
+@functools.lru_cache(maxsize=256)  # a config is frozen; the app's model picker asks on every rerun
 def n_params(config: ModelConfig) -> int:
+    """The parameter count of the decoder ``config`` builds (counted on the meta device: no memory)."""
     with torch.device("meta"):
         return sum(p.numel() for p in Decoder(config).parameters())
 
