@@ -3,9 +3,10 @@ head, another layer: at 64 tokens every layer is in the page), repaints the map 
 weights — the same numbers as the model's own maps — with no Streamlit rerun and nothing sent to the
 server; the hover names the query token, the key token and the weight;
 "Show head h in the views below" is the one action that round-trips, and it moves the page's head.
-On a prompt whose layers do not all fit one blob, a layer the browser lacks is fetched by a rerun of
-the maps' fragment alone (the page's widgets and other views stay), and a layer fetched once is
-switched back to with nothing sent.
+On a prompt whose layers do not all fit one blob, the painted layer's neighbours (±1, ±2) are
+prefetched one request at a time without moving the page, so ↓ to a neighbour sends nothing; a layer
+the browser lacks is fetched by a rerun of the maps' fragment alone (the page's widgets and other views
+stay), and a layer fetched once is switched back to with nothing sent.
 
 The time from click to the repainted map is printed; run with ``-s`` to see it."""
 
@@ -147,37 +148,99 @@ def long_prompt(tokenizer, n_tokens: int) -> str:
     return prompt
 
 
-def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server, page, default_model):
+WATCH_ASKS = """() => {  // a request for a layer made while another was still on its way: a pile-up
+  const root = document.querySelector(".st-key-heatmap .txviz-head-maps");
+  window.txvizPiledUp = 0;
+  new MutationObserver((records) => records.forEach((r) => {
+    if (r.oldValue !== null && root.dataset.asked !== undefined) window.txvizPiledUp += 1;
+  })).observe(root, {attributes: true, attributeOldValue: true, attributeFilter: ['data-asked']});
+}"""
+PREFETCHED = f"{ROOT}[data-prefetch='done']"
+
+
+def held_layers(page) -> list[int]:
+    return [int(layer) for layer in page.locator(ROOT).get_attribute("data-layers").split(",")]
+
+
+def pick_layer(page, layer: int) -> None:
+    """The component's own layer slider moved to ``layer`` (a jump, as a drag of its thumb would)."""
+    page.locator(f"{ROOT} .txviz-layer input").evaluate(
+        "(slider, layer) => { slider.value = String(layer); slider.dispatchEvent(new Event('input')); }", layer)
+
+
+def open_long_prompt(page, server, prompt: str, layer: int) -> None:
     from urllib.parse import quote
 
+    page.goto(f"{server}/attention?layer={layer}&prompt={quote(prompt)}")
+    page.wait_for_selector(f"{ROOT}[data-painted][data-layer='{layer}']", timeout=180_000)
+
+
+def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(server, page, default_model):
     n = 100  # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
     prompt = long_prompt(default_model.tokenizer, n)
     sent = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
-    page.goto(f"{server}/attention?layer=3&prompt={quote(prompt)}")
-    page.wait_for_selector(f"{ROOT}[data-painted][data-layer='3']", timeout=180_000)
+    open_long_prompt(page, server, prompt, 3)
+    page.evaluate(WATCH_ASKS)
+    page.wait_for_selector(PREFETCHED, timeout=120_000)  # ±1 then ±2, one request at a time
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0 and held_layers(page) == [1, 2, 3, 4, 5]
+    assert page.locator(ROOT).get_attribute("data-fetches") == "4"  # one request per layer, none repeated
+    assert page.evaluate("window.txvizPiledUp") == 0
+    assert (painted_head(page), page.locator(ROOT).get_attribute("data-layer")) == (0, "3")  # the map stayed
+    assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # so did the page
+    assert page.locator(".st-key-head input").input_value() == "0"
+
+    page.evaluate(WATCH_RERUNS)
+    frames = len(sent)
+    started = time.perf_counter()
+    page.locator(ROOT).press("ArrowDown")  # layer 4: prefetched
+    page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=10_000)
+    print(f"\nprefetched layer switched to at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
+          f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
+    assert len(sent) == frames and page.evaluate("window.txvizReruns") == 0  # the switch itself asked nothing
+    assert page.locator(ROOT).get_attribute("data-fetches") == "4"
+    layer4, _ = model_layer_of(default_model, prompt, 4)
+    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer4[0, q, k] for q, k in CELLS],
+                               rtol=1e-3, atol=1e-4)
+    page.wait_for_selector(f"{ROOT}[data-layers='1,2,3,4,5,6'][data-prefetch='done']", timeout=60_000)  # 4's reach
+    wait_idle(page)
+    assert page.evaluate("window.txvizPiledUp") == 0 and page.locator(".st-key-layer input[type='range']").input_value() == "3"
+    assert page.locator(ROOT).get_attribute("data-layer") == "4"  # the prefetch did not move the map
+
+
+def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server, page, default_model):
+    n = 100
+    prompt = long_prompt(default_model.tokenizer, n)
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
+    open_long_prompt(page, server, prompt, 3)
+    page.wait_for_selector(PREFETCHED, timeout=120_000)  # the neighbours first: nothing else is in flight
     wait_idle(page)
     assert page.locator(ERROR).count() == 0 and page.locator(f"{ROOT} .txviz-layer").is_visible()
     grid_before = page.locator(".st-key-head_grid").inner_html()
     page.evaluate(WATCH_RERUNS)
+    frames, fetches = len(sent), int(page.locator(ROOT).get_attribute("data-fetches"))
     started = time.perf_counter()
-    page.locator(ROOT).press("ArrowDown")  # layer 4: not in the browser yet
-    page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=60_000)
+    pick_layer(page, 10)  # far from 3: not in the browser yet
+    page.wait_for_selector(f"{ROOT}[data-layer='10'][data-head='0']", timeout=60_000)
     print(f"\nlayer fetched and painted at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
-    wait_idle(page)
-    layer4, _ = model_layer_of(default_model, prompt, 4)
-    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer4[0, q, k] for q, k in CELLS],
+    assert page.evaluate("window.txvizReruns") >= 1 and len(sent) > frames  # it asked the server
+    assert int(page.locator(ROOT).get_attribute("data-fetches")) == fetches + 1
+    layer10, _ = model_layer_of(default_model, prompt, 10)
+    np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer10[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
-    assert "Layer 4, head 0" in page.locator(f"{ROOT} .gtitle").text_content()
-    assert page.evaluate("window.txvizReruns") >= 1 and len(sent) >= 1  # it asked the server
+    assert "Layer 10, head 0" in page.locator(f"{ROOT} .gtitle").text_content()
+    page.wait_for_selector(PREFETCHED, timeout=120_000)  # 10's neighbours, then quiet
+    wait_idle(page)
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # the page's layer stays
     assert page.locator(".st-key-head_grid").inner_html() == grid_before  # the rest of the page was not redrawn
 
     frames = len(sent)
-    page.locator(ROOT).press("ArrowUp")  # back to layer 3: the browser has it
+    pick_layer(page, 3)  # back to layer 3: the browser has it and its neighbours
     page.wait_for_selector(f"{ROOT}[data-layer='3'][data-head='0']")
-    page.wait_for_timeout(500)
+    page.wait_for_timeout(500 + 300)  # a request, had one been made (after the prefetch's pause), would show
     assert len(sent) == frames  # nothing went to the server
     layer3, _ = model_layer_of(default_model, prompt, 3)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer3[0, q, k] for q, k in CELLS],

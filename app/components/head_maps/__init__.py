@@ -11,7 +11,10 @@ build step; app/figures/head_maps.py builds both parts):
 
 The browser files every blob it got by prompt and layer. When the layers do not all fit one blob (a long
 prompt) and the reader asks for a layer it lacks, the component asks the server for it
-(``on_layer``): only the fragment around the two mounts reruns and sends that layer's blob.
+(``on_layer``): only the fragment around the two mounts reruns and sends that layer's blob. Once the
+reader's layer is painted and the page is idle, the component asks the same way for its neighbours
+(±1, then ±2; one request in flight, under a byte cap per prompt), so ↑ / ↓ to a neighbour is
+client-side; the page's own layer and head never move for it.
 
 It draws with the plotly.js that ships inside the installed ``plotly`` package, served by Streamlit's
 own file route for a v1 component declared on that package folder (nothing is copied or fetched).

@@ -7,6 +7,13 @@
 const PLOTLY = "__txvizPlotly";
 const STORE = "__txvizHeadMaps";  // prompt id -> Map(layer -> that layer's maps and texts)
 const KEPT_PROMPTS = 2;  // the blobs of older prompts are let go
+// Prefetch (a long prompt, one layer per blob): once the reader's layer is painted and the page is idle,
+// ask the server for its neighbours (layer +1, −1, then +2, −2), one request in flight at a time, while
+// this prompt's maps in the browser take under PREFETCH_BYTES, so ↑ / ↓ to a neighbour needs no rerun.
+const PREFETCH_REACH = 2;
+const PREFETCH_BYTES = 16 * 1024 * 1024;  // float16 bytes held per prompt: ~13 layers of SmolLM2 at 1024 tokens
+const PREFETCH_AFTER_MS = 300;  // the reader stopped pressing keys: do not fetch the layers they pass through
+const IN_FLIGHT_MS = 20000;  // a request whose layer never came (a rerun of the whole page took its place)
 
 function loadPlotly(url) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -68,6 +75,7 @@ function fileBlob(bytes) {
         values.subarray(first + (head * rows + r) * cols, first + (head * rows + r + 1) * cols)),
       zmax: header.zmax[index], titles: header.titles[index], captions: header.captions[index],
       colorbarTitles: header.colorbar_titles ? header.colorbar_titles[index] : null,
+      bytes: heads * rows * cols * 2,
     });
   });
   store().listeners.forEach((listener) => listener());
@@ -83,7 +91,7 @@ function build(parentElement) {
     '<div class="txviz-head-plot"></div><p class="txviz-head-caption"></p>' +
     '<button type="button" class="txviz-head-open" hidden></button>';
   parentElement.appendChild(root);
-  root.txviz = { layer: 0, head: 0, serverView: null, paints: 0, startedAt: null, asked: null };
+  root.txviz = { layer: 0, head: 0, serverView: null, paints: 0, startedAt: null, asked: null, askedAt: 0 };
   return root;
 }
 
@@ -134,7 +142,78 @@ function paint(root, data, setTriggerValue) {
       root.dataset.painted = `${layer}:${head}:${state.paints}`;
       root.dataset.layer = String(layer);
       root.dataset.head = String(head);
+      schedulePrefetch(root);
     });
+}
+
+// The layers the browser holds for the view's prompt, on the root for tests and the benchmark.
+function showLayersHeld(root) {
+  const layers = store().prompts.get(root.txvizData.prompt_id);
+  root.dataset.layers = layers ? [...layers.keys()].sort((a, b) => a - b).join(",") : "";
+}
+
+// Ask the server for a layer (a rerun of the maps' fragment alone); one request is in flight at a time.
+function ask(root, layer) {
+  const state = root.txviz;
+  state.asked = layer;
+  state.askedAt = performance.now();
+  root.dataset.asked = String(layer);
+  root.dataset.fetches = String(Number(root.dataset.fetches || 0) + 1);
+  root.txvizAsk(layer);
+}
+
+// The next neighbour of the painted layer to fetch, or null: every layer sent at once, the reader's layer
+// not painted yet, the neighbours all here, or the prompt's maps at the byte cap.
+function nextToPrefetch(root) {
+  const data = root.txvizData, { layer } = root.txviz, layers = store().prompts.get(data.prompt_id);
+  if (data.all_layers || !layers || !layers.has(layer)) return null;
+  let held = 0;
+  layers.forEach((maps) => { held += maps.bytes; });
+  if (held >= PREFETCH_BYTES) return null;
+  for (let distance = 1; distance <= PREFETCH_REACH; distance++) {
+    for (const near of [layer + distance, layer - distance]) {
+      if (near >= 0 && near < data.n_layers && !layers.has(near)) return near;
+    }
+  }
+  return null;
+}
+
+function appRunning() {  // the page's own script (a rerun the reader started) goes first
+  const app = document.querySelector("[data-testid='stApp']");
+  return app !== null && app.getAttribute("data-test-script-state") === "running";
+}
+
+// After a paint or a blob's arrival: when the reader and the page have been still a moment, and nothing
+// is in flight, ask for the next neighbour (its arrival schedules the one after).
+function schedulePrefetch(root) {
+  const turn = cancelPrefetch(root);
+  root.txvizPrefetchTimer = setTimeout(() => {
+    const idle = window.requestIdleCallback || ((run) => setTimeout(run, 0));
+    idle(() => { if (root.txvizPrefetchTurn === turn) prefetchNext(root); }, { timeout: 1000 });
+  }, PREFETCH_AFTER_MS);
+}
+
+function cancelPrefetch(root) {  // a switch by the reader: nothing is asked for while it paints
+  clearTimeout(root.txvizPrefetchTimer);
+  root.txvizPrefetchTurn = (root.txvizPrefetchTurn || 0) + 1;
+  return root.txvizPrefetchTurn;
+}
+
+function prefetchNext(root) {
+  const state = root.txviz;
+  if (!root.isConnected) return;  // the page moved on
+  if (state.asked !== null && performance.now() - state.askedAt < IN_FLIGHT_MS) return;  // its arrival reschedules
+  if (appRunning()) {
+    schedulePrefetch(root);
+    return;
+  }
+  const layer = nextToPrefetch(root);
+  if (layer === null) {
+    root.dataset.prefetch = "done";
+    return;
+  }
+  delete root.dataset.prefetch;
+  ask(root, layer);
 }
 
 function controls(root, data, show) {
@@ -163,20 +242,23 @@ function mountView(root, data, setTriggerValue) {
   if (state.serverView !== serverView) {
     state.layer = data.layer;  // the page's layer or head moved (its widgets, a grid click, a link)
     state.head = data.head;  // otherwise what the reader picked here stays
-    state.asked = null;
+    state.asked = null;  // a request under the old view is void: its reply may never come
+    delete root.dataset.asked;
+    delete root.dataset.prefetch;
   }
   state.serverView = serverView;
   root.txvizData = data;
+  root.txvizAsk = (layer) => setTriggerValue("layer", layer);
   const repaint = () => paint(root, root.txvizData, setTriggerValue);
   const show = (layer, head, event) => {
     if ((layer === state.layer && head === state.head) || head < 0 || head >= data.n_heads
         || layer < 0 || layer >= data.n_layers) return;
+    cancelPrefetch(root);
     state.layer = layer;
     state.head = head;
     state.startedAt = event.timeStamp;
     if (!layerOf(data.prompt_id, layer) && state.asked !== layer) {
-      state.asked = layer;  // not in the browser: the server sends its blob (a rerun of the maps' fragment)
-      setTriggerValue("layer", layer);
+      ask(root, layer);  // not in the browser nor on its way: the server sends its blob (the maps' fragment)
     }
     repaint();
   };
@@ -191,10 +273,19 @@ function mountView(root, data, setTriggerValue) {
     show(move[0], move[1], event);
   };
   if (root.txvizListener) store().listeners.delete(root.txvizListener);
-  root.txvizListener = () => {  // a blob arrived: paint it if this map was waiting for it
-    if (root.dataset.waiting !== undefined && window.Plotly) repaint();
+  root.txvizListener = () => {  // a blob arrived: paint it if this map was waiting for it, else prefetch on
+    const state = root.txviz;
+    if (state.asked !== null && layerOf(root.txvizData.prompt_id, state.asked)) {
+      state.asked = null;
+      delete root.dataset.asked;
+    }
+    showLayersHeld(root);
+    if (!window.Plotly) return;
+    if (root.dataset.waiting !== undefined) repaint();
+    else schedulePrefetch(root);
   };
   store().listeners.add(root.txvizListener);
+  showLayersHeld(root);
   loadPlotly(data.plotly_url)
     .then(repaint)
     .catch((error) => {
