@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import zoo_losses
+from tests.helpers import component_scan, zoo_losses
 
 # The test models are tiny: splitting their matmuls over threads costs more than it saves, and on a
 # busy 2-core machine spinning OpenMP workers slow the suite down several-fold.
@@ -129,6 +129,10 @@ def _uses_a_module_fixture(item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
     return any(chain and chain[-1].scope == "module" for chain in definitions)
+
+
+def pytest_runtest_setup(item):
+    component_scan.scan_once()  # every AppTest reads all installed packages' metadata: once per process
 
 
 def in_ci() -> bool:
