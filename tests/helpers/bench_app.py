@@ -59,6 +59,11 @@ OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first st
   if (state === 'notRunning' && window.txvizRan) window.txvizStopped = performance.now();
 }).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});"""
 HEAD_MAPS = ".st-key-heatmap .txviz-head-maps"
+HOLDS_LAYER = """([selector, layer]) => {
+  const layers = document.querySelector(selector)?.dataset.layers;
+  return layers === undefined || layers.split(',').includes(String(layer));
+}"""
+PREFETCH_WAIT_S = 30
 
 
 @functools.cache
@@ -193,7 +198,16 @@ def _component_head_switch(page, head: int) -> tuple[float, float]:
 
 
 def _component_layer_switch(page, layer: int) -> tuple[float, float]:
-    """↓ in the head maps component: the next layer (fetched when the browser does not have it)."""
+    """↓ in the head maps component: the next layer (fetched when the browser does not have it). First a
+    reader's pause: up to PREFETCH_WAIT_S for the layer to be in the browser, where the component says
+    which layers it holds (on a long prompt it prefetches the painted layer's neighbours while idle); an
+    app that does not say (an older revision) is measured at once, as it has nothing to wait for."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(HOLDS_LAYER, arg=[HEAD_MAPS, layer], timeout=PREFETCH_WAIT_S * 1000)
+    except PlaywrightTimeout:
+        pass  # not prefetched in time: measured as a fetch
     return _component_switch(page, lambda: page.locator(HEAD_MAPS).press("ArrowDown"), f"[data-layer='{layer}']")
 
 
@@ -320,14 +334,15 @@ def _export_app(revision: str, folder: Path) -> Path:
     return folder
 
 
-def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: str | None = None) -> dict:
+def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: str | None = None,
+        pages: bool = True) -> dict:
     import tempfile
 
     import torch
 
     result = {"threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "repeats": repeats,
               "load_average": os.getloadavg(), "server": server_latency(repeats)}
-    result["browser"] = browser_latency(repeats, long_tokens=long_tokens) if browser else None
+    result["browser"] = browser_latency(repeats, long_tokens=long_tokens, pages=pages) if browser else None
     if browser and baseline:
         with tempfile.TemporaryDirectory(prefix="txviz-baseline-") as folder:
             result["baseline"] = {"revision": baseline, **browser_latency(
@@ -341,7 +356,8 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
                      "browser_start_to_first_figure_s": found["start_to_first_figure_s"],
                      "browser_head_switch_ms": found.get("in_browser_head_switch_ms", found["head_switch_ms"]),
                      "browser_layer_switch_ms": found.get("in_browser_layer_switch_ms", found["layer_switch_ms"]),
-                     "browser_page_open_s": max(opened["open_s"] for opened in found["pages"].values())}
+                     **({"browser_page_open_s": max(opened["open_s"] for opened in found["pages"].values())}
+                        if found["pages"] else {})}
         if found["long"]:
             long = found["long"]
             measured |= {"browser_head_switch_long_ms": long.get("in_browser_head_switch_ms", long["head_switch_ms"]),
@@ -381,8 +397,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-tokens", type=int, default=0,
                         help="also switch heads and layers on a prompt of this many tokens (e.g. 1024)")
     parser.add_argument("--baseline", metavar="REV", help="run the browser half on the app of git revision REV too")
+    parser.add_argument("--no-pages", action="store_true", help="skip opening every page (the switches only)")
     args = parser.parse_args(argv)
-    result = run(args.repeats, browser=not args.no_browser, long_tokens=args.long_tokens, baseline=args.baseline)
+    result = run(args.repeats, browser=not args.no_browser, long_tokens=args.long_tokens, baseline=args.baseline,
+                 pages=not args.no_pages)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0

@@ -1,22 +1,21 @@
 """One head's attention map: the layer/head/hide-sink widgets, the map and the head's metrics. With every
 map stored, the map is the head maps component (app/components/head_maps): every head of every layer
 within the byte budget, switched in the browser; past it the page's layer, and a layer the reader picks
-there is fetched by a rerun of the component's own fragment. A long prompt's map is drawn pooled, with
-an exact region of the page's head. The plain chart stays as a lazy fallback."""
+there (or prefetched beside the one painted) is fetched by a rerun of the component's own fragment. A
+long prompt's map is drawn pooled, with an exact region of the page's head. The plain chart stays as a
+lazy fallback. What the component gets is assembled in app/services/head_maps.py."""
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from app import cache
 from app.components.head_maps import head_maps
 from app.figures import big_maps, charts
-from app.figures.head_maps import all_layers_fit, maps_blob, prompt_id, view_data
-from app.services.traces import layer_maps
+from app.services.head_maps import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.ui import state
 from app.ui.widgets import bounded_slider
-from txviz.analysis.heads import METRICS, hide_sink
+from txviz.analysis.heads import hide_sink
 
 
 def head_map(view) -> tuple[int, int, bool]:
@@ -41,48 +40,16 @@ def head_map(view) -> tuple[int, int, bool]:
     return layer, head, hide
 
 
-def head_title(config, layer: int, head: int) -> str:
-    if config.n_groups == 1:
-        return f"Layer {layer}, head {head}"
-    return (f"Layer {layer}, head {head} (shares KV head {head // config.n_groups} with {config.n_groups - 1} other"
-            f"{'s' if config.n_groups != 2 else ''})")
-
-
-def metrics_line(table, layer: int, head: int) -> str:
-    return _metrics_of(table[(table["layer"] == layer) & (table["head"] == head)].iloc[0])
-
-
-def _maps_blob(view, hide: bool, layers: tuple[int, ...], prompt: str) -> bytes:
-    """The layers' maps as the component gets them (kept by app.cache.head_maps_blob)."""
-    config, n_heads = view.config, view.config.n_heads
-    stacked = [layer_maps(view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
-    rows = {(int(r["layer"]), int(r["head"])): r for r in view.table.to_dict("records")}
-    return maps_blob(np.stack([maps for maps, _ in stacked]), stacked[0][1], prompt=prompt, layers=list(layers),
-                     titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],
-                     captions=[[_metrics_of(rows[layer, h]) for h in range(n_heads)] for layer in layers])
-
-
-def _metrics_of(row: dict) -> str:
-    return " · ".join(f"{m} {row[m]:.3f}" for m in METRICS if row[m] is not None and row[m] == row[m])
-
-
 @st.fragment
 def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
     """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser.
     A fragment: when the reader picks a layer the browser lacks, only this reruns, to send it."""
     if (int(state.get("layer")), int(state.get("head"))) != (layer, head):  # "show … below" moved the page
         st.rerun(scope="app")
-    rows = min(view.n, big_maps.MAX_MAP_CELLS)
-    config = view.config
-    every = all_layers_fit(view.n_layers, config.n_heads, rows, rows)
-    prompt = prompt_id(view.source, view.prompt, view.bos, hide, rows)
+    prompt, every = maps_plan(view, hide)
     layers = tuple(range(view.n_layers)) if every else (_wanted_layer(prompt, layer, head),)
-    blob = cache.head_maps_blob(lambda: _maps_blob(view, hide, layers, prompt), prompt, layers)
-    block = -(-view.n // rows)
-    shown = view_data(view.tokens, prompt=prompt, block=block, cells=-(-view.n // block), n_layers=view.n_layers,
-                      n_heads=config.n_heads, all_layers=every, layer=layer, head=head,
-                      title=head_title(config, layer, head))
-    head_maps(blob, shown, key="heatmap", on_open=state.set_head,
+    blob = cache.head_maps_blob(lambda: layers_blob(view, hide, layers, prompt), prompt, layers)
+    head_maps(blob, component_view(view, prompt, every, layer, head), key="heatmap", on_open=state.set_head,
               on_layer=lambda wanted: st.session_state.update(_head_maps_wanted=(prompt, layer, head, wanted)))
     where = "heads and layers (← / → and ↑ / ↓)" if every else "heads (← / →) and layers (↑ / ↓: a layer is fetched)"
     st.caption(f"The map switches {where} in your browser; the views below follow the page's Layer and Head.")
