@@ -156,6 +156,19 @@ WATCH_ASKS = """() => {  // a request for a layer made while another was still o
   })).observe(root, {attributes: true, attributeOldValue: true, attributeFilter: ['data-asked']});
 }"""
 PREFETCHED = f"{ROOT}[data-prefetch='done']"
+COUNT_SENDS = """(() => {  // every frame the page sends the server, counted in the page (before the app starts)
+  const send = WebSocket.prototype.send;
+  window.txvizSends = 0;
+  WebSocket.prototype.send = function (...args) { window.txvizSends += 1; return send.apply(this, args); };
+})()"""
+WATCH_PAINTS = """() => {  // at each paint, at once (before any prefetch can start): frames sent, requests made
+  const root = document.querySelector(".st-key-heatmap .txviz-head-maps");
+  window.txvizPaints = [];
+  new MutationObserver(() => window.txvizPaints.push({layer: root.dataset.layer, sends: window.txvizSends,
+    fetches: root.dataset.fetches, reruns: window.txvizReruns})).observe(
+    root, {attributes: true, attributeFilter: ['data-painted']});
+}"""
+LAST_PAINT = "() => window.txvizPaints.at(-1)"
 
 
 def held_layers(page) -> list[int]:
@@ -171,6 +184,7 @@ def pick_layer(page, layer: int) -> None:
 def open_long_prompt(page, server, prompt: str, layer: int) -> None:
     from urllib.parse import quote
 
+    page.add_init_script(COUNT_SENDS)
     page.goto(f"{server}/attention?layer={layer}&prompt={quote(prompt)}")
     page.wait_for_selector(f"{ROOT}[data-painted][data-layer='{layer}']", timeout=180_000)
 
@@ -178,8 +192,6 @@ def open_long_prompt(page, server, prompt: str, layer: int) -> None:
 def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(server, page, default_model):
     n = 100  # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
     prompt = long_prompt(default_model.tokenizer, n)
-    sent = []
-    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     open_long_prompt(page, server, prompt, 3)
     page.evaluate(WATCH_ASKS)
     page.wait_for_selector(PREFETCHED, timeout=120_000)  # ±1 then ±2, one request at a time
@@ -192,14 +204,15 @@ def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(s
     assert page.locator(".st-key-head input").input_value() == "0"
 
     page.evaluate(WATCH_RERUNS)
-    frames = len(sent)
+    page.evaluate(WATCH_PAINTS)
+    sends = page.evaluate("window.txvizSends")
     started = time.perf_counter()
     page.locator(ROOT).press("ArrowDown")  # layer 4: prefetched
     page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=10_000)
     print(f"\nprefetched layer switched to at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
-    assert len(sent) == frames and page.evaluate("window.txvizReruns") == 0  # the switch itself asked nothing
-    assert page.locator(ROOT).get_attribute("data-fetches") == "4"
+    # the switch itself asked nothing: no frame, no rerun, no request up to its paint
+    assert page.evaluate(LAST_PAINT) == {"layer": "4", "sends": sends, "fetches": "4", "reruns": 0}
     layer4, _ = model_layer_of(default_model, prompt, 4)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer4[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
@@ -212,22 +225,22 @@ def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(s
 def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server, page, default_model):
     n = 100
     prompt = long_prompt(default_model.tokenizer, n)
-    sent = []
-    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     open_long_prompt(page, server, prompt, 3)
     page.wait_for_selector(PREFETCHED, timeout=120_000)  # the neighbours first: nothing else is in flight
     wait_idle(page)
     assert page.locator(ERROR).count() == 0 and page.locator(f"{ROOT} .txviz-layer").is_visible()
     grid_before = page.locator(".st-key-head_grid").inner_html()
     page.evaluate(WATCH_RERUNS)
-    frames, fetches = len(sent), int(page.locator(ROOT).get_attribute("data-fetches"))
+    page.evaluate(WATCH_PAINTS)
+    sends, fetches = page.evaluate("window.txvizSends"), int(page.locator(ROOT).get_attribute("data-fetches"))
     started = time.perf_counter()
     pick_layer(page, 10)  # far from 3: not in the browser yet
     page.wait_for_selector(f"{ROOT}[data-layer='10'][data-head='0']", timeout=60_000)
     print(f"\nlayer fetched and painted at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
-    assert page.evaluate("window.txvizReruns") >= 1 and len(sent) > frames  # it asked the server
-    assert int(page.locator(ROOT).get_attribute("data-fetches")) == fetches + 1
+    painted = page.evaluate(LAST_PAINT)  # it asked the server, once, and only the maps' fragment reran
+    assert painted["layer"] == "10" and painted["reruns"] >= 1 and painted["sends"] > sends
+    assert int(painted["fetches"]) == fetches + 1
     layer10, _ = model_layer_of(default_model, prompt, 10)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer10[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
@@ -237,11 +250,11 @@ def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server,
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # the page's layer stays
     assert page.locator(".st-key-head_grid").inner_html() == grid_before  # the rest of the page was not redrawn
 
-    frames = len(sent)
+    sends = page.evaluate("window.txvizSends")
     pick_layer(page, 3)  # back to layer 3: the browser has it and its neighbours
     page.wait_for_selector(f"{ROOT}[data-layer='3'][data-head='0']")
     page.wait_for_timeout(500 + 300)  # a request, had one been made (after the prefetch's pause), would show
-    assert len(sent) == frames  # nothing went to the server
+    assert page.evaluate("window.txvizSends") == sends  # nothing went to the server
     layer3, _ = model_layer_of(default_model, prompt, 3)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer3[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
