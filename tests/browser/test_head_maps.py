@@ -4,7 +4,8 @@ weights — the same numbers as the model's own maps — with no Streamlit rerun
 server; the hover names the query token, the key token and the weight;
 "Show head h in the views below" is the one action that round-trips, and it moves the page's head.
 On a prompt whose layers do not all fit one blob, the painted layer's neighbours (±1, ±2) are
-prefetched one request at a time without moving the page, so ↓ to a neighbour sends nothing; a layer
+prefetched one request at a time without moving the page, so ↓ to a neighbour sends nothing (a new
+prompt restarts the prefetch on its own layers); a layer
 the browser lacks is fetched by a rerun of the maps' fragment alone (the page's widgets and other views
 stay), and a layer fetched once is switched back to with nothing sent.
 
@@ -258,3 +259,26 @@ def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server,
     layer3, _ = model_layer_of(default_model, prompt, 3)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer3[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
+
+
+HELD_OF = "id => [...(window.__txvizHeadMaps.prompts.get(id) || new Map()).keys()].sort((a, b) => a - b)"
+
+
+def test_a_new_prompt_stops_the_old_prompts_prefetch(server, page, default_model):
+    old, new = (long_prompt(default_model.tokenizer, n) for n in (100, 101))
+    open_long_prompt(page, server, old, 3)
+    page.evaluate(WATCH_ASKS)
+    page.wait_for_selector(f"{ROOT}[data-asked]", timeout=60_000)  # the old prompt's first neighbour on its way
+    old_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
+    box = page.locator(".st-key-prompt textarea")
+    box.fill(new)
+    box.press("Control+Enter")
+    page.wait_for_function("id => document.querySelector('.st-key-heatmap .txviz-head-maps')?.txvizData.prompt_id"
+                           " !== id", arg=old_id, timeout=180_000)
+    page.wait_for_selector(PREFETCHED, timeout=120_000)
+    wait_idle(page)
+    new_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
+    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0
+    assert page.evaluate(HELD_OF, new_id) == [1, 2, 3, 4, 5]  # the new prompt's neighbours
+    assert set(page.evaluate(HELD_OF, old_id)) <= {3, 4}  # the old one's: at most the one that was on its way
+    assert page.locator(ROOT).get_attribute("data-layer") == "3"
