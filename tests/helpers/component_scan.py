@@ -20,8 +20,11 @@ def scan_once() -> None:
         return
     import importlib
 
-    scanner = importlib.import_module(_SCANNER)
-    scan = scanner.scan_component_manifests
+    try:  # a Streamlit without this module or name scans as it does: slower, nothing else changes
+        scanner = importlib.import_module(_SCANNER)
+        scan = scanner.scan_component_manifests
+    except (ImportError, AttributeError):
+        return
     if getattr(scan, "scanned_once", False):
         return
     found: list = []
