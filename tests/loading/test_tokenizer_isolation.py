@@ -16,7 +16,7 @@ from tokenizers import Regex, models, normalizers, pre_tokenizers
 
 from txviz.limits import Limits
 from txviz.loading.tokenizer import LLAMA3_SPLIT, Tokenizer, TokenizerError
-from txviz.loading.tokenizer_isolation import ENCODE_LIMITS
+from txviz.loading.tokenizer_isolation import ENCODE_LIMITS, encode_limits
 
 VOCAB = {"a": 0, "b": 1, "[UNK]": 2, "ab": 3, "x": 4, "y": 5}
 
@@ -51,14 +51,27 @@ def test_the_worst_input_at_the_longest_prompt_is_refused_within_the_limit_while
     thread.start()
     started = time.perf_counter()
     try:
-        with pytest.raises(TokenizerError, match=f"failed to encode the text: stopped after {ENCODE_LIMITS.seconds:g} s"):
-            tokenizer.encode(worst_text())
+        text = worst_text()
+        limit = encode_limits(len(text)).seconds  # ~5 s at the longest prompt
+        with pytest.raises(TokenizerError, match=f"failed to encode the text: stopped after {limit:g} s"):
+            tokenizer.encode(text)
     finally:
         elapsed = time.perf_counter() - started
         done.set()
         thread.join()
     assert elapsed < ENCODE_LIMITS.seconds + 5
     assert ticks[0] > 0.2 * elapsed * 1000 / 2, ticks  # the other thread was not frozen (≥ 20 % of 1 ms ticks)
+
+
+def test_a_short_hostile_prompt_is_refused_in_about_a_second():
+    """The wall limit grows with the text (legitimate encoding is linear): 1 s + 40 µs per character."""
+    text = ("a" * 22 + "b") * 100  # 2 300 characters: minutes in-process
+    limit = encode_limits(len(text)).seconds
+    assert limit == pytest.approx(1.092) and encode_limits(10**6).seconds == ENCODE_LIMITS.seconds
+    started = time.perf_counter()
+    with pytest.raises(TokenizerError, match=f"stopped after {limit:g} s"):
+        hostile().encode(text)
+    assert time.perf_counter() - started < limit + 3  # the child's start and the kill
 
 
 def test_a_hostile_tokenizer_encodes_other_text_as_in_process():

@@ -5,7 +5,7 @@ Rust engine stops one catastrophic match attempt (onig's retry limit: a ``PanicE
 text made of many attempts each just under it: with ``(a+)+c``, 100 characters of ``"a" * 22 + "b"``
 take 2 s and 20 000 take 5 minutes (measured here, load 5), with the interpreter lock held, so the prompt
 cap (TXVIZ_MAX_PROMPT_CHARS, 100 000) bounds nothing useful. Such a tokenizer encodes in a capped child
-(txviz.loading.isolated, worker ``tokenize``): a hostile text stops after ``ENCODE_LIMITS.seconds`` and
+(txviz.loading.isolated, worker ``tokenize``): a hostile text stops after ``encode_limits(len(text))`` and
 only its own request waits. The cost is a child per encode (~0.3 s), paid only by tokenizers whose
 regexes are not among the published ones below, which txviz's own GGUF pre-tokenizers also run
 in-process (GPT-2's, Llama 3's, Qwen2's), or the built-in ones (ByteLevel, Whitespace, Digits, …).
@@ -21,6 +21,16 @@ from txviz.loading.isolated import IsolatedError, Limits, run_worker
 
 # a legitimate 100k-character prompt takes 0.9–2.4 s in the child at load 11: 5 s refuses none of them
 ENCODE_LIMITS = Limits(seconds=5.0, memory_bytes=1 << 30)
+# Legitimate encoding is linear in the text, so the wall limit is too: a short hostile prompt is refused
+# in about a second instead of five, and a 100k-character one still gets ENCODE_LIMITS.seconds.
+BASE_SECONDS, SECONDS_PER_CHAR = 1.0, 4e-5
+
+
+def encode_limits(n_chars: int) -> Limits:
+    """The child's limits for a text of ``n_chars`` characters: 1 s + 40 µs per character, at most
+    ENCODE_LIMITS.seconds (a 2 000-character prompt: 1.08 s; 100 000: 5 s)."""
+    seconds = min(ENCODE_LIMITS.seconds, BASE_SECONDS + SECONDS_PER_CHAR * n_chars)
+    return Limits(seconds=seconds, memory_bytes=ENCODE_LIMITS.memory_bytes)
 
 
 def _known_patterns() -> frozenset[str]:
@@ -60,10 +70,10 @@ def encode_in_child(tokenizer_json: str, text: str) -> tuple[list[int], list[tup
     except UnicodeEncodeError as exc:
         raise TokenizerError(f"text is not valid Unicode (a lone surrogate?): {exc}") from None
     try:
-        reply = run_worker("tokenize", {"tokenizer": tokenizer_json, "text": text}, ENCODE_LIMITS)
+        reply = run_worker("tokenize", {"tokenizer": tokenizer_json, "text": text}, encode_limits(len(text)))
     except IsolatedError as error:
         raise TokenizerError(f"the model's tokenizer failed to encode the text: {error}") from None
     return [int(i) for i in reply["ids"]], [(int(a), int(b)) for a, b in reply["offsets"]]
 
 
-__all__ = ["ENCODE_LIMITS", "encode_in_child", "untrusted_regexes"]
+__all__ = ["ENCODE_LIMITS", "encode_in_child", "encode_limits", "untrusted_regexes"]
