@@ -58,7 +58,7 @@ def _model_options() -> tuple[dict[str, str], dict[str, str]]:
     a broken one is listed with its reason, never offered for a one-click load."""
     options, broken = _known_options(), {}
     sources = [source for source in discover() if not _is_known_file(source.path)]
-    verdicts = preflight.problems([source.path for source in sources])
+    verdicts = preflight.problems([source.path for source in sources], wait=False)  # never wait on another session
     for source in sources:
         if verdicts[source.path]:
             broken[source.label] = verdicts[source.path]

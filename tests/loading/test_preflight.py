@@ -174,3 +174,36 @@ def test_the_shipped_zoo_passes_in_one_child_quickly():
     started = time.perf_counter()
     assert preflight.problems(directories) == dict.fromkeys(directories)
     assert time.perf_counter() - started < 10
+
+
+def test_a_check_in_progress_holds_up_only_those_who_need_that_file(tmp_path, monkeypatch):
+    """One session checking a new (slow) file must not stall another's sidebar: a file checked earlier
+    answers at once, the file in progress is reported as being checked (wait=False, the sidebar) or
+    waited for (wait=True, a load), and the check runs once."""
+    import threading
+
+    old, new = _good_gguf(tmp_path / "old.gguf"), _good_gguf(tmp_path / "new.gguf")
+    assert preflight.problems([old]) == {str(old): None}
+    real_check, release, calls = preflight._check, threading.Event(), []
+
+    def slow_check(paths):
+        calls.append(paths)
+        assert release.wait(30)
+        return real_check(paths)
+
+    monkeypatch.setattr(preflight, "_check", slow_check)
+    first = threading.Thread(target=preflight.problems, args=([new],))
+    first.start()
+    while not calls:
+        time.sleep(0.01)
+    started = time.perf_counter()
+    assert preflight.problems([old, new], wait=False) == {str(old): None, str(new): preflight.CHECKING}
+    assert time.perf_counter() - started < 1
+    waiting = {}
+    second = threading.Thread(target=lambda: waiting.update(preflight.problems([new])))
+    second.start()
+    time.sleep(0.2)
+    assert not waiting  # still waiting for the first session's check
+    release.set()
+    first.join(30), second.join(30)
+    assert waiting == {str(new): None} and len(calls) == 1

@@ -34,7 +34,10 @@ LIMITS = Limits(seconds=SECONDS_PER_FILE, memory_bytes=768 << 20)
 PARAMS_SLACK = 4  # as txviz.loading.gguf.check_sizes: a config implying far more weights than held is hostile
 
 _verdicts: dict[tuple, str | None] = {}
-_lock = threading.Lock()  # one check at a time per process: two sessions opening the app do not both pay it
+_checking: dict[tuple, threading.Event] = {}  # versions a check is running for, set when its verdict is kept
+_lock = threading.Lock()  # guards both dicts only: a check runs outside it, so a session never waits on
+# another's check of a file it does not need (a new hostile file took other sessions' sidebars 10 s)
+CHECKING = "its header is being checked (by another session): it is offered once the check passes"
 
 
 def fingerprint(path: str | Path) -> tuple:
@@ -52,8 +55,10 @@ def problem(path: str | Path) -> str | None:
     return problems([path])[str(path)]
 
 
-def problems(paths: list[str | Path]) -> dict[str, str | None]:
-    """{path: reason or None} for each path, checked once per version of its files."""
+def problems(paths: list[str | Path], *, wait: bool = True) -> dict[str, str | None]:
+    """{path: reason or None} for each path, checked once per version of its files. A version another
+    thread is checking is waited for, or, with ``wait=False`` (the sidebar's listing), reported as
+    ``CHECKING`` so that the page goes on at once."""
     verdicts: dict[str, str | None] = {}
     keys: dict[str, tuple] = {}
     for path in map(str, paths):
@@ -64,13 +69,42 @@ def problems(paths: list[str | Path]) -> dict[str, str | None]:
                 verdicts[path] = None
         except OSError as error:
             verdicts[path] = f"{path}: cannot read it: {error.strerror or error}"
+    mine, others = _claim(keys)
+    if mine:
+        _check_claimed(mine, keys)
+    if wait:
+        for event in others.values():
+            event.wait()
     with _lock:
-        unchecked = [path for path, key in keys.items() if key not in _verdicts]
-        if unchecked:
-            for path, verdict in _check(unchecked).items():
-                _verdicts[keys[path]] = verdict
-        verdicts.update({path: _verdicts[key] for path, key in keys.items()})
+        verdicts.update({path: _verdicts.get(key, CHECKING) for path, key in keys.items()})
     return verdicts
+
+
+def _claim(keys: dict[str, tuple]) -> tuple[list[str], dict[str, threading.Event]]:
+    """(the paths this thread checks, {path: event} of those another thread is checking)."""
+    mine, others = [], {}
+    with _lock:
+        for path, key in keys.items():
+            if key in _verdicts:
+                continue
+            if key in _checking:
+                others[path] = _checking[key]
+            else:
+                _checking[key] = threading.Event()
+                mine.append(path)
+    return mine, others
+
+
+def _check_claimed(paths: list[str], keys: dict[str, tuple]) -> None:
+    results: dict[str, str | None] = {}
+    try:
+        results = _check(paths)
+    finally:  # if the check itself failed (raised), nothing is kept, but nobody may wait forever on it
+        with _lock:
+            for path in paths:
+                if path in results:
+                    _verdicts[keys[path]] = results[path]
+                _checking.pop(keys[path]).set()
 
 
 def _checkable(path: Path) -> bool:
