@@ -134,13 +134,15 @@ def _load_model():
 def render() -> None:
     with st.sidebar:
         st.markdown("### txviz")
-        _pick_model()
+        # the prompt first: it is what a newcomer types, and the first text box of the page (the model
+        # picker's search box came first before, and took what a visitor typed without a word)
         st.text_area("Prompt", key="prompt", height=110, max_chars=cache.limits().max_prompt_chars,
                      help="Shared by every page and kept in the URL.")
         st.radio("Before the prompt", list(state.BOS_POLICIES), key="bos", horizontal=True,
                  format_func=lambda p: {"sink": "sink token", "none": "nothing", "bos": "BOS"}[p],
                  help="Without a first token to park attention on, the first word absorbs it (an attention sink). "
                       + "; ".join(f"{k}: {v}" for k, v in state.BOS_POLICIES.items()))
+        _pick_model()
         loaded = _load_model()
         if loaded is None:
             return

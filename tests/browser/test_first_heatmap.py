@@ -31,6 +31,10 @@ def test_attention_page_type_prompt_switch_head(server, page, tmp_path):
     assert page.locator(ERROR).count() == 0
 
     prompt = page.locator(".st-key-prompt textarea")
+    # the prompt is the page's first text box: a newcomer (and ../shared/tools/first_heatmap.py) types
+    # into the first one, which was the model picker's search box until the prompt moved above it
+    first_box = page.locator("textarea, input[type='text']").first
+    assert first_box.evaluate("(box, prompt) => box === prompt", prompt.element_handle())
     prompt.fill("Alice thanked Bob because she had finished the report.")
     started = time.perf_counter()
     prompt.press("Control+Enter")
