@@ -17,6 +17,7 @@ import re
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
+from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.causal import agreement, answer_tokens
 from txviz.analysis.coref_answer import CONTRASTS
@@ -103,9 +104,10 @@ def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
     reported as ``progress(done, len(STEPS))``."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
     estimate(loaded, len(clean.ids), settings)
-    results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
-                           tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
-                           grid=True, progress=progress)
+    with threads_for_this_run():  # ~1300 forward passes: one thread while the machine is oversubscribed
+        results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
+                               tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
+                               grid=True, progress=progress)
     return _report(results, clean, corrupt, tokens, request.top_k)
 
 

@@ -5,9 +5,7 @@ capture plan the Attention page uses past TXVIZ_MAX_TOKENS)."""
 
 from __future__ import annotations
 
-import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,6 +14,7 @@ import pandas as pd
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
+from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.analysis.heads import head_table as heads_table, hide_sink, metrics_table
 from txviz.capture.cost import CapturePlan
@@ -25,7 +24,6 @@ from txviz.loading.loaded import LoadedModel
 from txviz.model import InputError
 
 Progress = Callable[[int, int], None]
-PROCESS_THREADS = torch.get_num_threads()  # what the process was started with (all cores by default)
 
 
 @dataclass(frozen=True)
@@ -74,28 +72,9 @@ def describe_run(n_tokens: int, estimate: limits_.Estimate, settings: limits_.Li
             f"{limits_.format_seconds(estimate.seconds)} at {settings.gflops:g} GFLOP/s)")
 
 
-def threads_for_load(default: int, load: float, cpus: int) -> int:
-    """torch's intra-op threads for a run now: ``default`` while the machine has a core free, one when
-    it is oversubscribed (1-minute load ≥ cores). Every OpenMP parallel region waits at a barrier for
-    its slowest thread, and on a loaded machine that thread is often descheduled: a 64-token trace of
-    SmolLM2 took a median 7.1 s on 2 threads and 0.64 s on one at load 10 on 2 cores (issue 14)."""
-    return 1 if load >= cpus else default
-
-
-@contextmanager
-def threads_for_this_run():
-    """torch.set_num_threads(threads_for_load(...)) for the block, then the process's own count again
-    (read once at import, so two sessions' runs that overlap cannot leave one thread set for good)."""
-    torch.set_num_threads(threads_for_load(PROCESS_THREADS, os.getloadavg()[0], os.cpu_count() or 1))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(PROCESS_THREADS)
-
-
 def run_trace(loaded: LoadedModel, encoding, request: TraceRequest, progress: Progress | None = None) -> PromptTrace:
     """The model run on an encoding ``check_trace`` accepted; ``progress`` is told after each layer. On
-    a loaded machine it runs on one thread (``threads_for_load``)."""
+    a loaded machine it runs on one thread (app.services.threads)."""
     started = time.perf_counter()
     try:
         with threads_for_this_run():

@@ -138,14 +138,14 @@ def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(m
     (issue 14: a 64-token trace took 7.1 s on 2 threads, 0.64 s on one, at load 10 on 2 cores)."""
     import torch
 
-    from app.services import traces
+    from app.services import threads
 
-    assert traces.threads_for_load(2, load=1.2, cpus=2) == 2
-    assert traces.threads_for_load(2, load=2.0, cpus=2) == traces.threads_for_load(4, load=9.5, cpus=2) == 1
+    assert threads.threads_for_load(2, load=1.2, cpus=2) == 2
+    assert threads.threads_for_load(2, load=2.0, cpus=2) == threads.threads_for_load(4, load=9.5, cpus=2) == 1
     seen = []
     for load in (9.5, 0.1):
-        monkeypatch.setattr(traces.os, "getloadavg", lambda load=load: (load, load, load))
-        with traces.threads_for_this_run():
+        monkeypatch.setattr(threads.os, "getloadavg", lambda load=load: (load, load, load))
+        with threads.threads_for_this_run():
             seen.append(torch.get_num_threads())
-        assert torch.get_num_threads() == traces.PROCESS_THREADS  # the process's own count again
-    assert seen == [1, traces.threads_for_load(traces.PROCESS_THREADS, 0.1, traces.os.cpu_count())]
+        assert torch.get_num_threads() == threads.PROCESS_THREADS  # the process's own count again
+    assert seen == [1, threads.threads_for_load(threads.PROCESS_THREADS, 0.1, threads.os.cpu_count())]

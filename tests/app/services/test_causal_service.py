@@ -3,6 +3,8 @@ check, the budget check, and the report (equal to txviz.causal's pieces run alon
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -64,3 +66,19 @@ def test_the_estimate_counts_every_pass(tiny):
     estimate = causal.estimate(tiny, 12, limits_.Limits())
     expected = 2 * tiny.config.n_layers * tiny.config.n_heads + tiny.config.n_layers * 12 + 6
     assert f"{expected:,} forward passes of 12 tokens" in estimate.what and estimate.seconds > 0
+
+
+def test_the_report_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
+    """~1300 forward passes: under load (1-minute load ≥ cores) the causal report runs on one torch thread,
+    as the page's trace does (app.services.threads), and the process's count is restored after."""
+    from app.services import causal, threads
+
+    seen = []
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (99.0, 99.0, 99.0))
+    monkeypatch.setattr(causal, "measure_pair", lambda *a, **k: seen.append(torch.get_num_threads()) or {})
+    monkeypatch.setattr(causal, "_report", lambda results, *a: results)
+    monkeypatch.setattr(causal, "prepare", lambda *a: (SimpleNamespace(ids=[1, 2]), SimpleNamespace(ids=[1, 3]),
+                                                      SimpleNamespace(answer_id=1, wrong_id=2)))
+    monkeypatch.setattr(causal, "estimate", lambda *a: None)
+    causal.run(SimpleNamespace(model=None), SimpleNamespace(top_k=5), None)
+    assert seen == [1] and torch.get_num_threads() == threads.PROCESS_THREADS
