@@ -2,6 +2,7 @@
 attribution pass, against one plain forward and one forward + backward of the same prompt.
 
     python -m txviz.causal.bench            # SmolLM2-135M on the trophy pair (24 tokens with the sink)
+    python -m txviz.causal.bench --threads 2 --repeats 5
 
 Medians over ``repeats`` in this process; the model is loaded once. The issue's target: every head of
 SmolLM2 (30 layers × 9 = 270) patched exactly in batched calls, and the attribution pass at about the
@@ -78,6 +79,23 @@ def trophy_benchmark(loaded, *, repeats: int = 3, chunk_sizes: Sequence[int] = C
     return {"model": loaded.source, "device": str(loaded.device), **model_result}
 
 
-if __name__ == "__main__":
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
     from txviz.loading import load
-    print(json.dumps(trophy_benchmark(load(None, device="cpu")), indent=2))
+
+    parser = argparse.ArgumentParser(prog="python -m txviz.causal.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: on a shared machine more threads wait on each other "
+                             "at OpenMP barriers and the figures measure the load, not the code)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported")
+    args = parser.parse_args(argv)
+    if args.threads < 1 or args.repeats < 1:
+        parser.error("--threads and --repeats must be at least 1")
+    torch.set_num_threads(args.threads)
+    print(json.dumps(trophy_benchmark(load(None, device="cpu"), repeats=args.repeats), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
