@@ -174,9 +174,11 @@ def cmd_coref(args) -> dict:
 def cmd_patch(args) -> dict:
     """Which heads cause the answer: DLA, mean ablation and patching from the corrupt prompt per head
     (txviz.causal.report)."""
+    from txviz.causal.patching import DEFAULT_CHUNK
     from txviz.causal.report import patch_report
-    if args.chunk_size < 1:
-        raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
+    chunk_size = DEFAULT_CHUNK if args.chunk_size is None else args.chunk_size
+    if chunk_size < 1:
+        raise ValueError(f"--chunk-size must be positive, got {chunk_size}")
     loaded = _load(args)
     if loaded.tokenizer is None:
         raise ValueError("this model has no tokenizer: patch needs text")
@@ -184,7 +186,7 @@ def cmd_patch(args) -> dict:
     started = time.perf_counter()
     result = patch_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
                           bos=args.bos, candidates=candidates, pronoun=args.pronoun, grid=args.grid,
-                          top_k=args.top, chunk_size=args.chunk_size)
+                          top_k=args.top, chunk_size=chunk_size)
     result = {"model": loaded.source, **result, "seconds": round(time.perf_counter() - started, 3)}
     if not args.json:
         _print_patch(result, args.top)
@@ -369,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pronoun", default="it", help="the word whose attention row --candidates scores")
     p.add_argument("--grid", action="store_true", help="also patch the residual stream per (layer, position)")
     p.add_argument("--top", type=int, default=10, help="heads printed without --json; k of the top-k agreement")
-    p.add_argument("--chunk-size", type=int, default=64, help="interventions per batched forward call")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="interventions per batched forward call (default: txviz.causal.patching.DEFAULT_CHUNK, 16)")
     p.set_defaults(run=cmd_patch)
     from txviz.analysis.memory import KV_DTYPES, WEIGHT_DTYPES
     p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
