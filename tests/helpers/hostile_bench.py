@@ -34,36 +34,14 @@ import time
 import traceback
 from pathlib import Path
 
+from tests.helpers.hostile_gguf import patch_after, tiny_gguf, wrap_first_offset
+
 ROOT = Path(__file__).resolve().parents[2]
 ZOO_BASE = ROOT / "assets" / "zoo" / "base"
 CASE_TIMEOUT_S = 120
 
 
 # ---- the hostile files -------------------------------------------------------------------------
-def _tiny_gguf(path: Path, metadata: dict | None = None, **config) -> Path:
-    from gguf import GGUFValueType as T
-
-    from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
-
-    model = tiny(**config)
-    return write_gguf(path, model, weights_of(model), metadata={"test.items": ([1, 2, 3], T.ARRAY), **(metadata or {})})
-
-
-def _patch(path: Path, after: bytes, fmt: str, value: int, skip: int = 4) -> Path:
-    data = bytearray(path.read_bytes())
-    struct.pack_into(fmt, data, data.index(after) + len(after) + skip, value)
-    path.write_bytes(bytes(data))
-    return path
-
-
-def _offset_wraps(path: Path) -> Path:
-    data = bytearray(path.read_bytes())
-    at = data.index(b"token_embd.weight") + len(b"token_embd.weight")
-    struct.pack_into("<Q", data, at + 4 + 8 * struct.unpack_from("<I", data, at)[0] + 4, 2 ** 64 - 32)
-    path.write_bytes(bytes(data))
-    return path
-
-
 @contextlib.contextmanager
 def _writer_method(name: str, replacement):
     """gguf.GGUFWriter.<name> replaced while a file is written (how the tiny writer is made hostile)."""
@@ -79,12 +57,12 @@ def _writer_method(name: str, replacement):
 
 def _tokens_as_string(path: Path) -> Path:
     with _writer_method("add_token_list", lambda self, tokens: self.add_string("tokenizer.ggml.tokens", "".join(tokens))):
-        return _tiny_gguf(path)
+        return tiny_gguf(path)
 
 
 def _with_template(path: Path, template: str) -> Path:
     with _writer_method("add_chat_template", lambda self, _: self.add_string("tokenizer.chat_template", template)):
-        return _tiny_gguf(path)
+        return tiny_gguf(path)
 
 
 def _zoo_copy(path: Path, config: dict | None = None, pre_tokenizer: dict | None = None) -> Path:
@@ -121,22 +99,22 @@ def hostile_cases(folder: Path) -> list[tuple[str, str, list[str], Path | None]]
     split = {"type": "Split", "pattern": {"Regex": "(a+)+c"}, "behavior": "Isolated", "invert": False}
     info = lambda path: ["info", "--model", str(path)]  # noqa: E731
     files = [
-        ("1", "GGUF array claiming 2^62 items", _patch(_tiny_gguf(f / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)),
-        ("2", "GGUF block_count 10^9", _patch(_tiny_gguf(f / "c2a.gguf"), b"llama.block_count", "<I", 10 ** 9)),
-        ("2", "GGUF expert_count 10^6", _tiny_gguf(f / "c2b.gguf", {"{arch}.expert_count": (10 ** 6, T.UINT32)})),
+        ("1", "GGUF array claiming 2^62 items", patch_after(tiny_gguf(f / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)),
+        ("2", "GGUF block_count 10^9", patch_after(tiny_gguf(f / "c2a.gguf"), b"llama.block_count", "<I", 10 ** 9)),
+        ("2", "GGUF expert_count 10^6", tiny_gguf(f / "c2b.gguf", {"{arch}.expert_count": (10 ** 6, T.UINT32)})),
         ("2", "HF num_hidden_layers 10^9", _hf_huge(f / "c2c")),
         ("2", "lab n_layers 10^9", _zoo_copy(f / "c2d", {"n_layers": 10 ** 9})),
-        ("3", "GGUF head_dim (key_length) 2^28", _patch(_tiny_gguf(f / "c3a.gguf"), b"llama.attention.key_length", "<I", 1 << 28)),
-        ("3", "GGUF embedding_length 2^31", _patch(_tiny_gguf(f / "c3b.gguf"), b"llama.embedding_length", "<I", 1 << 31)),
-        ("5", "yarn with rope_theta 1", _tiny_gguf(f / "c5a.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
+        ("3", "GGUF head_dim (key_length) 2^28", patch_after(tiny_gguf(f / "c3a.gguf"), b"llama.attention.key_length", "<I", 1 << 28)),
+        ("3", "GGUF embedding_length 2^31", patch_after(tiny_gguf(f / "c3b.gguf"), b"llama.embedding_length", "<I", 1 << 31)),
+        ("5", "yarn with rope_theta 1", tiny_gguf(f / "c5a.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
                                                                  "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
                                                                  "{arch}.rope.scaling.original_context_length": (16, T.UINT32)},
                                                   rope_theta=1.0)),
-        ("5", "yarn beta_fast 1e-320", _tiny_gguf(f / "c5b.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
+        ("5", "yarn beta_fast 1e-320", tiny_gguf(f / "c5b.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
                                                                  "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
                                                                  "{arch}.rope.scaling.original_context_length": (16, T.UINT32),
                                                                  "{arch}.rope.scaling.yarn_beta_fast": (1e-320, T.FLOAT64)})),
-        ("7", "GGUF tensor offset 2^64-32", _offset_wraps(_tiny_gguf(f / "c7a.gguf"))),
+        ("7", "GGUF tensor offset 2^64-32", wrap_first_offset(tiny_gguf(f / "c7a.gguf"))),
         ("7", "GGUF token list given as a string", _tokens_as_string(f / "c7b.gguf")),
     ]
     cases = [(case, what, info(path), path) for case, what, path in files]
@@ -158,7 +136,7 @@ def _flipped_copy_home(folder: Path) -> Path:
     """A TXVIZ_HOME whose default model is a tiny GGUF with its float32 copy, a NaN written into the copy."""
     from txviz.loading import fetch
 
-    home, gguf_path = folder / "home", _tiny_gguf(folder / "c7c.gguf")
+    home, gguf_path = folder / "home", tiny_gguf(folder / "c7c.gguf")
     with _environment(TXVIZ_HOME=str(home), TXVIZ_DEFAULT_GGUF=str(gguf_path)):
         fetch.load_gguf_cached(gguf_path, device="cpu")
         copy = fetch.dequantized_copy_path(gguf_path)
@@ -334,7 +312,7 @@ def main(argv: list[str]) -> int:
         rows = [measure(case) for case in cases]
         for row in rows:  # no path of this machine in a table that is committed
             row["last_line"] = row["last_line"].replace(scratch, "…").replace(str(ROOT) + "/", "")
-        good = _tiny_gguf(Path(scratch) / "good.gguf")
+        good = tiny_gguf(Path(scratch) / "good.gguf")
         benign = [("-", "good tiny GGUF", ["info", "--model", str(good)], good)] * len(cases)
         slowdown = session_slowdown(cases, benign)
         load = os.getloadavg()

@@ -5,10 +5,11 @@ traceback and a small peak; a deliberate traceback is seen as one."""
 from __future__ import annotations
 
 from tests.helpers import hostile_bench
+from tests.helpers.hostile_gguf import patch_after, tiny_gguf
 
 
 def test_the_runner_reports_a_refused_file_and_a_missing_model(tmp_path):
-    path = hostile_bench._patch(hostile_bench._tiny_gguf(tmp_path / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)
+    path = patch_after(tiny_gguf(tmp_path / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)
     refused = hostile_bench.run_one(["info", "--model", str(path)])
     assert refused["status"] == 2 and not refused["traceback"]
     assert refused["last_line"].startswith("txviz: error:") and "not a readable GGUF file" in refused["last_line"]

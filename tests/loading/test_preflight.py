@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gguf import GGUFValueType as T
 
-from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from tests.helpers.hostile_gguf import patch_after, tiny_gguf, wrap_first_offset
 from txviz.loading import isolated, load, preflight
 from txviz.loading.zoo import SHIPPED_ZOO
 
@@ -27,30 +26,15 @@ def fresh_verdicts():
     preflight.forget()
 
 
-def _good_gguf(path: Path, metadata: dict | None = None) -> Path:
-    config = tiny()
-    return write_gguf(path, config, weights_of(config), metadata={"test.items": ([1, 2, 3], T.ARRAY), **(metadata or {})})
-
-
-def _patch(path: Path, after: bytes, fmt: str, value: int, skip: int = 4) -> Path:
-    data = bytearray(path.read_bytes())
-    struct.pack_into(fmt, data, data.index(after) + len(after) + skip, value)
-    path.write_bytes(bytes(data))
-    return path
-
-
 def hostile_ggufs(folder: Path) -> dict[str, Path]:
     """Small hostile GGUF files, each a good tiny one with a few bytes changed (or written so)."""
-    cases = {name: _good_gguf(folder / f"{name}.gguf") for name in
+    cases = {name: tiny_gguf(folder / f"{name}.gguf") for name in
              ("array_2_62", "billion_layers", "head_dim_2_28", "offset_wraps")}
-    _patch(cases["array_2_62"], b"test.items", "<Q", 2 ** 62, skip=8)  # type ARRAY, item type, then the count
-    _patch(cases["billion_layers"], b"llama.block_count", "<I", 10 ** 9)
-    _patch(cases["head_dim_2_28"], b"llama.attention.key_length", "<I", 1 << 28)
-    data = bytearray(cases["offset_wraps"].read_bytes())
-    at = data.index(b"token_embd.weight") + len(b"token_embd.weight")
-    struct.pack_into("<Q", data, at + 4 + 8 * struct.unpack_from("<I", data, at)[0] + 4, 2 ** 64 - 32)
-    cases["offset_wraps"].write_bytes(bytes(data))
-    cases["truncated"] = _good_gguf(folder / "truncated.gguf")
+    patch_after(cases["array_2_62"], b"test.items", "<Q", 2 ** 62, skip=8)  # type ARRAY, item type, then the count
+    patch_after(cases["billion_layers"], b"llama.block_count", "<I", 10 ** 9)
+    patch_after(cases["head_dim_2_28"], b"llama.attention.key_length", "<I", 1 << 28)
+    wrap_first_offset(cases["offset_wraps"])
+    cases["truncated"] = tiny_gguf(folder / "truncated.gguf")
     cases["truncated"].write_bytes(cases["truncated"].read_bytes()[:-1000])
     return cases
 
@@ -62,7 +46,7 @@ EXPECTED = {"array_2_62": "not a readable GGUF file", "billion_layers": "n_layer
 
 def test_hostile_gguf_files_are_broken_with_the_reason_load_gives(tmp_path):
     cases = hostile_ggufs(tmp_path)
-    good = _good_gguf(tmp_path / "good.gguf")
+    good = tiny_gguf(tmp_path / "good.gguf")
     started = time.perf_counter()
     verdicts = preflight.problems([*cases.values(), good])
     assert time.perf_counter() - started < 20  # one child for all six (under load: ~1 s here)
@@ -77,7 +61,7 @@ def test_a_string_where_the_token_list_belongs_is_broken(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gguf.GGUFWriter, "add_token_list",
                         lambda self, tokens: self.add_string("tokenizer.ggml.tokens", "".join(tokens)))
-    path = _good_gguf(tmp_path / "tokens.gguf")
+    path = tiny_gguf(tmp_path / "tokens.gguf")
     assert "'tokenizer.ggml.tokens' must be a list of strings, got a string" in preflight.problem(path)
 
 
@@ -134,20 +118,20 @@ def test_hugging_face_directories_good_and_huge(tmp_path):
 
 
 def test_verdicts_are_kept_per_size_and_mtime(tmp_path, monkeypatch):
-    path = _good_gguf(tmp_path / "model.gguf")
+    path = tiny_gguf(tmp_path / "model.gguf")
     calls = []
     real = isolated.run_worker
     monkeypatch.setattr(preflight, "run_worker", lambda *a, **k: calls.append(a) or real(*a, **k))
     assert preflight.problem(path) is None and preflight.problem(path) is None
     assert len(calls) == 1
-    _patch(path, b"llama.block_count", "<I", 10 ** 9)
+    patch_after(path, b"llama.block_count", "<I", 10 ** 9)
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 10 ** 9))  # a new version of the file
     assert "beyond any real model" in preflight.problem(path)
     assert len(calls) == 2
 
 
 def test_a_file_that_exhausts_the_child_is_broken_and_the_others_are_judged_alone(tmp_path, monkeypatch):
-    good, slow = _good_gguf(tmp_path / "good.gguf"), _good_gguf(tmp_path / "slow.gguf")
+    good, slow = tiny_gguf(tmp_path / "good.gguf"), tiny_gguf(tmp_path / "slow.gguf")
     real = isolated.run_worker
 
     def worker(name, request, limits):  # the slow file takes longer than any limit, as a hostile one would
@@ -182,7 +166,7 @@ def test_a_check_in_progress_holds_up_only_those_who_need_that_file(tmp_path, mo
     waited for (wait=True, a load), and the check runs once."""
     import threading
 
-    old, new = _good_gguf(tmp_path / "old.gguf"), _good_gguf(tmp_path / "new.gguf")
+    old, new = tiny_gguf(tmp_path / "old.gguf"), tiny_gguf(tmp_path / "new.gguf")
     assert preflight.problems([old]) == {str(old): None}
     real_check, release, calls = preflight._check, threading.Event(), []
 
