@@ -70,6 +70,7 @@ def describe_gguf(path: Path, reader_path: str) -> dict:
 
 
 def _read_json(path: Path, max_bytes: int) -> dict:
+    # txviz.loading.json_files.read_json_object's rule, restated: this child imports neither txviz nor torch
     if path.stat().st_size > max_bytes:
         raise BadFile(f"{path.name} is {path.stat().st_size:,} bytes: too large (limit {max_bytes:,})")
     try:
