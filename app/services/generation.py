@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
+from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer import TokenizerError
@@ -15,7 +16,8 @@ def generate_from_prompt(loaded: LoadedModel, prompt: str, bos: str, settings: l
                          use_cache: bool, chat: bool, on_step=None, stop_at_eos: bool = True):
     """txviz.generate.generate on the prompt (wrapped as a user message with ``chat``);
     ``on_step(step)`` is told after each token. ``stop_at_eos=False`` generates exactly
-    ``max_new_tokens`` (a timing needs the same number of steps whatever the model says)."""
+    ``max_new_tokens`` (a timing needs the same number of steps whatever the model says). On a loaded
+    machine it runs on one thread (app.services.threads)."""
     from txviz.generate import generate
 
     tokenizer = loaded.tokenizer
@@ -29,5 +31,6 @@ def generate_from_prompt(loaded: LoadedModel, prompt: str, bos: str, settings: l
                                               element_bytes=loaded.dtype.itemsize, use_cache=use_cache,
                                               gflops=settings.gflops), settings)
     stop = () if tokenizer.eos_id is None or not stop_at_eos else (tokenizer.eos_id,)
-    return generate(loaded.model, torch.tensor(encoding.ids), max_new_tokens, stop_ids=stop, on_step=on_step,
-                    use_cache=use_cache)
+    with threads_for_this_run():
+        return generate(loaded.model, torch.tensor(encoding.ids), max_new_tokens, stop_ids=stop, on_step=on_step,
+                        use_cache=use_cache)

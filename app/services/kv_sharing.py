@@ -1,12 +1,14 @@
 """The KV cache page's counterfactuals on a shipped text: the loaded model with more or fewer KV
 heads compared with the original, and the per-layer sharing sweep (timed one step first, then run
-with a ``progress(done, total)`` callback). Each is checked against the budget before it runs."""
+with a ``progress(done, total)`` callback). Each is checked against the budget before it runs, and runs
+on one torch thread while the machine is oversubscribed (app.services.threads)."""
 
 from __future__ import annotations
 
 import torch
 
 from app.services.prompts import check_passes
+from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
 
@@ -28,7 +30,8 @@ def kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor):
         variant = to_mha(loaded.model)
     else:
         variant = to_kv_groups(loaded.model, n_kv_heads)
-    report = quality_vs_original(loaded.model, variant, ids)
+    with threads_for_this_run():
+        report = quality_vs_original(loaded.model, variant, ids)
     del variant  # the converted weights are not kept: only the numbers are
     return report
 
@@ -39,7 +42,8 @@ def layer_sharing_step_seconds(loaded: LoadedModel, n_kv_heads: int, ids: torch.
     from txviz.analysis.kv_sharing import time_one_layer_step
 
     check_passes(loaded, ids.shape[0], 1, "timing one step of the per-layer sweep", settings)
-    return time_one_layer_step(loaded.model, ids, n_kv_heads)
+    with threads_for_this_run():  # the estimate is timed under the rule the sweep runs under
+        return time_one_layer_step(loaded.model, ids, n_kv_heads)
 
 
 def layer_sharing(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor, settings: limits_.Limits, progress=None):
@@ -49,4 +53,5 @@ def layer_sharing(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor, setti
 
     check_passes(loaded, ids.shape[0], loaded.config.n_layers + 8,
                  f"merging the KV heads of each of {loaded.config.n_layers} layers", settings)
-    return sweep(loaded.model, ids, n_kv_heads, progress=progress)
+    with threads_for_this_run():
+        return sweep(loaded.model, ids, n_kv_heads, progress=progress)
