@@ -13,12 +13,16 @@ browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the cl
 after the repaint, measured by the page), a layer switch in the component (↓: in the browser when every
 layer is in the page, else the layer's maps fetched by a rerun of the maps' fragment alone) and by the
 page's slider (its arrow key, a round trip); with ``--long-tokens N`` the same switches on an N-token
-prompt; and every page of the app (app/app_pages) opened in a new tab at the default prompt with the
-model loaded, to its last figure drawn (``pages``: the first open, then the median of the next, with
-when the page's script started and stopped, so the rest is the browser's). ``--baseline REV`` runs the browser
-half a second time on the app of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/``
-exported to a temporary folder, the library from this tree), so before and after share one run and
-one load. Medians over ``--repeats``; every sample is in the JSON, with the load average.
+prompt; and every page of the app (app/app_pages) opened at the default prompt with the model loaded, to
+its last figure drawn, two ways: by its link in the sidebar of the tab already open, as a reader does
+(``in_app_pages``, the target), and cold, in a new tab of a new browser context (``pages``: an empty HTTP
+cache and a new Streamlit session, so Streamlit's bundle and element chunks are fetched and parsed
+again); each with the first open, then the median of the next, and when the page's script started and
+stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--no-cold-pages`` skips the new
+tabs. ``--baseline REV`` runs the browser half a second time on the app of git revision REV (its ``app/``,
+``assets/`` and ``.streamlit/`` exported to a temporary folder, the library from this tree; its pages
+from the sidebar only), so before and after share one run and one load. Medians over ``--repeats``;
+every sample is in the JSON, with the load average.
 """
 
 from __future__ import annotations
@@ -248,14 +252,16 @@ def _switches(page, repeats: int, has_component: bool) -> dict:
 
 
 def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_root: Path | None = None,
-                    pages: bool = True) -> dict:
+                    pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None) -> dict:
     """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
-    ``app_root``, default this tree); with ``pages`` every page's open time too."""
+    ``app_root``, default this tree); with ``pages`` every page's (or ``page_names``') open time from the
+    sidebar of the open tab too, and with ``cold_pages`` its cold open in a new tab."""
     from tests.helpers.browser import CHART, ERROR, chromium_browser, streamlit_server, wait_idle
 
     prompts = prompts_of(n_tokens, repeats)
     with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(OPEN_WATCH)
         started = time.perf_counter()
         with streamlit_server(**({"app_root": app_root} if app_root else {})) as url:
             page.goto(url)
@@ -264,7 +270,9 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             wait_idle(page)
             n_charts = page.locator(CHART).count()
             has_component = page.locator(HEAD_MAPS).count() > 0
-            opens = page_opens(browser, url, repeats) if pages else None
+            opens = page_opens(browser, url, repeats, page_names) if pages and cold_pages else None
+            in_app = in_app_opens(page, repeats, page_names) if pages else None
+            wait_idle(page)
 
             prompt_times = [_new_prompt(page, prompt, n_charts) for prompt in prompts]
             switches = _switches(page, repeats, has_component)
@@ -282,6 +290,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
     samples = switches.pop("samples")
     return {"start_to_first_figure_s": round(start_to_figure, 2), "figures": n_charts,
             "prompt_64_s": round(statistics.median(prompt_times), 3), **switches, "long": long, "pages": opens,
+            "in_app_pages": in_app,
             "samples": {"prompt_64_s": prompt_times, **samples}}
 
 
@@ -306,11 +315,12 @@ def _open_page(browser, url: str) -> tuple[float, int, tuple[float, float]]:
         context.close()
 
 
-def page_opens(browser, url: str, repeats: int) -> dict:
-    """Every page of the app opened in a new tab: the first open on this server (the page's own caches
-    cold; the model loaded) and ``repeats`` more (warm), seconds to the last figure drawn."""
+def page_opens(browser, url: str, repeats: int, names: list[str] | None = None) -> dict:
+    """The cold new-tab open of every page (or of ``names``): a new browser context each time (an empty
+    HTTP cache, a new Streamlit session); the first open on this server (the page's own caches cold; the
+    model loaded) and ``repeats`` more (warm), seconds to the last figure drawn."""
     pages = {}
-    for name in PAGES:
+    for name in names or PAGES:
         first, figures, _ = _open_page(browser, f"{url}/{name}")
         warm = [_open_page(browser, f"{url}/{name}") for _ in range(repeats)]
         opens = [seconds for seconds, _, _ in warm]
@@ -318,6 +328,40 @@ def page_opens(browser, url: str, repeats: int) -> dict:
                        "script_start_s": statistics.median(script[0] for _, _, script in warm),
                        "script_end_s": statistics.median(script[1] for _, _, script in warm), "samples": opens}
     return pages
+
+
+def _open_in_app(page, name: str) -> tuple[float, int, tuple[float, float]]:
+    """(seconds from a click on ``name``'s link in the sidebar navigation to that page's last figure drawn,
+    figures drawn, (seconds to its script's start, to its end)) in the tab already open: what a reader
+    does. The same "drawn" as a new tab's (PAGE_DRAWN); the tab runs OPEN_WATCH."""
+    from tests.helpers.browser import CHART, ERROR
+
+    link = page.locator(f"[data-testid='stSidebarNavLink'][href$='/{name}']")
+    clicked = page.evaluate("() => { window.txvizRan = window.txvizStopped = undefined; return performance.now(); }")
+    link.click()
+    page.wait_for_function(PAGE_DRAWN, timeout=600_000, polling="raf")
+    ended, ran, stopped = page.evaluate("[performance.now(), window.txvizRan, window.txvizStopped]")
+    if page.locator(ERROR).count():
+        raise RuntimeError(f"{name} shows an exception")
+    return (ended - clicked) / 1000, page.locator(CHART).count(), (round((ran - clicked) / 1000, 3),
+                                                                    round((stopped - clicked) / 1000, 3))
+
+
+def in_app_opens(page, repeats: int, names: list[str] | None = None) -> dict:
+    """Every page (or ``names``) opened from the tab the reader has open, by its sidebar link, in rounds
+    that each end back on the Attention page: a first round (this session's first visit: the page's own
+    caches may be cold), then ``repeats`` more, seconds to the last figure drawn."""
+    order = [name for name in names or PAGES if name != "attention"] + ["attention"]
+    first = {name: _open_in_app(page, name)[0] for name in order}
+    seen = {name: [] for name in order}
+    for _ in range(repeats):
+        for name in order:
+            seen[name].append(_open_in_app(page, name))
+    return {name: {"first_s": round(first[name], 3), "open_s": round(statistics.median(s for s, _, _ in opens), 3),
+                   "figures": opens[-1][1],
+                   "script_start_s": statistics.median(script[0] for _, _, script in opens),
+                   "script_end_s": statistics.median(script[1] for _, _, script in opens),
+                   "samples": [s for s, _, _ in opens]} for name, opens in seen.items()}
 
 
 def _export_app(revision: str, folder: Path) -> Path:
@@ -335,18 +379,20 @@ def _export_app(revision: str, folder: Path) -> Path:
 
 
 def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: str | None = None,
-        pages: bool = True) -> dict:
+        pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None) -> dict:
     import tempfile
 
     import torch
 
     result = {"threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "repeats": repeats,
               "load_average": os.getloadavg(), "server": server_latency(repeats)}
-    result["browser"] = browser_latency(repeats, long_tokens=long_tokens, pages=pages) if browser else None
+    result["browser"] = browser_latency(repeats, long_tokens=long_tokens, pages=pages, cold_pages=cold_pages,
+                                        page_names=page_names) if browser else None
     if browser and baseline:
         with tempfile.TemporaryDirectory(prefix="txviz-baseline-") as folder:
             result["baseline"] = {"revision": baseline, **browser_latency(
-                repeats, long_tokens=long_tokens, app_root=_export_app(baseline, Path(folder)), pages=False)}
+                repeats, long_tokens=long_tokens, app_root=_export_app(baseline, Path(folder)), pages=pages,
+                cold_pages=False, page_names=page_names)}  # the cold opens: this tree's only (a minute more)
     result["load_average_after"] = os.getloadavg()
     measured = {"server_head_switch_ms": result["server"]["head_switch_ms"],
                 "server_prompt_64_s": result["server"]["prompt_64_s"]}
@@ -356,8 +402,8 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
                      "browser_start_to_first_figure_s": found["start_to_first_figure_s"],
                      "browser_head_switch_ms": found.get("in_browser_head_switch_ms", found["head_switch_ms"]),
                      "browser_layer_switch_ms": found.get("in_browser_layer_switch_ms", found["layer_switch_ms"]),
-                     **({"browser_page_open_s": max(opened["open_s"] for opened in found["pages"].values())}
-                        if found["pages"] else {})}
+                     **({"browser_page_open_s": max(opened["open_s"] for opened in found["in_app_pages"].values())}
+                        if found["in_app_pages"] else {})}
         if found["long"]:
             long = found["long"]
             measured |= {"browser_head_switch_long_ms": long.get("in_browser_head_switch_ms", long["head_switch_ms"]),
@@ -372,8 +418,12 @@ def _browser_line(name: str, found: dict) -> str:
             f"{found['figures']} figures {found['prompt_64_s']} s · " + _switch_line(found))
     if found["long"]:
         line += f"\n  {found['long']['tokens']} tokens: prompt {found['long']['prompt_s']} s · " + _switch_line(found["long"])
+    if found.get("in_app_pages"):
+        line += "\n  open from the sidebar of the open tab → last figure drawn (first visit / median of the next): " + " · ".join(
+            f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–{o['script_end_s']} s)"
+            for name, o in found["in_app_pages"].items())
     if found.get("pages"):
-        line += "\n  open → last figure drawn (first open on this server / median of the next): " + " · ".join(
+        line += "\n  cold open in a new tab → last figure drawn (first open on this server / median of the next): " + " · ".join(
             f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–"
             f"{o['script_end_s']} s)" for name, o in found["pages"].items())
     return line
@@ -398,9 +448,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also switch heads and layers on a prompt of this many tokens (e.g. 1024)")
     parser.add_argument("--baseline", metavar="REV", help="run the browser half on the app of git revision REV too")
     parser.add_argument("--no-pages", action="store_true", help="skip opening every page (the switches only)")
+    parser.add_argument("--no-cold-pages", action="store_true", help="skip the cold new-tab opens (the sidebar's only)")
+    parser.add_argument("--pages", nargs="+", choices=PAGES, metavar="PAGE",
+                        help=f"open only these pages (default every one: {' '.join(PAGES)})")
     args = parser.parse_args(argv)
     result = run(args.repeats, browser=not args.no_browser, long_tokens=args.long_tokens, baseline=args.baseline,
-                 pages=not args.no_pages)
+                 pages=not args.no_pages, cold_pages=not args.no_cold_pages, page_names=args.pages)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -416,7 +469,20 @@ def main(argv: list[str] | None = None) -> int:
         print(_browser_line(f"baseline app {result['baseline']['revision']} (chromium)", result["baseline"]))
     for name, target in result["targets"].items():
         print(f"  {name}: {target['measured']} (target ≤ {target['target']}) {'met' if target['met'] else 'MISSED'}")
+    if browser and browser.get("pages"):
+        print("  " + _cold_line(browser["pages"]))
     return 0
+
+
+def _cold_line(pages: dict) -> str:
+    """The slowest cold new-tab open, split where its time goes: before the page's script starts (the
+    HTTP fetch of Streamlit's bundle, its websocket, a new session), the script, after it (Streamlit's
+    element chunks and the figures drawn by a page that has parsed nothing yet)."""
+    name, opened = max(pages.items(), key=lambda item: item[1]["open_s"])
+    start, end = opened["script_start_s"], opened["script_end_s"]
+    return (f"cold new-tab open (a new context: empty HTTP cache, new session; not the target): slowest {name} "
+            f"{opened['open_s']} s = {start} s before its script + {round(end - start, 3)} s script + "
+            f"{round(opened['open_s'] - end, 3)} s after it")
 
 
 if __name__ == "__main__":
