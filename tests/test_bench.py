@@ -40,6 +40,28 @@ def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     table = bench.markdown(result)
     assert table.startswith("| tokens |") and "| 64 |" in table and "same tokens: True" in table
     assert len(spawned) == 1  # one worker process, its result read back from its stdout
+    parts = row["attention_parts"]  # quick runs the breakdown a missed target gets, so it cannot rot
+    assert parts["tokens"] == 64 and parts["n_layers"] == 2 and parts["fused_s"] > 0
+    assert parts["traced_s"] >= parts["softmax_s"] and parts["products_s"] > 0
+    assert "Targets (issue 14)" in table and "trace / plain forward at 64 tokens" in table
+
+
+def _row(tokens, plain, trace, hf=None, parts=None):
+    return {"tokens": tokens, "cpu_s": {"plain": plain, "trace": trace, "hf": hf}, "attention_parts": parts}
+
+
+def test_targets_say_met_or_missed_and_a_miss_says_what_bounds_it():
+    from txviz.bench_targets import judge
+
+    parts = {"layer": 0, "tokens": 4096, "fused_s": 0.2, "traced_s": 0.6, "products_s": 0.2, "softmax_s": 0.15,
+             "summaries_s": 0.25, "n_layers": 30}
+    lines = judge({"results": [_row(1024, 2.0, 2.1, hf=3.8), _row(4096, 25.0, 35.0, parts=parts)]})
+    assert lines[0] == "trace / plain forward at 1024 tokens: 1.05× (target ≤ 1.1×) met"
+    assert lines[1].startswith("transformers eager + attentions / trace at 1024 tokens: 1.81× (target ≥ 2.0×) MISSED")
+    assert "1.90× our plain forward" in lines[2] and "0.95× the plain forward" in lines[2]
+    assert lines[3].startswith("trace / plain forward at 4096 tokens: 1.40×") and lines[3].endswith("MISSED")
+    assert "fused kernel 200.0; traced 600.0 (3.00×)" in lines[4] and "12.00 s more" in lines[4]
+    assert len(lines) == 5
 
 
 def test_methods_that_would_not_fit_are_skipped_with_the_estimate(monkeypatch):

@@ -33,6 +33,8 @@ from typing import Callable
 
 import torch
 
+from txviz.bench_targets import judge, trace_misses
+
 DEFAULT_TOKENS = (64, 256, 1024, 4096, 8192)
 QUICK_TOKENS = (64,)
 METHODS = ("plain", "trace", "hf")
@@ -59,7 +61,11 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
                 if timing["seconds"].get(method) is not None:
                     say(f"{n_tokens} tokens: peak memory of {method} in a fresh process")
                     memory[method] = _spawn({**base, "kind": "memory", "ids": timing["ids"], "method": method})
-            results.append(_result_row(n_tokens, timing, memory))
+            row = _result_row(n_tokens, timing, memory)
+            if quick or trace_misses(row):  # say what bounds the miss (quick: so CI runs this code too)
+                say(f"{n_tokens} tokens: one attention layer timed by part (txviz.bench_attention)")
+                row["attention_parts"] = _spawn({**base, "kind": "attention", "ids": timing["ids"], "repeats": repeats})
+            results.append(row)
         say(f"decoding {decode_tokens} tokens: txviz vs transformers generate ({repeats} repeats)")
         decode = _spawn({**base, "kind": "decode", "new_tokens": decode_tokens, "repeats": repeats})
     return {"model": "tiny random llama" if quick else (model or "default"), "threads": timing["threads"],
@@ -132,7 +138,12 @@ def _load_average() -> list[float] | None:
 def _worker(job: dict) -> dict:
     if job["threads"]:
         torch.set_num_threads(job["threads"])
-    return {"timing": _timing, "memory": _memory, "decode": _decode}[job["kind"]](job)
+    return {"timing": _timing, "memory": _memory, "decode": _decode, "attention": _attention}[job["kind"]](job)
+
+
+def _attention(job: dict) -> dict:
+    from txviz.bench_attention import attention_parts
+    return attention_parts(_load_ours(job["source"]).model, torch.tensor(job["ids"])[None], job["repeats"])
 
 
 def _load_ours(source: str):
@@ -339,6 +350,9 @@ def markdown(result: dict) -> str:
     skipped = [f"{row['tokens']} tokens, {m}: {why}" for row in result["results"] for m, why in row["skipped"].items()]
     if skipped:
         lines += ["", "Skipped: " + "; ".join(skipped) + "."]
+    targets = judge(result)
+    if targets:
+        lines += ["", "Targets (issue 14), on the CPU-second ratios:", "", *(f"- {line}" for line in targets)]
     return "\n".join(lines)
 
 

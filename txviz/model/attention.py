@@ -208,10 +208,14 @@ class Attention(nn.Module):
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
         if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
             record("kv_bytes", torch.tensor(cache.held_nbytes(k_all, v_all)))
-        attend = getattr(self, f"_{attention_path(record.wanted, self.softcapped)}")  # _fused, _eager or _blockwise
-        out = record.edit("head_out", attend(q_rot, k_all, v_all, ctx, record))  # (B, H, T, D)
+        out = record.edit("head_out", self.attend(q_rot, k_all, v_all, ctx, record))  # (B, H, T, D)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # (B, T, H·D)
         return self.o_proj(out)
+
+    def attend(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
+        """softmax(scores)·V of projected, rotated q (B, H, T, D) and k, v (B, Hkv, S, D), by the path
+        ``record`` asks for (_fused, _eager or _blockwise; see the module docstring)."""
+        return getattr(self, f"_{attention_path(record.wanted, self.softcapped)}")(q, k, v, ctx, record)
 
     def _fused(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The fused kernel: the weights are never materialized."""

@@ -1,0 +1,49 @@
+"""The model-side targets of issue 14, judged on a ``txviz bench`` result: met, or missed with what
+bounds the miss (txviz.bench_attention's breakdown of one layer at that length).
+
+Ratios are taken on CPU seconds (user + sys, medians of the repeats, the methods interleaved in one
+process): on a shared machine they move far less than wall time.
+"""
+
+from __future__ import annotations
+
+TRACE_OVER_PLAIN_MAX = 1.1  # the full trace at most 1.1× a plain forward, at every length
+HF_OVER_TRACE_MIN = 2.0  # and at least 2× faster than transformers eager + output_attentions ...
+HF_TOKENS = 1024  # ... at this length
+
+
+def cpu_ratio(row: dict, numerator: str, denominator: str) -> float | None:
+    cpu = row.get("cpu_s", {})
+    top, bottom = cpu.get(numerator), cpu.get(denominator)
+    return top / bottom if top and bottom else None
+
+
+def trace_misses(row: dict) -> bool:
+    ratio = cpu_ratio(row, "trace", "plain")
+    return ratio is not None and ratio > TRACE_OVER_PLAIN_MAX
+
+
+def judge(result: dict) -> list[str]:
+    """One line per target and length measured: the ratio, met or MISSED, and for a missed trace ratio
+    the layer breakdown measured in the same run."""
+    lines = []
+    for row in result["results"]:
+        ratio = cpu_ratio(row, "trace", "plain")
+        if ratio is None:
+            continue
+        verdict = "met" if ratio <= TRACE_OVER_PLAIN_MAX else "MISSED"
+        lines.append(f"trace / plain forward at {row['tokens']} tokens: {ratio:.2f}× (target ≤ {TRACE_OVER_PLAIN_MAX}×) "
+                     f"{verdict}")
+        if verdict == "MISSED" and row.get("attention_parts"):
+            from txviz.bench_attention import describe
+            lines.append(f"  what bounds it: {describe(row['attention_parts'])}")
+        if row["tokens"] == HF_TOKENS:
+            hf = cpu_ratio(row, "hf", "trace")
+            if hf is not None:
+                lines.append(f"transformers eager + attentions / trace at {HF_TOKENS} tokens: {hf:.2f}× "
+                             f"(target ≥ {HF_OVER_TRACE_MIN}×) {'met' if hf >= HF_OVER_TRACE_MIN else 'MISSED'}")
+                if hf < HF_OVER_TRACE_MIN:
+                    lines.append(f"  what bounds it: transformers costs {cpu_ratio(row, 'hf', 'plain'):.2f}× our plain "
+                                 f"forward here, so {HF_OVER_TRACE_MIN}× faster than it needs a trace at "
+                                 f"{cpu_ratio(row, 'hf', 'plain') / HF_OVER_TRACE_MIN:.2f}× the plain forward")
+    return lines
