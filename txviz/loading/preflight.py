@@ -10,7 +10,8 @@ loader's own checks, in arithmetic only: the GGUF config (txviz.loading.gguf.con
 bounds and tokenizer field types), every tensor's name and shape against that config, the layers
 present, the parameters implied against those held; for a directory, its config (Hugging Face or the
 lab's) and the parameters. So a file that passes is one ``load`` would not refuse before dequantizing;
-a tokenizer.json is not looked at (its regexes run, bounded, when text is encoded).
+a tokenizer.json only has its size checked (over 128 MiB is refused; its regexes run, bounded, when
+text is encoded).
 
 Verdicts are kept per process by (path, size, mtime) of the file, or of every config and weight file of
 a directory: the sidebar pays the check once per file version. Several files are checked in one child
@@ -178,8 +179,13 @@ def _judge_dir(path: str, described: dict) -> None:
     """The directory's config as the loader reads it, and the parameters it implies against those held."""
     from txviz.analysis.memory import count_params
     from txviz.loading.hf_config import config_from_dict
+    from txviz.loading.tokenizer import tokenizer_json_too_large
     from txviz.loading.zoo import FORMAT_KEY, txviz_config_from_dict
 
+    tokenizer_json = Path(path) / "tokenizer.json"  # its size only: parsing it is the loader's, bounded by this
+    too_large = tokenizer_json.is_file() and tokenizer_json_too_large(tokenizer_json)
+    if too_large:
+        raise ModelLoadError(too_large)
     raw = described["config"]
     if FORMAT_KEY in raw:
         config = txviz_config_from_dict(raw, Path(path) / "config.json")

@@ -38,6 +38,18 @@ BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
 # Tokens that mark a document boundary in pretraining data, in order of preference. A chat model's
 # BOS is often a chat marker instead (SmolLM2's is <|im_start|>), so the sink is looked up separately.
 DOCUMENT_BOUNDARY_TOKENS = ("<|endoftext|>", "<|begin_of_text|>", "<s>", "<bos>")
+# The largest published tokenizer.json files are tens of MB (Gemma 3's 262k tokens: 33 MB); tokenizers
+# parses one in this process at several times its size in memory, so a larger file is refused unread.
+MAX_TOKENIZER_JSON_BYTES = 128 << 20
+
+
+def tokenizer_json_too_large(path: str | Path) -> str | None:
+    """Why the tokenizer.json at ``path`` is refused for its size (one line), or None."""
+    size = Path(path).stat().st_size
+    if size <= MAX_TOKENIZER_JSON_BYTES:
+        return None
+    return (f"{path} is {size / 2**20:,.0f} MiB; tokenizer.json files are tens of MB (Gemma 3's is 33 MB), and "
+            f"more than {MAX_TOKENIZER_JSON_BYTES >> 20} MiB is refused unread")
 
 
 class TokenizerError(ValueError):
@@ -133,6 +145,9 @@ class Tokenizer:
                   eos_token: str | None = None, sink_token: str | None = None,
                   chat_template: str | None = None) -> "Tokenizer":
         """A HuggingFace ``tokenizer.json``; the special tokens come from ``tokenizer_config.json``."""
+        too_large = tokenizer_json_too_large(tokenizer_json_path)
+        if too_large:
+            raise TokenizerError(too_large)
         try:
             backend = tokenizers.Tokenizer.from_file(str(tokenizer_json_path))
         except Exception as exc:  # the Rust side raises a bare Exception on malformed JSON
