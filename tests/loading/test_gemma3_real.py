@@ -2,9 +2,10 @@
 set, the config, and logits and every attention map (18 layers x 4 heads) on a prompt longer than the
 sliding window, so the window is in force on the local layers.
 
-Runs where the model is at hand: ``TXVIZ_GEMMA3_GGUF`` (a path to gemma-3-270m-q4_k_m.gguf), else the
-copy ``txviz fetch --model gemma3-270m`` put in the session's TXVIZ_HOME; skipped, saying so, otherwise.
-transformers needs ``accelerate`` to load a GGUF.
+Runs on ``TXVIZ_GEMMA3_GGUF`` (a path to gemma-3-270m-q4_k_m.gguf) when set, else on the session's own
+fetch (conftest's ``gemma3_gguf_path``, under its rules). It used to take only a copy some other test had
+already fetched and skip otherwise, so whether it ran depended on the order the workers took the tests
+in (a run of this file alone skipped every test). transformers needs ``accelerate`` to load a GGUF.
 """
 
 from __future__ import annotations
@@ -39,21 +40,34 @@ STORY = ("Once upon a time, in a small village at the edge of a great forest, th
          "his daughter. Every morning he walked into the forest with his axe, and every evening he came home. ")
 
 
-def gemma3_gguf() -> Path | None:
-    if os.environ.get(GEMMA3_ENV):
-        return Path(os.environ[GEMMA3_ENV]).expanduser()
-    from txviz.loading.fetch import cached_path, is_fetched
+@pytest.fixture(scope="module", autouse=True)
+def one_metadata_read_per_file():
+    """transformers builds a ``gguf.GGUFReader`` on every call that opens the file: for the config, for the
+    weights and twice for the tokenizer, and each parses the 262k-entry vocabulary again (10-15 s on this
+    machine). The file does not change within the module, so each path's reader is built once; what
+    transformers does with it is unchanged. (txviz's loader has its own reader class and is not affected.)"""
+    import gguf
 
-    return cached_path("gemma3-270m") if is_fetched("gemma3-270m") else None
+    import txviz.loading.gguf_reader  # noqa: F401  (binds its subclass to the real class before the patch)
+
+    build, readers = gguf.GGUFReader, {}
+
+    def reader(path, *args, **kwargs):
+        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = build(path, *args, **kwargs)
+        return readers[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "GGUFReader", reader)
+        yield
 
 
 @pytest.fixture(scope="module")
-def gguf_path() -> Path:
-    path = gemma3_gguf()
-    if path is None or not path.is_file():
-        pytest.skip(f"Gemma 3 270M is not fetched: run `txviz fetch --model gemma3-270m` in this TXVIZ_HOME, or "
-                    f"set {GEMMA3_ENV} to the path of gemma-3-270m-q4_k_m.gguf")
-    return path
+def gguf_path(request) -> Path:
+    if os.environ.get(GEMMA3_ENV):
+        return Path(os.environ[GEMMA3_ENV]).expanduser()
+    return request.getfixturevalue("gemma3_gguf_path")  # the session's fetch, once, under its lock
 
 
 @pytest.fixture(scope="module")
