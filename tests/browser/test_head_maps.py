@@ -37,16 +37,12 @@ WATCH_RERUNS = """() => {
   }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }"""
 CELLS = [(5, 0), (9, 3), (12, 11), (14, 14), (14, 7)]  # (query, key), inside the causal triangle
-READ_CELLS = """cells => {
-  const z = document.querySelector('.txviz-head-plot').data[0].z;
-  return cells.map(([q, k]) => z[q][k]);
+READ_CELLS = """cells => {  // the values the canvas drew (app/components/head_maps/canvas_heatmap.js)
+  const plot = document.querySelector('.txviz-head-plot');
+  return cells.map(([q, k]) => plot.txvizCell(q, k));
 }"""
 
-POSITION_OF = """([query, key]) => {
-  const plot = document.querySelector('.txviz-head-plot'), box = plot.getBoundingClientRect();
-  const {xaxis, yaxis} = plot._fullLayout;
-  return [box.left + xaxis._offset + xaxis.d2p(key), box.top + yaxis._offset + yaxis.d2p(query)];
-}"""
+POSITION_OF = """([query, key]) => document.querySelector('.txviz-head-plot').txvizCellCenter(query, key)"""
 
 
 def model_layer(default_model, layer: int) -> tuple[np.ndarray, list[str]]:
@@ -113,9 +109,9 @@ def test_the_hover_names_query_key_and_weight(server, page, default_model):
     wait_idle(page)
     maps, tokens = model_layer(default_model, 0)
     query_label, key_label = page.evaluate(
-        "() => { const d = document.querySelector('.txviz-head-plot').data[0]; return [d.y[9], d.x[3]]; }")
+        "() => { const s = document.querySelector('.txviz-head-plot').txvizMap.spec; return [s.y[9], s.x[3]]; }")
     assert query_label.startswith("9:") and key_label.startswith("3:")
-    x, y = page.evaluate(POSITION_OF, [query_label, key_label])
+    x, y = page.evaluate(POSITION_OF, [9, 3])
     page.mouse.move(x, y)  # the reader's mouse over that cell
     hover = page.locator(".txviz-head-plot .hovertext").text_content()
     assert f"query {query_label}" in hover and f"key {key_label}" in hover

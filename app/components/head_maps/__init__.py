@@ -16,8 +16,9 @@ reader's layer is painted and the page is idle, the component asks the same way 
 (±1, then ±2; one request in flight, under a byte cap per prompt), so ↑ / ↓ to a neighbour is
 client-side; the page's own layer and head never move for it.
 
-It draws with the plotly.js that ships inside the installed ``plotly`` package, served by Streamlit's
-own file route for a v1 component declared on that package folder (nothing is copied or fetched).
+It draws each map on a <canvas> (canvas_heatmap.js: the cells, token labels, colour bar and hover of
+the plotly figure the view carries); drawing it with plotly.js made the browser parse a second 3.5 MB
+copy of plotly and relayout a whole figure per repaint, which cost more than the map (BENCHMARKS.md).
 "Show … in the views below" is the one action that moves the rest of the page (``on_open``).
 """
 
@@ -27,26 +28,15 @@ from pathlib import Path
 from typing import Callable
 
 import streamlit as st
-import streamlit.components.v1 as components_v1
 
 HERE = Path(__file__).parent
 NAME = "txviz_head_maps"
-PLOTLY_ASSETS = "plotly_js"
+SCRIPTS = ("canvas_heatmap.js", "head_maps.js")  # one module: the drawing, then the component that calls it
 
 _mount = st.components.v2.component(
-    NAME, js=(HERE / "head_maps.js").read_text(encoding="utf-8"),
-    css=(HERE / "head_maps.css").read_text(encoding="utf-8"), isolate_styles=False)  # plotly styles the page
-
-
-def plotly_js_url() -> str:
-    """Where the browser gets plotly.min.js: the installed plotly package's own copy, served by Streamlit
-    (registered on each run: the registry belongs to the running server)."""
-    import plotly
-
-    folder = Path(plotly.__file__).parent / "package_data"
-    asset = components_v1.declare_component(PLOTLY_ASSETS, path=str(folder))
-    base = st.get_option("server.baseUrlPath").strip("/")
-    return "/" + "/".join(p for p in (base, "component", asset.name, "plotly.min.js") if p)
+    NAME, js="\n".join((HERE / name).read_text(encoding="utf-8") for name in SCRIPTS),
+    css=(HERE / "head_maps.css").read_text(encoding="utf-8"),
+    isolate_styles=False)  # in the page's own DOM, where the tests and the benchmark find the map
 
 
 def head_maps(blob: bytes, view: dict, *, key: str, on_open: Callable[[int, int], None],
@@ -66,6 +56,6 @@ def head_maps(blob: bytes, view: dict, *, key: str, on_open: Callable[[int, int]
             on_layer(int(layer))
 
     with st.container(gap=None):
-        _mount(key=key, data={**view, "plotly_url": plotly_js_url()}, on_open_change=opened,
+        _mount(key=key, data=view, on_open_change=opened,
                on_layer_change=wanted)
         _mount(key=f"{key}_maps", data=blob)

@@ -3,8 +3,8 @@
 // shared by the page; the view mount gets the page's layer and head and the figure, and paints from the
 // store. Streamlit calls the default export on mount and again whenever a mount's data changes; the
 // state kept on the view's root element lets a rerun keep the head and layer the reader picked here.
+// The map itself is drawn by drawHeatmap (canvas_heatmap.js, concatenated before this file).
 
-const PLOTLY = "__txvizPlotly";
 const STORE = "__txvizHeadMaps";  // prompt id -> Map(layer -> that layer's maps and texts)
 const KEPT_PROMPTS = 2;  // the blobs of older prompts are let go
 // Prefetch (a long prompt, one layer per blob): once the reader's layer is painted and the page is idle,
@@ -14,20 +14,6 @@ const PREFETCH_REACH = 2;
 const PREFETCH_BYTES = 16 * 1024 * 1024;  // float16 bytes held per prompt: ~13 layers of SmolLM2 at 1024 tokens
 const PREFETCH_AFTER_MS = 300;  // the reader stopped pressing keys: do not fetch the layers they pass through
 const IN_FLIGHT_MS = 20000;  // a request whose layer never came (a rerun of the whole page took its place)
-
-function loadPlotly(url) {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
-  if (!window[PLOTLY]) {
-    window[PLOTLY] = new Promise((resolve, reject) => {
-      const script = document.createElement("script");
-      script.src = url;
-      script.onload = () => resolve(window.Plotly);
-      script.onerror = () => { window[PLOTLY] = null; reject(new Error("could not load " + url)); };
-      document.head.appendChild(script);
-    });
-  }
-  return window[PLOTLY];
-}
 
 function store() {
   if (!window[STORE]) window[STORE] = { prompts: new Map(), listeners: new Set() };
@@ -95,15 +81,17 @@ function build(parentElement) {
   return root;
 }
 
-function figureOf(data, maps, head) {
-  const figure = JSON.parse(JSON.stringify(data.figure)), trace = figure.data[0];
-  trace.z = maps.rowsOf(head);
-  trace.zmax = maps.zmax[head];
-  figure.layout.title = { ...(figure.layout.title || {}), text: maps.titles[head] + data.title_suffix };
-  if (trace.colorbar && maps.colorbarTitles) {
-    trace.colorbar.title = { ...(trace.colorbar.title || {}), text: maps.colorbarTitles[head] };
-  }
-  return figure;
+// What drawHeatmap needs for one head: the view's figure (labels, colour scale, hover, sizes) with this
+// head's rows, colour cap and titles.
+function specOf(data, maps, head) {
+  const trace = data.figure.data[0], layout = data.figure.layout;
+  const axisTitle = (axis) => { const title = (layout[axis] || {}).title; return (title && title.text) || title || ""; };
+  return {
+    rows: maps.rowsOf(head), zmax: maps.zmax[head], x: trace.x, y: trace.y, colorscale: trace.colorscale,
+    background: layout.plot_bgcolor || "#d9d9d9", height: layout.height || 500, hovertemplate: trace.hovertemplate,
+    title: maps.titles[head] + data.title_suffix, xTitle: axisTitle("xaxis"), yTitle: axisTitle("yaxis"),
+    colorbarTitle: maps.colorbarTitles ? maps.colorbarTitles[head] : ((trace.colorbar || {}).title || {}).text || "",
+  };
 }
 
 function showControls(root, data) {
@@ -132,10 +120,10 @@ function paint(root, data, setTriggerValue) {
   open.hidden = head === data.head && layer === data.layer;
   open.textContent = `Show layer ${layer}, head ${head} in the views below (head view, step by step, download)`;
   open.onclick = () => setTriggerValue("open", { layer, head });
-  const figure = figureOf(data, maps, head), startedAt = state.startedAt;
+  const startedAt = state.startedAt;
   state.startedAt = null;
-  return window.Plotly.react(plot, figure.data, figure.layout, { displaylogo: false, responsive: true })
-    .then(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))))  // after the frame
+  drawHeatmap(plot, specOf(data, maps, head));
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))  // after the frame
     .then(() => {
       state.paints += 1;  // what a test or the benchmark waits for: this head of this layer is on screen
       if (startedAt !== null) root.dataset.switchMs = (performance.now() - startedAt).toFixed(1);
@@ -280,18 +268,15 @@ function mountView(root, data, setTriggerValue) {
       delete root.dataset.asked;
     }
     showLayersHeld(root);
-    if (!window.Plotly) return;
     if (root.dataset.waiting !== undefined) repaint();
     else schedulePrefetch(root);
   };
   store().listeners.add(root.txvizListener);
   showLayersHeld(root);
-  loadPlotly(data.plotly_url)
-    .then(repaint)
-    .catch((error) => {
-      root.querySelector(".txviz-head-caption").textContent =
-        `The interactive map could not load (${error.message}): open "The map as a plain chart" below.`;
-    });
+  Promise.resolve().then(repaint).catch((error) => {
+    root.querySelector(".txviz-head-caption").textContent =
+      `The interactive map could not be drawn (${error.message}): open "The map as a plain chart" below.`;
+  });
 }
 
 export default function (component) {
