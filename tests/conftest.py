@@ -74,7 +74,10 @@ E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home", "gem
 # shared ``server`` are not pinned together: they are two thirds of the e2e tier's CPU (chromium and
 # the server included), so each worker starts its own server (measured 2026-12-01: 667 of 854 CPU s).
 CAUSAL_MEMO_GROUP = "trophy-pair"
-PINNED_GROUPS = {CAUSAL_MEMO_GROUP, zoo_losses.GROUP}  # the groups --dist loadgroup keeps on one worker
+# The tests that run 🤗 transformers (marked by tests/helpers/hf_reference.py) run on one worker: importing its
+# model classes costs ~3.5 CPU s, which the other worker then never pays (nor does collection).
+TRANSFORMERS_GROUP = "transformers"
+PINNED_GROUPS = {CAUSAL_MEMO_GROUP, zoo_losses.GROUP, TRANSFORMERS_GROUP}  # kept on one worker by --dist loadgroup
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
@@ -101,7 +104,9 @@ class _WorkerGroups:
 
 def _group(config, items) -> None:
     for item in items:
-        if _uses_a_module_fixture(item):
+        if item.get_closest_marker("transformers"):
+            item.add_marker(pytest.mark.xdist_group(TRANSFORMERS_GROUP))  # its module fixtures come along
+        elif _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
         elif "causal_memo" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(CAUSAL_MEMO_GROUP))

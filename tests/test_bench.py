@@ -13,9 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from tests.helpers.expected import SMOLLM2_135M
+from tests.helpers.hf_reference import needs_transformers
 from txviz import bench, cli
 
 
+@needs_transformers
 def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     pytest.importorskip("transformers")
     spawned, real_spawn = [], bench._spawn

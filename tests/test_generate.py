@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, InputError, ModelConfig, RopeScaling, kv_cache_bytes
 from txviz.generate import GREEDY, Generation, Sampling, Step, filter_logits, generate, sample_token
@@ -74,6 +75,7 @@ def convert(hf_model) -> Decoder:
     return Decoder.from_state_dict(config, state)
 
 
+@needs_transformers
 @pytest.mark.parametrize("variant", sorted(HF_VARIANTS))
 def test_greedy_generation_equals_transformers(variant):
     hf_model = hf_llama(**HF_VARIANTS[variant])
@@ -111,6 +113,7 @@ def test_sampling_that_keeps_one_token_is_greedy(model, settings):
     assert sampled(model, seed=3, **settings) == greedy
 
 
+@needs_transformers
 @pytest.mark.parametrize("top_k", [1, 3, 50, 200])
 @pytest.mark.parametrize("top_p", [None, 0.05, 0.5, 0.9, 1.0])
 def test_filters_keep_the_same_tokens_as_transformers(top_k, top_p):

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import trace
 from txviz.analysis import moe
@@ -148,6 +149,7 @@ def mixtral_dir(tmp_path_factory):
     return hf_model, save(hf_model, tmp_path_factory.mktemp("mixtral"))
 
 
+@needs_transformers
 def test_routing_of_a_hugging_face_mixtral_matches_transformers(mixtral_dir):
     from tests.helpers.tiny_hf import random_ids as hf_ids
     from txviz.loading import load

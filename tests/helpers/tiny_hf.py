@@ -14,20 +14,20 @@ from typing import Callable
 
 import torch
 from safetensors.torch import save_file
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 SEQ_LEN, WINDOW = 24, 8
 LLAMA_BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5)
 GPT2_BASE = dict(vocab_size=160, n_embd=64, n_layer=3, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
 
+# family → (transformers' config class, its model class, the base settings); the classes by name, so that
+# importing this module does not import transformers (tests/helpers/hf_reference.py)
 FAMILIES = {
-    "llama": (LlamaConfig, LlamaForCausalLM, LLAMA_BASE),
-    "mistral": (MistralConfig, MistralForCausalLM, LLAMA_BASE),
-    "qwen2": (Qwen2Config, Qwen2ForCausalLM, LLAMA_BASE),
-    "mixtral": (MixtralConfig, MixtralForCausalLM, LLAMA_BASE),
-    "gpt2": (GPT2Config, GPT2LMHeadModel, GPT2_BASE),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_BASE),
+    "mistral": ("MistralConfig", "MistralForCausalLM", LLAMA_BASE),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA_BASE),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", LLAMA_BASE),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", GPT2_BASE),
 }
 
 # variant → (family, config overrides)
@@ -72,11 +72,13 @@ def randomize_(model: torch.nn.Module, seed: int, scale: float = 0.15) -> torch.
 
 def build(variant: str, seed: int = 0) -> torch.nn.Module:
     """The transformers model of ``variant``: float32, eager attention, eval mode."""
+    import transformers
+
     family, overrides = VARIANTS[variant]
-    config_class, model_class, base = FAMILIES[family]
-    config = config_class(**{**base, **overrides}, attn_implementation="eager")
+    config_name, model_name, base = FAMILIES[family]
+    config = getattr(transformers, config_name)(**{**base, **overrides}, attn_implementation="eager")
     torch.manual_seed(seed)
-    model = model_class(config).to(torch.float32)
+    model = getattr(transformers, model_name)(config).to(torch.float32)
     return randomize_(model, seed).eval()
 
 

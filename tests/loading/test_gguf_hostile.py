@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from gguf import GGUFValueType as T
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
 from txviz import ModelConfig
@@ -142,6 +143,7 @@ def test_any_other_failure_inside_a_loader_is_a_model_load_error(llama, monkeypa
         load(llama, device="cpu")
 
 
+@needs_transformers
 @pytest.mark.parametrize("variant, changes, match", [
     ("llama_gqa", {"num_hidden_layers": 10 ** 9}, "beyond any real model"),
     ("qwen2_window", {"num_hidden_layers": 10 ** 9, "use_sliding_window": True}, "beyond any real model"),

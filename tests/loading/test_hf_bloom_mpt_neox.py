@@ -9,18 +9,14 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-pytest.importorskip("transformers")
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import WINDOW, edit_config, random_ids, randomize_, save
+from txviz.capture.trace import trace
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf import load_hf_dir, read_hf_config
+from txviz.model.positions import alibi_slopes
 
-from transformers import (BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM,  # noqa: E402
-                          MptConfig, MptForCausalLM, Phi3Config, Phi3ForCausalLM)
-from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
-from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor  # noqa: E402
-
-from tests.helpers.tiny_hf import WINDOW, edit_config, random_ids, randomize_, save  # noqa: E402
-from txviz.capture.trace import trace  # noqa: E402
-from txviz.loading.errors import ModelLoadError  # noqa: E402
-from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
-from txviz.model.positions import alibi_slopes  # noqa: E402
+pytestmark = NEEDS_TRANSFORMERS
 
 BLOOM = dict(vocab_size=160, hidden_size=48, n_layer=2, n_head=6)  # 6 heads: the non-power-of-2 slopes
 MPT = dict(vocab_size=160, d_model=48, n_layers=2, n_heads=6, max_seq_len=64)
@@ -29,21 +25,22 @@ NEOX = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_h
 PHI3 = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
             intermediate_size=96, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
 
-# variant → (config class, model class, config arguments)
+# variant → (transformers' config class, its model class, config arguments); classes by name, imported when
+# a test builds one (tests/helpers/hf_reference.py)
+BLOOM_CLASSES, MPT_CLASSES = ("BloomConfig", "BloomForCausalLM"), ("MptConfig", "MptForCausalLM")
+NEOX_CLASSES, PHI3_CLASSES = ("GPTNeoXConfig", "GPTNeoXForCausalLM"), ("Phi3Config", "Phi3ForCausalLM")
 VARIANTS = {
-    "bloom": (BloomConfig, BloomForCausalLM, BLOOM),
-    "bloom_8_heads_untied": (BloomConfig, BloomForCausalLM, {**BLOOM, "n_head": 8, "tie_word_embeddings": False}),
-    "mpt": (MptConfig, MptForCausalLM, MPT),
-    "mpt_4_heads": (MptConfig, MptForCausalLM, {**MPT, "n_heads": 4}),
-    "gpt_neox_parallel": (GPTNeoXConfig, GPTNeoXForCausalLM, NEOX),
-    "gpt_neox_sequential": (GPTNeoXConfig, GPTNeoXForCausalLM, {**NEOX, "use_parallel_residual": False}),
-    "gpt_neox_full_rotary_no_bias": (GPTNeoXConfig, GPTNeoXForCausalLM,
+    "bloom": (*BLOOM_CLASSES, BLOOM),
+    "bloom_8_heads_untied": (*BLOOM_CLASSES, {**BLOOM, "n_head": 8, "tie_word_embeddings": False}),
+    "mpt": (*MPT_CLASSES, MPT),
+    "mpt_4_heads": (*MPT_CLASSES, {**MPT, "n_heads": 4}),
+    "gpt_neox_parallel": (*NEOX_CLASSES, NEOX),
+    "gpt_neox_sequential": (*NEOX_CLASSES, {**NEOX, "use_parallel_residual": False}),
+    "gpt_neox_full_rotary_no_bias": (*NEOX_CLASSES,
                                      {**NEOX, "rotary_pct": 1.0, "attention_bias": False, "tie_word_embeddings": True}),
-    "gpt_neox_half_rotary_gelu_new": (GPTNeoXConfig, GPTNeoXForCausalLM,
-                                      {**NEOX, "rotary_pct": 0.5, "hidden_act": "gelu_new"}),
-    "phi3": (Phi3Config, Phi3ForCausalLM, PHI3),
-    "phi3_partial_window": (Phi3Config, Phi3ForCausalLM, {**PHI3, "partial_rotary_factor": 0.75,
-                                                          "sliding_window": WINDOW}),
+    "gpt_neox_half_rotary_gelu_new": (*NEOX_CLASSES, {**NEOX, "rotary_pct": 0.5, "hidden_act": "gelu_new"}),
+    "phi3": (*PHI3_CLASSES, PHI3),
+    "phi3_partial_window": (*PHI3_CLASSES, {**PHI3, "partial_rotary_factor": 0.75, "sliding_window": WINDOW}),
 }
 
 
@@ -56,9 +53,12 @@ def one_thread():
 
 
 def build(variant: str, seed: int = 0) -> torch.nn.Module:
-    config_class, model_class, arguments = VARIANTS[variant]
+    import transformers
+
+    config_name, model_name, arguments = VARIANTS[variant]
+    config = getattr(transformers, config_name)(**arguments, attn_implementation="eager")
     torch.manual_seed(seed)
-    model = model_class(config_class(**arguments, attn_implementation="eager")).to(torch.float32)
+    model = getattr(transformers, model_name)(config).to(torch.float32)
     return randomize_(model, seed).eval()
 
 
@@ -96,6 +96,9 @@ def test_configs_read_the_family_options(variant, field, expected, tmp_path):
 @pytest.mark.parametrize("n_heads", [1, 2, 4, 6, 8, 12, 16, 24, 32])
 def test_alibi_slopes_equal_bloom_and_mpt_builders(n_heads):
     """BLOOM adds slope·j and MPT slope·(j − S + 1): read the slope off key 1 minus key 0."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
     bloom = build_alibi_tensor(torch.ones(1, 3, dtype=torch.long), n_heads, torch.float32)  # (H, 1, 3)
     assert_close(alibi_slopes(n_heads), bloom[:, 0, 1] - bloom[:, 0, 0])
     for bias_max in (8, 4, 12):

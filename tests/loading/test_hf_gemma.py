@@ -16,12 +16,13 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-transformers = pytest.importorskip("transformers")
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import edit_config, randomize_, save
+from txviz.capture.trace import trace
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf import load_hf_dir, read_hf_config
 
-from tests.helpers.tiny_hf import edit_config, randomize_, save  # noqa: E402
-from txviz.capture.trace import trace  # noqa: E402
-from txviz.loading.errors import ModelLoadError  # noqa: E402
-from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
+pytestmark = NEEDS_TRANSFORMERS
 
 SEQ_LEN, WINDOW = 24, 8  # the prompt is three windows long
 BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
@@ -53,6 +54,8 @@ def one_thread():
 
 
 def build(variant: str, seed: int = 0) -> torch.nn.Module:
+    import transformers
+
     config_name, model_name, overrides = VARIANTS[variant]
     config = getattr(transformers, config_name)(**{**BASE, **overrides}, attn_implementation="eager")
     torch.manual_seed(seed)
@@ -158,7 +161,9 @@ def test_gemma3_transformers_4_spelling_reads_as_transformers_reads_it(tmp_path)
     save(build("gemma3_scaled_global_rope"), tmp_path)
     edit_config(tmp_path, _transformers_4_spelling)
     raw = json.loads((tmp_path / "config.json").read_text())
-    expected = transformers.Gemma3TextConfig(**raw)
+    from transformers import Gemma3TextConfig
+
+    expected = Gemma3TextConfig(**raw)
     config = read_hf_config(tmp_path)
     assert config.layer_types == tuple(t.split("_")[0] for t in expected.layer_types)
     assert config.layer_types == ("sliding", "sliding", "full", "sliding")
@@ -192,13 +197,15 @@ def test_gemma3_configs_txviz_cannot_build_are_refused(edit, message, tmp_path):
 # ---- published configs (config only, no weights) -----------------------------------------------
 @pytest.mark.parametrize("name", ["GEMMA_2B", "GEMMA_2_9B", "GEMMA_3_270M"])
 def test_published_configs_read_as_transformers_and_the_geometry_reader_read_them(name):
+    from transformers import AutoConfig
+
     from tests.helpers import published_geometry_configs as published
     from txviz.analysis.memory import count_params
     from txviz.geometry import read_geometry
 
     raw = getattr(published, name)
     config = read_hf_config(raw)
-    hf = transformers.AutoConfig.for_model(**raw)
+    hf = AutoConfig.for_model(**raw)
     kinds = getattr(hf, "layer_types", None) or ["full_attention"] * hf.num_hidden_layers
     assert config.layer_types in (None, tuple(LAYER_KIND[k] for k in kinds))
     assert config.layer_windows == tuple(hf.sliding_window if k == "sliding_attention" else None for k in kinds)

@@ -12,19 +12,20 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch.testing import assert_close
 
-pytest.importorskip("transformers")
-
-from tests.helpers.published_hf_configs import (GPT2_SMALL, LLAMA_2_7B, LLAMA_3_1_8B, LLAMA_3_8B,  # noqa: E402
+from tests.helpers.published_hf_configs import (GPT2_SMALL, LLAMA_2_7B, LLAMA_3_1_8B, LLAMA_3_8B,
                                                 MISTRAL_7B_V01, MISTRAL_7B_V03, MIXTRAL_8X7B, QWEN2_0_5B, QWEN2_5_7B_YARN,
                                                 QWEN2_7B, SMOLLM2_135M, TRANSFORMERS_5_LLAMA)
-from tests.helpers.broken_checkpoints import BROKEN  # noqa: E402
-from tests.helpers.tiny_hf import (SLIDING, VARIANTS, WINDOW, build, edit_config, legacy_rope_spelling,  # noqa: E402
+from tests.helpers.broken_checkpoints import BROKEN
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import (SLIDING, VARIANTS, WINDOW, build, edit_config, legacy_rope_spelling,
                                    random_ids, save, save_state_dict)
-from txviz.loading.errors import ModelLoadError  # noqa: E402
-from txviz.loading.hf import load_hf_dir, read_hf_config  # noqa: E402
-from txviz.loading.hf_config import CONFIG_READERS, SUPPORTED  # noqa: E402
-from txviz.loading.hf_names import LAYOUTS  # noqa: E402
-from txviz.capture.trace import trace  # noqa: E402
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf import load_hf_dir, read_hf_config
+from txviz.loading.hf_config import CONFIG_READERS, SUPPORTED
+from txviz.loading.hf_names import LAYOUTS
+from txviz.capture.trace import trace
+
+pytestmark = NEEDS_TRANSFORMERS
 
 ROPE_VARIANTS = sorted(v for v in VARIANTS if "rope" in v or "theta" in v)
 

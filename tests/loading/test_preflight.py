@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.hostile_gguf import patch_after, tiny_gguf, wrap_first_offset
 from txviz.loading import isolated, load, preflight
 from txviz.loading.zoo import SHIPPED_ZOO
@@ -106,6 +107,7 @@ def test_a_header_length_past_the_file_and_a_lab_config_claiming_a_billion_layer
     assert "header claims" in preflight.problem(directory)
 
 
+@needs_transformers
 def test_hugging_face_directories_good_and_huge(tmp_path):
     from tests.helpers.tiny_hf import build, edit_config, save
 

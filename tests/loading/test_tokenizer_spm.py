@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny_gguf_gemma import SPACE, spm_metadata, spm_vocab
 from txviz.loading.tokenizer import Tokenizer
 from txviz.loading.tokenizer_spm import derived_merges
@@ -57,6 +58,7 @@ def test_special_tokens_bos_policy_and_sink(tokenizer):
     assert tokenizer.display(tokenizer.token_to_id(SPACE + "world")) == " world"
 
 
+@needs_transformers
 def test_equal_to_transformers_gguf_tokenizer():
     mapping = pytest.importorskip("transformers.integrations.gguf.gguf_tokenizer_mapping")
     tokens, scores, types = spm_vocab()

@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz import KVCache, ModelConfig
 from txviz.capture.maps import rebuild_attention
@@ -80,6 +81,7 @@ def test_only_the_options_asked_for_change_parameters():
 
 
 # ---- each piece against its formula -------------------------------------------------------------
+@needs_transformers
 def test_partial_rotary_equals_transformers_neox_function():
     from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
 

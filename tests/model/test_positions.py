@@ -7,14 +7,11 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import (alibi_slopes_reference, default_inv_freq, random_decoder, random_ids,
                                 rotate_pairs_reference, tiny_config)
 from txviz import RopeScaling, trace
 from txviz.model.positions import RoPE, alibi_slopes, apply_rotary, rope_inv_freq
-
-pytest.importorskip("transformers")
-from transformers import LlamaConfig  # noqa: E402
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
 
 # ---- RoPE ---------------------------------------------------------------------------------------
@@ -45,7 +42,10 @@ def test_rope_is_the_seed_rotation_matrix_on_each_pair():
     assert_close(apply_rotary(x, cos, sin).double(), expected, rtol=1e-5, atol=1e-5)
 
 
-def hf_rope_config(head_dim: int, theta: float, parameters: dict) -> LlamaConfig:
+def hf_rope_config(head_dim: int, theta: float, parameters: dict):
+    """transformers' LlamaConfig with these RoPE settings."""
+    from transformers import LlamaConfig
+
     return LlamaConfig(hidden_size=head_dim * 4, num_attention_heads=4, head_dim=head_dim,
                        max_position_embeddings=131072, rope_parameters={"rope_theta": theta, **parameters})
 
@@ -67,9 +67,12 @@ SCALINGS = {
 }
 
 
+@needs_transformers
 @pytest.mark.parametrize("kind", sorted(SCALINGS))
 @pytest.mark.parametrize("head_dim,theta", [(64, 10000.0), (128, 500000.0), (32, 1000000.0)])
 def test_rope_scaling_matches_transformers(kind, head_dim, theta):
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
     ours, parameters = SCALINGS[kind]
     inv_freq, attention = rope_inv_freq(head_dim, theta, ours)
     expected_inv_freq, expected_attention = ROPE_INIT_FUNCTIONS[parameters["rope_type"]](
@@ -78,8 +81,11 @@ def test_rope_scaling_matches_transformers(kind, head_dim, theta):
     assert attention == pytest.approx(expected_attention)
 
 
+@needs_transformers
 @pytest.mark.parametrize("head_dim,theta", [(64, 10000.0), (128, 500000.0)])
 def test_rope_unscaled_and_ntk_match_transformers(head_dim, theta):
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
     plain, _ = rope_inv_freq(head_dim, theta, RopeScaling())
     assert_close(plain.double(), default_inv_freq(head_dim, theta), rtol=1e-6, atol=0)
     # transformers' dynamic NTK uses base·(f·L/L_max − (f − 1))^(D/(D−2)); at L = L_max·(2f − 1)/f
@@ -102,6 +108,7 @@ def test_alibi_slopes_follow_press_et_al(n_heads):
     assert_close(alibi_slopes(n_heads).double(), torch.tensor(alibi_slopes_reference(n_heads), dtype=torch.float64))
 
 
+@needs_transformers
 @pytest.mark.parametrize("n_heads", [6, 8, 12])
 def test_alibi_slopes_match_bloom(n_heads):
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor

@@ -8,8 +8,8 @@ shown and the walkthrough's step names must name that model's own pieces and non
 from __future__ import annotations
 
 import pytest
-from transformers import GPT2Config, GPT2LMHeadModel
 
+from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.apptest import app_on, no_errors, page_path
 from tests.helpers.byte_tokenizer import ByteLevelTokenizer
 from tests.helpers.tiny import tiny_config
@@ -23,6 +23,8 @@ PAGE = page_path("block")
 @pytest.fixture(scope="module")
 def gpt2_dir(tmp_path_factory):
     """A random GPT-2 (tanh GELU, LayerNorm with biases) with a byte-level tokenizer that fits its vocabulary."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     folder = tmp_path_factory.mktemp("models")
     tokenizer = ByteLevelTokenizer()
     config = GPT2Config(**{**GPT2_BASE, "vocab_size": tokenizer.vocab_size}, attn_implementation="eager")
@@ -40,6 +42,7 @@ def block_page(model_path: str):
     return at, equation, list(at.dataframe[0].value["step"])
 
 
+@needs_transformers
 def test_a_gpt2_block_shows_layernorm_and_a_gelu_mlp(gpt2_dir, monkeypatch):
     folder, directory = gpt2_dir
     monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(folder))

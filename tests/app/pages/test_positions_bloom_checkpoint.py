@@ -12,24 +12,23 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("transformers")
-
-from transformers import BloomConfig, BloomForCausalLM, MptConfig, MptForCausalLM  # noqa: E402
-from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
-
-from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path  # noqa: E402
-from tests.helpers.tiny_hf import randomize_  # noqa: E402
-from txviz.loading.zoo import SHIPPED_ZOO  # noqa: E402
+from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import randomize_
+from txviz.loading.zoo import SHIPPED_ZOO
 
 PROMPT = "The kite flew over the park and the kite came down."
 N_HEADS, HEAD = 6, 4  # 6 heads: BLOOM's slopes for a head count that is not a power of two
 TOKENIZER = SHIPPED_ZOO / "alibi" / "tokenizer.json"  # a small byte-level tokenizer the zoo ships
 
-pytestmark = pytest.mark.skipif(not TOKENIZER.is_file(), reason="the zoo's ALiBi tokenizer is not shipped")
+pytestmark = [*NEEDS_TRANSFORMERS,
+              pytest.mark.skipif(not TOKENIZER.is_file(), reason="the zoo's ALiBi tokenizer is not shipped")]
 
 
 @pytest.fixture()
 def bloom_dir(tmp_path, monkeypatch):
+    from transformers import BloomConfig, BloomForCausalLM
+
     config = BloomConfig(vocab_size=256, hidden_size=48, n_layer=2, n_head=N_HEADS, attn_implementation="eager")
     torch.manual_seed(0)
     model = randomize_(BloomForCausalLM(config).eval(), seed=0)
@@ -41,6 +40,8 @@ def bloom_dir(tmp_path, monkeypatch):
 
 
 def transformers_slopes() -> np.ndarray:
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
     alibi = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), N_HEADS, torch.float32)  # (H, 1, 2): slope·j
     return (alibi[:, 0, 1] - alibi[:, 0, 0]).numpy()
 
@@ -73,6 +74,8 @@ def test_a_loaded_bloom_checkpoint_shows_its_captured_alibi_bias(bloom_dir):
 
 def test_an_mpt_checkpoint_shows_its_own_alibi_exponent(tmp_path, monkeypatch):
     """MPT sets the slopes' exponent (alibi_bias_max): the page's equation says the model's, not 8."""
+    from transformers import MptConfig, MptForCausalLM
+
     config = MptConfig(d_model=32, n_heads=4, n_layers=2, vocab_size=256, max_seq_len=64,
                        attn_config={"alibi": True, "alibi_bias_max": 16})
     torch.manual_seed(0)
