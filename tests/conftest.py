@@ -15,6 +15,7 @@ A failed fetch fails every test that needs the model. The one exception: outside
 
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -138,6 +139,19 @@ def _uses_a_module_fixture(item) -> bool:
 
 def pytest_runtest_setup(item):
     component_scan.scan_once()  # every AppTest reads all installed packages' metadata: once per process
+    item.stash[_HAD_TRANSFORMERS] = "transformers" in sys.modules
+
+
+_HAD_TRANSFORMERS = pytest.StashKey[bool]()
+
+
+def pytest_runtest_teardown(item):
+    """A fast-tier test that imports transformers without the ``transformers`` mark is named in the warnings
+    summary: it would make both workers pay for the import (tests/helpers/hf_reference.py)."""
+    if (not item.stash.get(_HAD_TRANSFORMERS, True) and "transformers" in sys.modules
+            and not item.get_closest_marker("transformers") and not item.get_closest_marker("e2e")):
+        item.warn(pytest.PytestWarning("imported transformers without the 'transformers' mark "
+                                       "(tests/helpers/hf_reference.py)"))
 
 
 def in_ci() -> bool:
