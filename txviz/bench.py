@@ -352,7 +352,8 @@ def markdown(result: dict) -> str:
         lines += ["", "Skipped: " + "; ".join(skipped) + "."]
     targets = judge(result)
     if targets:
-        lines += ["", "Targets (issue 14), on the CPU-second ratios:", "", *(f"- {line}" for line in targets)]
+        lines += ["", "Targets (issue 14), on the CPU-second ratios:", "",
+                  *(f"  - {line.strip()}" if line.startswith("  ") else f"- {line}" for line in targets)]
     return "\n".join(lines)
 
 
