@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, open_from_sidebar, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -82,7 +82,7 @@ def test_positions_and_kv_pages_with_the_mha_toggle(server, page, tmp_path):
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
 
-    page.goto(f"{server}/kv-cache")
+    open_from_sidebar(page, "kv-cache")
     page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)  # it opens on the calculator
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
@@ -114,7 +114,7 @@ def test_moe_and_tradeoffs_pages(server, page, tmp_path):
         page.screenshot(path=str(artifacts(tmp_path) / "moe.png"), full_page=False)
     assert page.locator(ERROR).count() == 0
 
-    page.goto(f"{server}/tradeoffs")
+    open_from_sidebar(page, "tradeoffs")
     page.wait_for_selector(f".st-key-to_depth_flops {CHART}", timeout=120_000)
     wait_idle(page)
     page.get_by_role("tab", name="Context length").click()
