@@ -118,13 +118,15 @@ def _group(config, items) -> None:
 def _name_the_group_in_the_node_id(item) -> None:
     """``--dist loadgroup`` schedules by an ``@group`` suffix on the node id, which pytest-xdist 3.8 writes
     to ``item._nodeid``: pytest 9 no longer reads that attribute (the id is ``item._id``), so no
-    xdist_group mark has any effect by itself. Named here only for PINNED_GROUPS: pinning every module
-    group too is the design above, but it moves whole modules onto one worker and has not been timed
-    against the spread the suite has run with so far (module fixtures built once per worker)."""
+    xdist_group mark has any effect by itself. Named here for PINNED_GROUPS and for the fast tier's module
+    groups (their module fixtures were built on both workers: test_bench_errors' worker process ran twice,
+    2.8 CPU s each). The e2e tier's module groups still spread: moving whole modules of the real model onto
+    one worker has not been timed against the spread that tier has run with so far."""
     names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                     for m in item.iter_markers("xdist_group")})
     nodeid = item.nodeid
-    if not names or not set(names) <= PINNED_GROUPS or nodeid.rfind("@") > nodeid.rfind("]"):
+    pinned = set(names) <= PINNED_GROUPS or not item.get_closest_marker("e2e")
+    if not names or not pinned or nodeid.rfind("@") > nodeid.rfind("]"):
         return  # no group, one not pinned, or xdist's own suffix already took
     from _pytest.nodeid import NodeId
 
