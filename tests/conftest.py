@@ -21,13 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.helpers import component_scan, zoo_losses
-
-# The test models are tiny: splitting their matmuls over threads costs more than it saves, and on a
-# busy 2-core machine spinning OpenMP workers slow the suite down several-fold.
-torch.set_num_threads(1)
 
 _FRESH_HOME = None  # set in the process that created the home (the controller, or a lone session)
 _HOME_KEY = "txviz_test_home"
@@ -43,6 +38,22 @@ def pytest_configure(config):
     os.environ["TXVIZ_HOME"] = home
     os.environ.pop("TXVIZ_DEFAULT_GGUF", None)  # the fetch itself is under test
     config.pluginmanager.register(_WorkerGroups(), "txviz-worker-groups")
+    if _runs_tests(config):
+        _one_torch_thread()
+
+
+def _runs_tests(config) -> bool:
+    """False in xdist's controller, which only hands tests to its workers: it need not import torch
+    (~2 CPU s, spent while the workers collect)."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+
+def _one_torch_thread() -> None:
+    """The test models are tiny: splitting their matmuls over threads costs more than it saves, and on a
+    busy 2-core machine spinning OpenMP workers slow the suite down several-fold."""
+    import torch
+
+    torch.set_num_threads(1)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -5,8 +5,10 @@ are one xdist group, ``GROUP``, so they run in one process)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 GROUP = "zoo-window-losses"
 
