@@ -42,12 +42,14 @@ def clean_diff(at) -> float:
 
 @pytest.fixture(autouse=True)
 def fresh_stores():
-    """A causal report is kept for every session of the process: each test starts without one."""
-    import streamlit as st
+    """A causal report is kept for every session of the process: each test starts without one. Only the
+    app's shared stores are emptied (app.cache._shared, which holds the causal reports): the loaded models
+    stay, so the trophy test and the next tests on this worker do not load the default model again."""
+    from app import cache
 
-    st.cache_resource.clear()
+    cache._shared.clear()
     yield
-    st.cache_resource.clear()
+    cache._shared.clear()
 
 
 @pytest.fixture
