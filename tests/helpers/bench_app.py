@@ -18,8 +18,8 @@ its last figure drawn, two ways: by its link in the sidebar of the tab already o
 (``in_app_pages``, the target), and cold, in a new tab of a new browser context (``pages``: an empty HTTP
 cache and a new Streamlit session, so Streamlit's bundle and element chunks are fetched and parsed
 again); each with the first open, then the median of the next, and when the page's script started and
-stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--no-cold-pages`` skips the new
-tabs. ``--baseline REV`` runs the browser half a second time on the app of git revision REV (its ``app/``,
+stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--cold-pages`` some of the new
+tabs, ``--no-cold-pages`` skips them. ``--baseline REV`` runs the browser half a second time on the app of git revision REV (its ``app/``,
 ``assets/`` and ``.streamlit/`` exported to a temporary folder, the library from this tree; its pages
 from the sidebar only), so before and after share one run and one load. Medians over ``--repeats``;
 every sample is in the JSON, with the load average.
@@ -72,12 +72,13 @@ PREFETCH_WAIT_S = 30
 
 @functools.cache
 def _tokenizer_and_config():
-    """The default model's tokenizer and config, loaded once per process (the weights are let go): the
-    prompts and the head and layer cycles need them, the timings do not (the app loads its own model)."""
-    from txviz.loading import load
+    """The default model's tokenizer and config, read once per process from its GGUF header (no weights:
+    the prompts and the head and layer cycles need these, the timings do not; the app loads its own model)."""
+    from txviz.loading.fetch import ensure_default_model
+    from txviz.loading.gguf import config_from_header, read_gguf_header, tokenizer_from_header
 
-    loaded = load()
-    return loaded.tokenizer, loaded.config
+    header = read_gguf_header(ensure_default_model())
+    return tokenizer_from_header(header), config_from_header(header)
 
 
 def prompts_of(n_tokens: int, count: int) -> list[str]:
@@ -252,10 +253,11 @@ def _switches(page, repeats: int, has_component: bool) -> dict:
 
 
 def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_root: Path | None = None,
-                    pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None) -> dict:
+                    pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None,
+                    cold_names: list[str] | None = None) -> dict:
     """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
     ``app_root``, default this tree); with ``pages`` every page's (or ``page_names``') open time from the
-    sidebar of the open tab too, and with ``cold_pages`` its cold open in a new tab."""
+    sidebar of the open tab too, and with ``cold_pages`` its (or ``cold_names``') cold open in a new tab."""
     from tests.helpers.browser import CHART, ERROR, chromium_browser, streamlit_server, wait_idle
 
     prompts = prompts_of(n_tokens, repeats)
@@ -270,7 +272,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             wait_idle(page)
             n_charts = page.locator(CHART).count()
             has_component = page.locator(HEAD_MAPS).count() > 0
-            opens = page_opens(browser, url, repeats, page_names) if pages and cold_pages else None
+            opens = page_opens(browser, url, repeats, cold_names or page_names) if pages and cold_pages else None
             in_app = in_app_opens(page, repeats, page_names) if pages else None
             wait_idle(page)
 
@@ -339,7 +341,7 @@ def _open_in_app(page, name: str) -> tuple[float, int, tuple[float, float]]:
     link = page.locator(f"[data-testid='stSidebarNavLink'][href$='/{name}']")
     clicked = page.evaluate("() => { window.txvizRan = window.txvizStopped = undefined; return performance.now(); }")
     link.click()
-    page.wait_for_function(PAGE_DRAWN, timeout=600_000, polling="raf")
+    page.wait_for_function(PAGE_DRAWN, timeout=120_000, polling="raf")
     ended, ran, stopped = page.evaluate("[performance.now(), window.txvizRan, window.txvizStopped]")
     if page.locator(ERROR).count():
         raise RuntimeError(f"{name} shows an exception")
@@ -379,7 +381,8 @@ def _export_app(revision: str, folder: Path) -> Path:
 
 
 def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: str | None = None,
-        pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None) -> dict:
+        pages: bool = True, cold_pages: bool = True, page_names: list[str] | None = None,
+        cold_names: list[str] | None = None) -> dict:
     import tempfile
 
     import torch
@@ -387,7 +390,7 @@ def run(repeats: int = 5, browser: bool = True, long_tokens: int = 0, baseline: 
     result = {"threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "repeats": repeats,
               "load_average": os.getloadavg(), "server": server_latency(repeats)}
     result["browser"] = browser_latency(repeats, long_tokens=long_tokens, pages=pages, cold_pages=cold_pages,
-                                        page_names=page_names) if browser else None
+                                        page_names=page_names, cold_names=cold_names) if browser else None
     if browser and baseline:
         with tempfile.TemporaryDirectory(prefix="txviz-baseline-") as folder:
             result["baseline"] = {"revision": baseline, **browser_latency(
@@ -451,9 +454,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cold-pages", action="store_true", help="skip the cold new-tab opens (the sidebar's only)")
     parser.add_argument("--pages", nargs="+", choices=PAGES, metavar="PAGE",
                         help=f"open only these pages (default every one: {' '.join(PAGES)})")
+    parser.add_argument("--cold-pages", nargs="+", choices=PAGES, metavar="PAGE",
+                        help="open only these pages cold in a new tab (default: the pages opened)")
     args = parser.parse_args(argv)
     result = run(args.repeats, browser=not args.no_browser, long_tokens=args.long_tokens, baseline=args.baseline,
-                 pages=not args.no_pages, cold_pages=not args.no_cold_pages, page_names=args.pages)
+                 pages=not args.no_pages, cold_pages=not args.no_cold_pages, page_names=args.pages,
+                 cold_names=args.cold_pages)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
