@@ -19,10 +19,10 @@ its last figure drawn, two ways: by its link in the sidebar of the tab already o
 cache and a new Streamlit session, so Streamlit's bundle and element chunks are fetched and parsed
 again); each with the first open, then the median of the next, and when the page's script started and
 stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--cold-pages`` some of the new
-tabs, ``--no-cold-pages`` skips them. ``--baseline REV`` runs the browser half a second time on the app of git revision REV (its ``app/``,
-``assets/`` and ``.streamlit/`` exported to a temporary folder, the library from this tree; its pages
-from the sidebar only), so before and after share one run and one load. Medians over ``--repeats``;
-every sample is in the JSON, with the load average.
+tabs, ``--no-cold-pages`` skips them. ``--baseline REV`` runs the browser half a second time on the app
+of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/`` exported to a temporary folder, the
+library from this tree; its pages from the sidebar only), so before and after share one run and one load.
+Medians over ``--repeats``; every sample is in the JSON, with the load average.
 """
 
 from __future__ import annotations
@@ -422,9 +422,9 @@ def _browser_line(name: str, found: dict) -> str:
     if found["long"]:
         line += f"\n  {found['long']['tokens']} tokens: prompt {found['long']['prompt_s']} s · " + _switch_line(found["long"])
     if found.get("in_app_pages"):
-        line += "\n  open from the sidebar of the open tab → last figure drawn (first visit / median of the next): " + " · ".join(
-            f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–{o['script_end_s']} s)"
-            for name, o in found["in_app_pages"].items())
+        line += ("\n  open from the sidebar of the open tab → last figure drawn (first visit / median of the next): "
+                 + " · ".join(f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script "
+                              f"{o['script_start_s']}–{o['script_end_s']} s)" for name, o in found["in_app_pages"].items()))
     if found.get("pages"):
         line += "\n  cold open in a new tab → last figure drawn (first open on this server / median of the next): " + " · ".join(
             f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–"
