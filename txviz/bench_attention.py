@@ -50,8 +50,8 @@ def attention_parts(model, ids: torch.Tensor, repeats: int = 3) -> dict:
         }
     products, with_softmax = seconds["products_s"], seconds.pop("products_softmax_s")
     softmax = max(0.0, with_softmax - products)
-    return {"layer": layer, "tokens": ids.shape[1], **{name: round(s, 4) for name, s in seconds.items()},
-            "softmax_s": round(softmax, 4), "summaries_s": round(max(0.0, seconds["traced_s"] - with_softmax), 4),
+    return {"layer": layer, "tokens": ids.shape[1], **{name: round(s, 6) for name, s in seconds.items()},
+            "softmax_s": round(softmax, 6), "summaries_s": round(max(0.0, seconds["traced_s"] - with_softmax), 6),
             "n_layers": model.config.n_layers}
 
 

@@ -15,6 +15,7 @@ out of memory, killed by a signal, a crash, or the worker's own refusal (``{"err
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ class Limits:
     max_reply_bytes: int = 64 << 20
 
 
+# A panic in the Rust side of tokenizers (a hostile regex) is an error reply, not a backtrace: with the
+# user's RUST_BACKTRACE=1 printing it took ~1.1 s, past a tokenizer child's 1 s limit.
+NO_BACKTRACE = {"RUST_BACKTRACE": "0", "RUST_LIB_BACKTRACE": "0"}
+
+
 def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
     """Send ``request`` to the worker script ``workers/<name>.py`` and return its JSON reply."""
     script = WORKERS / f"{name}.py"
@@ -49,7 +55,7 @@ def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
     payload = json.dumps({"limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": limits.seconds + 1},
                           "request": request})
     try:
-        done = subprocess.run([sys.executable, "-I", str(script)], input=payload.encode(),
+        done = subprocess.run([sys.executable, "-I", str(script)], input=payload.encode(), env={**os.environ, **NO_BACKTRACE},
                               capture_output=True, timeout=limits.seconds)
     except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
         raise IsolatedError("timeout", f"stopped after {limits.seconds:g} s") from None
