@@ -6,6 +6,7 @@ import html
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 MASKED_COLOR = "#d9d9d9"  # cells the causal mask hides
 SCALE = "Blues"
@@ -109,8 +110,6 @@ def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | No
 
 def scale_colors(values: np.ndarray, low: float, high: float) -> list[str]:
     """``GRID_SCALE``'s colour of each value on the range low…high (plotly's own mapping of numbers)."""
-    from plotly.colors import sample_colorscale
-
     span = high - low if high > low else 1.0
     return sample_colorscale(GRID_SCALE, list(np.clip((np.asarray(values, dtype=float) - low) / span, 0.0, 1.0)))
 

@@ -336,11 +336,10 @@ def _open_in_app(page, name: str) -> tuple[float, int, tuple[float, float]]:
     """(seconds from a click on ``name``'s link in the sidebar navigation to that page's last figure drawn,
     figures drawn, (seconds to its script's start, to its end)) in the tab already open: what a reader
     does. The same "drawn" as a new tab's (PAGE_DRAWN); the tab runs OPEN_WATCH."""
-    from tests.helpers.browser import CHART, ERROR
+    from tests.helpers.browser import CHART, ERROR, open_from_sidebar
 
-    link = page.locator(f"[data-testid='stSidebarNavLink'][href$='/{name}']")
     clicked = page.evaluate("() => { window.txvizRan = window.txvizStopped = undefined; return performance.now(); }")
-    link.click()
+    open_from_sidebar(page, name)
     page.wait_for_function(PAGE_DRAWN, timeout=120_000, polling="raf")
     ended, ran, stopped = page.evaluate("[performance.now(), window.txvizRan, window.txvizStopped]")
     if page.locator(ERROR).count():
