@@ -102,11 +102,21 @@ def make_block(config: ModelConfig) -> Block:
     return kinds[config.parallel_block, config.is_moe](config)
 
 
+def _embedding(vocab_size: int, d_model: int) -> nn.Embedding:
+    """nn.Embedding with torch's own N(0, 1) init, except on the meta device (``from_state_dict``): there
+    ``normal_`` runs through torch's Python reference, whose first call imports torch._dynamo, 2–5 s once
+    per process, for a tensor that the loaded weights replace at once."""
+    weight = torch.empty(vocab_size, d_model)  # on the meta device inside ``with torch.device("meta")``
+    if weight.device.type != "meta":
+        nn.init.normal_(weight)  # what nn.Embedding.reset_parameters does: the same draws from the RNG
+    return nn.Embedding(vocab_size, d_model, _weight=weight)
+
+
 class Decoder(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.embed = _embedding(config.vocab_size, config.d_model)
         self.positions = make_positions(config)
         self.embed_norm = make_optional_norm(config, config.embed_norm)  # identity without one
         self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
