@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
@@ -19,6 +20,22 @@ def token_labels(tokens: list[str]) -> list[str]:
 
 
 _labels = token_labels
+
+
+def unvalidated(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain dicts, without plotly.py's check of every property (a graph object validates
+    and coerces each value as it is set: the head grid took ~90 ms to build so, ~4 ms this way, and the
+    Attention page builds three figures on every rerun). Only for builders whose figures the tests check
+    against plotly's schema (tests/app/figures/test_fast_figures.py): the dicts spell every property out
+    as plotly stores it (nested, colour scales as lists)."""
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+@functools.cache
+def colorscale(name: str) -> tuple[tuple[float, str], ...]:
+    """A named colour scale as plotly stores it on a figure ((position, colour) steps): what ``unvalidated``
+    figures carry, so the browser's colours are the same as a validated figure's."""
+    return tuple(tuple(step) for step in go.Heatmap(colorscale=name).colorscale)
 
 
 def log_axis(values) -> dict:
@@ -52,18 +69,17 @@ def attention_heatmap(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str
     q_pos = np.arange(q_offset, q_offset + t)[:, None]
     future = np.arange(s)[None, :] > q_pos
     z = np.where(future, np.nan, probs)
-    q_labels, k_labels = _labels(q_tokens), _labels(k_tokens)
     # the hover reads the axis labels ("position:token"): a per-cell copy of the two tokens was 70–80% of
     # what the browser had to parse (107 KB against 31 KB at 64 tokens, 1.7 MB against 0.36 MB at 256)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=k_labels, y=q_labels, colorscale=SCALE, zmin=0, zmax=float(np.nanmax(z)) if t else 1,
-        hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>",
-        colorbar=dict(title="weight"), hoverongaps=False))
-    fig.update_layout(title=title, plot_bgcolor=MASKED_COLOR, height=min(900, 220 + 16 * t),
-                      margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(autorange="reversed", title="query (attends from)", tickfont=dict(size=10))
-    fig.update_xaxes(title="key (attended to)", tickangle=-60, tickfont=dict(size=10), side="bottom")
-    return fig
+    heat = dict(type="heatmap", z=z, x=_labels(k_tokens), y=_labels(q_tokens), colorscale=colorscale(SCALE), zmin=0,
+                zmax=float(np.nanmax(z)) if t else 1, hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>",
+                colorbar=dict(title=dict(text="weight")), hoverongaps=False)
+    tickfont = dict(size=10)
+    return unvalidated([heat], dict(
+        title=dict(text=title), plot_bgcolor=MASKED_COLOR, height=min(900, 220 + 16 * t),
+        margin=dict(l=10, r=10, t=40, b=10),
+        yaxis=dict(autorange="reversed", title=dict(text="query (attends from)"), tickfont=tickfont),
+        xaxis=dict(title=dict(text="key (attended to)"), tickangle=-60, tickfont=tickfont, side="bottom")))
 
 
 def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | None = None,
@@ -78,34 +94,37 @@ def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | No
     layer_idx, head_idx = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     x, y, z = head_idx.ravel(), np.array(layers)[layer_idx.ravel()], values.ravel()
     defined = np.isfinite(z)
-    cell = dict(width=1.0, orientation="v", unselected=dict(marker=dict(opacity=1)), selected=dict(marker=dict(opacity=1)))
     hover = "layer %{customdata[0]} head %{customdata[1]}<br>" + metric
     low, high = (float(z[defined].min()), float(z[defined].max())) if defined.any() else (0.0, 1.0)
-    fig = go.Figure([
+
+    def cells(where: np.ndarray, color, **rest) -> dict:
+        return dict(type="bar", x=x[where], y=np.ones(int(where.sum())), base=(y[where] - 0.5).tolist(),
+                    customdata=np.stack([y, x], 1)[where], marker=dict(color=color, line=dict(width=1, color="white")),
+                    width=1.0, orientation="v", unselected=dict(marker=dict(opacity=1)),
+                    selected=dict(marker=dict(opacity=1)), **rest)
+
+    data = [
         # Colours as rgb strings of the scale, not numbers for plotly to map: chromium drew the 270 bars
         # of SmolLM2's grid in 52–104 ms so, 256–471 ms with numeric colours (a bare page, plotly 7.1).
-        go.Bar(x=x[defined], y=np.ones(int(defined.sum())), base=y[defined] - 0.5, customdata=np.stack([y, x], 1)[defined],
-               marker=dict(color=scale_colors(z[defined], low, high), line=dict(width=1, color="white")),
-               text=[f"{value:.3f}" for value in z[defined]], textposition="none",
-               hovertemplate=hover + " %{text}<extra></extra>", **cell),
-        go.Bar(x=x[~defined], y=np.ones(int((~defined).sum())), base=y[~defined] - 0.5,
-               customdata=np.stack([y, x], 1)[~defined], marker=dict(color=MASKED_COLOR, line=dict(width=1, color="white")),
-               hovertemplate=hover + " undefined for this prompt<extra></extra>", **cell),
-        go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,  # carries the colour bar only
-                   marker=dict(color=[low], cmin=low, cmax=high, colorscale=GRID_SCALE, showscale=True,
-                               colorbar=dict(title=dict(text=metric, side="top"), orientation="h", y=-0.02,
-                                             yanchor="top", thickness=12, len=1.0))),
-    ])
-    if selected is not None:  # a shape, not a trace: it never takes the click meant for the cell below it
-        fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
-                      y1=selected[0] + 0.5, line=dict(color="red", width=3), layer="above")
-    fig.update_layout(height=110 + 22 * n_layers, showlegend=False, clickmode="event+select", barmode="overlay",
-                      bargap=0, margin=dict(l=10, r=10, t=10, b=10), dragmode=False, hovermode="closest")
-    fig.update_xaxes(title=dict(text="head", standoff=2), dtick=1, range=[-0.5, n_heads - 0.5], side="top",
-                     fixedrange=True, showgrid=False, zeroline=False)
-    fig.update_yaxes(title="layer", range=[max(layers) + 0.5, min(layers) - 0.5], dtick=1 if n_layers <= 16 else 2,
-                     fixedrange=True, showgrid=False, zeroline=False)
-    return fig
+        cells(defined, scale_colors(z[defined], low, high), text=[f"{value:.3f}" for value in z[defined]],
+              textposition="none", hovertemplate=hover + " %{text}<extra></extra>"),
+        cells(~defined, MASKED_COLOR, hovertemplate=hover + " undefined for this prompt<extra></extra>"),
+        dict(type="scatter", x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,  # the colour bar only
+             marker=dict(color=[low], cmin=low, cmax=high, colorscale=colorscale(GRID_SCALE), showscale=True,
+                         colorbar=dict(title=dict(text=metric, side="top"), orientation="h", y=-0.02,
+                                       yanchor="top", thickness=12, len=1.0))),
+    ]
+    # the selection is a shape, not a trace: it never takes the click meant for the cell below it
+    shapes = [] if selected is None else [dict(
+        type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5, y1=selected[0] + 0.5,
+        line=dict(color="red", width=3), layer="above")]
+    axis = dict(fixedrange=True, showgrid=False, zeroline=False)
+    return unvalidated(data, dict(
+        height=110 + 22 * n_layers, showlegend=False, clickmode="event+select", barmode="overlay", bargap=0,
+        margin=dict(l=10, r=10, t=10, b=10), dragmode=False, hovermode="closest", **({"shapes": shapes} if shapes else {}),
+        xaxis=dict(title=dict(text="head", standoff=2), dtick=1, range=[-0.5, n_heads - 0.5], side="top", **axis),
+        yaxis=dict(title=dict(text="layer"), range=[max(layers) + 0.5, min(layers) - 0.5],
+                   dtick=1 if n_layers <= 16 else 2, **axis)))
 
 
 def scale_colors(values: np.ndarray, low: float, high: float) -> list[str]:
@@ -130,16 +149,13 @@ def head_view(weights: np.ndarray, tokens: list[str], query: int, *, top: int = 
     opacity and width proportional to the weight; the ``top`` strongest keys are drawn."""
     weights = np.asarray(weights, dtype=float)[: query + 1]
     n = len(tokens)
-    fig = go.Figure()
     strongest = np.argsort(weights)[::-1][:top]
     peak = float(weights.max()) if len(weights) else 1.0
-    for key in strongest:
-        w = float(weights[key])
-        if w <= 0:
-            continue
-        fig.add_trace(go.Scatter(x=[0, 1], y=[query, key], mode="lines", hoverinfo="text",
-                                 text=f"{tokens[query]!r} → {tokens[key]!r}: {w:.3f}",
-                                 line=dict(width=1 + 7 * w / peak, color=f"rgba(31,119,180,{0.15 + 0.85 * w / peak:.3f})")))
+    data = [dict(type="scatter", x=[0, 1], y=[query, int(key)], mode="lines", hoverinfo="text",
+                 text=f"{tokens[query]!r} → {tokens[key]!r}: {weights[key]:.3f}",
+                 line=dict(width=1 + 7 * float(weights[key]) / peak,
+                           color=f"rgba(31,119,180,{0.15 + 0.85 * float(weights[key]) / peak:.3f})"))
+            for key in strongest if weights[key] > 0]
     # a long prompt labels only the query and the keys drawn (8192 labels are a wall, not a view)
     labelled = range(n) if n <= 128 else sorted({query, *(int(k) for k in strongest)})
     # plotly's textposition names the side of the point the text goes on: the queries' labels end at
@@ -148,12 +164,11 @@ def head_view(weights: np.ndarray, tokens: list[str], query: int, *, top: int = 
         shown = [i for i in labelled if side == 1 or n <= 128 or i == query]
         colors = ["red" if (side == 0 and i == query) else "black" for i in shown]
         text = [tokens[i] if n <= 128 else f"{i}: {tokens[i]}" for i in shown]
-        fig.add_trace(go.Scatter(x=[side] * len(shown), y=shown, mode="text", text=text,
-                                 textposition=position, textfont=dict(color=colors, size=12), hoverinfo="skip"))
-    fig.update_layout(showlegend=False, height=min(1200, 120 + 20 * n), margin=dict(l=10, r=10, t=10, b=10))
-    fig.update_xaxes(visible=False, range=[-1.0, 2.0])
-    fig.update_yaxes(visible=False, autorange="reversed")
-    return fig
+        data.append(dict(type="scatter", x=[side] * len(shown), y=shown, mode="text", text=text, textposition=position,
+                         textfont=dict(color=colors, size=12), hoverinfo="skip"))
+    return unvalidated(data, dict(showlegend=False, height=min(1200, 120 + 20 * n), margin=dict(l=10, r=10, t=10, b=10),
+                                  xaxis=dict(visible=False, range=[-1.0, 2.0]),
+                                  yaxis=dict(visible=False, autorange="reversed")))
 
 
 def softmax_with_and_without_scaling(scaled: np.ndarray, unscaled: np.ndarray, tokens: list[str]) -> go.Figure:

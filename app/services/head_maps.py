@@ -6,11 +6,9 @@ does with them). No Streamlit: the page caches the blob and mounts the component
 
 from __future__ import annotations
 
-import numpy as np
-
 from app.figures import big_maps
 from app.figures.head_maps import all_layers_fit, maps_blob, prompt_id, view_data
-from app.services.traces import layer_maps
+from app.services.traces import layers_maps
 from txviz.analysis.heads import METRICS
 
 
@@ -44,9 +42,9 @@ def maps_plan(view, hide: bool) -> tuple[str, bool]:
 def layers_blob(view, hide: bool, layers: tuple[int, ...], prompt: str) -> bytes:
     """The layers' maps as the component gets them (the page keeps them in app.cache.head_maps_blob)."""
     config, n_heads = view.config, view.config.n_heads
-    stacked = [layer_maps(view.traced, layer, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS) for layer in layers]
+    maps, block = layers_maps(view.traced, layers, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS)
     rows = {(int(r["layer"]), int(r["head"])): r for r in view.table.to_dict("records")}
-    return maps_blob(np.stack([maps for maps, _ in stacked]), stacked[0][1], prompt=prompt, layers=list(layers),
+    return maps_blob(maps, block, prompt=prompt, layers=list(layers),
                      titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],
                      captions=[[metrics_of(rows[layer, h]) for h in range(n_heads)] for layer in layers])
 

@@ -115,7 +115,8 @@ def head_table(loaded: LoadedModel, traced: PromptTrace) -> pd.DataFrame:
     from txviz.analysis.detectors import unknown_token_ids
 
     unknown = unknown_token_ids(loaded.tokenizer)  # a repeated <|unk|> is not a repeated word
-    return pd.DataFrame(heads_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers, ignore=unknown))
+    with threads_for_this_run():  # reductions over every map: one thread while the machine is oversubscribed
+        return pd.DataFrame(heads_table(tr["attn_probs"][:, 0], tr.ids[0], tr.layers, ignore=unknown))
 
 
 def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:
@@ -146,20 +147,33 @@ def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
 
 
 def layer_maps(traced: PromptTrace, layer: int, n_heads: int, hide: bool, *, max_cells: int) -> tuple[np.ndarray, int]:
-    """Every head's map of one layer as a page draws it, compact: (heads, rows, cols) float16, NaN where
-    the causal mask hides the future; every cell up to ``max_cells`` tokens, past that each head pooled
-    to at most max_cells² cells (block max, as ``map_overview`` and big_maps.pool_attention). Returns the
-    maps and the block size (1: every cell). float16 keeps ~3 significant digits."""
+    """Every head's map of one layer as a page draws it (``layers_maps`` of that layer alone)."""
+    maps, block = layers_maps(traced, (layer,), n_heads, hide, max_cells=max_cells)
+    return maps[0], block
+
+
+def layers_maps(traced: PromptTrace, layers: tuple[int, ...], n_heads: int, hide: bool, *,
+                max_cells: int) -> tuple[np.ndarray, int]:
+    """Every head's map of ``layers`` as a page draws them, compact: (layers, heads, rows, cols) float16,
+    NaN where the causal mask hides the future; every cell up to ``max_cells`` tokens, past that each
+    head pooled to at most max_cells² cells (block max, as ``map_overview`` and big_maps.pool_attention).
+    Returns the maps and the block size (1: every cell). float16 keeps ~3 significant digits.
+    Stored maps go through each step as one tensor of every layer asked for, on one torch thread while
+    the machine is oversubscribed: 30 layers one by one were 90 small ops (0.7 s at load 8, where each
+    OpenMP region waited for a descheduled thread), and torch's float16 cast is ~10× numpy's."""
     n, tr = traced.n_tokens, traced.trace
-    if "attn_probs" in tr.data and tr.maps.is_default:  # the layer's stored (B, H, T, S) maps: no copy
-        probs = tr.get("attn_probs", layer)[0, :n_heads].float()
-    else:
-        probs = torch.stack([tr.attn(layer, head) for head in range(n_heads)]).float()
-    probs = hide_sink(probs) if hide else probs
-    future = torch.ones(n, n, dtype=torch.bool).triu(1)
-    if n <= max_cells:
-        return probs.masked_fill(future, float("nan")).numpy().astype(np.float16), 1
-    return block_max(probs.masked_fill(future, 0.0), max_cells)
+    with threads_for_this_run():
+        if "attn_probs" in tr.data and tr.maps.is_default:  # the stored (L, B, H, T, S) maps: one gather
+            index = torch.tensor([tr.layer_index(layer) for layer in layers])
+            probs = tr["attn_probs"].index_select(0, index)[:, 0, :n_heads].float()
+        else:
+            probs = torch.stack([torch.stack([tr.attn(layer, head) for head in range(n_heads)]) for layer in layers]).float()
+        probs = hide_sink(probs) if hide else probs
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        if n <= max_cells:
+            return probs.masked_fill(future, float("nan")).half().numpy(), 1
+        pooled = [block_max(maps.masked_fill(future, 0.0), max_cells) for maps in probs]
+        return np.stack([maps for maps, _ in pooled]), pooled[0][1]
 
 
 def block_max(maps: torch.Tensor, max_cells: int) -> tuple[np.ndarray, int]:
@@ -173,4 +187,4 @@ def block_max(maps: torch.Tensor, max_cells: int) -> tuple[np.ndarray, int]:
     padded = torch.nn.functional.pad(maps, (0, -t % block, 0, -t % block))  # whole blocks
     pooled = torch.nn.functional.max_pool2d(padded[:, None], block)[:, 0]
     future = torch.ones(pooled.shape[-2:], dtype=torch.bool).triu(1)
-    return pooled.masked_fill(future, float("nan")).numpy().astype(np.float16), block
+    return pooled.masked_fill(future, float("nan")).half().numpy(), block

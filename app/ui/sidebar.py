@@ -3,6 +3,7 @@ prompt, BOS/sink policy, and what is loaded."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -31,13 +32,25 @@ def _known_options() -> dict[str, str]:
 DEFAULT_LABEL = next(iter(_known_options()))
 
 
-def _is_known_file(path: str) -> bool:
-    """A known model's own .gguf (fetched into the cache, or TXVIZ_DEFAULT_GGUF): listed once, by its name."""
+def _known_files() -> set[Path]:
+    """The known models' own .gguf files (fetched into the cache, or TXVIZ_DEFAULT_GGUF), resolved."""
     from txviz.loading import fetch
 
     candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [os.environ.get("TXVIZ_DEFAULT_GGUF")]
+    known = set()
+    for candidate in candidates:
+        try:
+            if candidate:
+                known.add(Path(candidate).resolve())
+        except OSError:
+            pass
+    return known
+
+
+def _is_known_file(path: str, known: set[Path]) -> bool:
+    """A known model's own .gguf: listed once, by its name."""
     try:
-        return any(c and Path(c).resolve() == Path(path).resolve() for c in candidates)
+        return Path(path).resolve() in known
     except OSError:
         return False
 
@@ -46,10 +59,18 @@ def _label(source) -> str:
     """A zoo variant's one-line description (from its config.json), else the discovered label."""
     if not is_txviz_dir(source.path):
         return source.label
+    config = Path(source.path) / "config.json"
     try:
-        return describe(Path(source.path))
-    except ModelLoadError:
+        return _described(source.path, config.stat().st_mtime_ns)
+    except (ModelLoadError, OSError):
         return source.label
+
+
+@functools.lru_cache(maxsize=256)
+def _described(path: str, _version: int) -> str:
+    """``describe`` of a zoo directory, once per version of its config.json (it parses and checks the
+    whole config: 13 zoo models took ~12 ms of every rerun of every page)."""
+    return describe(Path(path))
 
 
 def _model_options() -> tuple[dict[str, str], dict[str, str]]:
@@ -57,7 +78,8 @@ def _model_options() -> tuple[dict[str, str], dict[str, str]]:
     are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
     a broken one is listed with its reason, never offered for a one-click load."""
     options, broken = _known_options(), {}
-    sources = [source for source in discover() if not _is_known_file(source.path)]
+    known = _known_files()
+    sources = [source for source in discover() if not _is_known_file(source.path, known)]
     verdicts = preflight.problems([source.path for source in sources], wait=False)  # never wait on another session
     for source in sources:
         if verdicts[source.path]:
