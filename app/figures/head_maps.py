@@ -93,7 +93,9 @@ def view_data(tokens: list[str], *, prompt: str, block: int, cells: int, n_layer
     """The component's view: the page's layer and head and the figure the usual builders make for it
     (z left out: every z travels in a blob), small enough to send on every rerun."""
     blank = np.zeros((cells, cells), dtype=np.float32)  # the browser fills in z, zmax and the colour bar
-    spec = json.loads(head_figure(blank, tokens, block, len(tokens), title).to_json())
+    figure = head_figure(blank, tokens, block, len(tokens), title)
+    figure.data[0].z = None  # not written out only to be dropped
+    spec = json.loads(figure.to_json())
     spec["layout"].pop("template", None)  # plotly's theme: the canvas does not read it (~9 KB a rerun)
     trace = spec["data"][0]
     trace["z"] = None
