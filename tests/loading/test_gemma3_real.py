@@ -2,6 +2,10 @@
 set, the config, and logits and every attention map (18 layers x 4 heads) on a prompt longer than the
 sliding window, so the window is in force on the local layers.
 
+The module runs 🤗 transformers (``NEEDS_TRANSFORMERS``): its tests stay on the one worker that runs
+transformers (tests/conftest.py), so Gemma is loaded once per session by each side (~60 CPU s), not once per
+worker, and no worker imports transformers while collecting it.
+
 Runs on ``TXVIZ_GEMMA3_GGUF`` (a path to gemma-3-270m-q4_k_m.gguf) when set, else on the session's own
 fetch (conftest's ``gemma3_gguf_path``, under its rules). It used to take only a copy some other test had
 already fetched and skip otherwise, so whether it ran depended on the order the workers took the tests
@@ -11,20 +15,20 @@ in (a run of this file alone skipped every test). transformers needs ``accelerat
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 import torch
 from torch.testing import assert_close
 
-pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from txviz import Decoder
+from txviz.capture.trace import trace
+from txviz.loading.gguf import load_gguf
 
-from txviz import Decoder  # noqa: E402
-from txviz.capture.trace import trace  # noqa: E402
-from txviz.loading.gguf import load_gguf  # noqa: E402
-
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, *NEEDS_TRANSFORMERS,
+              pytest.mark.skipif(find_spec("accelerate") is None, reason="accelerate is not installed")]
 
 GEMMA3_ENV = "TXVIZ_GEMMA3_GGUF"
 WINDOW = 512
