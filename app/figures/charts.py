@@ -82,51 +82,6 @@ def attention_heatmap(probs: np.ndarray, q_tokens: list[str], k_tokens: list[str
         xaxis=dict(title=dict(text="key (attended to)"), tickangle=-60, tickfont=tickfont, side="bottom")))
 
 
-def head_grid(values: np.ndarray, *, metric: str, selected: tuple[int, int] | None = None,
-              layers: list[int] | None = None) -> go.Figure:
-    """Layers × heads overview; a click on a cell selects that head. Each head is a bar exactly one
-    cell wide and one layer tall, so a click anywhere in the cell picks it, whatever the chart's size
-    (square markers have a size in pixels: on a narrow column they overlapped and a click on head 7
-    opened head 8). Heads where the metric is undefined for the prompt are grey."""
-    values = np.asarray(values, dtype=float)
-    n_layers, n_heads = values.shape
-    layers = layers if layers is not None else list(range(n_layers))
-    layer_idx, head_idx = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    x, y, z = head_idx.ravel(), np.array(layers)[layer_idx.ravel()], values.ravel()
-    defined = np.isfinite(z)
-    hover = "layer %{customdata[0]} head %{customdata[1]}<br>" + metric
-    low, high = (float(z[defined].min()), float(z[defined].max())) if defined.any() else (0.0, 1.0)
-
-    def cells(where: np.ndarray, color, **rest) -> dict:
-        return dict(type="bar", x=x[where], y=np.ones(int(where.sum())), base=(y[where] - 0.5).tolist(),
-                    customdata=np.stack([y, x], 1)[where], marker=dict(color=color, line=dict(width=1, color="white")),
-                    width=1.0, orientation="v", unselected=dict(marker=dict(opacity=1)),
-                    selected=dict(marker=dict(opacity=1)), **rest)
-
-    data = [
-        # Colours as rgb strings of the scale, not numbers for plotly to map: chromium drew the 270 bars
-        # of SmolLM2's grid in 52–104 ms so, 256–471 ms with numeric colours (a bare page, plotly 7.1).
-        cells(defined, scale_colors(z[defined], low, high), text=[f"{value:.3f}" for value in z[defined]],
-              textposition="none", hovertemplate=hover + " %{text}<extra></extra>"),
-        cells(~defined, MASKED_COLOR, hovertemplate=hover + " undefined for this prompt<extra></extra>"),
-        dict(type="scatter", x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,  # the colour bar only
-             marker=dict(color=[low], cmin=low, cmax=high, colorscale=colorscale(GRID_SCALE), showscale=True,
-                         colorbar=dict(title=dict(text=metric, side="top"), orientation="h", y=-0.02,
-                                       yanchor="top", thickness=12, len=1.0))),
-    ]
-    # the selection is a shape, not a trace: it never takes the click meant for the cell below it
-    shapes = [] if selected is None else [dict(
-        type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5, y1=selected[0] + 0.5,
-        line=dict(color="red", width=3), layer="above")]
-    axis = dict(fixedrange=True, showgrid=False, zeroline=False)
-    return unvalidated(data, dict(
-        height=110 + 22 * n_layers, showlegend=False, clickmode="event+select", barmode="overlay", bargap=0,
-        margin=dict(l=10, r=10, t=10, b=10), dragmode=False, hovermode="closest", **({"shapes": shapes} if shapes else {}),
-        xaxis=dict(title=dict(text="head", standoff=2), dtick=1, range=[-0.5, n_heads - 0.5], side="top", **axis),
-        yaxis=dict(title=dict(text="layer"), range=[max(layers) + 0.5, min(layers) - 0.5],
-                   dtick=1 if n_layers <= 16 else 2, **axis)))
-
-
 def scale_colors(values: np.ndarray, low: float, high: float) -> list[str]:
     """``GRID_SCALE``'s colour of each value on the range low…high (plotly's own mapping of numbers)."""
     return list(_scale_colors(tuple(float(v) for v in np.asarray(values, dtype=float).ravel()), low, high))

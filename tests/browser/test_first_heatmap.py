@@ -180,22 +180,20 @@ def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(long_prompt_server, 
     page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
 
 
-# Where a cell of the head grid is on the screen: plotly's own axes, so the test clicks where a person would.
-CELL_JS = """([layer, head]) => {
-  const plot = document.querySelector('.st-key-head_grid .js-plotly-plot');
-  const x = plot._fullLayout.xaxis, y = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();
-  return [box.left + x._offset + x.d2p(head), box.top + y._offset + y.d2p(layer)];
-}"""
+# Where a point of the head grid is on the screen, in cell units (app/components/head_grid: the canvas
+# says where it drew each cell), so the test clicks where a person would.
+CELL_JS = """([layer, head]) => document.querySelector('.st-key-head_grid canvas').txvizCellCenter(layer, head)"""
 
 
 def click_grid(page, layer: float, head: float, *, from_cell: tuple[int, int]) -> None:
-    """Move onto the grid inside ``from_cell`` (plotly picks what is under the pointer on hover), then to
-    (layer, head) in data coordinates, and click there."""
+    """Move onto the grid inside ``from_cell``, then to (layer, head) in cell units, and click there; the
+    hover on the way names the cell under the pointer."""
     page.locator(".st-key-head_grid").scroll_into_view_if_needed()
     page.mouse.move(*page.evaluate(CELL_JS, list(from_cell)))
     x, y = page.evaluate(CELL_JS, [layer, head])
     page.mouse.move(x, y, steps=4)
-    page.wait_for_timeout(150)  # plotly throttles hover: let the last move land before the click
+    hover = page.locator(".st-key-head_grid .hovertext").inner_text()
+    assert hover.startswith(f"layer {from_cell[0]} head {from_cell[1]}\n"), hover
     page.mouse.click(x, y)
 
 

@@ -12,9 +12,10 @@ from app.app_pages.attention.head_table import METRIC_HELP, head_rows
 from app.app_pages.attention.head_view import head_view, query_index
 from app.app_pages.attention.prompt_pair import prompt_pair
 from app.app_pages.attention.step_by_step import step_by_step
-from app.figures import big_maps, charts
+from app.components.head_grid import head_grid
+from app.figures import big_maps
+from app.figures.head_grid import grid_view
 from app.ui import state
-from app.ui.widgets import picked_customdata
 from txviz.analysis import export
 from txviz.analysis.heads import METRICS
 
@@ -23,7 +24,6 @@ from txviz.analysis.heads import METRICS
 def head_explorer(view) -> None:
     """A fragment, so the layer slider's arrow keys, a click on the grid or a new query token rerun these
     charts, not the whole page."""
-    _apply_grid_click()  # before the layer/head widgets are drawn
     left, right = st.columns([2, 3], gap="medium")
     with left:
         _all_heads(view.table)
@@ -36,22 +36,12 @@ def head_explorer(view) -> None:
     state.sync_url()  # a rerun of this fragment alone does not pass through main.py's sync
 
 
-def _apply_grid_click() -> None:
-    """A click on the overview grid picks a head (once per click)."""
-    picked = picked_customdata(st.session_state.get("head_grid"))
-    if picked is not None:
-        pick = tuple(int(v) for v in picked)
-        if pick != st.session_state.get("_grid_pick"):
-            st.session_state["_grid_pick"] = pick
-            state.set_head(*pick)
-
-
 def _all_heads(table) -> None:
     st.subheader("All heads")
     metric = st.selectbox("Colour by", METRICS, key="grid_metric", format_func=lambda m: f"{m} — {METRIC_HELP[m]}")
     grid = cache.head_metric_grid(table, metric)
-    st.plotly_chart(charts.head_grid(grid, metric=metric, selected=(state.get("layer"), state.get("head"))),
-                    key="head_grid", on_select="rerun", selection_mode="points")
+    head_grid(grid_view(grid, metric=metric, selected=(state.get("layer"), state.get("head"))), key="head_grid",
+              on_pick=state.set_head)  # a callback: the layer and head widgets below are drawn with the pick
     undefined = " (grey: undefined for this prompt)." if np.isnan(grid).any() else "."
     st.caption("Click a cell to open that head" + undefined)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.components.head_view import head_view as head_view_lines
 from app.figures import charts
 from app.ui import state
 from txviz.analysis.heads import hide_sink
@@ -28,5 +29,5 @@ def head_view(view, layer: int, head: int, hide: bool) -> None:
                              args=(n,), format_func=lambda i: f"{i}: {tokens[i]}")
     query_row = view.traced.trace.attn(layer, head, rows=slice(query, query + 1))
     query_row = (hide_sink(query_row) if hide else query_row)[0]
-    st.plotly_chart(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
+    head_view_lines(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
     st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")

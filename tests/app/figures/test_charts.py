@@ -20,51 +20,11 @@ def test_attention_heatmap_blanks_the_future_and_labels_tokens():
     assert "query %{y}" in heat.hovertemplate and "key %{x}" in heat.hovertemplate and "weight" in heat.hovertemplate
 
 
-def hex_rgb(color: str) -> str:
-    """'#440154' → 'rgb(68, 1, 84)', as plotly.colors writes a sampled colour."""
-    return "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
-
-
-def test_head_grid_cells_tile_the_grid_exactly():
-    """Each head is a bar one head wide and one layer tall: a click anywhere in a cell picks that head,
-    at any chart size (22 px square markers on 13 px columns overlapped: a click on head 7 opened 8)."""
-    values = np.arange(6, dtype=float).reshape(2, 3)
-    fig = charts.head_grid(values, metric="m", selected=(1, 2))
-    cells = fig.data[0]
-    assert cells.type == "bar" and len(cells.x) == 6 and fig.layout.barmode == "overlay"
-    assert [list(p) for p in cells.customdata][5] == [1, 2]
-    assert list(cells.marker.color) == charts.scale_colors(np.arange(6), 0, 5)  # the scale's colour of each value
-    assert cells.marker.color[0] != cells.marker.color[5] and list(cells.text)[5] == "5.000"
-    bar = fig.data[2].marker  # the colour bar, on a trace with no point to click
-    assert (bar.cmin, bar.cmax, bar.showscale) == (0, 5, True)
-    assert hex_rgb(bar.colorscale[0][1]) == cells.marker.color[0] and hex_rgb(bar.colorscale[-1][1]) == cells.marker.color[5]
-    assert cells.width == 1.0 and set(cells.y) == {1.0}
-    x0, y0 = np.array(cells.x) - 0.5, np.array(cells.base)  # each cell's corner, from its bar
-    corners = {(float(a), float(b)) for a, b in zip(x0, y0)}
-    assert corners == {(h - 0.5, layer - 0.5) for layer in range(2) for h in range(3)}  # no gap, no overlap
-    assert [list(p) for p in cells.customdata] == [[int(b + 0.5), int(a + 0.5)] for a, b in zip(x0, y0)]
-    assert tuple(fig.layout.xaxis.range) == (-0.5, 2.5) and tuple(fig.layout.yaxis.range) == (1.5, -0.5)
-    assert len(fig.data) == 3 and len(fig.data[1].x) == 0  # the selection is a shape: it takes no click
-    assert list(fig.data[2].x) == [None]
-    (box,) = fig.layout.shapes
-    assert (box.x0, box.x1, box.y0, box.y1) == (1.5, 2.5, 0.5, 1.5)
-
-
-def test_head_grid_greys_undefined_heads():
-    values = np.array([[0.5, np.nan], [np.nan, 0.25]])
-    fig = charts.head_grid(values, metric="induction")
-    defined, undefined, _ = fig.data
-    assert list(defined.marker.color) == charts.scale_colors([0.5, 0.25], 0.25, 0.5) and list(defined.text) == ["0.500", "0.250"]
-    assert sorted(map(tuple, undefined.customdata)) == [(0, 1), (1, 0)]
-    assert "undefined" in undefined.hovertemplate
-
-
 def test_the_grid_scale_matches_plotlys_and_survives_a_single_or_no_value():
     from plotly.colors import sample_colorscale
 
     assert charts.scale_colors([2.0, 3.0, 4.0], 2.0, 4.0) == sample_colorscale("Viridis", [0.0, 0.5, 1.0])
     assert charts.scale_colors([7.0], 7.0, 7.0) == sample_colorscale("Viridis", [0.0])
-    assert len(charts.head_grid(np.full((2, 2), np.nan), metric="m").data[0].x) == 0
 
 
 @pytest.mark.parametrize("event,expected", [

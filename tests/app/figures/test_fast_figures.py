@@ -1,6 +1,6 @@
-"""The figures the Attention page builds on every rerun skip plotly.py's property checks
-(charts.unvalidated): each must still be one plotly's schema accepts, and serialize to exactly the JSON
-the same figure built as validated graph objects gives (what the browser draws)."""
+"""The figures the Attention page builds on every rerun (the head view, the map's figure) skip plotly.py's
+property checks (charts.unvalidated): each must still be one plotly's schema accepts, and serialize to
+exactly the JSON the same figure built as validated graph objects gives (what the browser draws)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,8 @@ from app.figures.head_maps import view_data
 
 RNG = np.random.default_rng(0)
 TOKENS = [f"t{i}" for i in range(40)]
-GRID = RNG.random((6, 4))
-GRID[2, 1] = np.nan
 
 BUILDERS = {
-    "head grid": lambda: charts.head_grid(GRID, metric="entropy", selected=(3, 2)),
-    "head grid, no selection": lambda: charts.head_grid(GRID, metric="induction"),
-    "head grid, some layers": lambda: charts.head_grid(GRID[:3], metric="m", selected=(4, 0), layers=[3, 4, 5]),
-    "head grid, nothing defined": lambda: charts.head_grid(np.full((2, 2), np.nan), metric="m"),
     "head view": lambda: charts.head_view(RNG.random(40), TOKENS, 30),
     "head view, long": lambda: charts.head_view(RNG.random(300), [f"t{i}" for i in range(300)], 299),
     "attention heatmap": lambda: charts.attention_heatmap(np.tril(RNG.random((40, 40))), TOKENS, TOKENS, title="L0 H1"),

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import MAIN, chart, no_errors
+from tests.helpers.apptest import MAIN, no_errors
 from tests.helpers.head_maps import heatmap
 
 pytestmark = pytest.mark.default_model
@@ -29,13 +29,24 @@ def new_app(default_model_home, monkeypatch):
     return make
 
 
+def component(at, key: str) -> dict:
+    """The data of the page's component mounted under ``key``."""
+    (element,) = [e for e in at.get("bidi_component") if e.proto.id.endswith(key)]
+    return json.loads(element.proto.json)
+
+
+def grid(at) -> dict:
+    """The head grid component's data (app/figures/head_grid.py grid_view)."""
+    return component(at, "head_grid")
+
+
 def params(at) -> dict:
     return {key: (value[0] if isinstance(value, list) else value) for key, value in at.query_params.items()}
 
 
 def red_label(at) -> str:
-    """The head view's query token: the one label drawn in red."""
-    left = [t for t in chart(at, "head_view")["data"] if t.get("mode") == "text"][0]
+    """The head view's query token: the one label drawn in red (app/components/head_view draws the figure)."""
+    left = [t for t in component(at, "head_view")["figure"]["data"] if t.get("mode") == "text"][0]
     return next(text for text, color in zip(left["text"], left["textfont"]["color"]) if color == "red")
 
 
@@ -57,7 +68,8 @@ def test_the_view_state_round_trips_through_the_url(new_app):
     assert shared.selectbox(key="grid_metric").value == "prev_token"
     assert shared.select_slider(key="query_token").value == 4 and red_label(shared).endswith("'t")
     assert "head 5" in heatmap(shared)["layout"]["title"]["text"]
-    assert chart(shared, "head_grid")["data"][0]["hovertemplate"].count("prev_token") == 1
+    assert grid(shared)["metric"] == "prev_token" and "prev_token" in grid(shared)["hover"][0][0]
+    assert grid(shared)["selected"] == [0, 5]  # the link's head is the one outlined
     assert np.nansum(_z(shared)[1:, 0]) == 0  # drawn without the sink
     assert params(shared) == link
 
@@ -128,8 +140,7 @@ def test_undefined_metrics_are_blank_with_a_reason(new_app):
     columns = json.loads(at.dataframe[0].proto.columns)
     assert "no token of this prompt repeats" in columns["induction"]["help"] and "—" in columns["induction"]["help"]
     assert "help" in columns["entropy"] and "undefined" not in columns["entropy"]["help"]
-    grid = chart(at, "head_grid")["data"]
-    assert "undefined" in grid[1]["hovertemplate"]
+    assert all("undefined for this prompt" in cell for row in grid(at)["hover"] for cell in row)
     assert any("grey: undefined" in c.value for c in at.caption)
 
 
