@@ -23,17 +23,15 @@ METRICS = "[data-testid='stMetric']"
 
 
 @pytest.fixture
-def page(server, browser):
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
-    page = context.new_page()
+def page(server, tab):
+    """A new session on the KV page, in the worker's kept page (tests/browser/conftest.py)."""
     started = time.perf_counter()
-    page.goto(f"{server}/kv-cache")
-    page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
-    wait_idle(page)
+    tab.goto(f"{server}/kv-cache")
+    tab.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
+    wait_idle(tab)
     print(f"\nKV page open → every figure painted: {time.perf_counter() - started:.1f} s")
-    assert page.locator(ERROR).count() == 0
-    yield page
-    context.close()
+    assert tab.locator(ERROR).count() == 0
+    return tab
 
 
 def per_token_metric(page) -> list[str]:

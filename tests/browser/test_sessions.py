@@ -42,11 +42,28 @@ def server(default_model_home):
         yield url
 
 
-def open_session(browser, url: str, path: str = "", prompt: str | None = None):
+@pytest.fixture(scope="module")
+def second_tab(browser):
+    """Another person's browser (a context of its own) for the tests where two sessions run at once; the
+    first person is the worker's kept page (``tab``, tests/browser/conftest.py). Kept for the module: each
+    test loads a new session in it, and leaves."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def other(second_tab):
+    yield second_tab
+    second_tab.goto("about:blank")  # the session leaves at the test's end
+
+
+def open_session(page, url: str, path: str = "", prompt: str | None = None):
+    """A new Streamlit session in ``page``: loading the app opens a new websocket, the last session's closes."""
     page.goto(f"{url}/{path}" + (f"?prompt={quote(prompt)}" if prompt else ""))
-    return context, page
+    return page
 
 
 def heatmap_text(page) -> str:
@@ -72,90 +89,89 @@ def switch_head(page, head: int) -> float:
     return time.perf_counter() - started
 
 
-def test_two_sessions_each_see_their_own_prompt(server, browser):
-    a_context, a = open_session(browser, server, prompt="Alice thanked Bob for the umbrella.")
-    b_context, b = open_session(browser, server, prompt="Zebras graze quietly near Nairobi.")
-    try:
-        wait_heatmap_with(a, "umbrella")
-        wait_heatmap_with(b, "Nairobi")
-        wait_idle(a)
-        wait_idle(b)
-        assert "Nairobi" not in heatmap_text(a) and "umbrella" not in heatmap_text(b)
-        prompt = a.locator(".st-key-prompt textarea")  # A changes its prompt; B is untouched
-        prompt.fill("Carol painted the lighthouse red.")
-        prompt.press("Control+Enter")
-        wait_heatmap_with(a, "lighthouse")
-        switch_head(b, 2)  # B reruns and still shows its own tokens
-        assert "Nairobi" in heatmap_text(b) and "lighthouse" not in heatmap_text(b)
-        assert "lighthouse" in a.url or "lighthouse" in quote(a.url) or "Carol" in a.url
-        assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
-    finally:
-        a_context.close()
-        b_context.close()
+def test_two_sessions_each_see_their_own_prompt(server, tab, other):
+    a = open_session(tab, server, prompt="Alice thanked Bob for the umbrella.")
+    b = open_session(other, server, prompt="Zebras graze quietly near Nairobi.")
+    wait_heatmap_with(a, "umbrella")
+    wait_heatmap_with(b, "Nairobi")
+    wait_idle(a)
+    wait_idle(b)
+    assert "Nairobi" not in heatmap_text(a) and "umbrella" not in heatmap_text(b)
+    prompt = a.locator(".st-key-prompt textarea")  # A changes its prompt; B is untouched
+    prompt.fill("Carol painted the lighthouse red.")
+    prompt.press("Control+Enter")
+    wait_heatmap_with(a, "lighthouse")
+    switch_head(b, 2)  # B reruns and still shows its own tokens
+    assert "Nairobi" in heatmap_text(b) and "lighthouse" not in heatmap_text(b)
+    assert "lighthouse" in a.url or "lighthouse" in quote(a.url) or "Carol" in a.url
+    assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
+    # B loads the app again, with no prompt in the address: a new session, holding nothing of the last one
+    # (the browser tests load their sessions in kept pages: tests/browser/conftest.py)
+    from app.ui.state import DEFAULT_PROMPT
+
+    open_session(b, server)
+    wait_heatmap_with(b, DEFAULT_PROMPT.split()[1])  # "trophy"
+    assert "Nairobi" not in heatmap_text(b) and b.locator(ERROR).count() == 0
 
 
-def test_a_long_generation_does_not_freeze_another_session(server, browser):
+def test_a_long_generation_does_not_freeze_another_session(server, tab, other):
     """B's head switches while A times 128 uncached tokens, against B's own switches alone, measured here:
     a session queued behind A would wait for A's whole loop (many seconds), a session that only shares
     the CPU and the GIL with it takes a small multiple of its own idle time."""
-    a_context, a = open_session(browser, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
-    b_context, b = open_session(browser, server, prompt="Mary met John at the station.")
-    try:
-        a.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)  # the KV page opens on its calculator
-        wait_idle(a)
-        wait_heatmap_with(b, "station")
+    a = open_session(tab, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
+    b = open_session(other, server, prompt="Mary met John at the station.")
+    a.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)  # the KV page opens on its calculator
+    wait_idle(a)
+    wait_heatmap_with(b, "station")
+    wait_idle(b)
+    alone = [switch_head(b, head) for head in (3, 5, 1)]
+    for _ in alone:
         wait_idle(b)
-        alone = [switch_head(b, head) for head in (3, 5, 1)]
-        for _ in alone:
-            wait_idle(b)
 
-        a.get_by_role("tab", name="Cached vs uncached").click()
-        slider = a.locator(".st-key-kv_speed_tokens input[type=range]")
-        slider.focus()
-        slider.press("End")  # 128 tokens, each recomputing the whole sequence
-        a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'")
-        wait_idle(a)
-        a.locator(".st-key-kv_measure button").click()
-        a_started = time.perf_counter()
-        a.wait_for_selector(RUNNING, timeout=30_000)
-        time.sleep(1.0)  # let the uncached loop get going
-        assert a.locator(RUNNING).count() == 1
-        overlapped = []  # B's switches that began and ended while A was still running
-        for head in (7, 2, 4):
-            seconds = switch_head(b, head)
-            if a.locator(RUNNING).count() == 1:
-                overlapped.append(seconds)
-        a_seconds = time.perf_counter() - a_started
-        if a.locator(RUNNING).count() == 1:  # a loaded machine may need minutes more: A's Stop ends the loop
-            a.locator(".st-key-kv_measure_stop button").first.click()
-        wait_idle(a, timeout_ms=300_000)
-        idle, busy = statistics.median(alone), statistics.median(overlapped) if overlapped else None
-        print(f"\nhead switch in B: {[round(x, 2) for x in alone]} s alone (median {idle:.2f}), "
-              f"{[round(x, 2) for x in overlapped]} s while A's loop ran (A had run {a_seconds:.1f} s)")
-        # a session queued behind A would finish its switch only after A's loop: none would overlap it
-        assert overlapped, f"A's loop ({a_seconds:.1f} s) ended before B switched: nothing was measured under load"
-        # not queued: B's switch under load stays a small multiple of its own idle switch (two processes'
-        # worth of work on 2 cores, plus the GIL shared with A's Python loop: about 2-3×)
-        assert busy < 5 * idle, f"B's switch took {busy / idle:.1f}× its idle time while A ran"
-        assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
-    finally:
-        a_context.close()
-        b_context.close()
+    a.get_by_role("tab", name="Cached vs uncached").click()
+    slider = a.locator(".st-key-kv_speed_tokens input[type=range]")
+    slider.focus()
+    slider.press("End")  # 128 tokens, each recomputing the whole sequence
+    a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'")
+    wait_idle(a)
+    a.locator(".st-key-kv_measure button").click()
+    a_started = time.perf_counter()
+    a.wait_for_selector(RUNNING, timeout=30_000)
+    time.sleep(1.0)  # let the uncached loop get going
+    assert a.locator(RUNNING).count() == 1
+    overlapped = []  # B's switches that began and ended while A was still running
+    for head in (7, 2, 4):
+        seconds = switch_head(b, head)
+        if a.locator(RUNNING).count() == 1:
+            overlapped.append(seconds)
+    a_seconds = time.perf_counter() - a_started
+    if a.locator(RUNNING).count() == 1:  # a loaded machine may need minutes more: A's Stop ends the loop
+        a.locator(".st-key-kv_measure_stop button").first.click()
+    wait_idle(a, timeout_ms=300_000)
+    idle, busy = statistics.median(alone), statistics.median(overlapped) if overlapped else None
+    print(f"\nhead switch in B: {[round(x, 2) for x in alone]} s alone (median {idle:.2f}), "
+          f"{[round(x, 2) for x in overlapped]} s while A's loop ran (A had run {a_seconds:.1f} s)")
+    # a session queued behind A would finish its switch only after A's loop: none would overlap it
+    assert overlapped, f"A's loop ({a_seconds:.1f} s) ended before B switched: nothing was measured under load"
+    # not queued: B's switch under load stays a small multiple of its own idle switch (two processes'
+    # worth of work on 2 cores, plus the GIL shared with A's Python loop: about 2-3×)
+    assert busy < 5 * idle, f"B's switch took {busy / idle:.1f}× its idle time while A ran"
+    assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
 
 
-def test_sessions_that_leave_do_not_grow_the_server(server, browser):
+def test_sessions_that_leave_do_not_grow_the_server(server, tab):
     import psutil
 
     process = psutil.Process(server.pid)
 
     def session(i: int) -> None:  # a visitor with a prompt (and so a trace) of their own, who then leaves
-        context, page = open_session(browser, server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
+        page = open_session(tab, server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
         try:  # the block page: one chart, so the browser's plotting costs less than the session itself
             page.wait_for_selector(f".st-key-resid_norms {CHART}", timeout=120_000)
             wait_idle(page)
             assert page.locator(ERROR).count() == 0
         finally:
-            context.close()
+            page.goto("about:blank")  # leaving closes the session's websocket, as closing the tab does
 
     for i in range(WARM_UP):  # warm up: the block page's code paths, the allocator's arenas
         session(i)
@@ -178,29 +194,26 @@ def test_sessions_that_leave_do_not_grow_the_server(server, browser):
     assert second_half < 1.2 * LEAK_MIB * last, f"still growing: {second_half:.0f} MiB over the last {last}"
 
 
-def test_a_malformed_or_huge_config_upload_gets_a_message(server, browser, tmp_path):
+def test_a_malformed_or_huge_config_upload_gets_a_message(server, tab, tmp_path):
     files = {"broken.json": "{not json", "list_type.json": json.dumps({"model_type": ["llama"]}),
              "array.json": "[1, 2, 3]", "huge.json": "{" + " " * (2 << 20) + "}"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    context, page = open_session(browser, server, "kv-cache")
-    try:
-        page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
-        wait_idle(page)
-        page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
-        upload = page.locator(".st-key-mem_upload input[type=file]")
-        for name in ("broken.json", "list_type.json", "array.json"):
-            upload.set_input_files(str(tmp_path / name))
-            page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
-                                   timeout=60_000)
-            wait_idle(page)
-            assert page.locator(ERROR).count() == 0, name
-            assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
-        upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
-        page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
+    page = open_session(tab, server, "kv-cache")
+    page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
+    wait_idle(page)
+    page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
+    upload = page.locator(".st-key-mem_upload input[type=file]")
+    for name in ("broken.json", "list_type.json", "array.json"):
+        upload.set_input_files(str(tmp_path / name))
+        page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
                                timeout=60_000)
         wait_idle(page)
-        assert page.locator(ERROR).count() == 0
-        page.wait_for_selector(IDLE)
-    finally:
-        context.close()
+        assert page.locator(ERROR).count() == 0, name
+        assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
+    upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
+    page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
+                           timeout=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    page.wait_for_selector(IDLE)

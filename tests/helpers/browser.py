@@ -18,8 +18,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-# a plotly figure drawn: by st.plotly_chart, or by the Attention page's head maps component (app/components)
-CHART = ":is([data-testid='stPlotlyChart'] .js-plotly-plot, .txviz-head-plot.js-plotly-plot) .main-svg"
+# a figure drawn: plotly's own svg in an st.plotly_chart, or the canvas of the Attention page's head maps
+# component (app/components/head_maps: its drawHeatmap creates the canvas when it first paints)
+CHART = ":is([data-testid='stPlotlyChart'] .js-plotly-plot .main-svg, .txviz-head-plot canvas)"
 ERROR = "[data-testid='stException']"
 
 
