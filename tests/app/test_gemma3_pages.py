@@ -15,7 +15,7 @@ GEMMA_TABS = {"positions": ("positions_tab_rope_kinds", "RoPE per layer kind", "
               "kv_cache": ("kv_tab", "Real models side by side", "kv_real_total")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def gemma_app(default_gguf_path, gemma3_gguf_path):
     import streamlit as st
 
@@ -26,20 +26,20 @@ def gemma_app(default_gguf_path, gemma3_gguf_path):
     st.cache_resource.clear()
 
 
-def test_gemma3_is_loaded_by_name(gemma_app):
-    caption = "\n".join(c.value for c in gemma_app.sidebar.caption)
-    assert "18 layers · 4 heads · 1 KV heads (MQA)" in caption
-
-
-@pytest.mark.parametrize("name", PAGE_NAMES)
-def test_every_page_draws_on_gemma3(gemma_app, name):
+def test_gemma3_is_loaded_by_name_and_every_page_draws(gemma_app):
+    """One test, so that one worker loads Gemma (~25-40 s under load): a test per page spread the pages
+    over both workers, and each loaded it (an xdist_group mark does not pin a module of the e2e tier:
+    tests/conftest.py)."""
     at = gemma_app
-    at.switch_page(page_path(name)).run()
-    no_errors(at)
-    assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4
-    if name in GEMMA_TABS:
-        key, label, chart = GEMMA_TABS[name]
-        at.session_state[key] = label
-        at.run()
-        no_errors(at)
-        assert has_chart(at, chart), name
+    caption = "\n".join(c.value for c in at.sidebar.caption)
+    assert "18 layers · 4 heads · 1 KV heads (MQA)" in caption
+    for name in PAGE_NAMES:
+        at.switch_page(page_path(name)).run()
+        assert not at.exception and not at.error, (name, [e.value for e in (*at.exception, *at.error)])
+        assert 0 <= at.session_state["layer"] < 18 and 0 <= at.session_state["head"] < 4, name
+        if name in GEMMA_TABS:
+            key, label, chart = GEMMA_TABS[name]
+            at.session_state[key] = label
+            at.run()
+            assert not at.exception and not at.error, (name, [e.value for e in (*at.exception, *at.error)])
+            assert has_chart(at, chart), name
