@@ -245,11 +245,10 @@ def held_out(name: str, n_tokens: int):
     """A shipped variant and the first ``n_tokens`` + 1 tokens of its held-out stream (a few of the
     windows its eval.json scored), as LabData for the evaluation functions."""
     from txviz.lab.data import LabData
-    from txviz.lab.tokenizer import encode_stream
 
     loaded = load(SHIPPED_ZOO / name, device="cpu")
     backend = loaded.tokenizer.backend
-    val = torch.tensor(encode_stream(backend, stories("val", zoo.CORPUS)))[:n_tokens + 1]
+    val = zoo_losses.val_stream(backend)[:n_tokens + 1]  # the whole held-out stream, encoded once per process
     return loaded, LabData(zoo.CORPUS, backend, torch.empty(0, dtype=torch.long), val)
 
 
