@@ -66,7 +66,7 @@ def watched(monkeypatch, request):
             with urllib.request.urlopen(url, timeout=30) as response:
                 seen["servers"].append({"url": str(url), "status": response.status, "html": response.read().decode()})
             yield url
-            seen["at_exit"] = [{"url": p.url, "title": p.title(), "charts": p.locator(browser.CHART).count(),
+            seen["at_exit"] = [{"url": p.url, "title": p.title(), "charts": p.locator(bench_app.FIGURE).count(),
                                 "heatmap": p.locator(".st-key-heatmap").inner_text()} for p in seen["pages"]]
 
     @contextmanager

@@ -226,6 +226,49 @@ def test_a_click_on_the_head_grid_opens_exactly_that_head(server, page, tmp_path
     page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
 
 
+KEEP = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector => {
+  const node = document.querySelector(selector);
+  node.txvizKept = true;  // gone if the element is rebuilt
+  return node.closest('[data-painted]').dataset.painted;
+})"""
+KEPT = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector => {
+  const node = document.querySelector(selector);
+  return [node.txvizKept === true, node.closest('[data-painted]').dataset.painted];
+})"""
+
+
+def test_a_new_prompt_repaints_the_grid_and_head_view_in_place(server, page):
+    """The head grid and the head view (app/components) keep their elements across reruns and repaint with
+    the new prompt's values (Streamlit rebuilt their plotly charts from an empty element on every new
+    prompt and head switch); the head view's lines carry their hover, the grid outlines the page's head."""
+    page.goto(server)
+    page.wait_for_selector(".txviz-head-view[data-painted]", timeout=180_000)
+    wait_idle(page)
+    before = page.evaluate(KEEP)
+    lines = page.locator(".txviz-head-view line[stroke-width]")
+    assert lines.count() > 0 and page.locator(".txviz-head-view text[fill='red']").count() == 1  # the query token
+    prompt = page.locator(".st-key-prompt textarea")
+    prompt.fill("Alice thanked Bob because she had finished the report.")
+    prompt.press("Control+Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
+                           timeout=60_000)
+    wait_idle(page)
+    after = page.evaluate(KEPT)
+    assert [kept for kept, _ in after] == [True, True], after
+    assert all(painted != old for (_, painted), old in zip(after, before)), (before, after)  # each repainted
+    assert "Alice" in page.locator(".txviz-head-view").inner_text()  # the new prompt's tokens
+    page.locator(".txviz-head-view").scroll_into_view_if_needed()
+    page.locator(".txviz-head-view line[stroke='transparent']").first.hover(force=True)
+    assert "→" in page.locator(".txviz-head-view .hovertext").inner_text()  # 'query' → 'key': weight
+    head = page.locator(".st-key-head input")
+    head.fill("4")
+    head.press("Enter")
+    page.wait_for_function("() => document.querySelector('.txviz-head-grid')?.dataset.selected === '0:4'",
+                           timeout=60_000)
+    wait_idle(page)
+    assert all(kept for kept, _ in page.evaluate(KEPT)) and page.locator(ERROR).count() == 0
+
+
 def test_the_attention_address_opens_the_page_without_not_found(server, page):
     """Streamlit answers its default page's own address with "Page not found": /attention must open the
     page, and / must forward to it with the link's view."""

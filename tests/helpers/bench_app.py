@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers.browser import CHART
+
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = str(ROOT / "app" / "main.py")
 TEXT = (ROOT / "assets" / "texts" / "how_a_model_reads.txt").read_text(encoding="utf-8")
@@ -47,7 +49,8 @@ PAGES = sorted(folder.name.replace("_", "-") for folder in (ROOT / "app" / "app_
                if (folder / "page.py").exists())  # their url paths (app/main.py: kv_cache is served at kv-cache)
 # Every figure of the page drawn: the script ran and stopped, nothing stale is left, no element is still a
 # skeleton (Streamlit draws a chart or widget once its code has loaded, after the script), every plotly
-# chart has drawn its SVG and every head maps component has painted. window.txvizRan is set by OPEN_WATCH.
+# chart has drawn its SVG, every head maps component has painted and the head grid and head view components
+# have painted (app/components). window.txvizRan is set by OPEN_WATCH.
 PAGE_DRAWN = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   if (!window.txvizRan || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
@@ -55,7 +58,15 @@ PAGE_DRAWN = """() => {
   if (!document.querySelector("[data-testid='stMain'] h1")) return false;
   const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
   return charts.every(c => c.querySelector('.main-svg'))
-    && [...document.querySelectorAll('.txviz-head-maps')].every(m => m.dataset.painted);
+    && [...document.querySelectorAll('.txviz-head-maps')].every(m => m.dataset.painted)
+    && [...document.querySelectorAll('.st-key-head_grid, .st-key-head_view')].every(k => k.querySelector('[data-painted]'));
+}"""
+# The Attention page's grid and head view (app/components) each count their paints: a new prompt is drawn
+# once each has painted again (an app without them has none to wait for).
+PAINTS = "() => [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted)"
+REPAINTED = """(before) => {
+  const now = [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted);
+  return now.length === before.length && now.every((count, i) => count !== before[i]);
 }"""
 OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first started and last stopped
   const app = document.querySelector("[data-testid='stApp']"), state = app && app.getAttribute('data-test-script-state');
@@ -63,6 +74,9 @@ OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first st
   if (state === 'notRunning' && window.txvizRan) window.txvizStopped = performance.now();
 }).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});"""
 HEAD_MAPS = ".st-key-heatmap .txviz-head-maps"
+# A figure drawn, as the report counts them: a plotly chart's SVGs (three each) or the head maps canvas
+# (tests/helpers/browser.CHART), or the Attention page's head grid or head view painted (app/components).
+FIGURE = f"{CHART}, .txviz-head-grid[data-painted] canvas, .txviz-head-view[data-painted] svg"
 HOLDS_LAYER = """([selector, layer]) => {
   const layers = document.querySelector(selector)?.dataset.layers;
   return layers === undefined || layers.split(',').includes(String(layer));
@@ -143,19 +157,21 @@ def _check(at) -> None:
 
 
 def _new_prompt(page, prompt: str, n_charts: int) -> float:
-    """Seconds from Ctrl+Enter in the prompt box to every figure of the page drawn."""
-    from tests.helpers.browser import CHART, IDLE, wait_idle
+    """Seconds from Ctrl+Enter in the prompt box to every figure of the page drawn: the map's text changed,
+    the script idle, every plotly chart there, and the grid and head view components repainted."""
+    from tests.helpers.browser import IDLE, wait_idle
 
     box = page.locator(".st-key-prompt textarea")
     box.fill(prompt)
-    before = page.locator(".st-key-heatmap").inner_text()
+    before, paints = page.locator(".st-key-heatmap").inner_text(), page.evaluate(PAINTS)
     started = time.perf_counter()
     box.press("Control+Enter")
     page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=before,
                            timeout=600_000)  # the new prompt's map is drawn
     page.wait_for_selector(IDLE, timeout=600_000)  # the script has sent everything
     page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
-                           arg=[CHART, n_charts], timeout=60_000)
+                           arg=[FIGURE, n_charts], timeout=60_000)
+    page.wait_for_function(REPAINTED, arg=paints, timeout=60_000)  # the grid and head view too (none before)
     seconds = time.perf_counter() - started
     wait_idle(page)
     return seconds
@@ -163,8 +179,6 @@ def _new_prompt(page, prompt: str, n_charts: int) -> float:
 
 def _title_shows(page, pattern: str, arg: int) -> None:
     """Wait until the map's title matches ``pattern`` % arg (a regular expression) and the map is drawn."""
-    from tests.helpers.browser import CHART
-
     page.wait_for_function(f"n => new RegExp({pattern!r}.replace('%', n)).test("
                            "document.querySelector('.st-key-heatmap')?.innerText ?? '')", arg=arg, timeout=120_000)
     page.wait_for_selector(f".st-key-heatmap {CHART}")
@@ -258,7 +272,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
     """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
     ``app_root``, default this tree); with ``pages`` every page's (or ``page_names``') open time from the
     sidebar of the open tab too, and with ``cold_pages`` its (or ``cold_names``') cold open in a new tab."""
-    from tests.helpers.browser import CHART, ERROR, chromium_browser, streamlit_server, wait_idle
+    from tests.helpers.browser import ERROR, chromium_browser, streamlit_server, wait_idle
 
     prompts = prompts_of(n_tokens, repeats)
     with chromium_browser() as browser:
@@ -270,7 +284,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=300_000)
             start_to_figure = time.perf_counter() - started
             wait_idle(page)
-            n_charts = page.locator(CHART).count()
+            n_charts = page.locator(FIGURE).count()
             has_component = page.locator(HEAD_MAPS).count() > 0
             opens = page_opens(browser, url, repeats, cold_names or page_names) if pages and cold_pages else None
             in_app = in_app_opens(page, repeats, page_names) if pages else None
@@ -300,7 +314,7 @@ def _open_page(browser, url: str) -> tuple[float, int, tuple[float, float]]:
     """(seconds from navigating a new tab to ``url`` to its last figure drawn, figures drawn, (seconds to
     the script's start, to its end): what the rest is the browser's), in a new browser context: a new
     Streamlit session at the default prompt, on a server whose model is loaded."""
-    from tests.helpers.browser import CHART, ERROR
+    from tests.helpers.browser import ERROR
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
@@ -312,7 +326,7 @@ def _open_page(browser, url: str) -> tuple[float, int, tuple[float, float]]:
         script = tuple(round(t / 1000, 3) for t in page.evaluate("[window.txvizRan, window.txvizStopped]"))
         if page.locator(ERROR).count():
             raise RuntimeError(f"{url} shows an exception")
-        return seconds, page.locator(CHART).count(), script
+        return seconds, page.locator(FIGURE).count(), script
     finally:
         context.close()
 
@@ -336,7 +350,7 @@ def _open_in_app(page, name: str) -> tuple[float, int, tuple[float, float]]:
     """(seconds from a click on ``name``'s link in the sidebar navigation to that page's last figure drawn,
     figures drawn, (seconds to its script's start, to its end)) in the tab already open: what a reader
     does. The same "drawn" as a new tab's (PAGE_DRAWN); the tab runs OPEN_WATCH."""
-    from tests.helpers.browser import CHART, ERROR, open_from_sidebar
+    from tests.helpers.browser import ERROR, open_from_sidebar
 
     clicked = page.evaluate("() => { window.txvizRan = window.txvizStopped = undefined; return performance.now(); }")
     open_from_sidebar(page, name)
@@ -344,7 +358,7 @@ def _open_in_app(page, name: str) -> tuple[float, int, tuple[float, float]]:
     ended, ran, stopped = page.evaluate("[performance.now(), window.txvizRan, window.txvizStopped]")
     if page.locator(ERROR).count():
         raise RuntimeError(f"{name} shows an exception")
-    return (ended - clicked) / 1000, page.locator(CHART).count(), (round((ran - clicked) / 1000, 3),
+    return (ended - clicked) / 1000, page.locator(FIGURE).count(), (round((ran - clicked) / 1000, 3),
                                                                     round((stopped - clicked) / 1000, 3))
 
 
