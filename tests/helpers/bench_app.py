@@ -49,8 +49,8 @@ PAGES = sorted(folder.name.replace("_", "-") for folder in (ROOT / "app" / "app_
                if (folder / "page.py").exists())  # their url paths (app/main.py: kv_cache is served at kv-cache)
 # Every figure of the page drawn: the script ran and stopped, nothing stale is left, no element is still a
 # skeleton (Streamlit draws a chart or widget once its code has loaded, after the script), every plotly
-# chart has drawn its SVG, every head maps component has painted and the head grid and head view components
-# have painted (app/components). window.txvizRan is set by OPEN_WATCH.
+# chart has drawn its SVG, every head maps component has painted and the head grid and head view (app/components;
+# plotly charts in older revisions) have painted. window.txvizRan is set by OPEN_WATCH.
 PAGE_DRAWN = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   if (!window.txvizRan || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
@@ -59,7 +59,8 @@ PAGE_DRAWN = """() => {
   const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
   return charts.every(c => c.querySelector('.main-svg'))
     && [...document.querySelectorAll('.txviz-head-maps')].every(m => m.dataset.painted)
-    && [...document.querySelectorAll('.st-key-head_grid, .st-key-head_view')].every(k => k.querySelector('[data-painted]'));
+    && [...document.querySelectorAll('.st-key-head_grid, .st-key-head_view')]
+      .every(k => k.querySelector('[data-painted], .main-svg'));  // painted, or an older app's plotly chart
 }"""
 # The Attention page's grid and head view (app/components) each count their paints: a new prompt is drawn
 # once each has painted again (an app without them has none to wait for).
