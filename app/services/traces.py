@@ -146,12 +146,6 @@ def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
     return [token.text for token in readable_tokens(pieces, traced.special, traced.tokens)]
 
 
-def layer_maps(traced: PromptTrace, layer: int, n_heads: int, hide: bool, *, max_cells: int) -> tuple[np.ndarray, int]:
-    """Every head's map of one layer as a page draws it (``layers_maps`` of that layer alone)."""
-    maps, block = layers_maps(traced, (layer,), n_heads, hide, max_cells=max_cells)
-    return maps[0], block
-
-
 def layers_maps(traced: PromptTrace, layers: tuple[int, ...], n_heads: int, hide: bool, *,
                 max_cells: int) -> tuple[np.ndarray, int]:
     """Every head's map of ``layers`` as a page draws them, compact: (layers, heads, rows, cols) float16,
