@@ -32,8 +32,8 @@ from app.ui.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
-from txviz.analysis.kind_comparison import kind_row
-from txviz.analysis.kv_long import LongCache, measure_long_cache
+from txviz.analysis.kv.kinds import kind_row
+from txviz.analysis.kv.long import LongCache, measure_long_cache
 from txviz.config import ModelConfig
 from txviz.loading.loaded import LoadedModel
 
@@ -252,7 +252,7 @@ def get_causal_report(source: str, request: CausalRequest, progress=None) -> dic
 def scaling_losses_kept(source: str, text_name: str, factor: float, max_tokens: int) -> dict[str, np.ndarray]:
     """The scalings of this text and factor already scored (by any session, a stopped run's included),
     in SCALING_KINDS order."""
-    from txviz.analysis.positions import SCALING_KINDS
+    from txviz.analysis.positions.measured import SCALING_KINDS
 
     store, kept = _shared("scaling_losses"), {}
     for kind in SCALING_KINDS:

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from txviz.analysis.heads import head_table
+from txviz.analysis.heads.metrics import head_table
 from txviz.cli import main
 from txviz.loading import load
 from txviz.loading.zoo import SHIPPED_ZOO

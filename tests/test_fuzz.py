@@ -315,7 +315,7 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10, 2**40) |
 def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, changes, as_bytes):
     """What the KV page does with an uploaded config.json, on published configs with random edits."""
     import tests.helpers.published_hf_configs as published
-    from txviz.analysis import memory
+    from txviz.analysis.kv import memory
     from txviz.loading.errors import ModelLoadError
     from txviz.loading.hf_config import read_hf_config
 

@@ -63,7 +63,7 @@ def test_the_labeled_coreference_set_size():
 
 def test_the_moe_balance_finding():
     """Mean effective experts over the layers, measured as the MoE page does (64 held-out windows)."""
-    from txviz.analysis.moe import measure_routing
+    from txviz.analysis.moe.routing import measure_routing
 
     written = figures(r"collapses onto few experts \(([0-9.]+) of 4 effective, against ([0-9.]+) balanced\) "
                       r"while top-2 barely does \(([0-9.]+) against ([0-9.]+)\)")
@@ -78,9 +78,9 @@ def test_the_moe_balance_finding():
 @pytest.mark.xdist_group(zoo_losses.GROUP)  # scored once for this test and tests/lab's rebuild of eval.json
 def test_the_attention_kinds_loss_spread_and_its_noise():
     """The MHA, GQA and MQA variants' losses over every held-out window, scored now with the shipped
-    weights: their spread and the largest standard error (txviz.analysis.tradeoffs, as the Design
+    weights: their spread and the largest standard error (txviz.analysis.tradeoffs.formulas, as the Design
     tradeoffs page computes them)."""
-    from txviz.analysis.tradeoffs import loss_estimate
+    from txviz.analysis.tradeoffs.formulas import loss_estimate
 
     spread, standard_error = figures(r"the three differ by ([0-9.]+) nats against a standard error of ([0-9.]+)")
     estimates = [loss_estimate(name, zoo_losses.window_losses(name)) for name in ("mha", "base", "mqa")]

@@ -84,7 +84,7 @@ def cmd_info(args) -> dict:
 def cmd_trace(args) -> dict:
     """Every head's metrics, from per-row summaries computed during the pass (equal to the full maps'
     to float32 rounding): no T×T map is kept, so a prompt of the model's whole context fits."""
-    from txviz.analysis.heads import metrics_table
+    from txviz.analysis.heads.metrics import metrics_table
     from txviz.capture.cost import capture_cost
     from txviz.capture.trace import trace
     from txviz import limits
@@ -151,7 +151,7 @@ def cmd_generate(args) -> dict:
 
 
 def cmd_coref(args) -> dict:
-    from txviz.analysis.coref import BUILTIN_PATH, evaluate, parse_cases
+    from txviz.analysis.coref.ranking import BUILTIN_PATH, evaluate, parse_cases
     path = args.data or BUILTIN_PATH
     cases = parse_cases(path)  # a bad file fails here, before the model loads
     loaded = _load(args)
@@ -215,7 +215,7 @@ MAX_GPU_GIB, MAX_SEQ, MAX_BATCH = 1 << 20, 1 << 40, 1 << 20  # a PiB of GPU; bey
 
 def _memory_model(args):
     """(the MemoryModel, where it came from, extras that only a config.json gives)."""
-    from txviz.analysis import memory
+    from txviz.analysis.kv import memory
     if args.preset:
         return memory.preset(args.preset), {"preset": args.preset}, {}
     from pathlib import Path
@@ -243,7 +243,7 @@ def _check_memory_numbers(seq, batch: int, gpu_gib: float | None) -> None:
 
 
 def cmd_memory(args) -> dict:
-    from txviz.analysis import memory
+    from txviz.analysis.kv import memory
     if args.list:
         return {"presets": memory.list_presets()}
     model, origin, extras = _memory_model(args)
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=None,
                    help="interventions per batched forward call (default: txviz.causal.patching.DEFAULT_CHUNK, 16)")
     p.set_defaults(run=cmd_patch)
-    from txviz.analysis.memory import KV_DTYPES, WEIGHT_DTYPES
+    from txviz.analysis.kv.memory import KV_DTYPES, WEIGHT_DTYPES
     p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--preset", help="a published model (see --list)")

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import charts, memory_charts
-from txviz.analysis import memory
+from txviz.analysis.kv import memory
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 BATCH_TOKENS = 8192  # the batch chart's context, or the longest charted when that is shorter

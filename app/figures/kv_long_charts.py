@@ -1,4 +1,4 @@
-"""Arrays → plotly figures for the real models' caches side by side (txviz.analysis.kv_long): total
+"""Arrays → plotly figures for the real models' caches side by side (txviz.analysis.kv.long): total
 bytes over a long generation, measured from the buffers (solid) and by the formula (dotted), and the
 tokens one layer of each kind keeps. Pure functions, no streamlit."""
 

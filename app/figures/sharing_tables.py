@@ -1,4 +1,4 @@
-"""The layer-sharing sweep in words and a table (txviz.analysis.kv_sharing.LayerSharing): which layers
+"""The layer-sharing sweep in words and a table (txviz.analysis.kv.sharing.LayerSharing): which layers
 cost least and most to merge, and the path that merges the cheapest first. Pure: no streamlit."""
 
 from __future__ import annotations

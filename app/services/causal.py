@@ -20,7 +20,7 @@ from app.services.prompts import PromptError, encode, within_budget
 from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.causal import agreement, answer_tokens
-from txviz.analysis.coref_answer import CONTRASTS
+from txviz.analysis.coref.answer import CONTRASTS
 from txviz.causal.margins import attention_margins
 from txviz.causal.patching import DEFAULT_CHUNK
 from txviz.causal.report import STEPS, measure_pair  # noqa: F401  (STEPS: the progress bar's steps)

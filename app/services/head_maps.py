@@ -9,7 +9,7 @@ from __future__ import annotations
 from app.figures import big_maps
 from app.figures.head_maps import all_layers_fit, maps_blob, prompt_id, view_data
 from app.services.traces import layers_maps
-from txviz.analysis.heads import METRICS
+from txviz.analysis.heads.metrics import METRICS
 
 
 def head_title(config, layer: int, head: int) -> str:

@@ -18,7 +18,7 @@ def check_induction(loaded: LoadedModel, length: int, settings: limits_.Limits) 
 
 def induction_scores(loaded: LoadedModel, length: int, seed: int) -> np.ndarray:
     """(layers, heads) induction scores, after the sink token when the model has one."""
-    from txviz.analysis.detectors import induction_scores as scores
+    from txviz.analysis.heads.detectors import induction_scores as scores
 
     tokenizer = loaded.tokenizer
     prefix = (tokenizer.sink_id,) if tokenizer is not None and tokenizer.sink_id is not None else ()
@@ -28,7 +28,7 @@ def induction_scores(loaded: LoadedModel, length: int, seed: int) -> np.ndarray:
 
 def check_coref(loaded: LoadedModel, bos: str, settings: limits_.Limits) -> None:
     """PromptError unless scoring every head on the built-in coreference set fits the budget."""
-    from txviz.analysis.coref import builtin_cases
+    from txviz.analysis.coref.ranking import builtin_cases
 
     cases = builtin_cases()
     longest = max(len(loaded.tokenizer.encode(case.text, bos=bos).ids) for case in cases)
@@ -37,7 +37,7 @@ def check_coref(loaded: LoadedModel, bos: str, settings: limits_.Limits) -> None
 
 
 def coref_evaluation(loaded: LoadedModel, bos: str) -> dict:
-    """Every head scored on the built-in coreference set (txviz.analysis.coref.evaluate)."""
-    from txviz.analysis.coref import builtin_cases, evaluate
+    """Every head scored on the built-in coreference set (txviz.analysis.coref.ranking.evaluate)."""
+    from txviz.analysis.coref.ranking import builtin_cases, evaluate
 
     return evaluate(loaded, builtin_cases(), bos=bos)

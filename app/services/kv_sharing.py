@@ -20,8 +20,8 @@ def check_kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, n_tokens: int,
 
 def kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor):
     """The model with ``n_kv_heads`` KV heads (repeated for more, mean-pooled for fewer) compared with
-    the original on ``ids`` (txviz.analysis.kv_sharing.quality_vs_original)."""
-    from txviz.analysis.kv_sharing import quality_vs_original, to_kv_groups, to_mha
+    the original on ``ids`` (txviz.analysis.kv.sharing.quality_vs_original)."""
+    from txviz.analysis.kv.sharing import quality_vs_original, to_kv_groups, to_mha
 
     config = loaded.config
     if n_kv_heads == config.n_kv_heads:
@@ -39,7 +39,7 @@ def kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor):
 def layer_sharing_step_seconds(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor,
                                settings: limits_.Limits) -> float:
     """Seconds one step of the per-layer sweep takes here (merge one layer, one pass over ``ids``)."""
-    from txviz.analysis.kv_sharing import time_one_layer_step
+    from txviz.analysis.kv.sharing import time_one_layer_step
 
     check_passes(loaded, ids.shape[0], 1, "timing one step of the per-layer sweep", settings)
     with threads_for_this_run():  # the estimate is timed under the rule the sweep runs under
@@ -47,9 +47,9 @@ def layer_sharing_step_seconds(loaded: LoadedModel, n_kv_heads: int, ids: torch.
 
 
 def layer_sharing(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor, settings: limits_.Limits, progress=None):
-    """Each layer's KV heads merged alone, then the cheapest first (txviz.analysis.kv_sharing.layer_sharing):
+    """Each layer's KV heads merged alone, then the cheapest first (txviz.analysis.kv.sharing.layer_sharing):
     one forward pass per layer and per point, ``progress(done, total)`` told after each."""
-    from txviz.analysis.kv_sharing import layer_sharing as sweep
+    from txviz.analysis.kv.sharing import layer_sharing as sweep
 
     check_passes(loaded, ids.shape[0], loaded.config.n_layers + 8,
                  f"merging the KV heads of each of {loaded.config.n_layers} layers", settings)

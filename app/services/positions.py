@@ -16,7 +16,7 @@ from txviz.loading.loaded import LoadedModel
 
 def scaling_losses(loaded: LoadedModel, ids: torch.Tensor, kind: str, factor: float) -> tuple[np.ndarray, float]:
     """(per-token loss of ``ids`` under one RoPE scaling, seconds it took)."""
-    from txviz.analysis.positions import scaling_for, token_losses, variant
+    from txviz.analysis.positions.measured import scaling_for, token_losses, variant
 
     started = time.perf_counter()
     model = loaded.model if kind == "none" else variant(
@@ -34,7 +34,7 @@ def forward_seconds(loaded: LoadedModel, n_tokens: int, gflops: float) -> float:
 def forward_gflops(loaded: LoadedModel, n_tokens: int = 64, repeats: int = 3) -> float:
     """GFLOP/s of a forward of ``n_tokens`` of a shipped text: the fastest of ``repeats`` after a
     warm-up (one-time setup and a busy moment on a shared machine are not counted)."""
-    from txviz.analysis.positions import token_losses
+    from txviz.analysis.positions.measured import token_losses
 
     ids = shipped_text_ids(loaded, next(iter(shipped_texts())), n_tokens)
     token_losses(loaded.model, ids[:8])
@@ -49,7 +49,7 @@ def forward_gflops(loaded: LoadedModel, n_tokens: int = 64, repeats: int = 3) ->
 
 def permutation_check(loaded: LoadedModel, ids: torch.Tensor) -> dict[str, tuple]:
     """Layer-0 score sets of the prompt and shuffled, with the model's positions and with none."""
-    from txviz.analysis.positions import layer0_score_sets, variant
+    from txviz.analysis.positions.measured import layer0_score_sets, variant
 
     models = {"with the model's positions": loaded.model, "positions removed": variant(loaded.model, positions="none")}
     return {name: layer0_score_sets(model, ids) for name, model in models.items()}

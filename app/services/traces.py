@@ -16,7 +16,7 @@ import torch
 from app.services.prompts import PromptError, encode, within_budget
 from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
-from txviz.analysis.heads import head_table as heads_table, hide_sink, metrics_table
+from txviz.analysis.heads.metrics import head_table as heads_table, hide_sink, metrics_table
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
 from txviz.capture.trace import CaptureError, Trace, trace
@@ -112,7 +112,7 @@ def head_table(loaded: LoadedModel, traced: PromptTrace) -> pd.DataFrame:
     tr = traced.trace
     if "head_summaries" in tr:
         return pd.DataFrame(metrics_table(tr.head_metrics(), tr.layers))
-    from txviz.analysis.detectors import unknown_token_ids
+    from txviz.analysis.heads.detectors import unknown_token_ids
 
     unknown = unknown_token_ids(loaded.tokenizer)  # a repeated <|unk|> is not a repeated word
     with threads_for_this_run():  # reductions over every map: one thread while the machine is oversubscribed

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from txviz.analysis.moe import ROUTER_CAPTURES, Routing, measure_routing
+from txviz.analysis.moe.routing import ROUTER_CAPTURES, Routing, measure_routing
 from txviz.capture.trace import Trace, trace
 from txviz.loading import load
 from txviz.loading.loaded import LoadedModel

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import streamlit as st
 
 from app import cache
-from txviz.analysis.heads import METRICS
+from txviz.analysis.heads.metrics import METRICS
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
 DEFAULT_COREF = "Mary met John at the station, and she gave him a book."

@@ -1,4 +1,4 @@
-"""Coreference heads (txviz.analysis.coref): reading cases, locating spans, scoring heads, the CLI."""
+"""Coreference heads (txviz.analysis.coref.ranking): reading cases, locating spans, scoring heads, the CLI."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 
 from tests.helpers.byte_tokenizer import SINK, ByteLevelTokenizer
 from txviz import cli
-from txviz.analysis import coref_data
-from txviz.analysis.coref import (BUILTIN_PATH, CorefCase, CorefDataError, _batches, answer_margin,
+from txviz.analysis.coref import data as coref_data
+from txviz.analysis.coref.ranking import (BUILTIN_PATH, CorefCase, CorefDataError, _batches, answer_margin,
                                   baseline_accuracy, builtin_cases, evaluate, locate, parse_cases, rank_for_sentence,
                                   rank_heads, score_heads, token_span)
 from txviz.config import ModelConfig

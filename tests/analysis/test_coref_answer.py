@@ -1,4 +1,4 @@
-"""One sentence, marked and asked (txviz.analysis.coref_answer): words, suggestions, query rows, the
+"""One sentence, marked and asked (txviz.analysis.coref.answer): words, suggestions, query rows, the
 model's own answer against a direct computation, and the causal fact behind the page's warning."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 
 from tests.helpers.byte_tokenizer import ByteLevelTokenizer
 from tests.helpers.tiny import random_decoder, tiny_config
-from txviz.analysis.coref import word_token_spans
-from txviz.analysis.coref_answer import (candidate_probabilities, contrast_sentence, default_completion,
+from txviz.analysis.coref.ranking import word_token_spans
+from txviz.analysis.coref.answer import (candidate_probabilities, contrast_sentence, default_completion,
                                          first_tokens, max_row_difference, model_answer, query_row, read_answer,
                                          sentence_words, suggest_candidates, suggest_deciding_word, suggest_pronoun)
 from txviz.capture.trace import trace

@@ -1,4 +1,4 @@
-"""The Coreference tab's logic without Streamlit (txviz.analysis.coref_marks, coref_table): choices checked,
+"""The Coreference tab's logic without Streamlit (txviz.analysis.coref.marks, coref_table): choices checked,
 widget names tied to their sentence, stale marks found, the ranking as rows and a grid."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from txviz.analysis.coref import score_heads
-from txviz.analysis.coref_answer import QUERY_KINDS, sentence_words, suggest_candidates, suggest_deciding_word, \
+from txviz.analysis.coref.ranking import score_heads
+from txviz.analysis.coref.answer import QUERY_KINDS, sentence_words, suggest_candidates, suggest_deciding_word, \
     suggest_pronoun
-from txviz.analysis.coref_marks import MARK_NAMES, Marks, check_choice, digest, mark_key, same_prefix, sort_keys
-from txviz.analysis.coref_table import count_predicting, head_grid, ranking_rows
+from txviz.analysis.coref.marks import MARK_NAMES, Marks, check_choice, digest, mark_key, same_prefix, sort_keys
+from txviz.analysis.coref.table import count_predicting, head_grid, ranking_rows
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 MARY = "Mary met John at the station, and she gave him a book."

@@ -9,10 +9,10 @@ import torch
 
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz.analysis.block import block_walkthrough, logit_lens
-from txviz.analysis.detectors import induction_scores, offset_pattern, repeated_random_tokens, token_pattern
-from txviz.analysis.heads import (duplicate_pattern, head_metrics, head_table, hide_sink, induction_pattern,
+from txviz.analysis.heads.detectors import induction_scores, offset_pattern, repeated_random_tokens, token_pattern
+from txviz.analysis.heads.metrics import (duplicate_pattern, head_metrics, head_table, hide_sink, induction_pattern,
                                   pattern_score)
-from txviz.analysis.steps import attention_steps
+from txviz.analysis.heads.steps import attention_steps
 from txviz.capture.trace import trace
 
 
@@ -131,7 +131,7 @@ def test_user_patterns():
 def test_trace_json_round_trips():
     import json
 
-    from txviz.analysis.export import trace_json
+    from txviz.analysis.heads.export import trace_json
 
     probs = torch.tensor([[1.0, 0.0], [0.25, 0.75]])
     doc = json.loads(trace_json(model="m", prompt="ab", bos="none", ids=[3, 4], tokens=["a", "b"],

@@ -1,11 +1,11 @@
-"""Rows of the MHA / GQA / MQA comparison (txviz.analysis.kind_comparison): the cache per token is the
+"""Rows of the MHA / GQA / MQA comparison (txviz.analysis.kv.kinds): the cache per token is the
 formula's on the first token; on a model with windows the mean over a long generation falls to what
 the formula gives for that length, on one without it stays the first token's."""
 
 from __future__ import annotations
 
 from tests.helpers.tiny import tiny_config
-from txviz.analysis.kind_comparison import kind_row
+from txviz.analysis.kv.kinds import kind_row
 from txviz.model.kv_cache import kv_cache_bytes
 
 

@@ -1,4 +1,4 @@
-"""The real KVCache filled over a long generation (txviz.analysis.kv_long): bytes read back from the
+"""The real KVCache filled over a long generation (txviz.analysis.kv.long): bytes read back from the
 buffers equal the formula at every chunk; a Gemma-3-like model's sliding layers stop at the window
 while its global layers and every layer of a model without windows keep growing."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.helpers.tiny import tiny_config
-from txviz.analysis.kv_long import measure_long_cache
+from txviz.analysis.kv.long import measure_long_cache
 from txviz.model.kv_cache import kv_cache_bytes
 
 TWO_KINDS = dict(n_layers=6, n_kv_heads=1, head_dim=16, sliding_window=12,
@@ -44,7 +44,7 @@ def test_refuses_empty_runs():
 
 
 def test_capacity_in_tokens_counts_a_window_layer_at_most_its_window():
-    from txviz.analysis.kv_growth import capacity_tokens
+    from txviz.analysis.kv.growth import capacity_tokens
 
     gemma_like = (8, 8, None)  # two local layers of window 8, one global
     assert capacity_tokens(3 * 5, gemma_like) == 5  # under the window every layer holds every token

@@ -9,7 +9,7 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
-from txviz.analysis.kv_sharing import (layer_sharing, layer_sharing_steps, merge_kv_heads, merged_kv_bytes_per_token,
+from txviz.analysis.kv.sharing import (layer_sharing, layer_sharing_steps, merge_kv_heads, merged_kv_bytes_per_token,
                                        quality_vs_original, time_one_layer_step, to_kv_groups)
 from txviz.model.kv_cache import kv_bytes_per_token
 

@@ -14,9 +14,9 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, KVCache, ModelConfig, kv_cache_bytes as model_kv_cache_bytes
 from txviz import cli
-from txviz.analysis import memory
-from txviz.analysis.kv_sharing import kv_head_options, quality_vs_original, to_kv_groups, to_mha
-from txviz.analysis.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
+from txviz.analysis.kv import memory
+from txviz.analysis.kv.sharing import kv_head_options, quality_vs_original, to_kv_groups, to_mha
+from txviz.analysis.kv.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
                                    kv_cache_bytes, max_context, preset, weight_bytes)
 from txviz.analysis.texts import read_text
 from txviz.loading.errors import ModelLoadError

@@ -1,4 +1,4 @@
-"""txviz.analysis.moe: routing statistics on hand-built routings, the balancing loss against its
+"""txviz.analysis.moe.routing: routing statistics on hand-built routings, the balancing loss against its
 formula and against transformers' Mixtral, and parameters/FLOPs against the memory module and real
 models (dense and MoE)."""
 
@@ -13,9 +13,9 @@ from torch.testing import assert_close
 from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import trace
-from txviz.analysis import moe
-from txviz.analysis.memory import count_active_params, count_params, preset
-from txviz.analysis.tradeoffs import REFERENCES
+from txviz.analysis.moe import routing as moe
+from txviz.analysis.kv.memory import count_active_params, count_params, preset
+from txviz.analysis.tradeoffs.formulas import REFERENCES
 from txviz.model import Decoder
 
 

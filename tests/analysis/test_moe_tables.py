@@ -1,4 +1,4 @@
-"""The tables and series the Mixture of Experts page shows (txviz.analysis.moe_tables), on a tiny
+"""The tables and series the Mixture of Experts page shows (txviz.analysis.moe.tables), on a tiny
 random MoE and a zoo folder written here."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
-from txviz.analysis import moe
-from txviz.analysis import moe_tables as tables
-from txviz.analysis.tradeoffs import REFERENCES
+from txviz.analysis.moe import routing as moe
+from txviz.analysis.moe import tables
+from txviz.analysis.tradeoffs.formulas import REFERENCES
 from txviz.loading.zoo import config_json
 
 

@@ -1,4 +1,4 @@
-"""The summaries the Positions page shows, computed by txviz.analysis.positions: the smoothed loss
+"""The summaries the Positions page shows, computed by txviz.analysis.positions.measured: the smoothed loss
 curves and their table, the attention a model attends with, the bias map with the future left blank,
 how diluted no-position attention is, and the permutation check's rows."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from txviz.analysis import positions as pos
+from txviz.analysis.positions import measured as pos
 
 
 @pytest.mark.parametrize("n,window", [(40, 8), (100, 16), (9, 9)])

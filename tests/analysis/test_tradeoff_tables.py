@@ -1,4 +1,4 @@
-"""The tables and series the Design tradeoffs page shows (txviz.analysis.tradeoff_tables): built from
+"""The tables and series the Design tradeoffs page shows (txviz.analysis.tradeoffs.tables): built from
 the formulas and the measurements, checked against them."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
-from txviz.analysis.memory import count_params, kv_bytes_per_token
-from txviz.analysis.timing import AttentionTiming, SequenceTiming
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.kv.memory import count_params, kv_bytes_per_token
+from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.config import ModelConfig
 
 SMOLLM2 = ModelConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, ffn_hidden=1536,

@@ -1,4 +1,4 @@
-"""txviz.analysis.tradeoffs and timing: equal-budget shapes, the attention/FFN crossover, naive
+"""txviz.analysis.tradeoffs.formulas and timing: equal-budget shapes, the attention/FFN crossover, naive
 attention against SDPA (same outputs, honest memory), parallel against token-by-token reading, and
 the zoo's files read into rows."""
 
@@ -11,10 +11,10 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.tiny import random_decoder, tiny_config
-from txviz.analysis import timing
-from txviz.analysis import tradeoffs as tr
-from txviz.analysis.memory import count_params
-from txviz.analysis.moe import ffn_flops_per_token
+from txviz.analysis.tradeoffs import timing
+from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.kv.memory import count_params
+from txviz.analysis.moe.routing import ffn_flops_per_token
 from txviz.config import ModelConfig
 from txviz.loading.zoo import SHIPPED_ZOO, config_json
 
@@ -220,7 +220,7 @@ def test_a_gap_beyond_the_noise_from_one_seed_is_not_called_no_evidence():
 
 def test_a_depth_sweep_keeps_a_per_layer_pattern_by_its_period():
     """Gemma 3's five-local-one-global layout at other depths, as transformers derives it from the pattern."""
-    from txviz.analysis.tradeoffs import equal_budget_shapes, layer_pattern
+    from txviz.analysis.tradeoffs.formulas import equal_budget_shapes, layer_pattern
 
     gemma = ("sliding",) * 5 + ("full",)
     assert layer_pattern(gemma * 3, 4) == ("sliding",) * 4

@@ -66,7 +66,7 @@ def choice_values(kind: str, widget) -> list | None:
     if widget.key == "bos":
         return ["sink", "none", "bos"]
     if widget.key == "grid_metric":
-        from txviz.analysis.heads import METRICS
+        from txviz.analysis.heads.metrics import METRICS
         return list(METRICS)
     if kind == "segmented_control":  # AppTest keeps no format_func for these: only where labels are values
         return [o.content for o in widget.proto.options] if widget.key == "mem_kind" else None

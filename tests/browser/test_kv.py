@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
 from tests.helpers.published_hf_configs import LLAMA_3_8B
-from txviz.analysis.presets import PRESETS
+from txviz.analysis.kv.presets import PRESETS
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 

@@ -11,8 +11,8 @@ from torch.testing import assert_close
 import txviz.model.attention as attention
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import CaptureError, trace
-from txviz.analysis.heads import METRICS as HEAD_METRICS
-from txviz.analysis.heads import head_metrics
+from txviz.analysis.heads.metrics import METRICS as HEAD_METRICS
+from txviz.analysis.heads.metrics import head_metrics
 from txviz.capture.summaries import METRICS, head_metrics as summary_metrics
 from txviz.capture import maps, summaries
 from txviz.capture.summaries import TokenPatterns

@@ -4,7 +4,7 @@ hurts the loss on repeated sequences most.
 The repeated sequences are the held-out stories' name → surname repeats ("Mary Parker … Mary" → "Parker"),
 the positions the lab's ``name_surname`` probe scores: this model never learned to copy random tokens
 (its loss on a repeated random sequence stays above 13 nats), so the classic random-token test says
-nothing about it. Attention: each head's induction mass (txviz.analysis.heads.induction_pattern) from
+nothing about it. Attention: each head's induction mass (txviz.analysis.heads.metrics.induction_pattern) from
 those query rows; ablation: each head mean-ablated, the cross-entropy of the surname there.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from txviz.analysis.heads import induction_pattern, pattern_score
+from txviz.analysis.heads.metrics import induction_pattern, pattern_score
 from txviz.capture.trace import trace
 from txviz.causal.intervention import Intervention
 from txviz.causal.patching import head_variants

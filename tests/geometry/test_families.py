@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis import memory
+from txviz.analysis.kv import memory
 from txviz.geometry import read_geometry
 
 BF16 = 2

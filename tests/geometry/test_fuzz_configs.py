@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import published_geometry_configs, published_hf_configs
-from txviz.analysis import memory
+from txviz.analysis.kv import memory
 
 PUBLISHED = {name: config for module in (published_geometry_configs, published_hf_configs)
              for name, config in vars(module).items() if name.isupper() and isinstance(config, dict)}

@@ -1,4 +1,4 @@
-"""The calculator's presets (txviz.analysis.presets, plain data) equal txviz.geometry's reading of the
+"""The calculator's presets (txviz.analysis.kv.presets, plain data) equal txviz.geometry's reading of the
 published config.json of the same model, wherever tests/helpers holds that config."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis import memory
+from txviz.analysis.kv import memory
 from txviz.geometry import read_geometry
 
 CONFIG_OF_PRESET = {

@@ -203,7 +203,7 @@ def test_final_soft_cap_is_c_tanh_of_the_uncapped_logits():
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_the_memory_calculator_counts_the_new_parts_and_the_per_layer_windows(variant):
-    from txviz.analysis import memory
+    from txviz.analysis.kv import memory
 
     model = model_of(variant)
     assert memory.count_params(model.config) == sum(p.numel() for p in model.parameters())

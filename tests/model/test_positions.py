@@ -184,10 +184,10 @@ def test_model_to_bf16_keeps_rope_frequencies_in_float32():
     assert alibi.positions.slopes.dtype == torch.float32
 
 
-# ---- what the Positions page measures (txviz.analysis.positions) ----------------------------------
+# ---- what the Positions page measures (txviz.analysis.positions.measured) ----------------------------------
 @pytest.mark.parametrize("n_heads", [4, 6])
 def test_slopes_read_back_from_a_traced_bias_are_the_formulas(n_heads):
-    from txviz.analysis import positions as pos
+    from txviz.analysis.positions import measured as pos
 
     config = tiny_config(positions="alibi", n_heads=n_heads, d_model=8 * n_heads)
     tr = trace(random_decoder(config), random_ids(config, 7), capture=("alibi_bias",))
@@ -197,7 +197,7 @@ def test_slopes_read_back_from_a_traced_bias_are_the_formulas(n_heads):
 
 
 def test_removing_the_bias_gives_the_softmax_of_the_unbiased_masked_scores():
-    from txviz.analysis import positions as pos
+    from txviz.analysis.positions import measured as pos
 
     config = tiny_config(positions="alibi", n_heads=4, d_model=32)
     tr = trace(random_decoder(config), random_ids(config, 9), capture=("alibi_bias", "attn_logits", "attn_scores"))
@@ -210,7 +210,7 @@ def test_removing_the_bias_gives_the_softmax_of_the_unbiased_masked_scores():
 
 
 def test_mean_distance_and_entropy_of_simple_maps():
-    from txviz.analysis import positions as pos
+    from txviz.analysis.positions import measured as pos
 
     t = 5
     diagonal = torch.eye(t)  # every query on itself: distance 0, entropy 0
@@ -224,7 +224,7 @@ def test_mean_distance_and_entropy_of_simple_maps():
 
 
 def test_cosine_similarity_of_a_position_table():
-    from txviz.analysis import positions as pos
+    from txviz.analysis.positions import measured as pos
 
     table = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0], [-3.0, 0.0]])
     similarity = pos.cosine_similarity_matrix(table)
@@ -234,7 +234,7 @@ def test_cosine_similarity_of_a_position_table():
 
 
 def test_the_page_shows_each_scheme_its_own_sections_and_permutation_for_all():
-    from txviz.analysis import positions as pos
+    from txviz.analysis.positions import measured as pos
 
     assert all("Permutation" in pos.sections(kind) for kind in ("rope", "alibi", "learned", "none"))
     assert [name for name in pos.sections("rope") if "RoPE" in name] == ["RoPE angles", "RoPE scaling"]

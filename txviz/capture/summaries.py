@@ -1,6 +1,6 @@
 """Per-head attention summaries computed during the forward pass, one block of query rows at a time.
 
-The metrics and their definitions are those of ``txviz.analysis.heads`` (same names, same order,
+The metrics and their definitions are those of ``txviz.analysis.heads.metrics`` (same names, same order,
 tested equal to ``head_metrics`` of the full eager maps), taken per query row from each block of
 probabilities the attention layer hands to the recorder, so no T×T map is ever kept:
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
-# The metrics of txviz.analysis.heads, in the order of the last axis of every summary tensor.
+# The metrics of txviz.analysis.heads.metrics, in the order of the last axis of every summary tensor.
 METRICS = ("entropy", "first_token_mass", "prev_token", "duplicate_token", "induction", "max_weight")
 
 

@@ -1,5 +1,5 @@
 """Today's attention ranking beside the causal one: each head's attention margin on the clean prompt,
-from the pronoun's row to the answer candidate minus the best other candidate (txviz.analysis.coref's
+from the pronoun's row to the answer candidate minus the best other candidate (txviz.analysis.coref.ranking's
 scoring), for ``txviz patch --candidates``. It says where a head looks; the interventions say what it does.
 """
 
@@ -9,7 +9,7 @@ from typing import Sequence
 
 import torch
 
-from txviz.analysis.coref import score_heads, word_spans, word_token_spans
+from txviz.analysis.coref.ranking import score_heads, word_spans, word_token_spans
 from txviz.capture.trace import trace
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from txviz.analysis.detectors import unknown_token_ids
+from txviz.analysis.heads.detectors import unknown_token_ids
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ top-k: the k choices of every token counted, normalized to sum to 1) and P_e the
 probability of e over the tokens. f is piecewise constant, so the gradient flows through P; the
 loss is 1 for perfectly uniform routing and E·P_e when every token goes to expert e.
 
-The formulas live in txviz.analysis.moe (the app measures trained routers with them too); the lab
+The formulas live in txviz.analysis.moe.routing (the app measures trained routers with them too); the lab
 trains with them from here.
 """
 
 from __future__ import annotations
 
-from txviz.analysis.moe import effective_experts, expert_load, load_balancing_loss
+from txviz.analysis.moe.routing import effective_experts, expert_load, load_balancing_loss
 
 __all__ = ["effective_experts", "expert_load", "load_balancing_loss"]

@@ -25,7 +25,7 @@ from txviz.config import ModelConfig
 
 def kv_elements_per_token_layer(n_kv_heads: int, head_dim: int) -> int:
     """Elements one token adds to one layer's cache: a K and a V vector per KV head. The one place
-    this rule lives; txviz.analysis.memory builds its sizes (and MLA's alternative) on it."""
+    this rule lives; txviz.analysis.kv.memory builds its sizes (and MLA's alternative) on it."""
     return 2 * n_kv_heads * head_dim
 
 

@@ -16,8 +16,8 @@ from app.components.head_grid import head_grid
 from app.figures import big_maps
 from app.figures.head_grid import grid_view
 from app.ui import state
-from txviz.analysis import export
-from txviz.analysis.heads import METRICS
+from txviz.analysis.heads import export
+from txviz.analysis.heads.metrics import METRICS
 
 
 @st.fragment

@@ -15,7 +15,7 @@ from app.figures import big_maps, charts
 from app.services.head_maps import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.ui import state
 from app.ui.widgets import bounded_slider
-from txviz.analysis.heads import hide_sink
+from txviz.analysis.heads.metrics import hide_sink
 
 
 def head_map(view) -> tuple[int, int, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from txviz.analysis.heads import METRICS
+from txviz.analysis.heads.metrics import METRICS
 
 METRIC_HELP = {
     "entropy": "spread of the weights (nats); low = focused",

@@ -7,7 +7,7 @@ import streamlit as st
 from app.components.head_view import head_view as head_view_lines
 from app.figures import charts
 from app.ui import state
-from txviz.analysis.heads import hide_sink
+from txviz.analysis.heads.metrics import hide_sink
 
 
 def query_index(n: int) -> int:

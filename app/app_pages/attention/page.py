@@ -11,7 +11,7 @@ from app.app_pages.attention.layer_kinds import window_note
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
 from app.ui import sidebar, state
-from txviz.analysis.heads import METRICS
+from txviz.analysis.heads.metrics import METRICS
 
 st.title("Attention")
 st.markdown(

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import big_maps, causal_charts
-from txviz.analysis.heads import hide_sink
+from txviz.analysis.heads.metrics import hide_sink
 
 
 def prompt_pair(view, layer: int, head: int, hide: bool) -> None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
-from txviz.analysis.steps import attention_steps, entropy
+from txviz.analysis.heads.steps import attention_steps, entropy
 
 
 def step_by_step(source: str, prompt: str, bos: str, tokens: list[str], n_groups: int, layer: int, head: int,

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
-from txviz.analysis.coref_table import head_grid
+from txviz.analysis.coref.table import head_grid
 
 
 def builtin_section(source: str, config, bos: str) -> None:

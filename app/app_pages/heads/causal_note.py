@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from txviz.analysis.coref import word_token_spans
-from txviz.analysis.coref_answer import CONTRASTS, contrast_sentence, max_row_difference
-from txviz.analysis.coref_marks import Marks, mark_key, same_prefix
+from txviz.analysis.coref.ranking import word_token_spans
+from txviz.analysis.coref.answer import CONTRASTS, contrast_sentence, max_row_difference
+from txviz.analysis.coref.marks import Marks, mark_key, same_prefix
 
 
 def causal_note(source: str, bos: str, text: str, words, marks: Marks) -> None:

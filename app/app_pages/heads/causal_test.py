@@ -15,7 +15,7 @@ from app import cache
 from app.app_pages.heads import causal_results
 from app.services.causal import propose_counterfactual
 from app.ui.progress import step_bar
-from txviz.analysis.coref_marks import Marks, digest
+from txviz.analysis.coref.marks import Marks, digest
 
 LAST_RUN = "_causal_last_run"  # this session's last request run: says when the inputs moved on from it
 

@@ -7,9 +7,9 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
-from txviz.analysis.coref_answer import (default_completion, sentence_words, suggest_candidates,
+from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
                                          suggest_deciding_word, suggest_pronoun)
-from txviz.analysis.coref_marks import MAX_WORDS, MIN_WORDS, Marks, check_choice, mark_key
+from txviz.analysis.coref.marks import MAX_WORDS, MIN_WORDS, Marks, check_choice, mark_key
 
 
 def coref_tab(source: str, loaded, bos: str) -> None:

@@ -9,8 +9,8 @@ import torch
 from app import cache
 from app.figures import charts
 from app.ui import state
-from txviz.analysis.detectors import offset_pattern, pattern_scores, token_pattern, unknown_token_ids
-from txviz.analysis.heads import duplicate_pattern, ignored_positions
+from txviz.analysis.heads.detectors import offset_pattern, pattern_scores, token_pattern, unknown_token_ids
+from txviz.analysis.heads.metrics import duplicate_pattern, ignored_positions
 
 
 def detectors_tab(source: str, loaded, traced) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from txviz.analysis.coref_answer import read_answer
+from txviz.analysis.coref.answer import read_answer
 
 
 def model_answer(traced, tokenizer, names: list[str], completion: str) -> None:

@@ -7,10 +7,10 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
-from txviz.analysis.coref import score_heads, word_token_spans
-from txviz.analysis.coref_answer import query_row
-from txviz.analysis.coref_marks import Marks, mark_key
-from txviz.analysis.coref_table import count_predicting, head_grid, ranking_rows
+from txviz.analysis.coref.ranking import score_heads, word_token_spans
+from txviz.analysis.coref.answer import query_row
+from txviz.analysis.coref.marks import Marks, mark_key
+from txviz.analysis.coref.table import count_predicting, head_grid, ranking_rows
 
 QUERY_LABELS = {"pronoun": "the pronoun", "deciding word": "the deciding word",
                 "completion end": "the completion's end"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from txviz.analysis.coref_marks import sort_keys
+from txviz.analysis.coref.marks import sort_keys
 
 DETECTOR_WIDGETS = ("ind_len", "pattern_")  # key prefixes of the Detectors tab's widgets
 

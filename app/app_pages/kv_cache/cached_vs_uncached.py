@@ -10,7 +10,7 @@ from app.figures import charts
 from app.ui import state
 from app.ui.widgets import bounded_slider
 from txviz import limits
-from txviz.analysis.kv_speed import both_runs_seconds, ms_per_token
+from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
 
 RUNS = (("with KV cache", True), ("recompute everything", False))
 

@@ -8,8 +8,8 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import calculator_charts
-from txviz.analysis import memory
-from txviz.analysis.memory_fit import chosen_kind, fit
+from txviz.analysis.kv import memory
+from txviz.analysis.kv.fit import chosen_kind, fit
 from txviz.loading.errors import ModelLoadError
 
 PRESET, UPLOAD = "Preset", "Your config.json"

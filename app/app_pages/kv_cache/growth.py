@@ -9,7 +9,7 @@ from app import cache
 from app.figures import memory_charts
 from app.ui import state
 from app.ui.widgets import bounded_slider
-from txviz.analysis.kv_growth import cache_growth
+from txviz.analysis.kv.growth import cache_growth
 
 
 def draw(source, loaded) -> None:

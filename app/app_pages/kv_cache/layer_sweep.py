@@ -10,7 +10,7 @@ from app import cache
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
-from txviz.analysis.kv_sharing import layer_sharing_steps
+from txviz.analysis.kv.sharing import layer_sharing_steps
 
 
 def draw(source, config, options: dict, text_name: str, text_tokens: int) -> None:

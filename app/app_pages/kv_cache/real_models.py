@@ -10,7 +10,7 @@ import streamlit as st
 from app import cache
 from app.figures import kv_long_charts
 from app.services import real_models
-from txviz.analysis.kv_long import LongCache
+from txviz.analysis.kv.long import LongCache
 from txviz.config import ModelConfig
 
 LENGTHS = (1024, 2048, 4096, 8192)

@@ -8,7 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache import layer_sweep
 from app.app_pages.kv_cache.widget_state import follow
-from txviz.analysis.kv_sharing import describe_regrouping, kv_head_options
+from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
 
 
 def draw(source, loaded) -> None:

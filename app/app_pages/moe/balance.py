@@ -8,8 +8,8 @@ import streamlit as st
 from app import cache
 from app.app_pages.moe.view import MoeView
 from app.figures import charts, tradeoff_charts
-from txviz.analysis import moe
-from txviz.analysis import moe_tables as tables
+from txviz.analysis.moe import routing as moe
+from txviz.analysis.moe import tables
 
 ROUTINGS = {"top-1": "top-1 (Switch)", "top-2": "top-2 (Mixtral)"}
 

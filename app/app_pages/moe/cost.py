@@ -8,8 +8,8 @@ import streamlit as st
 from app import cache
 from app.app_pages.moe.view import MoeView
 from app.figures import charts
-from txviz.analysis.moe_tables import cost_rows
-from txviz.analysis.tradeoffs import REFERENCES, expert_family
+from txviz.analysis.moe.tables import cost_rows
+from txviz.analysis.tradeoffs.formulas import REFERENCES, expert_family
 
 
 def cost_tab(view: MoeView) -> None:

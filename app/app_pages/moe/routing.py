@@ -12,9 +12,9 @@ from app.app_pages.moe.view import MoeView
 from app.figures import tradeoff_charts
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
-from txviz.analysis import moe
-from txviz.analysis import moe_tables as tables
-from txviz.analysis.tradeoffs import zoo_rows
+from txviz.analysis.moe import routing as moe
+from txviz.analysis.moe import tables
+from txviz.analysis.tradeoffs.formulas import zoo_rows
 
 
 def pick_variant(loaded) -> str | None:

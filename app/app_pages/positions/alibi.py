@@ -11,7 +11,7 @@ import torch
 from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
-from txviz.analysis import positions as pos
+from txviz.analysis.positions import measured as pos
 from txviz.model.positions import alibi_slopes
 
 

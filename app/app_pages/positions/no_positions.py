@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
-from txviz.analysis import positions as pos
+from txviz.analysis.positions import measured as pos
 
 
 def mask_tab(view: PositionsView) -> None:

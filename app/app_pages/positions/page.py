@@ -13,8 +13,8 @@ from app.app_pages.positions import alibi, learned, no_positions, permutation, r
 from app.app_pages.positions.view import PositionsView
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
-from txviz.analysis import positions as pos
-from txviz.analysis.rope_kinds import has_two_rope_bases
+from txviz.analysis.positions import measured as pos
+from txviz.analysis.positions.rope_kinds import has_two_rope_bases
 
 SCHEMES = {
     "rope": ("**RoPE** rotates each pair of query/key dimensions by an angle proportional to the position, "

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.positions.view import PositionsView
-from txviz.analysis import positions as pos
+from txviz.analysis.positions import measured as pos
 
 WHAT_THE_SCHEME_DOES = {
     "rope": "RoPE rotates q and k before the product, so with the model's positions the set changes.",

@@ -11,8 +11,8 @@ from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from app.ui.widgets import bounded_slider
-from txviz.analysis import positions as pos
-from txviz.analysis.rope_kinds import layer_inv_freq
+from txviz.analysis.positions import measured as pos
+from txviz.analysis.positions.rope_kinds import layer_inv_freq
 
 
 def angles_tab(view: PositionsView) -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
-from txviz.analysis import rope_kinds as rk
+from txviz.analysis.positions import rope_kinds as rk
 
 CAPTURE = ("rope_angles", "rope_local_angles")
 

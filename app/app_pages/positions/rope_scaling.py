@@ -10,7 +10,7 @@ from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from txviz import limits as limits_
-from txviz.analysis import positions as pos
+from txviz.analysis.positions import measured as pos
 
 RUNNING = "_rope_running"  # (source, text, factor, tokens) while a run is on: still set next run if Stop ended it
 

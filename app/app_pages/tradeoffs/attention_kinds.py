@@ -10,9 +10,9 @@ from app.app_pages.tradeoffs.real_kinds import real_and_zoo
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
-from txviz.analysis.memory import MemoryModel
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.kv.memory import MemoryModel
 
 
 def attention_kinds(view: TradeoffsView) -> None:

@@ -9,8 +9,8 @@ from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import charts, tradeoff_charts
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
 
 
 def depth_vs_width(view: TradeoffsView) -> None:

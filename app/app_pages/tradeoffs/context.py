@@ -7,8 +7,8 @@ import streamlit as st
 
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.figures import charts, tradeoff_charts
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
 from txviz.loading.zoo import SHIPPED_ZOO
 
 

@@ -10,8 +10,8 @@ import torch
 from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.figures import charts
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
 
 
 def flash_attention(view: TradeoffsView) -> None:

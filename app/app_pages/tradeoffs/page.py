@@ -10,7 +10,7 @@ from app import cache
 from app.app_pages.tradeoffs import attention_kinds, capacity, context, measured
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.ui import sidebar
-from txviz.analysis.tradeoff_tables import kv_dtype_name
+from txviz.analysis.tradeoffs.tables import kv_dtype_name
 from txviz.loading.zoo import SHIPPED_ZOO, read_txviz_config
 
 TABS = {"Depth vs width": capacity.depth_vs_width, "Dense vs MoE": capacity.dense_vs_moe,

@@ -1,6 +1,6 @@
 """In the "MHA / GQA / MQA" tab: the two pretrained models (SmolLM2 GQA 9q/3kv, Gemma 3 MQA 4q/1kv)
 and the zoo's tiny MHA / GQA / MQA variants in one table, each cache measured on a real KVCache of the
-model's shape (txviz.analysis.kind_comparison)."""
+model's shape (txviz.analysis.kv.kinds)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import cache
 from app.services import real_models
-from txviz.analysis import tradeoffs as tr
+from txviz.analysis.tradeoffs import formulas as tr
 
 LONG_TOKENS = 4096
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from txviz.analysis import tradeoff_tables as tables
-from txviz.analysis import tradeoffs as tr
+from txviz.analysis.tradeoffs import tables
+from txviz.analysis.tradeoffs import formulas as tr
 
 
 def zoo_table(rows: list[dict], columns: dict[str, str]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.apptest import MAIN, chart, has_chart, no_errors, texts, page_path
-from txviz.analysis.coref_answer import model_answer, sentence_words
+from txviz.analysis.coref.answer import model_answer, sentence_words
 
 pytestmark = pytest.mark.default_model
 

@@ -15,8 +15,8 @@ import pytest
 from tests.helpers.apptest import page_path
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
-from txviz.analysis import memory
-from txviz.analysis.presets import PRESETS
+from txviz.analysis.kv import memory
+from txviz.analysis.kv.presets import PRESETS
 
 MAIN = str(Path(__file__).resolve().parents[3] / "app" / "main.py")
 PAGE = page_path("kv_cache")

@@ -14,10 +14,10 @@ from app.figures import calculator_charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
 from tests.helpers.tiny import random_decoder, tiny_config
 from txviz import limits
-from txviz.analysis import memory
-from txviz.analysis.kv_growth import cache_growth
-from txviz.analysis.kv_speed import both_runs_seconds, ms_per_token
-from txviz.analysis.memory_fit import chosen_kind, fit
+from txviz.analysis.kv import memory
+from txviz.analysis.kv.growth import cache_growth
+from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
+from txviz.analysis.kv.fit import chosen_kind, fit
 from txviz.generate import generate
 
 PROMPT = torch.arange(1, 9)  # 8 tokens

@@ -13,7 +13,7 @@ import torch
 
 from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
 from tests.helpers.tiny import random_decoder
-from txviz.analysis.rope_kinds import layer_inv_freq
+from txviz.analysis.positions.rope_kinds import layer_inv_freq
 from txviz.config import ModelConfig
 from txviz.lab.artifacts import save_run
 from txviz.loading.zoo import SHIPPED_ZOO

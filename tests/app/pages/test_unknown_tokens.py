@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tests.helpers.apptest import app_on, has_chart, no_errors, texts, page_path
-from txviz.analysis.detectors import unknown_token_ids
-from txviz.analysis.heads import duplicate_pattern, head_metrics, ignored_positions, induction_pattern
+from txviz.analysis.heads.detectors import unknown_token_ids
+from txviz.analysis.heads.metrics import duplicate_pattern, head_metrics, ignored_positions, induction_pattern
 from txviz.loading.zoo import SHIPPED_ZOO
 
 UNK = 1

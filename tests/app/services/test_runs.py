@@ -24,7 +24,7 @@ def test_shipped_text_ids_start_with_the_sink_and_stop_at_the_asked_length(tiny,
 
 
 def test_no_scaling_is_the_model_itself_and_a_scaling_changes_the_losses(tiny, text_ids):
-    from txviz.analysis.positions import token_losses
+    from txviz.analysis.positions.measured import token_losses
 
     plain, seconds = positions.scaling_losses(tiny, text_ids, "none", 4.0)
     assert seconds > 0 and plain.shape == (len(text_ids) - 1,)
@@ -86,7 +86,7 @@ def test_the_kv_counterfactual_of_the_model_itself_changes_nothing(tiny, text_id
 
 
 def test_the_layer_sharing_sweep_reports_every_step(tiny, text_ids):
-    from txviz.analysis.kv_sharing import layer_sharing_steps
+    from txviz.analysis.kv.sharing import layer_sharing_steps
 
     told = []
     kv_sharing.layer_sharing(tiny, 1, text_ids[:24], Limits(), progress=lambda done, total: told.append((done, total)))

@@ -11,7 +11,7 @@ Both candidates come before the pronoun, and in each kind the answer is the firs
 exactly half of the cases and the nearest in the other half, so the "first" and "nearest"
 baselines sit at 0.5. All sentences are written for this project (Apache-2.0 with txviz).
 
-    python -m txviz.analysis.coref_data          # rewrite the shipped file (a test checks it matches)
+    python -m txviz.analysis.coref.data          # rewrite the shipped file (a test checks it matches)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import random
 import sys
 from pathlib import Path
 
-from txviz.analysis.coref import BUILTIN_PATH, CorefCase, word_spans
+from txviz.analysis.coref.ranking import BUILTIN_PATH, CorefCase, word_spans
 
 SEED = 2019  # Clark et al.'s year; any fixed number would do
 CASES_PER_KIND = 80

@@ -2,12 +2,12 @@
 2019): the two pretrained models txviz runs (SmolLM2-135M, GQA with 9 query heads on 3 KV heads;
 Gemma 3 270M, MQA with 4 on 1, and sliding windows on 15 of its 18 layers) beside the zoo's tiny
 variants trained here. Bytes per token are measured on a real KVCache of each model's shape
-(txviz.analysis.kv_long): after the first token, and averaged over a long generation, where Gemma's
+(txviz.analysis.kv.long): after the first token, and averaged over a long generation, where Gemma's
 windows make the average fall well below the first token's cost."""
 
 from __future__ import annotations
 
-from txviz.analysis.kv_long import measure_long_cache
+from txviz.analysis.kv.long import measure_long_cache
 from txviz.config import ModelConfig
 
 

@@ -11,7 +11,7 @@ A layer with a sliding window of W keeps at most W tokens; when every layer has 
 growing. Weights take n_params × bytes_per_weight: all experts of a MoE stay in memory although
 only top-k run per token. Quantized sizes are ideal (no scales or zero points; real int4 formats add
 a few percent). For a ModelConfig these equal ``txviz.model.kv_cache``'s formula and the bytes of a
-real KVCache (tests/analysis/test_memory.py). Presets: ``txviz.analysis.presets``; any Hugging Face
+real KVCache (tests/analysis/test_memory.py). Presets: ``txviz.analysis.kv.presets``; any Hugging Face
 config.json, of a family txviz can run or not: ``txviz.geometry`` (``MemoryModel.from_geometry``).
 
 Activations (``activation_bytes``) are an estimate with its assumptions written out: the peak of one
@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal, Mapping, Sequence
 
-from txviz.analysis.presets import KIND_EXAMPLES, PRESETS  # noqa: F401  (re-exported for pages)
+from txviz.analysis.kv.presets import KIND_EXAMPLES, PRESETS  # noqa: F401  (re-exported for pages)
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import kv_elements_per_token_layer
 
@@ -253,7 +253,7 @@ def flops_per_token(spec: Spec, context: int) -> int:
     """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per matrix weight
     it multiplies (its active parameters less looked-up tables, norm weights and biases) plus
     2·H·(d_qk + d_v) per position each layer attends to (its window, if any): the scores and the
-    weighted values. For a ModelConfig this equals ``txviz.analysis.moe.flops_per_token`` (tests/geometry)."""
+    weighted values. For a ModelConfig this equals ``txviz.analysis.moe.routing.flops_per_token`` (tests/geometry)."""
     model = as_memory_model(spec)
     if context < 0:
         raise ValueError(f"context must be >= 0, got {context}")

@@ -1,5 +1,5 @@
 """The rows and series the Design tradeoffs page shows, built from the formulas of
-``txviz.analysis.tradeoffs`` and the measurements of ``txviz.analysis.timing``: plain lists and dicts
+``txviz.analysis.tradeoffs.formulas`` and the measurements of ``txviz.analysis.tradeoffs.timing``: plain lists and dicts
 (a table is a list of row dicts; a chart's series a dict of columns), so the page only lays them out."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Mapping, Sequence
 
 import torch
 
-from txviz.analysis.memory import count_active_params, count_params, kind_variants, kv_bytes_per_token
-from txviz.analysis.moe import flops_per_token
-from txviz.analysis.timing import AttentionTiming, SequenceTiming
-from txviz.analysis.tradeoffs import REFERENCES, LossEstimate, loss_estimate, paired_difference
+from txviz.analysis.kv.memory import count_active_params, count_params, kind_variants, kv_bytes_per_token
+from txviz.analysis.moe.routing import flops_per_token
+from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
+from txviz.analysis.tradeoffs.formulas import REFERENCES, LossEstimate, loss_estimate, paired_difference
 from txviz.config import ModelConfig
 
 MIB = 2 ** 20

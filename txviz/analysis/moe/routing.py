@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from txviz.analysis.memory import count_active_params, count_params
+from txviz.analysis.kv.memory import count_active_params, count_params
 from txviz.config import ModelConfig
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")

@@ -8,8 +8,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from txviz.analysis import moe
-from txviz.analysis.tradeoffs import zoo_curves, zoo_rows
+from txviz.analysis.moe import routing as moe
+from txviz.analysis.tradeoffs.formulas import zoo_curves, zoo_rows
 from txviz.config import ModelConfig
 from txviz.loading.zoo import SHIPPED_ZOO
 

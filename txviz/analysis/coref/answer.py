@@ -21,7 +21,7 @@ from typing import Sequence
 
 import torch
 
-from txviz.analysis.coref import token_span
+from txviz.analysis.coref.ranking import token_span
 
 WORD = re.compile(r"\w+(?:['’]\w+)*")  # contractions stay whole: "didn't" is one word
 PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them", "his", "its", "their"})

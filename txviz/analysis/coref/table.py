@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from txviz.analysis.coref import HeadScore
+from txviz.analysis.coref.ranking import HeadScore
 
 
 def ranking_rows(scores: Sequence[HeadScore], names: Sequence[str]) -> list[dict]:

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from txviz.analysis.coref_answer import QUERY_KINDS
+from txviz.analysis.coref.answer import QUERY_KINDS
 
 MARK_NAMES = ("pronoun", "candidates", "deciding", "completion", "swap", "query", "target")
 MARK_PREFIXES = tuple(f"coref_{name}_" for name in MARK_NAMES)

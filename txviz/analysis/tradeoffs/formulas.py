@@ -5,12 +5,12 @@ tiny trained variants measured (assets/zoo/<variant>/config.json + eval.json, wr
     depths, with their FLOPs and KV bytes per token; the zoo's deep_narrow / base / shallow_wide.
 (b) dense vs MoE: total parameters (capacity, memory) against FLOPs per token as experts are added;
     Mistral 7B against Mixtral 8×7B; the zoo's dense base against its MoE variants.
-(c) MHA vs GQA vs MQA: KV bytes per token (txviz.analysis.memory) against the zoo's loss.
+(c) MHA vs GQA vs MQA: KV bytes per token (txviz.analysis.kv.memory) against the zoo's loss.
 (d) context length: per layer, naive attention does 4·H·D·T² FLOPs (QKᵀ and A·V over the whole T×T
     matrix) and holds H·T² scores, while the FFN does T·F (F its FLOPs per token), so attention
     overtakes the FFN at T* = F / (4·H·D); a kernel that skips the masked half moves it to ≈ 2·T*.
 (e) FlashAttention vs naive attention and (f) parallel vs one-token-at-a-time reading are measured
-    on this machine: txviz.analysis.timing, re-exported here.
+    on this machine: txviz.analysis.tradeoffs.timing, re-exported here.
 (g) positions beyond the training context: the zoo's validation loss at 1×, 2× and 4× it.
 
 Noise: the zoo trains each variant from one seed, so how much the loss moves between seeds is not
@@ -19,7 +19,7 @@ windows, and of a difference between two variants scored on the same windows (pa
 words a comparison from those numbers, and ``loss_axis_range`` keeps a chart from zooming a difference
 inside the noise into a finding.
 
-FLOPs and parameters come from txviz.analysis.moe / memory, so dense and MoE configs are handled alike.
+FLOPs and parameters come from txviz.analysis.moe.routing / memory, so dense and MoE configs are handled alike.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from txviz.analysis.memory import count_active_params, count_params, kv_bytes_per_token
-from txviz.analysis.moe import ffn_flops_per_token, flops_per_token, projection_flops_per_token
-from txviz.analysis.timing import (attention_benchmark, naive_attention, parallel_vs_sequential,  # noqa: F401
+from txviz.analysis.kv.memory import count_active_params, count_params, kv_bytes_per_token
+from txviz.analysis.moe.routing import ffn_flops_per_token, flops_per_token, projection_flops_per_token
+from txviz.analysis.tradeoffs.timing import (attention_benchmark, naive_attention, parallel_vs_sequential,  # noqa: F401
                                    sdpa_attention)
 import torch
 

@@ -9,7 +9,7 @@ candidate that comes first in the text).
 
 A causal model at the pronoun sees only the words before it, so only cases decidable from the left
 context (gender, number, animacy agreement) can be resolved there; the built-in set
-(``assets/coref/agreement.jsonl``, written by ``txviz.analysis.coref_data``) holds only such cases.
+(``assets/coref/agreement.jsonl``, written by ``txviz.analysis.coref.data``) holds only such cases.
 
 Data: JSONL, one object per line: ``{"text", "pronoun", "candidates", "answer"}`` plus optional
 ``"pronoun_occurrence"`` (0-based among the pronoun's whole-word matches) and ``"kind"`` (a label).
@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-BUILTIN_PATH = Path(__file__).resolve().parents[2] / "assets" / "coref" / "agreement.jsonl"
+BUILTIN_PATH = Path(__file__).resolve().parents[3] / "assets" / "coref" / "agreement.jsonl"
 REQUIRED_FIELDS = ("text", "pronoun", "candidates", "answer")
 OPTIONAL_FIELDS = ("pronoun_occurrence", "kind")
 BOS_CHOICES = ("none", "bos", "sink")

@@ -13,7 +13,7 @@ token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE).
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
 14336, DeepSeek-V3's 8 routed + 1 shared expert of 2048 (= its dense layers' 18432).
 
-Fields are those of ``txviz.analysis.memory.MemoryModel``: KV cache per token per layer is
+Fields are those of ``txviz.analysis.kv.memory.MemoryModel``: KV cache per token per layer is
 2 · kv_heads · head_dim elements, or latent_dim + rope_dim for multi-head latent attention (MLA).
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from txviz.analysis import memory
+from txviz.analysis.kv import memory
 
 
 def chosen_kind(picked: str | None, variants: Mapping[str, object], own_kind: str) -> str:

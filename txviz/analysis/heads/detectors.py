@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import torch
 
-from txviz.analysis.heads import pattern_score
+from txviz.analysis.heads.metrics import pattern_score
 from txviz.capture.trace import trace
 
 
 def unknown_token_ids(tokenizer) -> tuple[int, ...]:
     """The id of the vocabulary's unknown token (a word-level vocabulary's ``<|unk|>``), or () for a
     tokenizer without one (a byte-level BPE spells anything): the ``ignore`` of the duplicate-token and
-    induction patterns (txviz.analysis.heads), since two unknowns are usually two different words."""
+    induction patterns (txviz.analysis.heads.metrics), since two unknowns are usually two different words."""
     backend = getattr(tokenizer, "backend", None)
     token = getattr(getattr(backend, "model", None), "unk_token", None)
     unknown = backend.token_to_id(token) if token else None
