@@ -381,13 +381,14 @@ def in_app_opens(page, repeats: int, names: list[str] | None = None) -> dict:
 
 
 def _export_app(revision: str, folder: Path) -> Path:
-    """The app of ``revision`` (app/, assets/, .streamlit/) exported into ``folder``; the library stays
-    this tree's (the installed txviz)."""
+    """The app and library of ``revision`` (app/, txviz/, assets/, .streamlit/) exported into ``folder``:
+    its server runs there (cwd first on sys.path), so the old app imports the old library, whose module
+    layout it was written against."""
     import subprocess
     import tarfile
     import io
 
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "app", "assets", ".streamlit"],
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "app", "txviz", "assets", ".streamlit"],
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
