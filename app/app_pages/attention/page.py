@@ -8,6 +8,7 @@ from app import cache
 from app.app_pages.attention.head_explorer import head_explorer
 from app.app_pages.attention.head_table import head_table
 from app.app_pages.attention.layer_kinds import window_note
+from app.app_pages.attention.layer_profile import layer_profile
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
 from app.ui import sidebar, state
@@ -41,4 +42,5 @@ table = cache.get_head_table(source, prompt, bos).astype({m: float for m in METR
 view = AttentionView(source, prompt, bos, loaded, traced, plan, [t.text for t in shown], table)
 state.reset_on_change("query", (source, prompt, bos))  # a token index means nothing in another prompt
 head_explorer(view)
+layer_profile(table)
 head_table(table)
