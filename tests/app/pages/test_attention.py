@@ -153,28 +153,13 @@ def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(m
 
     assert threads.threads_for_load(2, load=1.2, cpus=2) == 2
     assert threads.threads_for_load(2, load=2.0, cpus=2) == threads.threads_for_load(4, load=9.5, cpus=2) == 1
-    assert threads.threads_for_load(2, load=9.5, cpus=2, runnable=12) == 1  # every core taken now
     seen = []
-    monkeypatch.setattr(threads, "runnable_now", lambda: 12)
     for load in (9.5, 0.1):
         monkeypatch.setattr(threads.os, "getloadavg", lambda load=load: (load, load, load))
         with threads.threads_for_this_run():
             seen.append(torch.get_num_threads())
         assert torch.get_num_threads() == threads.PROCESS_THREADS  # the process's own count again
     assert seen == [1, threads.threads_for_load(threads.PROCESS_THREADS, 0.1, threads.os.cpu_count())]
-
-
-def test_a_lagging_load_average_does_not_hold_a_run_to_one_thread_while_cores_are_free_now():
-    """The 1-minute load stays at the cores for a minute after a browser drew a page; what counts then is
-    how many tasks are runnable at the instant the run starts (this one included)."""
-    from app.services import threads
-
-    assert threads.threads_for_load(2, load=2.5, cpus=2, runnable=1) == 2  # only this task: both cores
-    assert threads.threads_for_load(2, load=2.5, cpus=2, runnable=2) == 1  # one other task: one core left
-    assert threads.threads_for_load(8, load=6.0, cpus=4, runnable=2) == 3  # more threads than cores free: capped
-    assert threads.threads_for_load(2, load=2.5, cpus=2, runnable=None) == 1  # no /proc: the load alone
-    runnable = threads.runnable_now()
-    assert runnable is None or runnable >= 1  # the reader itself is running
 
 
 def test_the_layer_profile_is_each_layers_mean_over_its_heads_and_follows_a_new_prompt(new_app):
