@@ -11,7 +11,7 @@ chosen at the default memory budget for 8008 tokens, the size of the GGUF and of
 Left unchecked, and why:
 - the KV layer-sharing sweep on SmolLM2 (layers 0 and 1 at KL 1.1 and 1.9 nats, 6, 29, 7, 28 at ≤ 0.03,
   the 5 cheapest saving 11% for perplexity 23.5 → 26.0): 38 forward passes of the 135M model, about a
-  minute on this 2-core machine (tests/analysis/test_kv_sharing.py checks the sweep itself on tiny models);
+  minute on this 2-core machine (tests/analysis/kv/test_kv_sharing.py checks the sweep itself on tiny models);
 - "0 on SmolLM2" for the Winograd pronoun row: a property of causal attention, tested with the coreference page;
 - the 93 MB wheel: pip's download is not kept once the GGUF is taken out of it;
 - timings (set-up and test-suite minutes, 17 s to the first heatmap, the Benchmarks paragraph): one-off

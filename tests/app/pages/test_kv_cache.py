@@ -196,7 +196,7 @@ def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calcul
     x = list(spec["data"][0]["x"])
     at_4k = x.index("4K")
     weights, kv, activations = (float(decode(trace["y"])[at_4k]) * memory.GIB for trace in spec["data"])
-    params = 6_738_415_616  # Llama 2 7B, counted from its config.json in tests/analysis/test_memory.py
+    params = 6_738_415_616  # Llama 2 7B, counted from its config.json in tests/analysis/kv/test_memory.py
     assert weights == pytest.approx(2 * params)
     assert kv == pytest.approx(2 * 32 * 32 * 128 * 2 * 4096)  # 2 GiB
     assert activations == pytest.approx(4096 * (2 * 4096 + 3 * 4096 + 2 * 11008) * 2 + 32000 * 4)

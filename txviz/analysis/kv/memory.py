@@ -11,7 +11,7 @@ A layer with a sliding window of W keeps at most W tokens; when every layer has 
 growing. Weights take n_params × bytes_per_weight: all experts of a MoE stay in memory although
 only top-k run per token. Quantized sizes are ideal (no scales or zero points; real int4 formats add
 a few percent). For a ModelConfig these equal ``txviz.model.kv_cache``'s formula and the bytes of a
-real KVCache (tests/analysis/test_memory.py). Presets: ``txviz.analysis.kv.presets``; any Hugging Face
+real KVCache (tests/analysis/kv/test_memory.py). Presets: ``txviz.analysis.kv.presets``; any Hugging Face
 config.json, of a family txviz can run or not: ``txviz.geometry`` (``MemoryModel.from_geometry``).
 
 Activations (``activation_bytes``) are an estimate with its assumptions written out: the peak of one
