@@ -1,6 +1,6 @@
 """Arrays → plotly figures for the KV cache & memory page: the cache filling up while the model generates
 (an animation over the measured steps) and the memory bill against a GPU. Pure functions, no streamlit
-(tests/test_kv_charts.py)."""
+(tests/app/figures/test_memory_charts.py)."""
 
 from __future__ import annotations
 

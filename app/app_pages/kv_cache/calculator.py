@@ -8,7 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import calculator_charts
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, presets
 from txviz.analysis.kv.fit import chosen_kind, fit
 from txviz.loading.errors import ModelLoadError
 
@@ -16,8 +16,8 @@ PRESET, UPLOAD = "Preset", "Your config.json"
 WHOLE = "whole prompt"
 FAMILIES = ("Llama, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Gemma 1–3, Phi, Phi-3, Falcon, GPT-2, GPT-NeoX, "
             "GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, DeepSeek-V2/V3 (MLA)")
-PRESET_BY_NAME = {fields["name"]: key for key, fields in memory.PRESETS.items()}  # the box shows names
-DEFAULTS = {"mem_source": PRESET, "mem_preset": memory.PRESETS["llama-3-8b"]["name"],
+PRESET_BY_NAME = {fields["name"]: key for key, fields in presets.PRESETS.items()}  # the box shows names
+DEFAULTS = {"mem_source": PRESET, "mem_preset": presets.PRESETS["llama-3-8b"]["name"],
             "mem_weight_dtype": "bf16", "mem_kv_dtype": "bf16", "mem_batch": 1, "mem_gpu": 80.0, "mem_chunk": WHOLE}
 
 

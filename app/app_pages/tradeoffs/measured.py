@@ -11,7 +11,7 @@ from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.figures import charts
 from txviz.analysis.tradeoffs import tables
-from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import timing
 
 
 def flash_attention(view: TradeoffsView) -> None:
@@ -27,7 +27,7 @@ def flash_attention(view: TradeoffsView) -> None:
     key = ("flash", config.n_heads, config.head_dim, lengths, device, budget)
     result = cache.measured(key)
     if st.button("Measure on this machine", key="to_flash_run") and result is None:
-        result = cache.measure(key, lambda progress: tr.attention_benchmark(
+        result = cache.measure(key, lambda progress: timing.attention_benchmark(
             lengths, config.n_heads, config.head_dim, device=device, max_naive_bytes=budget, progress=progress),
             "Timing naive attention and SDPA…")
     if result is None:
@@ -67,7 +67,7 @@ def parallel_vs_sequential(view: TradeoffsView) -> None:
     key = ("rnn", view.source, lengths)
     result = cache.measured(key)
     if st.button("Measure on the loaded model", key="to_rnn_run") and result is None:
-        result = cache.measure(key, lambda progress: tr.parallel_vs_sequential(view.loaded.model, lengths,
+        result = cache.measure(key, lambda progress: timing.parallel_vs_sequential(view.loaded.model, lengths,
                                                                                 progress=progress),
                                "Reading in parallel and token by token…")
     if result is None:

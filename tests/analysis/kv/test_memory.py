@@ -14,7 +14,7 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, KVCache, ModelConfig, kv_cache_bytes as model_kv_cache_bytes
 from txviz import cli
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, presets
 from txviz.analysis.kv.sharing import kv_head_options, quality_vs_original, to_kv_groups, to_mha
 from txviz.analysis.kv.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
                                    kv_cache_bytes, max_context, preset, weight_bytes)
@@ -108,7 +108,7 @@ def test_gemma_2_windows_only_half_its_layers():
 
 
 def test_kinds():
-    kinds = {name: preset(name).kind for name in memory.PRESETS}
+    kinds = {name: preset(name).kind for name in presets.PRESETS}
     assert kinds["llama-2-7b"] == kinds["gemma-7b"] == kinds["gpt2"] == "MHA"
     assert kinds["llama-3-8b"] == kinds["smollm2-135m"] == "GQA"
     assert kinds["falcon-7b"] == "MQA" and kinds["deepseek-v3"] == "MLA"
@@ -200,7 +200,7 @@ def test_a_window_on_every_layer_is_unbounded_by_kv():
     assert small.max_tokens is not None and small.max_tokens < 4096
 
 
-@pytest.mark.parametrize("name", sorted(memory.PRESETS))
+@pytest.mark.parametrize("name", sorted(presets.PRESETS))
 @pytest.mark.parametrize("gib,batch,kv_dtype", [(16, 1, "bf16"), (80, 8, "fp8"), (141, 32, "int4"), (2000, 1, "fp32")])
 def test_max_tokens_is_the_longest_that_fits(name, gib, batch, kv_dtype):
     model = preset(name)
@@ -224,7 +224,7 @@ def test_max_context_rejects_bad_inputs(kwargs):
 
 # ---- series and checks -------------------------------------------------------------------------------
 def test_chart_series_are_plain_lists():
-    models = {kind: preset(name) for kind, name in memory.KIND_EXAMPLES.items()}
+    models = {kind: preset(name) for kind, name in presets.KIND_EXAMPLES.items()}
     series = memory.kv_vs_context(models, memory.context_lengths(8192, start=1024), kv_dtype="fp16")
     assert series["tokens"] == [1024, 2048, 4096, 8192]
     assert series["bytes"]["MHA"] == [n * 524_288 for n in series["tokens"]]
@@ -420,7 +420,7 @@ def test_cli_config_file_matches_the_library(capsys, tmp_path):
 
 def test_cli_list(capsys):
     code, out = run_cli(capsys, "--list")
-    assert code == 0 and [row["preset"] for row in out["presets"]] == list(memory.PRESETS)
+    assert code == 0 and [row["preset"] for row in out["presets"]] == list(presets.PRESETS)
 
 
 @pytest.mark.parametrize("content,message", [

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal, Mapping, Sequence
 
-from txviz.analysis.kv.presets import KIND_EXAMPLES, PRESETS  # noqa: F401  (re-exported for pages)
+from txviz.analysis.kv.presets import PRESETS
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import kv_elements_per_token_layer
 

@@ -32,8 +32,6 @@ from typing import Iterable, Sequence
 
 from txviz.analysis.kv.memory import count_active_params, count_params, kv_bytes_per_token
 from txviz.analysis.moe.routing import ffn_flops_per_token, flops_per_token, projection_flops_per_token
-from txviz.analysis.tradeoffs.timing import (attention_benchmark, naive_attention, parallel_vs_sequential,  # noqa: F401
-                                   sdpa_attention)
 import torch
 
 from txviz.config import ModelConfig
