@@ -1,0 +1,52 @@
+"""The memory calculator's model: a published preset or an uploaded config.json, and the line that says
+what sets its memory."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import cache
+from txviz.analysis.kv import memory, presets
+from txviz.loading.errors import ModelLoadError
+
+PRESET, UPLOAD = "Preset", "Your config.json"
+FAMILIES = ("Llama, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Gemma 1–3, Phi, Phi-3, Falcon, GPT-2, GPT-NeoX, "
+            "GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, DeepSeek-V2/V3 (MLA)")
+PRESET_BY_NAME = {fields["name"]: key for key, fields in presets.PRESETS.items()}  # the box shows names
+
+
+def model_choice() -> tuple[memory.MemoryModel, str] | None:
+    """The model the calculator describes and an identity that changes whenever it does; None while
+    the upload is chosen but no readable file is there."""
+    max_config = cache.limits().max_config_bytes
+    if st.radio("Model from", (PRESET, UPLOAD), key="mem_source", horizontal=True) == PRESET:
+        chosen = PRESET_BY_NAME[st.selectbox("Preset", list(PRESET_BY_NAME), key="mem_preset")]
+        return memory.preset(chosen), f"preset:{chosen}"
+    upload = st.file_uploader("A Hugging Face config.json", type=["json"], key="mem_upload",
+                              max_upload_size=max(1, -(-max_config // 2**20)),
+                              help=f"Any causal LM's config.json: {FAMILIES}; another family is read by a "
+                                   f"generic rule that says what it assumed. At most {max_config:,} bytes.")
+    if upload is None:
+        st.info("Upload a model's config.json to size it; switch back to *Preset* for the published models.")
+        return None
+    try:
+        return memory.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
+    except (ModelLoadError, ValueError) as error:
+        st.error(f"Could not read that config.json: {error}")
+        return None
+
+
+def describe(spec: memory.MemoryModel) -> str:
+    """One line on what sets the model's memory: kind, heads, windows, MLA latent, experts, source."""
+    windows = ""
+    if spec.sliding_window:
+        windows = (f", sliding window {spec.sliding_window}" + ("" if spec.window_layers == spec.n_layers else
+                                                                f" on {spec.window_layers} of {spec.n_layers} layers"))
+    latent = (f", MLA: a {spec.latent_dim}-wide latent + a {spec.rope_dim}-wide RoPE key cached per token and layer"
+              if spec.latent_dim else "")
+    experts = (f", {spec.n_experts} experts, {spec.experts_per_token} per token ({spec.n_params / 1e9:,.1f} B "
+               f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
+               if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
+    return (f"**{spec.name}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
+            f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}{windows}{latent}{experts}"
+            + (f". Source: {spec.source}" if spec.source else "."))
