@@ -106,6 +106,27 @@ def test_variants_resumed_after_their_unedited_layers_equal_full_runs(model):
     assert_close(resumed, (full[:, -1, 3] - full[:, -1, 5]).float(), rtol=0, atol=1e-5)
 
 
+def test_variants_run_after_the_shared_prefix_equal_full_runs(model):
+    """A counterfactual that agrees with the clean prompt before CHANGED: run_variants runs each chunk
+    only on positions CHANGED.. with the clean run's keys before them (txviz.causal.shared_prefix), and
+    drops the replacements that write the clean value; each variant still gets what a full call gives."""
+    from txviz.causal.shared_prefix import clean_run, shared_positions
+
+    clean, corrupt = pair(model.config)
+    points = ("head_out", "q", "k", "v", "resid_pre")
+    _, source = run_with_activations(model, corrupt, points)
+    last = model.config.n_layers - 1
+    variants = ([[Replace(layer, point, head=0)] for layer in range(last + 1) for point in ("q", "k", "v")]
+                + [[Replace(last, "head_out", 1)], [Replace(1, "resid_pre", position=CHANGED + 2)],
+                   [Replace(0, "resid_pre", position=CHANGED - 1)], [Replace(1, "head_out", 2, CHANGED + 1, "zero")]])
+    assert shared_positions(variants[:-2], source, clean_run(model, clean, points).activations, N_TOKENS) == CHANGED
+    fast = run_variants(model, clean, variants, 3, 5, source=source, chunk_size=4)
+    with torch.no_grad():
+        full = model(clean.expand(len(variants), -1), record=Intervention(variants, source))[:, -1]
+    assert_close(fast, (full[:, 3] - full[:, 5]).float(), rtol=0, atol=1e-5)
+    assert fast[-2] == run_variants(model, clean, [[]], 3, 5)[0]  # the same value: nothing to run
+
+
 def test_zero_ablating_a_layers_heads_is_zeroing_its_output_projection():
     model = random_decoder(tiny_config(**VARIANTS["learned"]))  # o_proj has a bias, which stays
     ids = random_ids(model.config, N_TOKENS)

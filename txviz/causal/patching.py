@@ -15,6 +15,7 @@ import torch
 from txviz.causal.activations import ActivationRecorder, Activations, run_with_activations
 from txviz.causal.intervention import Intervention, Replace, Value
 from txviz.causal.metric import logit_diff
+from txviz.causal.shared_prefix import CleanRun, PrefixCache, clean_run, drop_no_ops, shared_positions, shifted
 
 # variants per forward call: the fastest measured on SmolLM2's 270-head sweep (16: 8.3 s, 64: 10.4 s, all 270:
 # 16.0 s on one thread; 6.4 s and 7.2 s for 16 and 64 on two): more rows share less of the unedited prefix
@@ -31,22 +32,38 @@ def run_variants(model, ids: torch.Tensor, variants: Sequence[Sequence[Replace]]
                  *, source: Activations | None = None, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
     """(N,) logit difference of each variant run on the one prompt ``ids`` (T,) or (1, T).
 
-    No variant changes anything before its first edited layer, so that part of the run is the plain
-    run's: it is computed once (batch 1) and each chunk of variants resumes at its earliest edited
-    layer (``Decoder.resume``). Variants come layer-major from every caller here, so a chunk's rows
-    share most of their unedited prefix: about half of all layer calls are skipped."""
+    What no variant changes is the plain run's, computed once (txviz.causal.shared_prefix): a variant
+    whose replacements all write the clean value gets the plain run's number without a call; each
+    chunk of the others resumes at its earliest edited layer (``Decoder.resume``) on the positions
+    from its first changed one, attending to the plain run's keys before it. Variants come layer-major
+    from every caller here, so a chunk's rows share most of their unedited layers."""
     ids = as_batch(ids)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    entering = residuals_entering(model, ids)
-    results = []
-    for start in range(0, len(variants), chunk_size):
-        chunk = variants[start:start + chunk_size]
-        layer = first_edited_layer(chunk, model.config.n_layers)
-        residual = entering[layer].expand(len(chunk), -1, -1)
-        logits = model.resume(residual, layer, record=Intervention(chunk, source), last_only=True)
-        results.append(logit_diff(logits, answer_id, wrong_id).float().cpu())
-    return torch.cat(results) if results else torch.zeros(0)
+    clean = clean_run(model, ids, sorted({point for _, point in source or {}}))
+    variants = drop_no_ops(variants, source, clean.activations)
+    results = logit_diff(clean.logits, answer_id, wrong_id).float().cpu().repeat(len(variants))
+    edited = [n for n, replaces in enumerate(variants) if replaces]
+    for start in range(0, len(edited), chunk_size):
+        rows = edited[start:start + chunk_size]
+        logits = _resume_chunk(model, clean, [variants[n] for n in rows], source, ids.shape[-1])
+        results[rows] = logit_diff(logits, answer_id, wrong_id).float().cpu()
+    return results
+
+
+def _resume_chunk(model, clean: CleanRun, chunk: list[list[Replace]], source: Activations | None,
+                  n_tokens: int) -> torch.Tensor:
+    """The last logits of ``chunk``'s variants: from their first edited layer, on the positions
+    after those they all leave unchanged (the plain run's keys and values stand in for those)."""
+    layer = first_edited_layer(chunk, model.config.n_layers)
+    n = shared_positions(chunk, source, clean.activations, n_tokens)
+    moved, cut = shifted(chunk, source, n)
+    residual = clean.entering[layer][:, n:].expand(len(chunk), -1, -1)
+    if n == 0:
+        return model.resume(residual, layer, record=Intervention(moved, cut), last_only=True)
+    # Decoder.resume takes no cache: its body (Decoder._layers_on) with the prefix's, at positions n..
+    q_pos = torch.arange(n, n_tokens, device=residual.device)
+    return model._layers_on(residual, q_pos, layer, PrefixCache(clean.cache, n), Intervention(moved, cut), True)
 
 
 def first_edited_layer(variants: Sequence[Sequence[Replace]], n_layers: int) -> int:
