@@ -1,0 +1,36 @@
+"""tests/helpers/chrome_profile.py: self time on the renderer main thread, grouped, from a Chrome trace
+(a small synthetic one here; the tool runs on a real one in the lead's profiles, see BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers.chrome_profile import grouped, main_thread_self_ms
+
+
+def _span(name, ts, dur, tid=1, url=None):
+    event = {"ph": "X", "name": name, "pid": 7, "tid": tid, "ts": ts, "dur": dur}
+    if url:
+        event["args"] = {"data": {"url": url}}
+    return event
+
+
+def test_self_time_subtracts_nested_events_and_ignores_other_threads(tmp_path):
+    events = [{"ph": "M", "name": "thread_name", "pid": 7, "tid": 1, "args": {"name": "CrRendererMain"}},
+              {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2, "args": {"name": "Compositor"}},
+              _span("RunTask", 0, 10_000),  # 10 ms, holding 6 ms of React and 1 ms of layout inside it
+              _span("FunctionCall", 1_000, 6_000, url="http://x/static/js/react-dom.Abc.js"),
+              _span("Layout", 2_000, 1_000),  # nested in the React call
+              _span("Paint", 12_000, 2_000),  # after the task
+              _span("PaintArtifactCompositor::Update", 0, 50_000, tid=2)]  # another thread: not counted
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    self_ms = main_thread_self_ms(str(path))
+    assert self_ms["RunTask"] == pytest.approx(4.0) and self_ms["JS react-dom"] == pytest.approx(5.0)
+    assert self_ms["Layout"] == pytest.approx(1.0) and self_ms["Paint"] == pytest.approx(2.0)
+    groups = grouped(self_ms)
+    assert groups["React (react-dom)"] == pytest.approx(5.0) and groups["style and layout"] == pytest.approx(1.0)
+    assert sum(groups.values()) == pytest.approx(12.0)  # the main thread's busy time, nothing counted twice
+    assert "compositing" not in groups
