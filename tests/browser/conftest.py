@@ -1,22 +1,27 @@
-"""The browser tests' kept page: one chromium page per worker in which tests load their sessions.
+"""The browser tests' kept page: one chromium page per worker in which every test loads its sessions.
 
 Each ``page.goto`` of the app opens a new websocket, and the server a new Streamlit session (no session
 state, widget or prompt of the last test's: tests/browser/test_sessions.py checks that a reload shows
-none), while Streamlit's scripts come from the page's HTTP and code caches: an app page opened this way
-drew its figures in 4.4-5.4 s against 7.0-7.7 s in a fresh context (load average 4-9, 2026-12-01), the
-difference being JavaScript parsed again. Tests that need a browser of their own (cookies, storage,
-listeners on the page) keep conftest's ``page``, a fresh context per test.
+none; the app keeps nothing in cookies or storage), while Streamlit's and plotly's scripts come from the
+page's HTTP and code caches. Measured 2026-12-02 at load average 3-6, the Attention page to its first
+heatmap: 17-18 s and 13-14 CPU s (chromium and server) in a fresh context, 2.8-4.5 s and 3.3 CPU s
+reloaded in the kept page, 7.3 s and 6 CPU s in a second page of the kept context; the first load from
+another server (another port) costs what a fresh context does.
+
+A test that changes the page (its viewport, a listener) undoes it; ``page`` resets the viewport.
 """
 
 from __future__ import annotations
 
 import pytest
 
+VIEWPORT = {"width": 1500, "height": 1100}
+
 
 @pytest.fixture(scope="session")
 def kept_tab(browser):
     """One 1500 × 1100 page for the worker's browser tests; load the app in it to start a session."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    context = browser.new_context(viewport=VIEWPORT)
     try:
         yield context.new_page()
     finally:
@@ -24,8 +29,10 @@ def kept_tab(browser):
 
 
 @pytest.fixture
-def tab(kept_tab):
-    """The kept page; at the test's end it leaves the app (about:blank), which closes its session as closing
-    a context did (a session left open would keep running on the shared server)."""
+def page(kept_tab):
+    """The kept page (this overrides tests/conftest.py's fresh context per test). At the test's end it
+    leaves the app (about:blank), which closes its session as closing a context did (a session left open
+    would keep running on the shared server), and gets its viewport back."""
     yield kept_tab
     kept_tab.goto("about:blank")
+    kept_tab.set_viewport_size(VIEWPORT)

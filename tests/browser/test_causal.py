@@ -24,10 +24,6 @@ TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 BODY = "[data-testid='stMainBlockContainer']"
 
 
-@pytest.fixture
-def page(tab):
-    """The worker's kept page (tests/browser/conftest.py): each test loads its own session in it."""
-    return tab
 NUMBER = r"[+−-]?\d+\.\d+"
 
 

@@ -22,12 +22,6 @@ TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 BODY = "[data-testid='stMainBlockContainer']"
 
 
-@pytest.fixture
-def page(tab):
-    """The worker's kept page (tests/browser/conftest.py): each test loads its own session in it."""
-    return tab
-
-
 def strip(page, name: str):
     return page.locator(f"[class*='st-key-coref_{name}_']")
 

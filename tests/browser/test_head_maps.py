@@ -65,17 +65,45 @@ def painted_head(page) -> int:
     return int(page.locator(ROOT).get_attribute("data-head"))
 
 
-def test_a_head_switch_repaints_in_the_browser_with_no_rerun(server, page, default_model):
+def test_the_hover_a_head_switch_with_no_rerun_and_show_in_the_views_below(server, page, default_model):
+    """One session on layer 3 of the default prompt: the hover over a cell, then head and layer switches that
+    repaint in the browser with nothing sent, then "Show head h in the views below" moving the page."""
     sent = []
-    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
-    page.goto(f"{server}/attention?layer=3")
-    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0 and painted_head(page) == 0
-    page.evaluate(WATCH_RERUNS)
-    maps, _ = model_layer(default_model, 3)
-    frames_before = len(sent)
 
+    def watch(ws):
+        ws.on("framesent", lambda payload: sent.append(payload))
+
+    page.on("websocket", watch)  # the worker's kept page: the listener goes at the test's end
+    try:
+        page.goto(f"{server}/attention?layer=3")
+        page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
+        wait_idle(page)
+        assert page.locator(ERROR).count() == 0 and painted_head(page) == 0
+        assert page.locator(".txviz-head-open").is_hidden()  # the map shows the page's head
+        maps, _ = model_layer(default_model, 3)
+        the_hover_names_query_key_and_weight(page, maps)
+        a_head_switch_repaints_in_the_browser_with_no_rerun(page, default_model, maps, sent)
+    finally:
+        page.remove_listener("websocket", watch)
+    show_in_the_views_below_moves_the_page_layer_and_head(page)
+
+
+def the_hover_names_query_key_and_weight(page, maps: np.ndarray) -> None:
+    query_label, key_label = page.evaluate(
+        "() => { const s = document.querySelector('.txviz-head-plot').txvizMap.spec; return [s.y[9], s.x[3]]; }")
+    assert query_label.startswith("9:") and key_label.startswith("3:")
+    x, y = page.evaluate(POSITION_OF, [9, 3])
+    page.mouse.move(x, y)  # the reader's mouse over that cell
+    hover = page.locator(".txviz-head-plot .hovertext").text_content()
+    assert f"query {query_label}" in hover and f"key {key_label}" in hover
+    weight = float(re.search(r"weight ≈([0-9.]+)", hover).group(1))  # said to be rounded: float16, 3 digits
+    assert "float16" in hover and weight == pytest.approx(float(maps[0, 9, 3]), rel=5e-3, abs=1e-4)
+
+
+def a_head_switch_repaints_in_the_browser_with_no_rerun(page, default_model, maps: np.ndarray, sent: list) -> None:
+    """Layer 3, head 0 → head 4 (a click) → head 5 (→) → layer 4 (↓), each the model's numbers."""
+    page.evaluate(WATCH_RERUNS)
+    frames_before = len(sent)
     started = time.perf_counter()
     page.locator(".txviz-head-bar button[data-head='4']").click()
     page.wait_for_selector(f"{ROOT}[data-head='4']")
@@ -103,36 +131,13 @@ def test_a_head_switch_repaints_in_the_browser_with_no_rerun(server, page, defau
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # nor its layer
 
 
-def test_the_hover_names_query_key_and_weight(server, page, default_model):
-    page.goto(f"{server}/attention")
-    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
-    wait_idle(page)
-    maps, tokens = model_layer(default_model, 0)
-    query_label, key_label = page.evaluate(
-        "() => { const s = document.querySelector('.txviz-head-plot').txvizMap.spec; return [s.y[9], s.x[3]]; }")
-    assert query_label.startswith("9:") and key_label.startswith("3:")
-    x, y = page.evaluate(POSITION_OF, [9, 3])
-    page.mouse.move(x, y)  # the reader's mouse over that cell
-    hover = page.locator(".txviz-head-plot .hovertext").text_content()
-    assert f"query {query_label}" in hover and f"key {key_label}" in hover
-    weight = float(re.search(r"weight ≈([0-9.]+)", hover).group(1))  # said to be rounded: float16, 3 digits
-    assert "float16" in hover and weight == pytest.approx(float(maps[0, 9, 3]), rel=5e-3, abs=1e-4)
-
-
-def test_show_in_the_views_below_moves_the_page_layer_and_head(server, page):
-    page.goto(f"{server}/attention")
-    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
-    wait_idle(page)
-    assert page.locator(".txviz-head-open").is_hidden()  # the map shows the page's head
-    page.locator(".txviz-head-bar button[data-head='6']").click()
-    page.wait_for_selector(f"{ROOT}[data-head='6']")
-    page.locator(ROOT).press("ArrowDown")
-    page.wait_for_selector(f"{ROOT}[data-layer='1'][data-head='6']")
+def show_in_the_views_below_moves_the_page_layer_and_head(page) -> None:
+    """The map shows layer 4, head 5 while the page is on layer 3, head 0: the one action that round-trips."""
     page.locator(".txviz-head-open").click()
-    page.wait_for_function("() => document.querySelector('.st-key-head input')?.value === '6'", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('.st-key-head input')?.value === '5'", timeout=60_000)
     wait_idle(page)
-    assert "layer=1" in page.url and "head=6" in page.url and page.locator(ERROR).count() == 0
-    assert page.locator(".txviz-head-open").is_hidden() and painted_head(page) == 6
+    assert "layer=4" in page.url and "head=5" in page.url and page.locator(ERROR).count() == 0
+    assert page.locator(".txviz-head-open").is_hidden() and painted_head(page) == 5
 
 
 def long_prompt(tokenizer, n_tokens: int) -> str:
@@ -153,7 +158,7 @@ WATCH_ASKS = """() => {  // a request for a layer made while another was still o
   })).observe(root, {attributes: true, attributeOldValue: true, attributeFilter: ['data-asked']});
 }"""
 PREFETCHED = f"{ROOT}[data-prefetch='done']"
-COUNT_SENDS = """(() => {  // every frame the page sends the server, counted in the page (before the app starts)
+COUNT_SENDS = """(() => {  // every frame the page sends the server from now on, counted in the page
   const send = WebSocket.prototype.send;
   window.txvizSends = 0;
   WebSocket.prototype.send = function (...args) { window.txvizSends += 1; return send.apply(this, args); };
@@ -181,12 +186,15 @@ def pick_layer(page, layer: int) -> None:
 def open_long_prompt(page, server, prompt: str, layer: int) -> None:
     from urllib.parse import quote
 
-    page.add_init_script(COUNT_SENDS)
     page.goto(f"{server}/attention?layer={layer}&prompt={quote(prompt)}")
     page.wait_for_selector(f"{ROOT}[data-painted][data-layer='{layer}']", timeout=180_000)
+    page.evaluate(COUNT_SENDS)  # after the load: an init script would stay on the kept page for later tests
 
 
-def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(server, page, default_model):
+def test_the_neighbour_layers_are_prefetched_a_switch_to_one_sends_nothing_and_a_missing_one_is_fetched_alone(
+        server, page, default_model):
+    """One session on a 100-token prompt: ↓ to a prefetched neighbour sends nothing; a far layer the browser
+    lacks is fetched by the maps' fragment alone; back to a layer it holds sends nothing."""
     n = 100  # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
     prompt = long_prompt(default_model.tokenizer, n)
     open_long_prompt(page, server, prompt, 3)
@@ -199,14 +207,18 @@ def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(s
     assert (painted_head(page), page.locator(ROOT).get_attribute("data-layer")) == (0, "3")  # the map stayed
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # so did the page
     assert page.locator(".st-key-head input").input_value() == "0"
-
     page.evaluate(WATCH_RERUNS)
     page.evaluate(WATCH_PAINTS)
+    a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, prompt)
+    a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, prompt)
+
+
+def a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, prompt: str) -> None:
     sends = page.evaluate("window.txvizSends")
     started = time.perf_counter()
     page.locator(ROOT).press("ArrowDown")  # layer 4: prefetched
     page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=10_000)
-    print(f"\nprefetched layer switched to at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
+    print(f"\nprefetched layer switched to at 100 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     # the switch itself asked nothing: no frame, no rerun, no request up to its paint
     assert page.evaluate(LAST_PAINT) == {"layer": "4", "sends": sends, "fetches": "4", "reruns": 0}
@@ -219,24 +231,19 @@ def test_the_neighbour_layers_are_prefetched_and_a_switch_to_one_sends_nothing(s
     assert page.locator(ROOT).get_attribute("data-layer") == "4"  # the prefetch did not move the map
 
 
-def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server, page, default_model):
-    n = 100
-    prompt = long_prompt(default_model.tokenizer, n)
-    open_long_prompt(page, server, prompt, 3)
-    page.wait_for_selector(PREFETCHED, timeout=120_000)  # the neighbours first: nothing else is in flight
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0 and page.locator(f"{ROOT} .txviz-layer").is_visible()
+def a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, prompt: str) -> None:
+    """Layer 10, far from the layers held (1-6); then back to 3, which the browser has."""
+    assert page.locator(f"{ROOT} .txviz-layer").is_visible()
     grid_before = page.locator(".st-key-head_grid").inner_html()
-    page.evaluate(WATCH_RERUNS)
-    page.evaluate(WATCH_PAINTS)
     sends, fetches = page.evaluate("window.txvizSends"), int(page.locator(ROOT).get_attribute("data-fetches"))
+    reruns = page.evaluate("window.txvizReruns")  # the neighbours' prefetch ran the fragment too
     started = time.perf_counter()
     pick_layer(page, 10)  # far from 3: not in the browser yet
     page.wait_for_selector(f"{ROOT}[data-layer='10'][data-head='0']", timeout=60_000)
-    print(f"\nlayer fetched and painted at {n} tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
+    print(f"\nlayer fetched and painted at 100 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     painted = page.evaluate(LAST_PAINT)  # it asked the server, once, and only the maps' fragment reran
-    assert painted["layer"] == "10" and painted["reruns"] >= 1 and painted["sends"] > sends
+    assert painted["layer"] == "10" and painted["reruns"] > reruns and painted["sends"] > sends
     assert int(painted["fetches"]) == fetches + 1
     layer10, _ = model_layer_of(default_model, prompt, 10)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer10[0, q, k] for q, k in CELLS],
@@ -244,6 +251,7 @@ def test_a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(server,
     assert "Layer 10, head 0" in page.locator(f"{ROOT} .gtitle").text_content()
     page.wait_for_selector(PREFETCHED, timeout=120_000)  # 10's neighbours, then quiet
     wait_idle(page)
+    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # the page's layer stays
     assert page.locator(".st-key-head_grid").inner_html() == grid_before  # the rest of the page was not redrawn
 

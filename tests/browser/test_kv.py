@@ -23,15 +23,15 @@ METRICS = "[data-testid='stMetric']"
 
 
 @pytest.fixture
-def page(server, tab):
+def page(server, page):
     """A new session on the KV page, in the worker's kept page (tests/browser/conftest.py)."""
     started = time.perf_counter()
-    tab.goto(f"{server}/kv-cache")
-    tab.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
-    wait_idle(tab)
+    page.goto(f"{server}/kv-cache")
+    page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
+    wait_idle(page)
     print(f"\nKV page open → every figure painted: {time.perf_counter() - started:.1f} s")
-    assert tab.locator(ERROR).count() == 0
-    return tab
+    assert page.locator(ERROR).count() == 0
+    return page
 
 
 def per_token_metric(page) -> list[str]:

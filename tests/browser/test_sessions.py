@@ -34,7 +34,8 @@ LEAK_MIB = 10
 
 
 @pytest.fixture(scope="module")
-def server(default_model_home):
+def short_ttl_server(default_model_home):
+    """The app for the test of sessions that leave (the other tests share the session's ``server``)."""
     # Streamlit keeps a closed tab's session for server.disconnectedSessionTTL (120 s by default) so that
     # it can reconnect; 2 s here, so that "a session that left" is really gone while the test measures
     env = {"TXVIZ_HOME": str(default_model_home), "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": "2"}
@@ -43,15 +44,16 @@ def server(default_model_home):
 
 
 @pytest.fixture(scope="module")
-def second_tab(browser):
-    """Another person's browser (a context of its own) for the tests where two sessions run at once; the
-    first person is the worker's kept page (``tab``, tests/browser/conftest.py). Kept for the module: each
-    test loads a new session in it, and leaves."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def second_tab(kept_tab):
+    """Another person's tab for the tests where two sessions run at once; the first person is the worker's
+    kept page (``page``, tests/browser/conftest.py). A second page of the kept page's context: its own
+    websocket and so its own session, with the scripts already in the context's caches (the app keeps
+    nothing in cookies or storage); a fresh context would parse them again (about 6 CPU s more)."""
+    tab = kept_tab.context.new_page()
     try:
-        yield context.new_page()
+        yield tab
     finally:
-        context.close()
+        tab.close()
 
 
 @pytest.fixture
@@ -89,8 +91,8 @@ def switch_head(page, head: int) -> float:
     return time.perf_counter() - started
 
 
-def test_two_sessions_each_see_their_own_prompt(server, tab, other):
-    a = open_session(tab, server, prompt="Alice thanked Bob for the umbrella.")
+def test_two_sessions_each_see_their_own_prompt(server, page, other):
+    a = open_session(page, server, prompt="Alice thanked Bob for the umbrella.")
     b = open_session(other, server, prompt="Zebras graze quietly near Nairobi.")
     wait_heatmap_with(a, "umbrella")
     wait_heatmap_with(b, "Nairobi")
@@ -114,11 +116,11 @@ def test_two_sessions_each_see_their_own_prompt(server, tab, other):
     assert "Nairobi" not in heatmap_text(b) and b.locator(ERROR).count() == 0
 
 
-def test_a_long_generation_does_not_freeze_another_session(server, tab, other):
+def test_a_long_generation_does_not_freeze_another_session(server, page, other):
     """B's head switches while A times 128 uncached tokens, against B's own switches alone, measured here:
     a session queued behind A would wait for A's whole loop (many seconds), a session that only shares
     the CPU and the GIL with it takes a small multiple of its own idle time."""
-    a = open_session(tab, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
+    a = open_session(page, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
     b = open_session(other, server, prompt="Mary met John at the station.")
     a.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)  # the KV page opens on its calculator
     wait_idle(a)
@@ -159,13 +161,13 @@ def test_a_long_generation_does_not_freeze_another_session(server, tab, other):
     assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
 
 
-def test_sessions_that_leave_do_not_grow_the_server(server, tab):
+def test_sessions_that_leave_do_not_grow_the_server(short_ttl_server, page):
     import psutil
 
-    process = psutil.Process(server.pid)
+    process = psutil.Process(short_ttl_server.pid)
 
     def session(i: int) -> None:  # a visitor with a prompt (and so a trace) of their own, who then leaves
-        page = open_session(tab, server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
+        open_session(page, short_ttl_server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
         try:  # the block page: one chart, so the browser's plotting costs less than the session itself
             page.wait_for_selector(f".st-key-resid_norms {CHART}", timeout=120_000)
             wait_idle(page)
@@ -194,12 +196,12 @@ def test_sessions_that_leave_do_not_grow_the_server(server, tab):
     assert second_half < 1.2 * LEAK_MIB * last, f"still growing: {second_half:.0f} MiB over the last {last}"
 
 
-def test_a_malformed_or_huge_config_upload_gets_a_message(server, tab, tmp_path):
+def test_a_malformed_or_huge_config_upload_gets_a_message(server, page, tmp_path):
     files = {"broken.json": "{not json", "list_type.json": json.dumps({"model_type": ["llama"]}),
              "array.json": "[1, 2, 3]", "huge.json": "{" + " " * (2 << 20) + "}"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    page = open_session(tab, server, "kv-cache")
+    open_session(page, server, "kv-cache")
     page.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)
     wait_idle(page)
     page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
