@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.helpers.hf_reference import needs_transformers
 from txviz.generate import generate
 from txviz.loading.gguf import load_gguf
 from txviz.capture.trace import trace
@@ -33,6 +34,7 @@ def prompts(tokenizer) -> dict[str, tuple[int, ...]]:
     }
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 def test_config_agrees_with_transformers(default_model, hf_model):
     ours, theirs = default_model.config, hf_model.config
     assert (ours.n_layers, ours.d_model, ours.ffn_hidden) == (theirs.num_hidden_layers, theirs.hidden_size,
@@ -45,6 +47,7 @@ def test_config_agrees_with_transformers(default_model, hf_model):
     assert ours.max_seq_len == theirs.max_position_embeddings
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 @pytest.mark.parametrize("name", ["chat", "sink", "digits_no_bos"])
 def test_logits_and_every_attention_map_match_transformers(default_model, hf_model, name):
     ids = torch.tensor([prompts(default_model.tokenizer)[name]])
@@ -60,6 +63,7 @@ def test_logits_and_every_attention_map_match_transformers(default_model, hf_mod
     assert logit_diff <= TOLERANCE and map_diff <= TOLERANCE, (logit_diff, map_diff)
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 def test_greedy_generation_matches_transformers(default_model, hf_model):
     tokenizer = default_model.tokenizer
     ids = prompts(tokenizer)["chat"]

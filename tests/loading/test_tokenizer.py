@@ -7,6 +7,7 @@ import pytest
 import tokenizers
 from tokenizers import Regex, models, pre_tokenizers, processors
 
+from tests.helpers.hf_reference import needs_transformers
 from txviz.loading.gguf import read_gguf_header
 from txviz.loading.tokenizer import GPT2_SPLIT, Tokenizer, TokenizerError, byte_level_alphabet
 
@@ -42,11 +43,13 @@ def token_bytes(tok: Tokenizer, token_id: int) -> bytes:
 
 
 # ---- ids ----------------------------------------------------------------------------------------
+@needs_transformers  # on the transformers worker: its reference is built once per session
 @pytest.mark.parametrize("text", PLAIN_TEXTS)
 def test_ids_equal_transformers_without_digits(tok, hf_tokenizer, text):
     assert list(tok.encode(text).ids) == hf_tokenizer(text, add_special_tokens=False).input_ids
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 @pytest.mark.parametrize("text", DIGIT_TEXTS)
 def test_digits_follow_the_smollm_pre_tokenizer(tok, hf_tokenizer, text):
     """transformers drops the Digits step of "smollm"; with it put back, the ids agree."""
@@ -96,6 +99,7 @@ def test_readable_tokens_undo_byte_level_stand_ins(tok):
 
 
 # ---- BOS policies -------------------------------------------------------------------------------
+@needs_transformers  # on the transformers worker: its reference is built once per session
 def test_bos_policies(tok, header, hf_tokenizer):
     text = "The cat sat."
     plain = tok.encode(text)
@@ -111,6 +115,7 @@ def test_bos_policies(tok, header, hf_tokenizer):
         tok.encode(text, bos="always")
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 def test_backend_post_processor_adds_nothing(tok, tmp_path, hf_tokenizer):
     backend = tokenizers.Tokenizer.from_str(hf_tokenizer.backend_tokenizer.to_str())
     backend.post_processor = processors.TemplateProcessing(
@@ -158,6 +163,7 @@ CONVERSATIONS = [
 ]
 
 
+@needs_transformers  # on the transformers worker: its reference is built once per session
 @pytest.mark.parametrize("messages", CONVERSATIONS)
 @pytest.mark.parametrize("add_generation_prompt", [True, False])
 def test_chat_template_renders_chatml_like_transformers(tok, hf_tokenizer, messages, add_generation_prompt):
