@@ -1,6 +1,6 @@
 """The Coreference tab in a real browser: click words in the strips, replace the sentence, and the
 marks, the headline and the link follow the new sentence (issue 11, item 1); the query position and
-the model's own answer. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time is printed."""
+the model's own answer; a typed sentence ranks the heads from its pronoun to its antecedent. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time is printed."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def test_marks_follow_a_new_sentence(server, page, tmp_path):
     print("\n" + ", ".join(f"{step}: {seconds:.2f} s" for step, seconds in times.items()))
 
 
-def test_a_link_with_a_sentence_opens_its_tab_and_marks_survive_a_visit_to_detectors(server, page, tmp_path):
+def test_a_link_opens_its_tab_marks_survive_a_visit_to_detectors_and_a_typed_sentence_is_ranked(
+        server, page, tmp_path):
     started = time.perf_counter()
     page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
     wait_text(page, "put the most attention from it", timeout_ms=180_000)  # opened on Coreference
@@ -99,3 +100,19 @@ def test_a_link_with_a_sentence_opens_its_tab_and_marks_survive_a_visit_to_detec
     wait_text(page, "fit (token")
     assert selected(page, "candidates") == ["trophy", "fit", "suitcase"]
     assert page.locator(ERROR).count() == 0
+    a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_path)
+
+
+def a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_path) -> None:
+    sentence = page.locator(".st-key-coref_text input")
+    sentence.fill("Anna called Peter because she needed help.")
+    sentence.press("Enter")
+    page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
+                           timeout=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    text = page.locator(BODY).inner_text()
+    assert "Best heads first" in text
+    page.wait_for_selector(f".st-key-coref_grid {CHART}")
+    page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)

@@ -1,4 +1,5 @@
-"""The real app in a real browser: type a prompt, see the heatmap, switch heads, rank coreference heads.
+"""The real app in a real browser: type a prompt, see the heatmap, switch heads and layers, click the head
+grid; the app's addresses and links; a long prompt drawn pooled; the MoE, trade-offs and positions pages.
 
 Runs ``streamlit run app/main.py`` and Debian's chromium through playwright. Screenshots go to
 ``TXVIZ_ARTIFACTS`` (default: the test's tmp dir); the time from Enter to the redrawn heatmap is printed.
@@ -24,84 +25,7 @@ def heatmap_text(page) -> str:
     return page.locator(".st-key-heatmap").inner_text()
 
 
-def test_attention_page_type_prompt_switch_head(server, page, tmp_path):
-    page.goto(server)
-    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-
-    prompt = page.locator(".st-key-prompt textarea")
-    # the prompt is the page's first text box: a newcomer (and ../shared/tools/first_heatmap.py) types
-    # into the first one, which was the model picker's search box until the prompt moved above it
-    first_box = page.locator("textarea, input[type='text']").first
-    assert first_box.evaluate("(box, prompt) => box === prompt", prompt.element_handle())
-    prompt.fill("Alice thanked Bob because she had finished the report.")
-    started = time.perf_counter()
-    prompt.press("Control+Enter")
-    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
-                           timeout=60_000)
-    page.wait_for_selector(f".st-key-heatmap {CHART}")
-    seconds = time.perf_counter() - started
-    wait_idle(page)
-    print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
-    assert page.locator(ERROR).count() == 0
-    assert "prompt=" in page.url  # the view is in the URL
-
-    head = page.locator(".st-key-head input")
-    head.fill("4")
-    head.press("Enter")
-    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
-                           timeout=60_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-    assert "head=4" in page.url
-    page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)
-
-
-def test_heads_page_coreference_ranking(server, page, tmp_path):
-    page.goto(f"{server}/heads")
-    wait_idle(page)
-    page.get_by_role("tab", name="Coreference").click()
-    sentence = page.locator(".st-key-coref_text input")
-    sentence.fill("Anna called Peter because she needed help.")
-    sentence.press("Enter")
-    page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
-                           timeout=60_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-    text = page.locator("[data-testid='stMainBlockContainer']").inner_text()
-    assert "Best heads first" in text
-    page.wait_for_selector(f".st-key-coref_grid {CHART}")
-    page.locator(".st-key-coref_grid").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts(tmp_path) / "coreference.png"), full_page=False)
-
-
-def test_positions_and_kv_pages_with_the_mha_toggle(server, page, tmp_path):
-    page.goto(f"{server}/positions")
-    page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-
-    open_from_sidebar(page, "kv-cache")
-    page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)  # it opens on the calculator
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-    page.get_by_role("tab", name="Sharing KV heads").click()  # the loaded model runs when this opens
-    page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
-    wait_idle(page)
-    before = page.locator("[data-testid='stMetric']").all_inner_texts()
-    page.locator(".st-key-live_kv button", has_text="MHA").click()
-    page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
-                           ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-    after = page.locator("[data-testid='stMetric']").all_inner_texts()
-    assert before != after
-    page.locator(".st-key-live_kv").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)
-
-
-def test_moe_and_tradeoffs_pages(server, page, tmp_path):
+def test_moe_tradeoffs_and_positions_pages(server, page, tmp_path):
     page.goto(f"{server}/moe")
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
@@ -123,6 +47,11 @@ def test_moe_and_tradeoffs_pages(server, page, tmp_path):
     assert page.locator(ERROR).count() == 0
     page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts(tmp_path) / "tradeoffs.png"), full_page=False)
+
+    open_from_sidebar(page, "positions")
+    page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
 
 
 @pytest.fixture(scope="module")
@@ -237,22 +166,22 @@ KEPT = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector
 })"""
 
 
-def test_a_new_prompt_repaints_the_grid_and_head_view_in_place(server, page):
-    """The head grid and the head view (app/components) keep their elements across reruns and repaint with
-    the new prompt's values (Streamlit rebuilt their plotly charts from an empty element on every new
-    prompt and head switch); the head view's lines carry their hover, the grid outlines the page's head."""
+def test_a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
+        server, page, tmp_path):
+    """A newcomer types a prompt into the page's first text box, then switches the head and the layer. The
+    head grid and the head view (app/components) keep their elements across reruns and repaint with the
+    new prompt's values (Streamlit rebuilt their plotly charts from an empty element on every new prompt
+    and head switch); the head view's lines carry their hover, the grid outlines the page's head; arrow
+    keys on the layer slider move the head's map; the view is in the link at every step."""
     page.goto(server)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
     page.wait_for_selector(".txviz-head-view[data-painted]", timeout=180_000)
     wait_idle(page)
+    assert page.locator(ERROR).count() == 0
     before = page.evaluate(KEEP)
     lines = page.locator(".txviz-head-view line[stroke-width]")
     assert lines.count() > 0 and page.locator(".txviz-head-view text[fill='red']").count() == 1  # the query token
-    prompt = page.locator(".st-key-prompt textarea")
-    prompt.fill("Alice thanked Bob because she had finished the report.")
-    prompt.press("Control+Enter")
-    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
-                           timeout=60_000)
-    wait_idle(page)
+    type_a_prompt(page)
     after = page.evaluate(KEPT)
     assert [kept for kept, _ in after] == [True, True], after
     assert all(painted != old for (_, painted), old in zip(after, before)), (before, after)  # each repainted
@@ -260,13 +189,51 @@ def test_a_new_prompt_repaints_the_grid_and_head_view_in_place(server, page):
     page.locator(".txviz-head-view").scroll_into_view_if_needed()
     page.locator(".txviz-head-view line[stroke='transparent']").first.hover(force=True)
     assert "→" in page.locator(".txviz-head-view .hovertext").inner_text()  # 'query' → 'key': weight
+
     head = page.locator(".st-key-head input")
     head.fill("4")
     head.press("Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
+                           timeout=60_000)
     page.wait_for_function("() => document.querySelector('.txviz-head-grid')?.dataset.selected === '0:4'",
                            timeout=60_000)
     wait_idle(page)
     assert all(kept for kept, _ in page.evaluate(KEPT)) and page.locator(ERROR).count() == 0
+    assert "head=4" in page.url
+    page.screenshot(path=str(artifacts(tmp_path) / "attention.png"), full_page=False)
+    the_layer_slider_arrow_keys_move_the_map_and_the_link(page)
+
+
+def type_a_prompt(page) -> None:
+    prompt = page.locator(".st-key-prompt textarea")
+    # the prompt is the page's first text box: a newcomer (and ../shared/tools/first_heatmap.py) types
+    # into the first one, which was the model picker's search box until the prompt moved above it
+    first_box = page.locator("textarea, input[type='text']").first
+    assert first_box.evaluate("(box, prompt) => box === prompt", prompt.element_handle())
+    prompt.fill("Alice thanked Bob because she had finished the report.")
+    started = time.perf_counter()
+    prompt.press("Control+Enter")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
+                           timeout=60_000)
+    page.wait_for_selector(f".st-key-heatmap {CHART}")
+    seconds = time.perf_counter() - started
+    wait_idle(page)
+    print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
+    assert page.locator(ERROR).count() == 0
+    assert "prompt=" in page.url  # the view is in the URL
+
+
+def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
+    """Arrow keys on the layer slider move the head's map (only the head explorer reruns) and the link."""
+    page.locator(".st-key-layer input[type='range']").focus()
+    started = time.perf_counter()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
+                           timeout=60_000)
+    wait_idle(page)
+    print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
+    assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
 def test_the_attention_address_opens_the_page_without_not_found(server, page):
@@ -290,22 +257,6 @@ def test_the_attention_address_opens_the_page_without_not_found(server, page):
     assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
     assert "4: link" in heatmap_text(page)
     assert "Page not found" not in page.locator("body").inner_text()
-
-
-def test_the_layer_slider_arrow_keys_and_the_url(server, page):
-    """Arrow keys on the layer slider move the head's map (only the head explorer reruns) and the link."""
-    page.goto(f"{server}/attention")
-    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-    wait_idle(page)
-    page.locator(".st-key-layer input[type='range']").focus()
-    started = time.perf_counter()
-    for _ in range(3):
-        page.keyboard.press("ArrowRight")
-    page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
-                           timeout=60_000)
-    wait_idle(page)
-    print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
-    assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
 def test_a_prompt_too_long_for_a_link_is_kept_by_id(server, page):

@@ -1,6 +1,7 @@
 """The KV cache & memory page in a real browser: the preset journey of issue 11 (Falcon 7B, MQA, then
 Mistral 7B or an uploaded Llama 3 8B config.json) shows the new model's own bytes; the page opens on the
-calculator without running the model; the cache growth replays; the per-layer sweep says how long and stops."""
+calculator without running the model; the cache growth replays; the per-layer sweep says how long and stops;
+the live model as MHA holds three times the cache."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def choose_kind(page, kind: str) -> None:
     wait_idle(page)
 
 
-def test_the_preset_journey_shows_each_models_own_bytes(page, tmp_path):
+def test_the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_is_named_from_the_file(
+        page, tmp_path):
     choose_preset(page, "Falcon 7B")
     choose_kind(page, "MQA")
     assert per_token_metric(page) == ["KV bytes per token (MQA)", expected("falcon-7b")]
@@ -70,11 +72,11 @@ def test_the_preset_journey_shows_each_models_own_bytes(page, tmp_path):
     assert page.locator(ERROR).count() == 0
     page.locator(".st-key-mem_total").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts(tmp_path) / "kv_mistral_after_falcon_mqa.png"), full_page=False)
+    choose_kind(page, "MQA")  # MQA again, on Mistral this time, then a file of one's own
+    an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path)
 
 
-def test_an_upload_after_mqa_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path):
-    choose_preset(page, "Falcon 7B")
-    choose_kind(page, "MQA")
+def an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path) -> None:
     page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
     # on a loaded machine the rerun may start after wait_idle's pause: wait for the box to go, then look
     page.locator(".st-key-mem_preset").wait_for(state="detached", timeout=60_000)
@@ -88,7 +90,7 @@ def test_an_upload_after_mqa_is_named_from_the_file_and_shows_its_own_bytes(page
     layers, kv_heads = LLAMA_3_8B["num_hidden_layers"], LLAMA_3_8B["num_key_value_heads"]
     head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
     assert per_token_metric(page) == ["KV bytes per token (GQA)",
-                                                      f"{2 * layers * kv_heads * head_dim * 2 / 1024:,.1f} KiB"]
+                                      f"{2 * layers * kv_heads * head_dim * 2 / 1024:,.1f} KiB"]
     assert "Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params, 32 layers × 4096) — GQA" in page.locator("body").inner_text()
     assert page.locator(ERROR).count() == 0
     page.screenshot(path=str(artifacts(tmp_path) / "kv_upload_after_mqa.png"), full_page=False)
@@ -97,7 +99,16 @@ def test_an_upload_after_mqa_is_named_from_the_file_and_shows_its_own_bytes(page
 SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"
 
 
-def test_cache_growth_opens_on_its_tab_and_replays(page, tmp_path):
+def test_the_calculator_then_cache_growth_replays_then_the_sharing_tabs_sweep_stops_and_mha_triples_the_cache(
+        page, tmp_path):
+    """The page opens on the calculator (its figures drawn, nothing else computed); each tab computes its
+    own when opened."""
+    page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)
+    cache_growth_opens_on_its_tab_and_replays(page, tmp_path)
+    the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_triples_the_cache(page, tmp_path)
+
+
+def cache_growth_opens_on_its_tab_and_replays(page, tmp_path) -> None:
     assert page.locator(".st-key-kv_growth").count() == 0  # not computed before it is opened
     started = time.perf_counter()
     page.get_by_role("tab", name="Cache growth").click()
@@ -114,9 +125,11 @@ def test_cache_growth_opens_on_its_tab_and_replays(page, tmp_path):
     page.screenshot(path=str(artifacts(tmp_path) / "kv_growth.png"), full_page=False)
 
 
-def test_the_layer_sweep_says_how_long_and_stops_on_a_click(page):
-    page.get_by_role("tab", name="Sharing KV heads").click()
+def the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_triples_the_cache(
+        page, tmp_path) -> None:
+    page.get_by_role("tab", name="Sharing KV heads").click()  # the loaded model runs when this opens
     page.wait_for_selector(".st-key-layers_run button", timeout=180_000)
+    page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
     wait_idle(page)
     assert "About " in page.locator("body").inner_text() and "× 38 steps" in page.locator("body").inner_text()
     page.locator(".st-key-layers_run button").click()
@@ -126,3 +139,14 @@ def test_the_layer_sweep_says_how_long_and_stops_on_a_click(page):
     wait_idle(page)
     assert page.locator(".st-key-layers_kl").count() == 0 and page.locator(ERROR).count() == 0
     assert page.locator(".st-key-layers_run button").count() == 1  # it can be started again
+
+    before = page.locator(METRICS).all_inner_texts()
+    page.locator(".st-key-live_kv button", has_text="MHA").click()
+    page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
+                           ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    after = page.locator(METRICS).all_inner_texts()
+    assert before != after
+    page.locator(".st-key-live_kv").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "kv_mha.png"), full_page=False)
