@@ -14,7 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, IDLE, browser_available, streamlit_server, wait_idle
+from tests.helpers.browser import (CHART, ERROR, IDLE, browser_available, open_from_sidebar, streamlit_server,
+                                   wait_idle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -25,17 +26,19 @@ if reason:
 RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
 # Sessions that leave: after WARM_UP visitors, N_SESSIONS more come and go. The bounds are per session, so
 # fewer sessions detect the same leak, 10 MiB or more per visit (10 sessions under a 100 MiB bound did too,
-# at 13 visits instead of 8: 176 s of the e2e tier under load). Measured 2026-12-01 at load 10: RSS rises in
-# steps of 0-2 MiB per visit (each visit's trace, kept in the shared byte-bounded cache), +0.9 MiB per visit
-# over 10 visits, +1.4 over 6: the bound is 7-10× that rise.
-N_SESSIONS = 6
+# at 13 visits instead of 6: 176 s of the e2e tier under load; 6 sessions did, at 8 visits). Measured
+# 2026-12-01 at load 10: RSS rises in steps of 0-2 MiB per visit (each visit's trace, kept in the shared
+# byte-bounded cache), +0.9 MiB per visit over 10 visits, +1.4 over 6: the bound is 7-10× that rise.
+N_SESSIONS = 4
 WARM_UP = 2
 LEAK_MIB = 10
 
 
 @pytest.fixture(scope="module")
 def short_ttl_server(default_model_home):
-    """The app for the test of sessions that leave (the other tests share the session's ``server``)."""
+    """The app for the test of sessions that leave, on a server of its own: the shared ``server`` keeps a
+    session that left for 120 s, and earlier tests' sessions, let go while this test measured, would hide
+    growth."""
     # Streamlit keeps a closed tab's session for server.disconnectedSessionTTL (120 s by default) so that
     # it can reconnect; 2 s here, so that "a session that left" is really gone while the test measures
     env = {"TXVIZ_HOME": str(default_model_home), "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": "2"}
@@ -43,23 +46,18 @@ def short_ttl_server(default_model_home):
         yield url
 
 
-@pytest.fixture(scope="module")
-def second_tab(kept_tab):
-    """Another person's tab for the tests where two sessions run at once; the first person is the worker's
-    kept page (``page``, tests/browser/conftest.py). A second page of the kept page's context: its own
+@pytest.fixture
+def other(kept_tab):
+    """Another person's tab, for the test where two sessions run at once (the first person is the worker's
+    kept page, ``page``: tests/browser/conftest.py). A second page of the kept page's context: its own
     websocket and so its own session, with the scripts already in the context's caches (the app keeps
-    nothing in cookies or storage); a fresh context would parse them again (about 6 CPU s more)."""
+    nothing in cookies or storage); a fresh context would parse them again (about 6 CPU s more). Closing
+    it at the test's end closes its session."""
     tab = kept_tab.context.new_page()
     try:
         yield tab
     finally:
         tab.close()
-
-
-@pytest.fixture
-def other(second_tab):
-    yield second_tab
-    second_tab.goto("about:blank")  # the session leaves at the test's end
 
 
 def open_session(page, url: str, path: str = "", prompt: str | None = None):
@@ -91,7 +89,8 @@ def switch_head(page, head: int) -> float:
     return time.perf_counter() - started
 
 
-def test_two_sessions_each_see_their_own_prompt(server, page, other):
+def test_two_sessions_each_see_their_own_prompt_and_a_long_generation_does_not_freeze_the_other(
+        server, page, other):
     a = open_session(page, server, prompt="Alice thanked Bob for the umbrella.")
     b = open_session(other, server, prompt="Zebras graze quietly near Nairobi.")
     wait_heatmap_with(a, "umbrella")
@@ -114,17 +113,16 @@ def test_two_sessions_each_see_their_own_prompt(server, page, other):
     open_session(b, server)
     wait_heatmap_with(b, DEFAULT_PROMPT.split()[1])  # "trophy"
     assert "Nairobi" not in heatmap_text(b) and b.locator(ERROR).count() == 0
+    a_long_generation_does_not_freeze_another_session(a, b)
 
 
-def test_a_long_generation_does_not_freeze_another_session(server, page, other):
+def a_long_generation_does_not_freeze_another_session(a, b) -> None:
     """B's head switches while A times 128 uncached tokens, against B's own switches alone, measured here:
     a session queued behind A would wait for A's whole loop (many seconds), a session that only shares
     the CPU and the GIL with it takes a small multiple of its own idle time."""
-    a = open_session(page, server, "kv-cache", prompt="Tell me a long story about a lighthouse.")
-    b = open_session(other, server, prompt="Mary met John at the station.")
+    open_from_sidebar(a, "kv-cache")  # A's session goes on to the KV page; B stays on the default prompt
     a.wait_for_selector(f".st-key-mem_total {CHART}", timeout=180_000)  # the KV page opens on its calculator
     wait_idle(a)
-    wait_heatmap_with(b, "station")
     wait_idle(b)
     alone = [switch_head(b, head) for head in (3, 5, 1)]
     for _ in alone:
@@ -177,7 +175,7 @@ def test_sessions_that_leave_do_not_grow_the_server(short_ttl_server, page):
 
     for i in range(WARM_UP):  # warm up: the block page's code paths, the allocator's arenas
         session(i)
-    time.sleep(3)
+    time.sleep(3)  # past the disconnected-session TTL: the warm-up sessions have left
     before = process.memory_info().rss
     samples = []
     for i in range(WARM_UP, WARM_UP + N_SESSIONS):
