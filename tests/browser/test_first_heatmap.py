@@ -1,5 +1,6 @@
 """The real app in a real browser: type a prompt, see the heatmap, switch heads and layers, click the head
-grid; the app's addresses and links; a long prompt drawn pooled; the MoE, trade-offs and positions pages.
+grid; the app's addresses and links; the MoE, trade-offs and positions pages (a long prompt drawn pooled:
+tests/browser/test_first_run.py, on that test's server).
 
 Runs ``streamlit run app/main.py`` and Debian's chromium through playwright. Screenshots go to
 ``TXVIZ_ARTIFACTS`` (default: the test's tmp dir); the time from Enter to the redrawn heatmap is printed.
@@ -52,61 +53,6 @@ def test_moe_tradeoffs_and_positions_pages(server, page, tmp_path):
     page.wait_for_selector(f".st-key-rope_relative {CHART}", timeout=120_000)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
-
-
-@pytest.fixture(scope="module")
-def long_prompt_server(default_model_home):
-    """The app with limits that make a ~550-token prompt long: past TXVIZ_MAX_TOKENS (256 here, 1024 by
-    default), and over the memory budget for fp32 maps, so the page keeps fp16 lower triangles as it does
-    for ~2000 tokens under the default limits (the same plan at a quarter of the tokens: the old test traced
-    2000 tokens, 156 s of the e2e tier under load, most of it the trace and the maps' bytes)."""
-    from tests.helpers.browser import streamlit_server
-
-    env = {"TXVIZ_HOME": str(default_model_home), "TXVIZ_MAX_TOKENS": "256", "TXVIZ_MEMORY_BUDGET": "256MiB"}
-    with streamlit_server(env=env) as url:
-        yield url
-
-
-def test_a_long_prompt_is_drawn_pooled_with_an_exact_region(long_prompt_server, default_gguf_path, page, tmp_path):
-    """A prompt past TXVIZ_MAX_TOKENS pasted: the page says what it keeps, draws the map pooled (block max),
-    and the region box shows exact weights of the rows asked for."""
-    from app.figures.big_maps import MAX_MAP_CELLS
-    from txviz.loading.gguf import read_gguf_header, tokenizer_from_header
-
-    text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
-    tokenizer = tokenizer_from_header(read_gguf_header(default_gguf_path))
-    n = len(tokenizer.encode(text[:2600], bos="sink").ids)  # the page's default policy: the sink first
-    block = -(-n // MAX_MAP_CELLS)
-    assert n > 2 * 256 and block > 1, n  # twice the limit; more than one token a cell
-    page.goto(long_prompt_server)
-    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-    wait_idle(page)
-    prompt = page.locator(".st-key-prompt textarea")
-    prompt.fill(text[:2600])
-    started = time.perf_counter()
-    prompt.press("Control+Enter")
-    page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
-                           timeout=300_000)
-    page.wait_for_selector(f".st-key-heatmap_region {CHART}", timeout=120_000)
-    wait_idle(page, timeout_ms=300_000)
-    seconds = time.perf_counter() - started
-    body = page.locator("[data-testid='stMainBlockContainer']").inner_text()
-    assert page.locator(ERROR).count() == 0
-    assert f"{n:,}² × 4 bytes" in body  # the tokens the page traced
-    assert "Keeping every map would take" in body and "all maps stored as fp16 lower triangles" in body
-    assert f"the largest weight in each {block} × {block} block" in body
-    title = page.locator(".st-key-heatmap").inner_text()
-    assert f"each cell = {block}×{block} tokens" in title
-    region = page.locator(".st-key-region_query input")
-    region.fill("100")
-    region.press("Enter")
-    page.wait_for_function("() => document.querySelector('.st-key-heatmap_region')?.innerText"
-                           ".includes('queries 100–163')", timeout=60_000)
-    wait_idle(page)
-    assert page.locator(ERROR).count() == 0
-    print(f"\n{n}-token prompt (TXVIZ_MAX_TOKENS 256) → pooled map and region drawn: {seconds:.1f} s")
-    page.locator(".st-key-heatmap").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
 
 
 # Where a point of the head grid is on the screen, in cell units (app/components/head_grid: the canvas
