@@ -19,8 +19,15 @@ GEMMA_TABS = {"positions": ("positions_tab_rope_kinds", "RoPE per layer kind", "
 def gemma_app(default_gguf_path, gemma3_gguf_path):
     import streamlit as st
 
+    from filelock import FileLock
+
+    from txviz.loading.fetch import txviz_home
+
     st.cache_resource.clear()  # the model of this session's home, not another test's
-    at = app_on("gemma3-270m", PROMPT, timeout=600).run()
+    # the app loads through the float32 copy: the first of this test and tests/loading/test_gemma3_real.py
+    # to load Gemma writes it, the other waits here and reads it instead of dequantizing again (~15 s)
+    with FileLock(str(txviz_home() / ".test-gemma3-load.lock")):
+        at = app_on("gemma3-270m", PROMPT, timeout=600).run()
     no_errors(at)
     yield at
     st.cache_resource.clear()

@@ -25,12 +25,13 @@ from torch.testing import assert_close
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from txviz import Decoder
 from txviz.capture.trace import trace
-from txviz.loading.gguf import load_gguf
+from txviz.loading.fetch import load_gguf_cached
 
 pytestmark = [pytest.mark.e2e, *NEEDS_TRANSFORMERS,
               pytest.mark.skipif(find_spec("accelerate") is None, reason="accelerate is not installed")]
 
 GEMMA3_ENV = "TXVIZ_GEMMA3_GGUF"
+GEMMA3_LOAD_LOCK = ".test-gemma3-load.lock"  # held by tests/app/test_gemma3_pages.py's load too
 WINDOW = 512
 TEXTS = ["Hello world", " leading space", "  two leading", "trailing  ", "x  5", "12345 + 678 = 13023", "3.14159",
          "line one\nline two\n\n\nthree", "tabs\there\t\tand", "mixed \t \n  whitespace   runs    end",
@@ -76,7 +77,15 @@ def gguf_path(request) -> Path:
 
 @pytest.fixture(scope="module")
 def loaded(gguf_path):
-    return load_gguf(gguf_path, device="cpu", dtype=torch.float32)
+    """Through the float32 copy the app keeps beside the GGUF (``load_gguf_cached``: the same dequantized
+    weights, sha256-checked): whichever of this module and tests/app/test_gemma3_pages.py loads Gemma
+    first dequantizes it (~15 s), the other waits on the same lock and reads the copy (~3 s)."""
+    from filelock import FileLock
+
+    from txviz.loading.fetch import txviz_home
+
+    with FileLock(str(txviz_home() / GEMMA3_LOAD_LOCK)):
+        return load_gguf_cached(gguf_path, device="cpu", dtype=torch.float32)
 
 
 @pytest.fixture(scope="module")
