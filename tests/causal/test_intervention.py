@@ -118,6 +118,7 @@ def test_variants_run_after_the_shared_prefix_equal_full_runs(model):
     last = model.config.n_layers - 1
     variants = ([[Replace(layer, point, head=0)] for layer in range(last + 1) for point in ("q", "k", "v")]
                 + [[Replace(last, "head_out", 1)], [Replace(1, "resid_pre", position=CHANGED + 2)],
+                   [Replace(last, "resid_pre", position=N_TOKENS - 1)],
                    [Replace(0, "resid_pre", position=CHANGED - 1)], [Replace(1, "head_out", 2, CHANGED + 1, "zero")]])
     assert shared_positions(variants[:-2], source, clean_run(model, clean, points).activations, N_TOKENS) == CHANGED
     fast = run_variants(model, clean, variants, 3, 5, source=source, chunk_size=4)
