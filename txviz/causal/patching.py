@@ -16,6 +16,7 @@ from txviz.causal.activations import ActivationRecorder, Activations, run_with_a
 from txviz.causal.intervention import Intervention, Replace, Value
 from txviz.causal.metric import logit_diff
 from txviz.causal.shared_prefix import CleanRun, PrefixCache, clean_run, drop_no_ops, shared_positions, shifted
+from txviz.model.kv_cache import NO_CACHE
 
 # variants per forward call: the fastest measured on SmolLM2's 270-head sweep (16: 8.3 s, 64: 10.4 s, all 270:
 # 16.0 s on one thread; 6.4 s and 7.2 s for 16 and 64 on two): more rows share less of the unedited prefix
@@ -59,11 +60,8 @@ def _resume_chunk(model, clean: CleanRun, chunk: list[list[Replace]], source: Ac
     n = shared_positions(chunk, source, clean.activations, n_tokens)
     moved, cut = shifted(chunk, source, n)
     residual = clean.entering[layer][:, n:].expand(len(chunk), -1, -1)
-    if n == 0:
-        return model.resume(residual, layer, record=Intervention(moved, cut), last_only=True)
-    # Decoder.resume takes no cache: its body (Decoder._layers_on) with the prefix's, at positions n..
-    q_pos = torch.arange(n, n_tokens, device=residual.device)
-    return model._layers_on(residual, q_pos, layer, PrefixCache(clean.cache, n), Intervention(moved, cut), True)
+    cache = PrefixCache(clean.cache, n) if n else NO_CACHE  # positions n.. attend to the clean run's keys before n
+    return model.resume(residual, layer, cache=cache, record=Intervention(moved, cut), last_only=True)
 
 
 def first_edited_layer(variants: Sequence[Sequence[Replace]], n_layers: int) -> int:

@@ -172,21 +172,23 @@ class Decoder(nn.Module):
         x = self.embed_norm(self.positions.add_to_embeddings(x * self._embed_scale(x.dtype), q_pos))  # (B, T, d)
         return self._layers_on(x, q_pos, 0, cache, record, last_only)
 
-    def resume(self, residual: torch.Tensor, layer: int, *, record: RecorderProtocol = NULL_RECORDER,
-               last_only: bool = False) -> torch.Tensor:
+    def resume(self, residual: torch.Tensor, layer: int, *, cache: KVCache | NoCache = NO_CACHE,
+               record: RecorderProtocol = NULL_RECORDER, last_only: bool = False) -> torch.Tensor:
         """The logits of a call that starts at ``layer`` from ``residual`` (B, T, d), the residual stream
-        entering that layer at positions 0..T−1 (what an earlier call's ``record.residual(layer, …)``
-        saw; ``layer`` = n_layers: the final residual). The layers before it are not run and no KV cache
-        is used: many interventions on later layers share what the earlier ones computed once
-        (txviz.causal.patching)."""
+        entering that layer at positions s..s+T−1, s = ``cache.seq_len`` (what an earlier call's
+        ``record.residual(layer, …)`` saw; ``layer`` = n_layers: the final residual). The layers before
+        it are not run: many interventions on later layers share what the earlier ones computed once,
+        and with a cache of the first s positions' keys and values, what every variant leaves unchanged
+        before position s (txviz.causal.patching)."""
         if not 0 <= layer <= len(self.layers):
             raise InputError(f"layer {layer} is outside 0..{len(self.layers)}")
         if residual.dim() != 3 or residual.shape[-1] != self.config.d_model or residual.shape[1] == 0:
             raise InputError(f"the residual must be (batch, tokens, {self.config.d_model}), "
                              f"got {tuple(residual.shape)}")
-        self.check_ids(torch.zeros(1, residual.shape[1], dtype=torch.long))  # the context length
-        q_pos = torch.arange(residual.shape[1], device=residual.device)
-        return self._layers_on(residual, q_pos, layer, NO_CACHE, record, last_only)
+        start = cache.seq_len
+        self.check_ids(torch.zeros(1, residual.shape[1], dtype=torch.long), start)  # the context length
+        q_pos = torch.arange(start, start + residual.shape[1], device=residual.device)
+        return self._layers_on(residual, q_pos, layer, cache, record, last_only)
 
     def _layers_on(self, x: torch.Tensor, q_pos: torch.Tensor, first: int, cache: KVCache | NoCache,
                    record: RecorderProtocol, last_only: bool) -> torch.Tensor:
