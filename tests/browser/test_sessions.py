@@ -137,7 +137,8 @@ def a_long_generation_does_not_freeze_another_session(a, b) -> None:
     a.locator(".st-key-kv_measure button").click()
     a_started = time.perf_counter()
     a.wait_for_selector(RUNNING, timeout=30_000)
-    time.sleep(1.0)  # let the uncached loop get going
+    # the loop under way: its progress bar names a token (app/app_pages/kv_cache/cached_vs_uncached.py)
+    a.wait_for_function("() => /: token \\d+ of 128/.test(document.body.innerText)", timeout=60_000)
     assert a.locator(RUNNING).count() == 1
     overlapped = []  # B's switches that began and ended while A was still running
     for head in (7, 2, 4):
