@@ -23,6 +23,22 @@ def app_on(model: str | None = None, prompt: str | None = None, timeout: float =
     return at
 
 
+def open_at(page: str, model: str | None = None, prompt: str | None = None, timeout: float = 120):
+    """The app run once, opened straight on ``page`` (a name in PAGE_NAMES) as a link to its address
+    (``/positions``) opens it, instead of a run of the Attention page first and a switch: that first run
+    traced and drew the Attention page for every new model or prompt (~0.12 CPU s, measured 2026-12-02).
+    ``AppTest.switch_page`` finds a page's hash only after a run has registered the pages, so the hash is
+    set here as Streamlit computes it for ``st.Page(url_path=...)``; the page that ran is checked."""
+    from streamlit.util import calc_hash
+
+    at = app_on(model, prompt, timeout)
+    at._page_hash = calc_hash(page.replace("_", "-"))  # app/main.py's url_path for the page
+    at.run()
+    opened = at._registered_pages.get(at._page_hash, {}).get("script_path")
+    assert opened and Path(str(opened)).resolve() == (Path(MAIN).parent / page_path(page)).resolve(), opened
+    return at
+
+
 def pick_model(at, name: str):
     """Choose the picker entry of the zoo variant ``name`` (its label starts "name — ")."""
     picker = at.sidebar.selectbox(key="model_choice")

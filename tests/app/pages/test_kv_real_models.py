@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path
+from tests.helpers.apptest import chart, decode, no_errors, open_at
 from tests.helpers.gemma_standin import write_stand_ins
 from txviz.loading import fetch
 
@@ -25,8 +25,7 @@ def home(tmp_path, monkeypatch):
 
 
 def real_models_tab(model: str):
-    at = app_on(model, "the cat sat").run()
-    at.switch_page(page_path("kv_cache")).run()
+    at = open_at("kv_cache", model, "the cat sat")
     at.session_state["kv_tab"] = "Real models side by side"
     at.run()
     no_errors(at)
@@ -58,8 +57,7 @@ def test_a_model_not_fetched_is_named(home):
 
 def test_tradeoffs_kinds_tab_puts_both_real_models_beside_the_zoo(home):
     write_stand_ins(home)
-    at = app_on("gemma3-270m", "the cat sat").run()
-    at.switch_page(page_path("tradeoffs")).run()
+    at = open_at("tradeoffs", "gemma3-270m", "the cat sat")
     at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"
     at.run()
     no_errors(at)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from tests.helpers.apptest import app_on, page_path
+from tests.helpers.apptest import open_at
 
 ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
 GIB = 1 << 30
@@ -24,9 +24,7 @@ def upload_page():
     """The KV page on the zoo's tiny model (the calculator runs no model), the upload chosen."""
     from txviz.lab.corpus import sample_text
 
-    at = app_on(ZOO_BASE, sample_text(3), timeout=300)
-    at.run()
-    at.switch_page(page_path("kv_cache")).run()
+    at = open_at("kv_cache", ZOO_BASE, sample_text(3), timeout=300)
     widget(at, "radio", "mem_source").set_value("Your config.json").run()
     no_errors(at)
     return at

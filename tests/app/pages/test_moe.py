@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import app_on, chart, has_chart, no_errors, page_path
+from tests.helpers.apptest import chart, has_chart, no_errors, open_at
 from txviz.loading.zoo import SHIPPED_ZOO
 
 MOE = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
@@ -16,8 +16,7 @@ pytestmark = pytest.mark.skipif(not all((SHIPPED_ZOO / n / "eval.json").is_file(
 
 
 def moe_page():
-    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300).run()  # a dense model
-    at.switch_page(page_path("moe")).run()
+    at = open_at("moe", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)  # a dense model
     no_errors(at)
     return at
 

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, pick_model, texts, page_path
+from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, open_at, page_path, pick_model, texts
 from txviz.loading.zoo import SHIPPED_ZOO
 
 PROMPT = "Michael Turner had a red kite. Then Michael Turner went to the park. He took his red kite."
@@ -26,8 +26,7 @@ pytestmark = pytest.mark.skipif(not all(trained(n) for n in ("base", "alibi", "l
 
 
 def positions_page(name: str):
-    at = app_on(str(SHIPPED_ZOO / name), PROMPT).run()
-    at.switch_page(page_path("positions")).run()
+    at = open_at("positions", str(SHIPPED_ZOO / name), PROMPT)
     no_errors(at)
     return at
 

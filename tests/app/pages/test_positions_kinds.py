@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 
 from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
-from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
+from tests.helpers.apptest import app_on, chart, decode, no_errors, open_at, page_path, texts
 
 PROMPT = "the cat sat on the mat and the dog ran"
 
 
 def positions_on_gemma():
-    at = app_on("gemma3-270m", PROMPT).run()
-    at.switch_page(page_path("positions")).run()
+    at = open_at("positions", "gemma3-270m", PROMPT)
     no_errors(at)
     return at
 

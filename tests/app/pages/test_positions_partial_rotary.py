@@ -11,7 +11,7 @@ import pytest
 import tokenizers
 import torch
 
-from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path, texts
+from tests.helpers.apptest import chart, decode, no_errors, open_at, texts
 from tests.helpers.tiny import random_decoder
 from txviz.analysis.positions.rope_kinds import layer_inv_freq
 from txviz.config import ModelConfig
@@ -37,8 +37,7 @@ def partial_rotary_dir(tmp_path, monkeypatch):
 def test_the_page_draws_the_pairs_the_model_rotates(partial_rotary_dir):
     directory, model = partial_rotary_dir
     assert torch.equal(layer_inv_freq(model.config, 0), model.positions.inv_freq)  # what the model multiplies in
-    at = app_on(str(directory), "once upon a time there was a little dog").run()
-    at.switch_page(page_path("positions")).run()
+    at = open_at("positions", str(directory), "once upon a time there was a little dog")
     no_errors(at)
     assert f"{ROTARY // 2} pairs per head on the first {ROTARY} of 16 dimensions" in texts(at)
     waves = decode(chart(at, "rope_waves")["data"][0]["y"])

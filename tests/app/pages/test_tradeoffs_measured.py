@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import app_on, chart, has_chart, no_errors, page_path
+from tests.helpers.apptest import chart, has_chart, no_errors, open_at
 from txviz.loading.zoo import SHIPPED_ZOO
 
 pytestmark = pytest.mark.skipif(not (SHIPPED_ZOO / "base" / "eval.json").is_file(), reason="the zoo's base is not trained")
 
 
 def tradeoffs_tab(label: str):
-    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.").run()
-    at.switch_page(page_path("tradeoffs")).run()
+    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.")
     at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
     at.run()
     no_errors(at)

@@ -7,13 +7,12 @@ import json
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from tests.helpers.apptest import app_on, no_errors, page_path
+from tests.helpers.apptest import no_errors, open_at
 from txviz.loading.zoo import SHIPPED_ZOO
 
 
 def kinds_tab():
-    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300).run()
-    at.switch_page(page_path("tradeoffs")).run()
+    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)
     at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"  # what a click on the tab does
     at.run()
     no_errors(at)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.apptest import app_on, has_chart, no_errors, texts, page_path
+from tests.helpers.apptest import has_chart, no_errors, open_at, texts
 from txviz.analysis.heads.detectors import unknown_token_ids
 from txviz.analysis.heads.metrics import duplicate_pattern, head_metrics, ignored_positions, induction_pattern
 from txviz.loading.zoo import SHIPPED_ZOO
@@ -68,8 +68,7 @@ def test_the_zoo_tokenizer_names_its_unknown_token_and_a_byte_level_one_has_none
 @zoo
 def test_the_heads_page_says_unknowns_were_left_out_and_scores_without_them():
     prompt = "Zorblax quibbled and Zorblax fizzed"  # made-up words, all <|unk|>: only the unknown repeats
-    at = app_on(str(SHIPPED_ZOO / "base"), prompt).run()
-    at.switch_page(page_path("heads")).run()
+    at = open_at("heads", str(SHIPPED_ZOO / "base"), prompt)
     no_errors(at)
     said = texts(at)
     assert "tokens are the unknown token `<|unk|>`: they are left out of duplicate-token and induction" in said

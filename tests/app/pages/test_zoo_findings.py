@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import app_on, chart, decode, no_errors, texts, page_path
+from tests.helpers.apptest import chart, decode, no_errors, open_at, texts
 from txviz.loading.zoo import SHIPPED_ZOO
 
 MOE = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
@@ -17,14 +17,13 @@ pytestmark = pytest.mark.skipif(not all((SHIPPED_ZOO / n / "eval.json").is_file(
 
 
 def open_page(page: str):
-    at = app_on(str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300).run()
-    at.switch_page(page).run()
+    at = open_at(page, str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)
     no_errors(at)
     return at
 
 
 def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_numbers():
-    at = open_page(page_path("moe"))
+    at = open_page("moe")
     at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
     at.run()
     no_errors(at)
@@ -49,7 +48,7 @@ def open_tab(at, label: str):
 
 
 def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestly():
-    at = open_tab(open_page(page_path("tradeoffs")), "MHA / GQA / MQA")
+    at = open_tab(open_page("tradeoffs"), "MHA / GQA / MQA")
     words = texts(at)
     assert "within evaluation noise" in words and "one seed" in words
     spec = chart(at, "to_kv_zoo")
@@ -63,7 +62,7 @@ def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestl
 
 
 def test_tradeoffs_tabs_run_only_when_open_and_each_says_its_noise():
-    at = open_page(page_path("tradeoffs"))
+    at = open_page("tradeoffs")
     ids = [el.proto.id for el in at.get("plotly_chart")]
     assert any("to_depth_flops" in i for i in ids) and not any("to_kv_zoo" in i or "to_ctx" in i for i in ids)
     depth = texts(at)
