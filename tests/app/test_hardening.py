@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.apptest import page_path
+from tests.helpers.apptest import aim_at, assert_opened, page_path
 from gguf import GGMLQuantizationType as Q
 
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
@@ -50,9 +50,11 @@ def app_run(params: dict | None = None, page: str | None = None, prompt: str | N
     at = AppTest.from_file(MAIN, default_timeout=300)
     for key, value in (params or {}).items():
         at.query_params[key] = value
+    if page:  # opened on the page as a link to it does: no run of the Attention page first
+        aim_at(at, Path(page).parent.name)
     at.run()
     if page:
-        at.switch_page(page).run()
+        assert_opened(at, Path(page).parent.name)
     if prompt is not None:
         at.sidebar.text_area(key="prompt").input(prompt).run()
     return at

@@ -26,17 +26,26 @@ def app_on(model: str | None = None, prompt: str | None = None, timeout: float =
 def open_at(page: str, model: str | None = None, prompt: str | None = None, timeout: float = 120):
     """The app run once, opened straight on ``page`` (a name in PAGE_NAMES) as a link to its address
     (``/positions``) opens it, instead of a run of the Attention page first and a switch: that first run
-    traced and drew the Attention page for every new model or prompt (~0.12 CPU s, measured 2026-12-02).
-    ``AppTest.switch_page`` finds a page's hash only after a run has registered the pages, so the hash is
-    set here as Streamlit computes it for ``st.Page(url_path=...)``; the page that ran is checked."""
+    traced and drew the Attention page for every new model or prompt (~0.12 CPU s, measured 2026-12-02)."""
+    at = aim_at(app_on(model, prompt, timeout), page).run()
+    assert_opened(at, page)
+    return at
+
+
+def aim_at(at, page: str):
+    """Point ``at``'s next run at ``page`` before any run: ``AppTest.switch_page`` finds a page's hash
+    only once a run has registered the pages, so the hash is set as Streamlit computes it for
+    ``st.Page(url_path=...)``, app/main.py's url_path being the page's name with dashes."""
     from streamlit.util import calc_hash
 
-    at = app_on(model, prompt, timeout)
-    at._page_hash = calc_hash(page.replace("_", "-"))  # app/main.py's url_path for the page
-    at.run()
+    at._page_hash = calc_hash(page.replace("_", "-"))
+    return at
+
+
+def assert_opened(at, page: str) -> None:
+    """The page that ran is ``page``'s file (not the default page, had its url_path changed)."""
     opened = at._registered_pages.get(at._page_hash, {}).get("script_path")
     assert opened and Path(str(opened)).resolve() == (Path(MAIN).parent / page_path(page)).resolve(), opened
-    return at
 
 
 def pick_model(at, name: str):
