@@ -72,35 +72,6 @@ def click_grid(page, layer: float, head: float, *, from_cell: tuple[int, int]) -
     page.mouse.click(x, y)
 
 
-def test_a_click_on_the_head_grid_opens_exactly_that_head(server, page, tmp_path):
-    """Centres and near-corners of cells, the right-hand column and the last row: each click opens the
-    head under the pointer (square markers overlapped: a click where head 7 was drawn opened head 8).
-    The near-corner clicks are the ones that tell (with cells 40 % narrower than drawn, this test fails):
-    the centres of (5, 4), (5, 7) and (5, 8) were dropped, the last two cells having near-corner clicks."""
-    clicks = [  # (layer, head) in data units, the cell it is in
-        (0, 8), (29, 8), (5.35, 7.35), (5.35, 7.65), (12.65, 2.65), (20.35, 0.35), (28.65, 8.35),
-    ]
-    timings = []
-    page.set_viewport_size({"width": 1100, "height": 1000})  # a laptop's window: narrow grid columns
-    page.goto(server)
-    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
-    wait_idle(page)
-    for layer, head in clicks:
-        cell = (round(layer), round(head))
-        started = time.perf_counter()
-        click_grid(page, layer, head, from_cell=cell)
-        page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
-                               arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
-        wait_idle(page)
-        timings.append(time.perf_counter() - started)
-        assert page.locator(ERROR).count() == 0
-        assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
-        assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
-    print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
-    page.locator(".st-key-head_grid").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
-
-
 KEEP = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector => {
   const node = document.querySelector(selector);
   node.txvizKept = true;  // gone if the element is rebuilt
@@ -182,9 +153,12 @@ def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
     assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
-def test_the_attention_address_opens_the_page_without_not_found(server, page):
+def test_the_attention_address_opens_the_page_without_not_found_and_a_click_on_the_head_grid_opens_that_head(
+        server, page, tmp_path):
     """Streamlit answers its default page's own address with "Page not found": /attention must open the
-    page, and / must forward to it with the link's view."""
+    page, and / must forward to it with the link's view. In between, clicks on the head grid of a laptop's
+    window."""
+    page.set_viewport_size({"width": 1100, "height": 1000})  # narrow grid columns (conftest's page resets it)
     started = time.perf_counter()
     page.goto(f"{server}/attention?layer=2")
     page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
@@ -194,6 +168,7 @@ def test_the_attention_address_opens_the_page_without_not_found(server, page):
     page.wait_for_timeout(500)
     assert "Page not found" not in page.locator("body").inner_text()
     assert page.locator("[role='dialog']").count() == 0
+    clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path)
 
     page.goto(f"{server}/?prompt=Shared+by+link.&head=3")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 0, head 3')",
@@ -203,6 +178,31 @@ def test_the_attention_address_opens_the_page_without_not_found(server, page):
     assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
     assert "4: link" in heatmap_text(page)
     assert "Page not found" not in page.locator("body").inner_text()
+
+
+def clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path) -> None:
+    """Centres and near-corners of cells, the right-hand column and the last row: each click opens the
+    head under the pointer (square markers overlapped: a click where head 7 was drawn opened head 8).
+    The near-corner clicks are the ones that tell (with cells 40 % narrower than drawn, this test fails):
+    the centres of (5, 4), (5, 7) and (5, 8) were dropped, the last two cells having near-corner clicks."""
+    clicks = [  # (layer, head) in data units, the cell it is in
+        (0, 8), (29, 8), (5.35, 7.35), (5.35, 7.65), (12.65, 2.65), (20.35, 0.35), (28.65, 8.35),
+    ]
+    timings = []
+    for layer, head in clicks:
+        cell = (round(layer), round(head))
+        started = time.perf_counter()
+        click_grid(page, layer, head, from_cell=cell)
+        page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
+                               arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
+        wait_idle(page)
+        timings.append(time.perf_counter() - started)
+        assert page.locator(ERROR).count() == 0
+        assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
+        assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
+    print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
+    page.locator(".st-key-head_grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "head_grid.png"), full_page=False)
 
 
 def test_a_prompt_too_long_for_a_link_is_kept_by_id(server, page):
