@@ -101,19 +101,6 @@ def chromium_browser():
             browser.close()
 
 
-@contextmanager
-def chromium_page(width: int = 1500, height: int = 1100):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            yield page
-        finally:
-            browser.close()
-
-
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     """Wait until the script has started and finished running."""
     page.wait_for_selector(IDLE, timeout=timeout_ms)
