@@ -13,7 +13,8 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.causal.activations import ActivationRecorder, run_with_activations
 from txviz.causal.intervention import Intervention, Replace
-from txviz.causal.patching import ablate_heads, head_variants, patch_heads, residuals_entering, run_variants
+from txviz.causal.patching import ablate_heads, head_variants, patch_heads, run_variants
+from txviz.causal.shared_prefix import clean_run
 
 N_TOKENS = 10
 CHANGED = 4  # the corrupt prompt differs from the clean one at this position only
@@ -81,7 +82,7 @@ def test_resuming_at_any_layer_from_the_plain_runs_residual_gives_the_plain_logi
     """Decoder.resume skips the layers before ``layer``: given the residual a plain call had there, the
     logits are the plain call's (every position scheme, windows, MoE; layer n_layers: only the head)."""
     ids = random_ids(model.config, N_TOKENS, batch=2)
-    keeper = residuals_entering(model, ids)
+    keeper = clean_run(model, ids).entering  # the residual entering every layer, of one plain call
     with torch.no_grad():
         plain = model(ids)
         for layer in range(model.config.n_layers + 1):

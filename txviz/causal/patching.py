@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from txviz.causal.activations import ActivationRecorder, Activations, run_with_activations
+from txviz.causal.activations import Activations, run_with_activations
 from txviz.causal.intervention import Intervention, Replace, Value
 from txviz.causal.metric import logit_diff
 from txviz.causal.shared_prefix import CleanRun, PrefixCache, clean_run, drop_no_ops, shared_positions, shifted
@@ -67,24 +67,6 @@ def _resume_chunk(model, clean: CleanRun, chunk: list[list[Replace]], source: Ac
 def first_edited_layer(variants: Sequence[Sequence[Replace]], n_layers: int) -> int:
     """The earliest layer any of ``variants`` edits (n_layers when none edits anything)."""
     return min((r.layer for replaces in variants for r in replaces), default=n_layers)
-
-
-class _ResidualKeeper(ActivationRecorder):
-    """Keeps the residual stream entering each layer (index n_layers: leaving the last)."""
-
-    def __init__(self):
-        super().__init__(())
-        self.entering: dict[int, torch.Tensor] = {}
-
-    def residual(self, index: int, x: torch.Tensor) -> None:
-        self.entering[index] = x
-
-
-def residuals_entering(model, ids: torch.Tensor) -> dict[int, torch.Tensor]:
-    """One plain call of ``ids`` (1, T): the residual stream entering every layer."""
-    keeper = _ResidualKeeper()
-    model(ids, record=keeper, last_only=True)
-    return keeper.entering
 
 
 def check_same_length(clean_ids: torch.Tensor, corrupt_ids: torch.Tensor) -> None:

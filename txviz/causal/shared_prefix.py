@@ -106,7 +106,7 @@ class _CleanRecorder(ActivationRecorder):
 
 @torch.no_grad()
 def clean_run(model, ids: torch.Tensor, points: Sequence[str] = ()) -> CleanRun:
-    """``ids`` (1, T) run once, keeping what the variants share (see CleanRun)."""
+    """``ids`` (B, T) run once (one prompt, B = 1, for run_variants), keeping what the variants share (see CleanRun)."""
     recorder, cache = _CleanRecorder(points), KeepingCache(model.config.n_layers)
     logits = model(ids, record=recorder, cache=cache, last_only=True)
     return CleanRun(recorder.entering, recorder.activations, cache, logits)
