@@ -244,6 +244,13 @@ def causal_memo(default_model_home, monkeypatch):
     monkeypatch.setenv(MEMO_ENV, _causal_memo_folder(default_model_home))
 
 
+# Streamlit keeps a closed tab's session for server.disconnectedSessionTTL (120 s by default) so that it can
+# reconnect. The browser tests leave each session for good (the kept page goes to about:blank or loads the
+# app anew), and tests/browser/test_sessions.py measures the server's memory as sessions come and go, on
+# this server: 2 s, so that a session that left is really gone while it measures.
+SHORT_DISCONNECTED_SESSION_TTL = {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": "2"}
+
+
 @pytest.fixture(scope="session")
 def server(default_model_home):
     """The app served on the session's model home, shared by every browser test module that needs no
@@ -254,7 +261,8 @@ def server(default_model_home):
     from tests.helpers.browser import streamlit_server
     from txviz.causal.report import MEMO_ENV
 
-    env = {"TXVIZ_HOME": str(default_model_home), MEMO_ENV: _causal_memo_folder(default_model_home)}
+    env = {"TXVIZ_HOME": str(default_model_home), MEMO_ENV: _causal_memo_folder(default_model_home),
+           **SHORT_DISCONNECTED_SESSION_TTL}
     with streamlit_server(env=env) as url:
         yield url
 
@@ -271,7 +279,10 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A fresh browser session (its own context: no cookies or storage shared) with a 1500 × 1100 page."""
+    from tests.helpers.browser import track_reruns
+
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    track_reruns(context)
     try:
         yield context.new_page()
     finally:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.browser import track_reruns
+
 VIEWPORT = {"width": 1500, "height": 1100}
 
 
@@ -22,6 +24,7 @@ VIEWPORT = {"width": 1500, "height": 1100}
 def kept_tab(browser):
     """One 1500 × 1100 page for the worker's browser tests; load the app in it to start a session."""
     context = browser.new_context(viewport=VIEWPORT)
+    track_reruns(context)  # wait_idle waits on the page's own count of reruns (tests/helpers/browser.py)
     try:
         yield context.new_page()
     finally:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
+from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, rerun_mark, wait_idle
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv.presets import PRESETS
 
@@ -84,9 +84,10 @@ def an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path) -> 
     assert page.locator(".st-key-mem_preset").count() == 0  # the preset box is gone while the upload is chosen
     path = tmp_path / "Meta-Llama-3-8B.json"
     path.write_text(json.dumps(LLAMA_3_8B))
+    mark = rerun_mark(page)
     page.locator(".st-key-mem_upload input[type=file]").set_input_files(str(path))
+    wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun the file asked for, once it was sent
     page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000)
-    wait_idle(page)
     layers, kv_heads = LLAMA_3_8B["num_hidden_layers"], LLAMA_3_8B["num_key_value_heads"]
     head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
     assert per_token_metric(page) == ["KV bytes per token (GQA)",

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import (CHART, ERROR, IDLE, browser_available, open_from_sidebar, streamlit_server,
-                                   wait_idle)
+from tests.helpers.browser import (CHART, ERROR, IDLE, browser_available, open_from_sidebar, rerun_mark,
+                                   wait_idle, wait_sessions_left)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -32,18 +32,6 @@ RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
 N_SESSIONS = 4
 WARM_UP = 2
 LEAK_MIB = 10
-
-
-@pytest.fixture(scope="module")
-def short_ttl_server(default_model_home):
-    """The app for the test of sessions that leave, on a server of its own: the shared ``server`` keeps a
-    session that left for 120 s, and earlier tests' sessions, let go while this test measured, would hide
-    growth."""
-    # Streamlit keeps a closed tab's session for server.disconnectedSessionTTL (120 s by default) so that
-    # it can reconnect; 2 s here, so that "a session that left" is really gone while the test measures
-    env = {"TXVIZ_HOME": str(default_model_home), "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": "2"}
-    with streamlit_server(env=env) as url:
-        yield url
 
 
 @pytest.fixture
@@ -131,9 +119,10 @@ def a_long_generation_does_not_freeze_another_session(a, b) -> None:
     a.get_by_role("tab", name="Cached vs uncached").click()
     slider = a.locator(".st-key-kv_speed_tokens input[type=range]")
     slider.focus()
+    mark = rerun_mark(a)
     slider.press("End")  # 128 tokens, each recomputing the whole sequence
     a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'")
-    wait_idle(a)
+    wait_idle(a, since=mark)
     a.locator(".st-key-kv_measure button").click()
     a_started = time.perf_counter()
     a.wait_for_selector(RUNNING, timeout=30_000)
@@ -160,13 +149,15 @@ def a_long_generation_does_not_freeze_another_session(a, b) -> None:
     assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
 
 
-def test_sessions_that_leave_do_not_grow_the_server(short_ttl_server, page):
+def test_sessions_that_leave_do_not_grow_the_server(server, page):
+    """On the worker's shared server, whose disconnected sessions live 2 s (tests/conftest.py): the sessions
+    of the tests before this one are gone before it measures."""
     import psutil
 
-    process = psutil.Process(short_ttl_server.pid)
+    process = psutil.Process(server.pid)
 
     def session(i: int) -> None:  # a visitor with a prompt (and so a trace) of their own, who then leaves
-        open_session(page, short_ttl_server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
+        open_session(page, server, "block", prompt=f"Visitor {i} asks about the number {i * 7}.")
         try:  # the block page: one chart, so the browser's plotting costs less than the session itself
             page.wait_for_selector(f".st-key-resid_norms {CHART}", timeout=120_000)
             wait_idle(page)
@@ -175,14 +166,14 @@ def test_sessions_that_leave_do_not_grow_the_server(short_ttl_server, page):
             page.goto("about:blank")  # leaving closes the session's websocket, as closing the tab does
 
     for i in range(WARM_UP):  # warm up: the block page's code paths, the allocator's arenas
-        session(i)
-    time.sleep(3)  # past the disconnected-session TTL: the warm-up sessions have left
+        session(i)  # the first one's departure removes the stored sessions of the tests before, 2 s past their TTL
+    wait_sessions_left(server)
     before = process.memory_info().rss
     samples = []
     for i in range(WARM_UP, WARM_UP + N_SESSIONS):
         session(i)
         samples.append(process.memory_info().rss)
-    time.sleep(3)  # past the disconnected-session TTL: every session has left
+    wait_sessions_left(server)  # every session has left (the last one stays stored for its TTL)
     after = process.memory_info().rss
     growth, second_half = (after - before) / 2**20, (after - samples[N_SESSIONS // 2 - 1]) / 2**20
     print(f"\nserver RSS: {before / 2**20:.0f} MiB after {WARM_UP} warm-up sessions, {after / 2**20:.0f} MiB after "
@@ -206,10 +197,11 @@ def test_a_malformed_or_huge_config_upload_gets_a_message(server, page, tmp_path
     page.locator(".st-key-mem_source").get_by_text("Your config.json").click()
     upload = page.locator(".st-key-mem_upload input[type=file]")
     for name in ("broken.json", "list_type.json", "array.json"):
+        mark = rerun_mark(page)
         upload.set_input_files(str(tmp_path / name))
+        wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun this file asked for, once it was sent
         page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
                                timeout=60_000)
-        wait_idle(page)
         assert page.locator(ERROR).count() == 0, name
         assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
     upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read

@@ -101,11 +101,86 @@ def chromium_browser():
             browser.close()
 
 
-def wait_idle(page, timeout_ms: int = 120_000) -> None:
-    """Wait until the script has started and finished running."""
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
+# Counts, inside each page, the reruns it asked the server for and the runs the server ran, from the protobuf
+# frames of the app's websocket: a BackMsg whose field is ``rerun_script`` (11) is a request; a ForwardMsg
+# ``new_session`` (4) starts a run, which answers every request sent before it; ``script_finished`` (6) ends
+# it, unless its status is FINISHED_EARLY_FOR_RERUN (2: another run follows at once). Streamlit's own
+# ``data-test-script-state`` cannot say this alone: a widget's request leaves it "notRunning" until the
+# server answers, and a short run may never render as "running".
+RUN_TRACKER = r"""(() => {
+  if (window.__txvizRuns) return;
+  const runs = window.__txvizRuns = {asked: 0, answered: 0, running: false};
+  function topFields(bytes) {  // [field number, varint value or offset of the bytes] of a message's top level
+    let at = 0;
+    const varint = () => { let value = 0, shift = 1, byte;
+      do { byte = bytes[at++]; value += (byte & 0x7f) * shift; shift *= 128; } while (byte & 0x80); return value; };
+    const fields = [];
+    while (at < bytes.length) {
+      const tag = varint(), wire = tag & 7;
+      if (wire === 0) fields.push([tag >>> 3, varint()]);
+      else if (wire === 2) { const length = varint(); fields.push([tag >>> 3, at]); at += length; }
+      else break;  // ForwardMsg's top level has no fixed-size fields
+    }
+    return fields;
+  }
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    if (ArrayBuffer.isView(data) && new Uint8Array(data.buffer, data.byteOffset, 1)[0] === (11 << 3 | 2)) runs.asked += 1;
+    return send.apply(this, arguments);
+  };
+  const seen = (data) => {
+    if (!(data instanceof ArrayBuffer)) return;
+    for (const [field, value] of topFields(new Uint8Array(data))) {
+      if (field === 4) { runs.answered = runs.asked; runs.running = true; }
+      if (field === 6 && value !== 2) runs.running = false;
+    }
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {  // heard before the app's own listener
+    constructor(...args) { super(...args); this.addEventListener('message', (event) => seen(event.data)); }
+  };
+})()"""
+SETTLED = """() => { const runs = window.__txvizRuns;
+  return runs.answered === runs.asked && !runs.running && document.querySelector("%s") !== null; }""" % IDLE
+
+
+def track_reruns(context) -> None:
+    """Count every page's reruns in ``context`` (RUN_TRACKER), so that ``wait_idle`` waits on them."""
+    context.add_init_script(RUN_TRACKER)
+
+
+def rerun_mark(page) -> int:
+    """The number of reruns the page has asked for so far: give it to ``wait_idle`` as ``since`` when the
+    action that follows asks for its rerun later (an upload, once its file is sent)."""
+    return page.evaluate("() => window.__txvizRuns.asked")
+
+
+def wait_idle(page, timeout_ms: int = 120_000, since: int | None = None) -> None:
+    """Wait until every rerun the page asked for has run to its end (with ``since``: and one was asked after
+    that ``rerun_mark``). A page outside a ``track_reruns`` context waits as before: idle, 300 ms (for a
+    rerun to start), idle."""
+    if not page.evaluate("() => window.__txvizRuns !== undefined"):
+        page.wait_for_selector(IDLE, timeout=timeout_ms)
+        page.wait_for_timeout(300)
+        page.wait_for_selector(IDLE, timeout=timeout_ms)
+        return
+    if since is not None:
+        page.wait_for_function("n => window.__txvizRuns.asked > n", arg=since, timeout=timeout_ms)
+    page.wait_for_function(SETTLED, timeout=timeout_ms, polling=50)
+
+
+def wait_sessions_left(url: str, timeout: float = 60.0) -> None:
+    """Wait until the server has let go of every tab that left: its ``active_sessions`` gauge (Streamlit's
+    /_stcore/metrics) is 0, so each of their websockets is closed and its script stopped. (A session that left
+    stays stored for server.disconnectedSessionTTL, and is removed at the next session's departure after that.)"""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(f"{url}/_stcore/metrics", timeout=10) as response:
+            if "\nactive_sessions 0\n" in "\n" + response.read().decode() + "\n":
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url} still holds a connected session after {timeout:.0f} s")
+        time.sleep(0.05)
 
 
 def open_from_sidebar(page, url_path: str) -> None:
