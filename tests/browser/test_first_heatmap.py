@@ -165,7 +165,7 @@ def test_the_attention_address_opens_the_page_without_not_found_and_a_click_on_t
     wait_idle(page)
     print(f"\n/attention → heatmap drawn: {time.perf_counter() - started:.2f} s")
     assert "Layer 2, head 0" in heatmap_text(page)
-    page.wait_for_timeout(500)
+    # Streamlit's "Page not found" comes before the run it answers (which wait_idle saw to its end)
     assert "Page not found" not in page.locator("body").inner_text()
     assert page.locator("[role='dialog']").count() == 0
     clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path)
