@@ -1,6 +1,7 @@
-"""The real Gemma 3 270M GGUF against transformers loading the same file: the tokenizer on a varied text
-set, the config, and logits and every attention map (18 layers x 4 heads) on a prompt longer than the
-sliding window, so the window is in force on the local layers.
+"""The real Gemma 3 270M GGUF against references loading the same file: the tokenizer against SentencePiece
+(Gemma's own tokenizer library) on a varied text set; the config, and logits and every attention map
+(18 layers x 4 heads) on a prompt longer than the sliding window, so the window is in force on the local
+layers, against transformers.
 
 The module runs 🤗 transformers (``NEEDS_TRANSFORMERS``): its tests stay on the one worker that runs
 transformers (tests/conftest.py), so Gemma is loaded once per session by each side (~60 CPU s), not once per
@@ -23,6 +24,7 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.spm_reference import SentencePieceReference
 from txviz import Decoder
 from txviz.capture.trace import trace
 from txviz.loading.fetch import load_gguf_cached
@@ -47,10 +49,11 @@ STORY = ("Once upon a time, in a small village at the edge of a great forest, th
 
 @pytest.fixture(scope="module", autouse=True)
 def one_metadata_read_per_file():
-    """transformers builds a ``gguf.GGUFReader`` on every call that opens the file: for the config, for the
-    weights and twice for the tokenizer, and each parses the 262k-entry vocabulary again (10-15 s on this
-    machine). The file does not change within the module, so each path's reader is built once; what
-    transformers does with it is unchanged. (txviz's loader has its own reader class and is not affected.)"""
+    """transformers builds a ``gguf.GGUFReader`` on every call that opens the file (for the config, for the
+    weights), and so does the SentencePiece reference, and each parses the 262k-entry vocabulary again
+    (10-17 CPU s on this machine). The file does not change within the module, so each path's reader is
+    built once; what transformers does with it is unchanged. (txviz's loader has its own reader class and is
+    not affected.)"""
     import gguf
 
     import txviz.loading.gguf_reader  # noqa: F401  (binds its subclass to the real class before the patch)
@@ -96,15 +99,17 @@ def hf_model(gguf_path):
                                                 attn_implementation="eager", dtype=torch.float32).eval()
 
 
-def test_tokenizer_equals_transformers(gguf_path, loaded):
-    from transformers import AutoTokenizer
+def test_tokenizer_equals_sentencepiece(gguf_path, loaded):
+    """Gemma's tokenizer is a SentencePiece model: Google's library, run on the file's own pieces, is the
+    reference (tests/helpers/spm_reference.py; transformers' GGUF port of it cost ~30 CPU s more here)."""
+    import gguf
 
-    reference = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    reference = SentencePieceReference(gguf.GGUFReader(str(gguf_path)).fields)  # the reader hf_model reuses
     ours = loaded.tokenizer
-    assert ours.vocab_size == len(reference) == 262144 and ours.adds_bos
-    for text in TEXTS:
+    assert ours.vocab_size == reference.vocab_size == 262144 and ours.adds_bos  # the file says: add BOS
+    for text in TEXTS + [" " * 40]:
         ids = list(ours.encode(text).ids)
-        assert [ours.bos_id] + ids == reference(text).input_ids, text  # transformers adds BOS, as the file says
+        assert ids == reference.encode(text), text
         assert ours.decode(ids) == text, text
     # 40 spaces: longer than the longest run piece (31), split longest first as SentencePiece and llama.cpp
     # do; transformers' merges give 16 + 24 here (its one difference from the reference we found)
