@@ -25,9 +25,7 @@ def home(tmp_path, monkeypatch):
 
 
 def real_models_tab(model: str):
-    at = open_at("kv_cache", model, "the cat sat")
-    at.session_state["kv_tab"] = "Real models side by side"
-    at.run()
+    at = open_at("kv_cache", model, "the cat sat", state={"kv_tab": "Real models side by side"})
     no_errors(at)
     return at
 
@@ -57,9 +55,7 @@ def test_a_model_not_fetched_is_named(home):
 
 def test_tradeoffs_kinds_tab_puts_both_real_models_beside_the_zoo(home):
     write_stand_ins(home)
-    at = open_at("tradeoffs", "gemma3-270m", "the cat sat")
-    at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"
-    at.run()
+    at = open_at("tradeoffs", "gemma3-270m", "the cat sat", state={"tradeoffs_tab": "MHA / GQA / MQA"})
     no_errors(at)
     table = next(d.value for d in at.dataframe if "queries per KV head" in d.value.columns)
     real = table[table["source"] == "pretrained"]

@@ -15,8 +15,10 @@ pytestmark = pytest.mark.skipif(not all((SHIPPED_ZOO / n / "eval.json").is_file(
                                 reason="the zoo's MoE variants are not trained")
 
 
-def moe_page():
-    at = open_at("moe", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)  # a dense model
+def moe_page(tab: str | None = None):
+    """The MoE page on a dense model, open on its first tab or on ``tab`` (as a click on that tab shows it)."""
+    at = open_at("moe", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300,  # a dense model
+                 state={"moe_tab": tab} if tab else None)
     no_errors(at)
     return at
 
@@ -44,7 +46,7 @@ def test_only_the_open_tab_is_computed():
 
 
 def test_the_cost_tab_follows_the_variant_chosen_above_the_tabs():
-    at = open_tab(moe_page(), "Capacity vs compute")
+    at = moe_page("Capacity vs compute")
     variant = at.selectbox(key="moe_variant")
     first = variant.value
     assert chart(at, "moe_family")["layout"]["title"]["text"].startswith(first)  # zoo configs are named after it
@@ -58,7 +60,7 @@ def test_the_cost_tab_follows_the_variant_chosen_above_the_tabs():
 
 
 def test_a_tab_keeps_its_choices_while_another_is_open():
-    at = open_tab(moe_page(), "Balanced vs unbalanced")
+    at = moe_page("Balanced vs unbalanced")
     at.segmented_control(key="moe_pair").set_value("top-2").run()
     open_tab(at, "Routing on a text")
     at.radio(key="moe_text").set_value("sidebar prompt").run()

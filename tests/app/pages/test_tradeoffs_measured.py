@@ -13,9 +13,7 @@ pytestmark = pytest.mark.skipif(not (SHIPPED_ZOO / "base" / "eval.json").is_file
 
 
 def tradeoffs_tab(label: str):
-    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.")
-    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
-    at.run()
+    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", state={"tradeoffs_tab": label})
     no_errors(at)
     return at
 

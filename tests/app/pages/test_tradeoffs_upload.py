@@ -12,9 +12,8 @@ from txviz.loading.zoo import SHIPPED_ZOO
 
 
 def kinds_tab():
-    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)
-    at.session_state["tradeoffs_tab"] = "MHA / GQA / MQA"  # what a click on the tab does
-    at.run()
+    at = open_at("tradeoffs", str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300,
+                 state={"tradeoffs_tab": "MHA / GQA / MQA"})
     no_errors(at)
     return at
 

@@ -16,17 +16,17 @@ pytestmark = pytest.mark.skipif(not all((SHIPPED_ZOO / n / "eval.json").is_file(
                                 reason="the zoo's MoE and attention variants are not trained")
 
 
-def open_page(page: str):
-    at = open_at(page, str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300)
+def open_page(page: str, tab: str | None = None, label: str | None = None):
+    """``page`` opened on its tab ``label`` (``tab`` being the tabs' key; none: the first tab), as a click on
+    the tab shows it."""
+    at = open_at(page, str(SHIPPED_ZOO / "base"), "Mary had a red kite.", timeout=300,
+                 state={tab: label} if tab else None)
     no_errors(at)
     return at
 
 
 def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_numbers():
-    at = open_page("moe")
-    at.session_state["moe_tab"] = "Balanced vs unbalanced"  # what a click on the tab does
-    at.run()
-    no_errors(at)
+    at = open_page("moe", "moe_tab", "Balanced vs unbalanced")
     words = texts(at)
     top1 = next(line for line in words.splitlines() if "Top-1 routing" in line)
     top2 = next(line for line in words.splitlines() if "Top-2 routing" in line)
@@ -40,15 +40,8 @@ def test_moe_page_says_top1_collapses_and_top2_barely_does_with_the_measured_num
     assert f"{table['effective experts (mean)']['moe_top2']:.2f} effective experts of 4" in top2
 
 
-def open_tab(at, label: str):
-    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
-    at.run()
-    no_errors(at)
-    return at
-
-
 def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestly():
-    at = open_tab(open_page("tradeoffs"), "MHA / GQA / MQA")
+    at = open_page("tradeoffs", "tradeoffs_tab", "MHA / GQA / MQA")
     words = texts(at)
     assert "within evaluation noise" in words and "one seed" in words
     spec = chart(at, "to_kv_zoo")
@@ -59,6 +52,13 @@ def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestl
     low, high = spec["layout"]["yaxis"]["range"]
     assert high - low >= 0.05 * losses.max() - 1e-9  # a 0.1 % gap is not stretched over the whole axis
     assert losses.max() - losses.min() < (errors / 2).max() * 2  # the gap is inside 2 standard errors
+
+
+def open_tab(at, label: str):
+    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
 
 
 def test_tradeoffs_tabs_run_only_when_open_and_each_says_its_noise():
