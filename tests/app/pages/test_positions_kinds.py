@@ -12,24 +12,23 @@ import numpy as np
 import pytest
 
 from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
-from tests.helpers.apptest import app_on, chart, decode, no_errors, open_at, page_path, texts
+from tests.helpers.apptest import aim_at, app_on, assert_opened, chart, decode, no_errors, open_at, texts
 
 PROMPT = "the cat sat on the mat and the dog ran"
 
 
-def positions_on_gemma():
-    at = open_at("positions", "gemma3-270m", PROMPT)
+def positions_on_gemma(**state):
+    """The Positions page on the Gemma stand-in, ``state`` set before its first run (a tab open, as a click
+    on it shows it)."""
+    at = open_at("positions", "gemma3-270m", PROMPT, state=state)
     no_errors(at)
     return at
 
 
 def test_two_bases_get_their_own_tab_with_both_wavelengths(gemma_home):
-    at = positions_on_gemma()
+    at = positions_on_gemma(positions_tab_rope_kinds="RoPE per layer kind")
     assert [t.label for t in at.tabs][:2] == ["RoPE angles", "RoPE per layer kind"]
     assert "1e+06 on global layers, 10000 on local ones" in texts(at)
-    at.session_state["positions_tab_rope_kinds"] = "RoPE per layer kind"
-    at.run()
-    no_errors(at)
     table = at.dataframe[0].value
     assert table["layers"].tolist() == ["0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16", "5, 11, 17"]
     assert table["RoPE base θ"].tolist() == ["10,000", "1,000,000"]
@@ -43,7 +42,7 @@ def test_two_bases_get_their_own_tab_with_both_wavelengths(gemma_home):
 
 @pytest.mark.parametrize("layer, theta", [(0, 1e4), (5, 1e6)])
 def test_the_angle_table_follows_the_layers_base(gemma_home, layer, theta):
-    at = positions_on_gemma()
+    at = positions_on_gemma()  # a layer in state before the first run is reset when the model loads
     at.slider(key="layer").set_value(layer).run()
     no_errors(at)
     waves = decode(chart(at, "rope_waves")["data"][0]["y"]).astype(float)
@@ -52,11 +51,11 @@ def test_the_angle_table_follows_the_layers_base(gemma_home, layer, theta):
 
 @pytest.mark.parametrize("bos, token, warned", [("sink", "`<bos>`", False), ("none", "nothing", True)])
 def test_builtin_coref_set_says_what_gemma_gets_before_each_sentence(gemma_home, bos, token, warned):
-    at = app_on("gemma3-270m", PROMPT)
+    at = aim_at(app_on("gemma3-270m", PROMPT), "heads")
     at.query_params["bos"] = bos  # as a link carries it
-    at.session_state["heads_tab"] = "Coreference"
+    at.session_state["heads_tab"] = "Coreference"  # the tab open, as a click on it shows it
     at.run()
-    at.switch_page(page_path("heads")).run()
+    assert_opened(at, "heads")
     no_errors(at)
     assert f"Before each sentence: {token}" in texts(at)
     assert any("always starts with `<bos>`" in w.value for w in at.warning) == warned
