@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -30,7 +30,7 @@ NUMBER = r"[+−-]?\d+\.\d+"
 def wait_text(page, text: str, timeout_ms: int) -> float:
     started = time.perf_counter()
     page.wait_for_function("t => document.querySelector(\"[data-testid='stMainBlockContainer']\")?.innerText"
-                           ".includes(t)", arg=text, timeout=timeout_ms)
+                           ".includes(t)", arg=text, timeout=timeout_ms, polling=POLL_MS)
     wait_idle(page, timeout_ms=timeout_ms)
     return time.perf_counter() - started
 

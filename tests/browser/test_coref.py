@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -40,7 +40,7 @@ def wait_text(page, text: str, timeout_ms: int = 120_000) -> float:
     """Seconds until ``text`` is on the page and the script is idle."""
     started = time.perf_counter()
     page.wait_for_function("t => document.querySelector(\"[data-testid='stMainBlockContainer']\")?.innerText"
-                           ".includes(t)", arg=text, timeout=timeout_ms)
+                           ".includes(t)", arg=text, timeout=timeout_ms, polling=POLL_MS)
     wait_idle(page)
     return time.perf_counter() - started
 
@@ -108,7 +108,7 @@ def a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_pa
     sentence.fill("Anna called Peter because she needed help.")
     sentence.press("Enter")
     page.wait_for_function("() => /from she \\(token #\\d+\\) on Anna/.test(document.body.innerText)",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
     text = page.locator(BODY).inner_text()

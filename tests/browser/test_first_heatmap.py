@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, open_from_sidebar, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, open_from_sidebar, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -111,9 +111,9 @@ def test_a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_b
     head.fill("4")
     head.press("Enter")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     page.wait_for_function("() => document.querySelector('.txviz-head-grid')?.dataset.selected === '0:4'",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert all(kept for kept, _ in page.evaluate(KEPT)) and page.locator(ERROR).count() == 0
     assert "head=4" in page.url
@@ -131,7 +131,7 @@ def type_a_prompt(page) -> None:
     started = time.perf_counter()
     prompt.press("Control+Enter")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Alice')",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     page.wait_for_selector(f".st-key-heatmap {CHART}")
     seconds = time.perf_counter() - started
     wait_idle(page)
@@ -147,7 +147,7 @@ def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
     for _ in range(3):
         page.keyboard.press("ArrowRight")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
     assert "layer=3" in page.url and page.locator(ERROR).count() == 0
@@ -172,7 +172,7 @@ def test_the_attention_address_opens_the_page_without_not_found_and_a_click_on_t
 
     page.goto(f"{server}/?prompt=Shared+by+link.&head=3")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 0, head 3')",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert "/attention?" in page.url and "prompt=Shared" in page.url and "head=3" in page.url
     assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
@@ -194,7 +194,7 @@ def clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path) -> None:
         started = time.perf_counter()
         click_grid(page, layer, head, from_cell=cell)
         page.wait_for_function("(title) => document.querySelector('.st-key-heatmap')?.innerText.includes(title)",
-                               arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000)
+                               arg=f"Layer {cell[0]}, head {cell[1]}", timeout=60_000, polling=POLL_MS)
         wait_idle(page)
         timings.append(time.perf_counter() - started)
         assert page.locator(ERROR).count() == 0
@@ -216,7 +216,7 @@ def test_a_prompt_too_long_for_a_link_is_kept_by_id(server, page):
     prompt = page.locator(".st-key-prompt textarea")
     prompt.fill(long_prompt)
     prompt.press("Control+Enter")
-    page.wait_for_function("() => location.search.includes('prompt_id=')", timeout=120_000)
+    page.wait_for_function("() => location.search.includes('prompt_id=')", timeout=120_000, polling=POLL_MS)
     wait_idle(page, timeout_ms=300_000)
     link = page.url
     assert len(link) < 200 and "hide_sink=1" in link, link  # the rest of the view stays in the link

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, streamlit_server, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -55,21 +55,23 @@ def test_first_start_on_an_empty_cache_shows_the_fetch_then_a_heatmap_then_a_lon
     assert (home / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file()
 
 
+WATCH_PROGRESS = """() => {  // each text the progress bar shows, in order, noted at every change of the page
+  const seen = window.txvizProgress = [];
+  const note = () => {
+    const text = document.querySelector("[data-testid='stProgress']")?.textContent.trim();
+    if (text && !seen.includes(text)) seen.push(text);
+  };
+  note();
+  window.txvizProgressWatch = new MutationObserver(note);
+  window.txvizProgressWatch.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
 def progress_until_the_heatmap(page) -> list[str]:
     """Each text the progress bar showed, in order, until the heatmap is in the page."""
-    seen: list[str] = []
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and page.locator(f".st-key-heatmap {CHART}").count() == 0:
-        bar = page.locator(PROGRESS)
-        if bar.count():
-            try:
-                text = bar.first.inner_text(timeout=500).strip()
-            except Exception:  # the bar went away between count() and the read
-                text = ""
-            if text and text not in seen:
-                seen.append(text)
-        page.wait_for_timeout(100)
-    return seen
+    page.evaluate(WATCH_PROGRESS)
+    page.wait_for_selector(f".st-key-heatmap {CHART}", state="attached", timeout=300_000)
+    return page.evaluate("() => { window.txvizProgressWatch.disconnect(); return window.txvizProgress; }")
 
 
 def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path) -> None:
@@ -88,7 +90,7 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
     started = time.perf_counter()
     prompt.press("Control+Enter")
     page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
-                           timeout=300_000)
+                           timeout=300_000, polling=POLL_MS)
     page.wait_for_selector(f".st-key-heatmap_region {CHART}", timeout=120_000)
     wait_idle(page, timeout_ms=300_000)
     seconds = time.perf_counter() - started
@@ -103,7 +105,7 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
     region.fill("100")
     region.press("Enter")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap_region')?.innerText"
-                           ".includes('queries 100–163')", timeout=60_000)
+                           ".includes('queries 100–163')", timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
     print(f"\n{n}-token prompt (TXVIZ_MAX_TOKENS 256) → pooled map and region drawn: {seconds:.1f} s")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, artifacts, browser_available, rerun_mark, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv.presets import PRESETS
 
@@ -49,14 +49,16 @@ def expected(key: str) -> str:
 def choose_preset(page, name: str) -> None:
     page.locator(".st-key-mem_preset button[aria-label='Open']").click()
     page.get_by_role("option", name=name, exact=True).click()
-    page.wait_for_function("n => document.querySelector('.st-key-mem_preset input')?.value === n", arg=name)
+    page.wait_for_function("n => document.querySelector('.st-key-mem_preset input')?.value === n", arg=name,
+                           polling=POLL_MS)
     wait_idle(page)
 
 
 def choose_kind(page, kind: str) -> None:
     page.locator(".st-key-mem_kind button", has_text=kind).click()
     page.wait_for_function("k => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
-                           ".some(m => m.innerText.includes(`KV bytes per token (${k})`))", arg=kind, timeout=60_000)
+                           ".some(m => m.innerText.includes(`KV bytes per token (${k})`))", arg=kind, timeout=60_000,
+                           polling=POLL_MS)
     wait_idle(page)
 
 
@@ -66,7 +68,8 @@ def test_the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_
     choose_kind(page, "MQA")
     assert per_token_metric(page) == ["KV bytes per token (MQA)", expected("falcon-7b")]
     choose_preset(page, "Mistral 7B v0.1")
-    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000)
+    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000,
+                           polling=POLL_MS)
     assert per_token_metric(page) == ["KV bytes per token (GQA)", expected("mistral-7b-v0.1")]
     assert "GQA: 32 layers, 32 query heads, 8 KV heads" in page.locator("body").inner_text()
     assert page.locator(ERROR).count() == 0
@@ -87,7 +90,8 @@ def an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path) -> 
     mark = rerun_mark(page)
     page.locator(".st-key-mem_upload input[type=file]").set_input_files(str(path))
     wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun the file asked for, once it was sent
-    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000)
+    page.wait_for_function("() => document.body.innerText.includes('KV bytes per token (GQA)')", timeout=60_000,
+                           polling=POLL_MS)
     layers, kv_heads = LLAMA_3_8B["num_hidden_layers"], LLAMA_3_8B["num_key_value_heads"]
     head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
     assert per_token_metric(page) == ["KV bytes per token (GQA)",
@@ -119,6 +123,7 @@ def cache_growth_opens_on_its_tab_and_replays(page, tmp_path) -> None:
     last = page.evaluate(SLIDER_JS)
     assert last > 0
     page.locator(".st-key-kv_growth .updatemenu-button").first.click()  # ▶ Play
+    # every animation frame (playwright's default): the replay's frames are short
     page.wait_for_function(f"() => ({SLIDER_JS})() < {last}", timeout=10_000)  # it went back to the start…
     page.wait_for_function(f"() => ({SLIDER_JS})() === {last}", timeout=30_000)  # …and played through
     assert page.locator(ERROR).count() == 0
@@ -134,9 +139,9 @@ def the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_
     wait_idle(page)
     assert "About " in page.locator("body").inner_text() and "× 38 steps" in page.locator("body").inner_text()
     page.locator(".st-key-layers_run button").click()
-    page.wait_for_function("() => /step \\d+ of 38/.test(document.body.innerText)", timeout=60_000)
+    page.wait_for_function("() => /step \\d+ of 38/.test(document.body.innerText)", timeout=60_000, polling=POLL_MS)
     page.locator(".st-key-layers_stop button").first.click()
-    page.wait_for_function("() => document.body.innerText.includes('Stopped after')", timeout=60_000)
+    page.wait_for_function("() => document.body.innerText.includes('Stopped after')", timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(".st-key-layers_kl").count() == 0 and page.locator(ERROR).count() == 0
     assert page.locator(".st-key-layers_run button").count() == 1  # it can be started again
@@ -144,7 +149,7 @@ def the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_
     before = page.locator(METRICS).all_inner_texts()
     page.locator(".st-key-live_kv button", has_text="MHA").click()
     page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stMetric']\")]"
-                           ".some(m => m.innerText.includes('+200%'))", timeout=180_000)
+                           ".some(m => m.innerText.includes('+200%'))", timeout=180_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
     after = page.locator(METRICS).all_inner_texts()

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import (CHART, ERROR, IDLE, browser_available, open_from_sidebar, rerun_mark,
-                                   wait_idle, wait_sessions_left)
+from tests.helpers.browser import (CHART, ERROR, IDLE, POLL_MS, browser_available, open_from_sidebar,
+                                   rerun_mark, wait_idle, wait_sessions_left)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -60,7 +60,7 @@ def heatmap_text(page) -> str:
 
 def wait_heatmap_with(page, text: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText.includes(t)", arg=text,
-                           timeout=timeout_ms)
+                           timeout=timeout_ms, polling=POLL_MS)
     page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=timeout_ms)
 
 
@@ -72,7 +72,8 @@ def switch_head(page, head: int) -> float:
     box.press("Enter")
     # the title's own head ("Layer 3, head 5 (shares KV head 1 …)"), not the KV head it shares
     page.wait_for_function("h => new RegExp(', head ' + h + '([^0-9]|$)').test("
-                           "document.querySelector('.st-key-heatmap')?.innerText ?? '')", arg=head, timeout=120_000)
+                           "document.querySelector('.st-key-heatmap')?.innerText ?? '')", arg=head, timeout=120_000,
+                           polling=POLL_MS)
     page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=120_000)
     return time.perf_counter() - started
 
@@ -121,13 +122,14 @@ def a_long_generation_does_not_freeze_another_session(a, b) -> None:
     slider.focus()
     mark = rerun_mark(a)
     slider.press("End")  # 128 tokens, each recomputing the whole sequence
-    a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'")
+    a.wait_for_function("() => document.querySelector('.st-key-kv_speed_tokens input')?.value === '128'",
+                        polling=POLL_MS)
     wait_idle(a, since=mark)
     a.locator(".st-key-kv_measure button").click()
     a_started = time.perf_counter()
     a.wait_for_selector(RUNNING, timeout=30_000)
     # the loop under way: its progress bar names a token (app/app_pages/kv_cache/cached_vs_uncached.py)
-    a.wait_for_function("() => /: token \\d+ of 128/.test(document.body.innerText)", timeout=60_000)
+    a.wait_for_function("() => /: token \\d+ of 128/.test(document.body.innerText)", timeout=60_000, polling=POLL_MS)
     assert a.locator(RUNNING).count() == 1
     overlapped = []  # B's switches that began and ended while A was still running
     for head in (7, 2, 4):
@@ -201,12 +203,12 @@ def test_a_malformed_or_huge_config_upload_gets_a_message(server, page, tmp_path
         upload.set_input_files(str(tmp_path / name))
         wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun this file asked for, once it was sent
         page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
-                               timeout=60_000)
+                               timeout=60_000, polling=POLL_MS)
         assert page.locator(ERROR).count() == 0, name
         assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
     upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
     page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
-                           timeout=60_000)
+                           timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
     page.wait_for_selector(IDLE)
