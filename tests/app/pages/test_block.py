@@ -10,14 +10,12 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.hf_reference import needs_transformers
-from tests.helpers.apptest import app_on, no_errors, page_path
+from tests.helpers.apptest import no_errors, open_at
 from tests.helpers.byte_tokenizer import ByteLevelTokenizer
 from tests.helpers.tiny import tiny_config
 from tests.helpers.tiny_hf import GPT2_BASE, randomize_, save
 from txviz.analysis.block import block_equation
 from txviz.loading.zoo import SHIPPED_ZOO
-
-PAGE = page_path("block")
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +32,7 @@ def gpt2_dir(tmp_path_factory):
 
 
 def block_page(model_path: str):
-    at = app_on(model_path, "Mary saw a kite and she ran to it.").run()
-    no_errors(at)
-    at.switch_page(PAGE).run()
+    at = open_at("block", model_path, "Mary saw a kite and she ran to it.")
     no_errors(at)
     [equation] = [str(e.value) for e in at.get("latex")]
     return at, equation, list(at.dataframe[0].value["step"])

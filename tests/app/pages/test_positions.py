@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app_on, chart, chart_ids, decode, has_chart, no_errors, open_at, page_path, pick_model, texts
+from tests.helpers.apptest import aim_at, app_on, assert_opened, chart, chart_ids, decode, has_chart, no_errors, open_at, pick_model, texts
 from txviz.loading.zoo import SHIPPED_ZOO
 
 PROMPT = "Michael Turner had a red kite. Then Michael Turner went to the park. He took his red kite."
@@ -206,10 +206,10 @@ def test_the_token_pickers_follow_a_new_prompt():
 
 @pytest.mark.parametrize("name", ["base", "alibi", "learned", "no_positions"])
 def test_a_one_token_prompt_breaks_no_section(name):
-    at = app_on(str(SHIPPED_ZOO / name), "Mary")
+    at = aim_at(app_on(str(SHIPPED_ZOO / name), "Mary"), "positions")  # opened on it, as its address opens it
     at.query_params["bos"] = "none"
     at.run()
-    at.switch_page(page_path("positions")).run()
+    assert_opened(at, "positions")
     no_errors(at)
     for label in tab_labels(at)[1:]:
         open_tab(at, label)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.apptest import app_on, chart, decode, no_errors, page_path
+from tests.helpers.apptest import app_on, chart, decode, no_errors, open_at, page_path
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import randomize_
 from txviz.loading.zoo import SHIPPED_ZOO
@@ -83,9 +83,7 @@ def test_an_mpt_checkpoint_shows_its_own_alibi_exponent(tmp_path, monkeypatch):
     randomize_(MptForCausalLM(config).eval(), seed=0).save_pretrained(directory, safe_serialization=True)
     shutil.copy(TOKENIZER, directory / "tokenizer.json")
     monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
-    at = app_on(str(directory), PROMPT).run()
-    no_errors(at)
-    at.switch_page(page_path("positions")).run()
+    at = open_at("positions", str(directory), PROMPT)
     no_errors(at)
     assert r"2^{-16\,h/H},\ h=1..H" in at.latex[0].value
     heads = next(d.value for d in at.dataframe if "slope (measured)" in d.value.columns)
