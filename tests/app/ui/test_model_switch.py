@@ -6,6 +6,8 @@ its sliding layers), so the switch is the sidebar's real path and runs in second
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.helpers.apptest import PAGE_NAMES, app_on, no_errors, page_path
@@ -25,15 +27,24 @@ GEMMA_LIKE = ModelConfig(vocab_size=len(spm_vocab()[0]), d_model=64, n_layers=18
                          qk_norm=True, sandwich_norm=True, name="tiny-gemma3")
 
 
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory):
+    """The two stand-in files, written once per module (~0.25 CPU s a pair); each test copies them."""
+    folder = tmp_path_factory.mktemp("stand-ins")
+    smollm2 = tiny(**SMOLLM2_SHAPE, name="tiny-smollm2")
+    write_gguf(folder / KNOWN_MODELS["smollm2-135m"].filename, smollm2, weights_of(smollm2))
+    write_gemma_gguf(folder / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
+    return sorted(folder.iterdir())
+
+
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, monkeypatch, stand_ins):
     """A cache holding tiny stand-ins of both known models, as if both were fetched."""
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
     monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    smollm2 = tiny(**SMOLLM2_SHAPE, name="tiny-smollm2")
-    write_gguf(tmp_path / KNOWN_MODELS["smollm2-135m"].filename, smollm2, weights_of(smollm2))
-    write_gemma_gguf(tmp_path / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
+    for stand_in in stand_ins:
+        shutil.copyfile(stand_in, tmp_path / stand_in.name)
     import streamlit as st
     st.cache_resource.clear()  # no model of another test's home
     yield tmp_path
