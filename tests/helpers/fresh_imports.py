@@ -1,4 +1,5 @@
-"""Which packages importing some modules pulls in, checked in a forked copy of the test process.
+"""Which packages importing some modules pulls in (or some work imports), checked in a forked copy of
+the test process.
 
 A child interpreter proves it from nothing but pays torch's import again (~2 CPU s each time). A fork has
 torch already; in it the packages under test (and anything that could import the watched ones on their
@@ -17,6 +18,7 @@ import select
 import signal
 import sys
 import time
+from typing import Callable
 
 
 class _Recorder:
@@ -36,12 +38,26 @@ def watched_imports(modules: list[str], forget: set[str], watched: set[str], tim
     """In a fork that forgot the packages ``forget`` (and ``watched``), import ``modules``; return
     ``{"imported": [the modules now loaded whose package is in forget], "watched": [watched imports tried]}``.
     An import that fails for another reason fails the caller, with its message."""
+    result = in_a_fork(lambda: _import_forgetting(modules, forget, watched), timeout_s)
+    if "error" in result:
+        raise AssertionError(f"importing {modules} in the fork failed: {result['error']}")
+    return result
+
+
+def in_a_fork(work: Callable[[], dict], timeout_s: float = 120) -> dict:
+    """``work()`` run in a forked copy of this process; its result (a JSON-able dict) comes back through
+    a pipe. An exception in the fork comes back as ``{"error": ...}``; one still running past
+    ``timeout_s`` is killed and fails the caller."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest, whatever happens
         try:
             os.close(read_end)
-            os.write(write_end, json.dumps(_import_forgetting(modules, forget, watched)).encode())
+            try:
+                result = work()
+            except BaseException as error:  # noqa: BLE001 - sent to the parent
+                result = {"error": f"{type(error).__name__}: {error}"}
+            os.write(write_end, json.dumps(result).encode())
         finally:
             os._exit(0)
     os.close(write_end)
@@ -49,10 +65,7 @@ def watched_imports(modules: list[str], forget: set[str], watched: set[str], tim
         reply = _read_until_closed(read_end, pid, timeout_s)
     finally:
         os.close(read_end)
-    result = json.loads(reply or b"{}")
-    if "error" in result:
-        raise AssertionError(f"importing {modules} in the fork failed: {result['error']}")
-    return result
+    return json.loads(reply or b'{"error": "the fork wrote nothing"}')
 
 
 def _import_forgetting(modules: list[str], forget: set[str], watched: set[str]) -> dict:
