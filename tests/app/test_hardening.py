@@ -44,12 +44,17 @@ def known_prompt() -> str:
     return sample_text(3)
 
 
-def app_run(params: dict | None = None, page: str | None = None, prompt: str | None = None):
+def app_run(params: dict | None = None, page: str | None = None, prompt: str | None = None,
+            state: dict | None = None):
+    """The app run once with the link's ``params``, on ``page``, with ``state`` set before that run (a tab
+    open, as a click on it shows it); then ``prompt`` typed, if given."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(MAIN, default_timeout=300)
     for key, value in (params or {}).items():
         at.query_params[key] = value
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
     if page:  # opened on the page as a link to it does: no run of the Attention page first
         aim_at(at, Path(page).parent.name)
     at.run()
@@ -358,7 +363,7 @@ def test_a_malformed_setting_stops_the_app_with_its_name(zoo_env):
 
 def test_a_limit_of_one_new_token_keeps_the_kv_page_working(zoo_env):
     zoo_env.setenv("TXVIZ_MAX_NEW_TOKENS", "1")
-    at = kv_tab(app_run({"model": ZOO, "prompt": known_prompt()}, page=page_path("kv_cache")), "Cache growth")
+    at = app_run({"model": ZOO, "prompt": known_prompt()}, page=page_path("kv_cache"), state={"kv_tab": "Cache growth"})
     no_exception(at)
     assert not at.warning
     assert any(el.proto.id and "kv_growth" in el.proto.id for el in at.get("plotly_chart"))
