@@ -24,9 +24,9 @@ def upload_page():
     """The KV page on the zoo's tiny model (the calculator runs no model), the upload chosen."""
     from txviz.lab.corpus import sample_text
 
-    at = open_at("kv_cache", ZOO_BASE, sample_text(3), timeout=300)
-    widget(at, "radio", "mem_source").set_value("Your config.json").run()
+    at = open_at("kv_cache", ZOO_BASE, sample_text(3), timeout=300, state={"mem_source": "Your config.json"})
     no_errors(at)
+    assert widget(at, "radio", "mem_source").value == "Your config.json" and at.file_uploader
     return at
 
 
