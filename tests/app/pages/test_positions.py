@@ -25,8 +25,11 @@ pytestmark = pytest.mark.skipif(not all(trained(n) for n in ("base", "alibi", "l
                                 reason="the zoo's position variants are not trained")
 
 
-def positions_page(name: str):
-    at = open_at("positions", str(SHIPPED_ZOO / name), PROMPT)
+def positions_page(name: str, rope_tab: str | None = None):
+    """The Positions page on the zoo variant ``name``; a RoPE model's page open on its tab ``rope_tab``
+    (its key set before the first run, as a click on the tab shows it)."""
+    at = open_at("positions", str(SHIPPED_ZOO / name), PROMPT,
+                 state={"positions_tab_rope": rope_tab} if rope_tab else None)
     no_errors(at)
     return at
 
@@ -67,7 +70,7 @@ def test_rope_model_shows_rope_and_the_alibi_what_if_beside_the_real_map():
 
 
 def test_rope_scaling_runs_only_when_asked_with_a_time_estimate():
-    at = open_tab(positions_page("base"), "RoPE scaling")
+    at = positions_page("base", "RoPE scaling")
     assert not has_chart(at, "rope_scaling_loss")  # nothing scored on opening the tab
     button = at.button(key="rope_scaling_run")
     assert "≈" in button.label and "takes about" in texts(at)
@@ -89,7 +92,7 @@ def test_the_scaling_estimate_is_measured_here_first_on_a_short_forward_then_on_
     from app import cache
 
     cache._shared("scaling_step_times").clear()  # as on a server that has scored no scaling yet
-    at = open_tab(positions_page("base"), "RoPE scaling")
+    at = positions_page("base", "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(16.0).run()  # a factor no other test scores
     assert "a short forward of this model ran at" in scaling_caption(at) and "GFLOP/s here" in scaling_caption(at)
     assert "assumed" not in texts(at)  # no uncalibrated figure
@@ -102,7 +105,7 @@ def test_the_scaling_estimate_is_measured_here_first_on_a_short_forward_then_on_
 def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_only_the_rest():
     from app import cache
 
-    at = open_tab(positions_page("base"), "RoPE scaling")
+    at = positions_page("base", "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(8.0).run()
     button = at.button(key="rope_scaling_run")
     assert button.label.startswith("Score the text under 5 scalings (≈ ")
@@ -170,7 +173,7 @@ def test_no_position_model_says_so_and_shows_what_the_mask_gives():
 
 
 def test_switching_from_a_rope_to_an_alibi_model_leaves_no_rope_widgets():
-    at = open_tab(positions_page("base"), "RoPE scaling")
+    at = positions_page("base", "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(8.0).run()
     open_tab(at, "RoPE angles")
     at.slider(key="rope_pair").set_value(3).run()
