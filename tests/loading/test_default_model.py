@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.hf_reference import needs_transformers
+from tests.helpers.hf_reference import gguf_read_once, needs_transformers
 from txviz.generate import generate
 from txviz.loading.gguf import load_gguf
 from txviz.capture.trace import trace
@@ -19,9 +19,10 @@ TOLERANCE = 1e-4  # fp32; the eager paths agree far more closely in practice
 def hf_model(default_gguf_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate", reason="transformers needs accelerate to load GGUF files")
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        default_gguf_path.parent, gguf_file=default_gguf_path.name, attn_implementation="eager",
-        dtype=torch.float32)
+    with gguf_read_once():  # one read of the file for config and weights (tests/helpers/hf_reference.py)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            default_gguf_path.parent, gguf_file=default_gguf_path.name, attn_implementation="eager",
+            dtype=torch.float32)
     return model.eval()
 
 

@@ -23,7 +23,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS, gguf_read_once
 from tests.helpers.spm_reference import SentencePieceReference
 from txviz import Decoder
 from txviz.capture.trace import trace
@@ -49,25 +49,9 @@ STORY = ("Once upon a time, in a small village at the edge of a great forest, th
 
 @pytest.fixture(scope="module", autouse=True)
 def one_metadata_read_per_file():
-    """transformers builds a ``gguf.GGUFReader`` on every call that opens the file (for the config, for the
-    weights), and so does the SentencePiece reference, and each parses the 262k-entry vocabulary again
-    (10-17 CPU s on this machine). The file does not change within the module, so each path's reader is
-    built once; what transformers does with it is unchanged. (txviz's loader has its own reader class and is
-    not affected.)"""
-    import gguf
-
-    import txviz.loading.gguf_reader  # noqa: F401  (binds its subclass to the real class before the patch)
-
-    build, readers = gguf.GGUFReader, {}
-
-    def reader(path, *args, **kwargs):
-        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
-        if key not in readers:
-            readers[key] = build(path, *args, **kwargs)
-        return readers[key]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gguf, "GGUFReader", reader)
+    """transformers' GGUF loading (config, weights) and the SentencePiece reference read the file's
+    262k-entry vocabulary once between them, not three times (tests/helpers/hf_reference.py)."""
+    with gguf_read_once():
         yield
 
 

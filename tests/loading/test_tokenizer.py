@@ -7,7 +7,7 @@ import pytest
 import tokenizers
 from tokenizers import Regex, models, pre_tokenizers, processors
 
-from tests.helpers.hf_reference import needs_transformers
+from tests.helpers.hf_reference import gguf_read_once, needs_transformers
 from txviz.loading.gguf import read_gguf_header
 from txviz.loading.tokenizer import GPT2_SPLIT, Tokenizer, TokenizerError, byte_level_alphabet
 
@@ -34,7 +34,8 @@ def header(default_gguf_path):
 @pytest.fixture(scope="module")
 def hf_tokenizer(default_gguf_path):
     transformers = pytest.importorskip("transformers")
-    return transformers.AutoTokenizer.from_pretrained(default_gguf_path.parent, gguf_file=default_gguf_path.name)
+    with gguf_read_once():  # its two reads of the file become one (tests/helpers/hf_reference.py)
+        return transformers.AutoTokenizer.from_pretrained(default_gguf_path.parent, gguf_file=default_gguf_path.name)
 
 
 def token_bytes(tok: Tokenizer, token_id: int) -> bytes:
