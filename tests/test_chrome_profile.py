@@ -7,11 +7,13 @@ import json
 
 import pytest
 
-from tests.helpers.chrome_profile import grouped, main_thread_self_ms
+from tests.helpers.chrome_profile import grouped, main_thread_cpu_ms, main_thread_self_ms
 
 
-def _span(name, ts, dur, tid=1, url=None):
+def _span(name, ts, dur, tid=1, url=None, tdur=None):
     event = {"ph": "X", "name": name, "pid": 7, "tid": tid, "ts": ts, "dur": dur}
+    if tdur is not None:
+        event["tdur"] = tdur
     if url:
         event["args"] = {"data": {"url": url}}
     return event
@@ -34,3 +36,16 @@ def test_self_time_subtracts_nested_events_and_ignores_other_threads(tmp_path):
     assert groups["React (react-dom)"] == pytest.approx(5.0) and groups["style and layout"] == pytest.approx(1.0)
     assert sum(groups.values()) == pytest.approx(12.0)  # the main thread's busy time, nothing counted twice
     assert "compositing" not in groups
+
+
+def test_cpu_time_counts_each_outermost_event_once_on_the_main_thread(tmp_path):
+    """A task that waited for a core: 10 ms of wall time, 3 ms of CPU; the nested call's CPU is inside it."""
+    events = [{"ph": "M", "name": "thread_name", "pid": 7, "tid": 1, "args": {"name": "CrRendererMain"}},
+              {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2, "args": {"name": "Compositor"}},
+              _span("RunTask", 0, 10_000, tdur=3_000),
+              _span("FunctionCall", 1_000, 6_000, url="http://x/react-dom.Abc.js", tdur=2_000),  # nested
+              _span("Paint", 12_000, 2_000, tdur=1_500),
+              _span("PaintArtifactCompositor::Update", 0, 50_000, tid=2, tdur=40_000)]  # another thread
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert main_thread_cpu_ms(str(path)) == pytest.approx(4.5)
