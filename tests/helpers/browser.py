@@ -145,8 +145,13 @@ RUN_TRACKER = r"""(() => {
     constructor(...args) { super(...args); this.addEventListener('message', (event) => seen(event.data)); }
   };
 })()"""
+# Settled: every rerun asked for has run to its end, and every element it sent is drawn. Streamlit loads an
+# element's code on its first use in a page (a plotly chart's: 2-3.5 s here) and shows a skeleton in its place
+# meanwhile, after the run has ended: the Coreference tab's pills were still skeletons when a test read them.
+LOADING = "[data-testid='stElementContainer'] > [data-testid='stSkeleton']"
 SETTLED = """() => { const runs = window.__txvizRuns;
-  return runs.answered === runs.asked && !runs.running && document.querySelector("%s") !== null; }""" % IDLE
+  return runs.answered === runs.asked && !runs.running && document.querySelector("%s") !== null
+    && document.querySelector("%s") === null; }""" % (IDLE, LOADING)
 
 
 def track_reruns(context) -> None:
@@ -161,9 +166,9 @@ def rerun_mark(page) -> int:
 
 
 def wait_idle(page, timeout_ms: int = 120_000, since: int | None = None) -> None:
-    """Wait until every rerun the page asked for has run to its end (with ``since``: and one was asked after
-    that ``rerun_mark``). A page outside a ``track_reruns`` context waits as before: idle, 300 ms (for a
-    rerun to start), idle."""
+    """Wait until every rerun the page asked for has run to its end and its elements are drawn (with
+    ``since``: and one was asked after that ``rerun_mark``). A page outside a ``track_reruns`` context waits
+    as before: idle, 300 ms (for a rerun to start), idle."""
     if not page.evaluate("() => window.__txvizRuns !== undefined"):
         page.wait_for_selector(IDLE, timeout=timeout_ms)
         page.wait_for_timeout(300)
