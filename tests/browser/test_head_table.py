@@ -1,7 +1,8 @@
-"""The head table component in a real browser (app/components/head_table): every head's row with the
-numbers the page computed, "—" where a metric is undefined, a click on a header sorting by that column
-(a second click: the other way, undefined last both ways) with no Streamlit rerun, each metric's help
-text on its header, and a new prompt rewriting the rows in place while the sort stays."""
+"""The head table component in a real browser (app/components/head_table): every head's row, "—" where
+a metric is undefined, a click on a header sorting by that column (a second click: the other way,
+undefined last both ways) with no Streamlit rerun, each metric's help text on its header, the rows in
+the DOM being those in view of the sorted table (at the top, and after a scroll to the bottom), and a new
+prompt rewriting the rows in place while the sort stays."""
 
 from __future__ import annotations
 
@@ -18,14 +19,31 @@ if reason:
 ROOT = ".st-key-head_table .txviz-head-table"
 READ = """root => ({
   headers: [...root.querySelectorAll('th')].map(th => [th.textContent, th.title, th.getAttribute('aria-sort')]),
-  rows: [...root.querySelectorAll('tbody tr')].map(tr => [...tr.children].map(td => td.textContent)),
+  rows: root.txvizShown(),  // every row, sorted, as the cells show them
+  drawn: [...root.querySelectorAll('tbody tr:not(.spacer)')].map(tr => [...tr.children].map(td => td.textContent)),
+  first: Number(root.dataset.firstRow),
   painted: root.dataset.painted,
 })"""
 PROMPT = "A red cat and a red cat"  # " red cat" repeats: the induction column has values; a prompt with no repeat has none
 
 
 def read(page) -> dict:
-    return page.locator(ROOT).evaluate(READ)
+    """The table's rows; checks that the rows in the DOM are the sorted rows from its first drawn one."""
+    table = page.locator(ROOT).evaluate(READ)
+    assert 0 < len(table["drawn"]) < len(table["rows"])  # only a window of the rows is laid out
+    assert table["drawn"] == table["rows"][table["first"]:table["first"] + len(table["drawn"])]
+    return table
+
+
+def a_scroll_to_the_bottom_draws_the_last_rows(page) -> None:
+    page.locator(ROOT).evaluate("root => { root.scrollTop = root.scrollHeight; }")
+    page.wait_for_function("sel => Number(document.querySelector(sel).dataset.firstRow) > 0", arg=ROOT)
+    table = read(page)
+    assert table["drawn"][-1] == table["rows"][-1]
+    box = page.locator(ROOT).bounding_box()
+    last = page.locator(f"{ROOT} tbody tr:not(.spacer)").last.bounding_box()
+    assert box["y"] < last["y"] and last["y"] + last["height"] <= box["y"] + box["height"] + 1  # in view
+    page.locator(ROOT).evaluate("root => { root.scrollTop = 0; }")
 
 
 def number(text: str) -> float:
@@ -60,6 +78,7 @@ def test_a_click_on_a_header_sorts_the_heads_with_no_rerun(server, page, default
     header.click()
     descending = [number(v) for v in column(read(page), "entropy")]
     assert descending == sorted(ascending, reverse=True)
+    a_scroll_to_the_bottom_draws_the_last_rows(page)
     assert page.evaluate("() => window.__txvizRuns?.asked") == runs  # sorted in the browser: nothing ran
 
     page.locator(".st-key-prompt textarea").fill(PROMPT)  # a new prompt: new rows, the sort kept
