@@ -168,7 +168,7 @@ def test_sessions_that_leave_do_not_grow_the_server(server, page):
             page.goto("about:blank")  # leaving closes the session's websocket, as closing the tab does
 
     for i in range(WARM_UP):  # warm up: the block page's code paths, the allocator's arenas
-        session(i)  # the first one's departure removes the stored sessions of the tests before, 2 s past their TTL
+        session(i)  # its departure drops the stored sessions of earlier tests (left over 2 s ago: past the TTL)
     wait_sessions_left(server)
     before = process.memory_info().rss
     samples = []
