@@ -131,7 +131,7 @@ def test_positions_page_relative_property_and_permutation(app):
     at.session_state["positions_tab_rope"] = "RoPE scaling"
     at.run()
     assert not at.dataframe  # the scaling losses wait for a click
-    at.select_slider(key="rope_text_tokens").set_value(256).run()  # the shortest text shows the point (half of 512's time)
+    at.select_slider(key="rope_text_tokens").set_value(256).run()  # the shortest: the point holds, half the time
     at.button(key="rope_scaling_run").click().run()
     no_errors(at)
     losses = at.dataframe[0].value
