@@ -286,7 +286,8 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=300_000)
             start_to_figure = time.perf_counter() - started
             wait_idle(page)
-            n_charts = page.locator(FIGURE).count()
+            page.wait_for_function(PAGE_DRAWN, timeout=120_000, polling="raf")  # under load a chart may still be
+            n_charts = page.locator(FIGURE).count()  # loading: counted early, a new prompt would wait for fewer
             has_component = page.locator(HEAD_MAPS).count() > 0
             opens = page_opens(browser, url, repeats, cold_names or page_names) if pages and cold_pages else None
             in_app = in_app_opens(page, repeats, page_names) if pages else None
