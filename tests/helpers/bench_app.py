@@ -60,14 +60,13 @@ PAGE_DRAWN = """() => {
   return charts.every(c => c.querySelector('.main-svg'))
     && [...document.querySelectorAll('.txviz-head-maps')].every(m => m.dataset.painted)
     && [...document.querySelectorAll('.st-key-head_grid, .st-key-head_view')]
-      .every(k => k.querySelector('[data-painted], .main-svg'))  // painted, or an older app's plotly chart
-    && [...document.querySelectorAll('.txviz-head-table')].every(t => t.dataset.painted);
+      .every(k => k.querySelector('[data-painted], .main-svg'));  // painted, or an older app's plotly chart
 }"""
-# The Attention page's grid, head view and head table (app/components) each count their paints: a new prompt
-# is drawn once each has painted again (an app without them has none to wait for).
-PAINTS = "() => [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view, .txviz-head-table')].map(e => e.dataset.painted)"
+# The Attention page's grid and head view (app/components) each count their paints: a new prompt is drawn
+# once each has painted again (an app without them has none to wait for).
+PAINTS = "() => [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted)"
 REPAINTED = """(before) => {
-  const now = [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view, .txviz-head-table')].map(e => e.dataset.painted);
+  const now = [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted);
   return now.length === before.length && now.every((count, i) => count !== before[i]);
 }"""
 OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first started and last stopped

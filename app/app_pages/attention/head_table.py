@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app.components.head_table import head_table as sortable_table
 from txviz.analysis.heads.metrics import METRICS
 
 METRIC_HELP = {
@@ -29,15 +28,12 @@ def head_rows(table: pd.DataFrame) -> list[dict]:
     return [{k: (None if v != v else v) for k, v in row.items()} for row in table.to_dict("records")]
 
 
-def column_help(table: pd.DataFrame) -> dict[str, str]:
-    """Each metric's help text; where the prompt leaves a metric undefined, why it shows "—"."""
-    return {m: METRIC_HELP[m] + (f". “—” where undefined: {UNDEFINED_HELP[m]}" if table[m].isna().any() else "")
-            for m in METRICS}
-
-
 def head_table(table: pd.DataFrame) -> None:
-    st.subheader("Every head, sortable", help="Click a column's header to sort by it (again: the other way); "
-                 "hover a header for what it measures.")
-    sortable_table(table, column_help(table), key="head_table")
+    st.subheader("Every head, sortable")
+    undefined = [m for m in METRICS if table[m].isna().any()]
+    st.dataframe(table, hide_index=True, key="head_table", placeholder="—",  # a missing number, not "None"
+                 column_config={m: st.column_config.NumberColumn(m, help=METRIC_HELP[m] + (
+                     f". “—” where undefined: {UNDEFINED_HELP[m]}" if m in undefined else ""), format="%.3f")
+                     for m in METRICS})
     st.download_button("Download the table (CSV)", lambda: table.to_csv(index=False), file_name="heads.csv",
                        mime="text/csv", key="download_head_table", on_click="ignore")  # the CSV is written on a click

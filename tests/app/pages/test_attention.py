@@ -11,7 +11,6 @@ import pytest
 
 from tests.helpers.apptest import MAIN, no_errors
 from tests.helpers.head_maps import heatmap
-from tests.helpers.head_table import column_help, head_table
 
 pytestmark = pytest.mark.default_model
 
@@ -135,12 +134,12 @@ def test_split_characters_are_shown_whole(new_app):
 def test_undefined_metrics_are_blank_with_a_reason(new_app):
     at = new_app(prompt="One two three four.", grid_metric="induction").run()  # nothing repeats
     no_errors(at)
-    table = head_table(at)  # the browser draws None as "—" (tests/browser/test_head_table.py)
+    table = at.dataframe[0].value
     assert table["induction"].isna().all() and table["entropy"].notna().all()
-    assert all(row[table.columns.get_loc("induction")] is None for row in component(at, "head_table")["rows"])
-    columns = column_help(at)
-    assert "no token of this prompt repeats" in columns["induction"] and "—" in columns["induction"]
-    assert "spread of the weights" in columns["entropy"] and "undefined" not in columns["entropy"]
+    assert str(table["induction"].dtype) == "float64" and at.dataframe[0].proto.placeholder == "—"  # not "None"
+    columns = json.loads(at.dataframe[0].proto.columns)
+    assert "no token of this prompt repeats" in columns["induction"]["help"] and "—" in columns["induction"]["help"]
+    assert "help" in columns["entropy"] and "undefined" not in columns["entropy"]["help"]
     assert all("undefined for this prompt" in cell for row in grid(at)["hover"] for cell in row)
     assert any("grey: undefined" in c.value for c in at.caption)
 
@@ -169,7 +168,7 @@ def test_the_layer_profile_is_each_layers_mean_over_its_heads_and_follows_a_new_
     from tests.helpers.apptest import chart, decode
 
     def profile_and_table(at):
-        figure, table = chart(at, "layer_profile"), head_table(at)
+        figure, table = chart(at, "layer_profile"), at.dataframe[0].value
         lines = {trace["name"]: decode(trace["y"]) for trace in figure["data"]}
         return lines, table
 

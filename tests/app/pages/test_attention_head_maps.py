@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from tests.helpers.apptest import app_on, chart, decode, has_chart, no_errors
-from tests.helpers.head_table import head_table
 from tests.helpers.head_maps import head_maps_data, head_maps_view, heatmap, layer_maps
 
 PROMPT = "Mary had a red kite."
@@ -42,7 +41,7 @@ def test_the_component_gets_every_head_of_every_layer(zoo_base):
     data = head_maps_data(at)
     config = loaded.config
     assert data["layers"] == list(range(config.n_layers)) and data["layer"] == 0 and data["head"] == 0
-    table = head_table(at)
+    table = at.dataframe[0].value
     for layer in data["layers"]:
         maps = layer_maps(at, layer)
         expected = model_maps(loaded, PROMPT, layer)

@@ -10,7 +10,6 @@ import torch
 
 from app.figures.big_maps import pool_attention
 from tests.helpers.apptest import MAIN, chart, decode, no_errors
-from tests.helpers.head_table import head_table as shown_table
 from txviz.analysis.heads.metrics import head_table, hide_sink
 from txviz.capture.cost import SUMMARY_CAPTURE, capture_cost, choose_capture
 from txviz.capture.trace import trace
@@ -63,7 +62,7 @@ def test_long_prompt_uses_summaries_and_equals_the_full_trace(default_model, def
 
     # every head's metrics come from per-row summaries: equal to the metrics of the full maps
     expected = {(r["layer"], r["head"]): r for r in head_table(full["attn_probs"][:, 0], full.ids[0], full.layers)}
-    shown = shown_table(at)  # the only table on the page: every head
+    shown = at.dataframe[0].value  # the only table on the page: every head
     assert len(shown) == len(expected)
     for row in shown.to_dict("records"):
         for metric, value in expected[(row["layer"], row["head"])].items():
@@ -136,7 +135,7 @@ def test_a_budget_for_some_layers_keeps_the_leading_ones_and_the_page_stays_insi
     no_errors(at)
     assert "of layers 0–9 only" in " ".join(i.value for i in at.info)
     assert at.slider(key="layer").value == 9 and at.slider(key="layer").max == 9
-    assert len(shown_table(at)) == 10 * default_model.config.n_heads
+    assert len(at.dataframe[0].value) == 10 * default_model.config.n_heads
     z = decode(chart(at, "heatmap_region")["data"][0]["z"]).astype(float)
     n = len(ids)
     np.testing.assert_allclose(np.nan_to_num(z[:, -1]), full.attn(9, 0).numpy()[n - 64:, n - 64 - 32 + 63], atol=1e-5)
