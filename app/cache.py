@@ -231,8 +231,8 @@ def causal_estimate(source: str, request: CausalRequest) -> limits_.Estimate:
     """What the causal run of ``request`` would take, or PromptError (unequal token lengths, a word
     the vocabulary lacks, a budget too small) saying what to change."""
     loaded, settings = get_model(source), limits()
-    clean, _, _ = causal.prepare(loaded, request, settings)
-    return causal.estimate(loaded, len(clean.ids), settings)
+    clean, corrupt, _ = causal.prepare(loaded, request, settings)
+    return causal.estimate(loaded, clean.ids, corrupt.ids, settings)
 
 
 def causal_kept(source: str, request: CausalRequest) -> dict | None:

@@ -19,7 +19,7 @@ import torch
 from app.services.prompts import PromptError, encode, within_budget
 from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
-from txviz.causal import agreement, answer_tokens
+from txviz.causal import agreement, answer_tokens, cost
 from txviz.analysis.coref.answer import CONTRASTS
 from txviz.causal.margins import attention_margins
 from txviz.causal.patching import DEFAULT_CHUNK
@@ -81,21 +81,19 @@ def prepare(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limit
     return clean, corrupt, tokens
 
 
-def n_variants(loaded: LoadedModel, n_tokens: int) -> int:
-    """Forward passes of one prompt the run makes: every head patched and ablated, every (layer,
-    position) of the residual stream patched, plus the clean, corrupt and attribution passes."""
-    config = loaded.config
-    return 2 * config.n_layers * config.n_heads + config.n_layers * n_tokens + 6
-
-
-def estimate(loaded: LoadedModel, n_tokens: int, settings: limits_.Limits,
+def estimate(loaded: LoadedModel, clean_ids, corrupt_ids, settings: limits_.Limits,
              chunk_size: int = DEFAULT_CHUNK) -> limits_.Estimate:
-    """What the run takes (batched ``chunk_size`` at a time), or PromptError when the limits refuse it."""
-    one = limits_.trace_estimate(loaded.config, max(n_tokens, 1), ("logits",), element_bytes=loaded.dtype.itemsize,
+    """What the run of this pair takes, or PromptError when the limits refuse it: its work counted as the
+    sweeps will run it (txviz.causal.cost: each chunk of variants from the first layer and token it
+    changes), in forward passes of one prompt, and a chunk of ``chunk_size`` rows held at once."""
+    config, n_tokens = loaded.config, len(clean_ids)
+    one = limits_.trace_estimate(config, max(n_tokens, 1), ("logits",), element_bytes=loaded.dtype.itemsize,
                                  gflops=settings.gflops)
-    passes = n_variants(loaded, n_tokens)
-    what = f"{passes:,} forward passes of {n_tokens} tokens (batched {chunk_size} at a time)"
-    return within_budget(limits_.Estimate(what, one.bytes * min(chunk_size, passes), one.seconds * passes), settings)
+    passes = cost.pair_passes(config.n_layers, config.n_heads, clean_ids, corrupt_ids, grid=True,
+                              chunk_size=chunk_size)
+    what = (f"the work of {passes:,.0f} forward passes of {n_tokens} tokens (variants batched {chunk_size} at a "
+            "time, each from the first layer and token it changes)")
+    return within_budget(limits_.Estimate(what, one.bytes * chunk_size, one.seconds * passes), settings)
 
 
 def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
@@ -103,7 +101,7 @@ def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
     """The causal report of ``request`` (the keys of ``patch_report`` with the residual grid), each step
     reported as ``progress(done, len(STEPS))``."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
-    estimate(loaded, len(clean.ids), settings)
+    estimate(loaded, clean.ids, corrupt.ids, settings)
     with threads_for_this_run():  # ~1300 forward passes: one thread while the machine is oversubscribed
         results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
                                tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),

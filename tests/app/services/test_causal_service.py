@@ -11,7 +11,7 @@ import torch
 from app.services import causal
 from app.services.prompts import PromptError
 from txviz import limits as limits_
-from txviz.causal import answer_tokens, patch_heads
+from txviz.causal import answer_tokens, cost, patch_heads
 
 CLEAN = "Mary gave the book to John because she was happy. She was happy and"
 REQUEST = causal.CausalRequest(CLEAN, CLEAN.replace("Mary", "X").replace("John", "Mary").replace("X", "John"),
@@ -62,10 +62,23 @@ def test_the_report_matches_the_library_and_reports_every_step(tiny):
     assert 0 <= report["margin_patching_agreement"]["top_k_overlap"] <= 1
 
 
-def test_the_estimate_counts_every_pass(tiny):
-    estimate = causal.estimate(tiny, 12, limits_.Limits())
-    expected = 2 * tiny.config.n_layers * tiny.config.n_heads + tiny.config.n_layers * 12 + 6
-    assert f"{expected:,} forward passes of 12 tokens" in estimate.what and estimate.seconds > 0
+def test_the_estimate_counts_the_work_the_sweeps_run(tiny):
+    """The work of every step, each sweep counted from the first layer and token its variants change
+    (txviz.causal.cost, held to the token-layers actually run by tests/causal/test_cost.py): a pair that
+    parts late costs less than one that parts early, and both less than every variant run in full."""
+    settings, config = limits_.Limits(), tiny.config
+    early, late = list(range(1, 13)), list(range(1, 13))
+    early[0], late[10] = 99, 99  # the counterfactual differs at token 0, or at token 10 of 12
+    one = limits_.trace_estimate(config, 12, ("logits",), element_bytes=tiny.dtype.itemsize, gflops=settings.gflops)
+    estimates = {}
+    for name, corrupt in (("early", early), ("late", late)):
+        estimate = causal.estimate(tiny, list(range(1, 13)), corrupt, settings)
+        passes = cost.pair_passes(config.n_layers, config.n_heads, list(range(1, 13)), corrupt, grid=True)
+        assert f"the work of {passes:,.0f} forward passes of 12 tokens" in estimate.what
+        assert estimate.seconds == pytest.approx(one.seconds * passes)
+        estimates[name] = passes
+    every_variant_in_full = 2 * config.n_layers * config.n_heads + config.n_layers * 12
+    assert estimates["late"] < estimates["early"] < every_variant_in_full
 
 
 def test_the_report_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
