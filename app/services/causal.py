@@ -102,7 +102,7 @@ def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
     reported as ``progress(done, len(STEPS))``."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
     estimate(loaded, clean.ids, corrupt.ids, settings)
-    with threads_for_this_run():  # ~1300 forward passes: one thread while the machine is oversubscribed
+    with threads_for_this_run():  # ~290 passes' work: one thread while the machine is oversubscribed
         results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
                                tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
                                grid=True, progress=progress)
