@@ -66,6 +66,15 @@ def test_default_completion():
     assert default_completion(TROPHY, words, None, []) == ""
 
 
+def test_the_completion_restates_the_pronouns_own_sentence_and_is_never_asked_twice():
+    """A second sentence after the pronoun's is not restated; a text that already ends with its completion
+    (as a shared link to the sentence and its completion does) gets none, instead of the question twice."""
+    longer = TROPHY + " Nobody was surprised."
+    assert default_completion(longer, sentence_words(longer), 8, [1, 6]) == " The thing that was too big was the"
+    completed = TROPHY + " The thing that was too big was the"
+    assert default_completion(completed, sentence_words(completed), 8, [1, 6]) == ""
+
+
 def test_contrast_sentence():
     words = sentence_words(TROPHY)
     assert contrast_sentence(TROPHY, words[-1], "small") == TROPHY.replace("big", "small")

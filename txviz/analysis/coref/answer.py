@@ -92,16 +92,18 @@ def default_completion(text: str, words: Sequence[Word], pronoun: int | None,
                        candidates: Sequence[int]) -> str:
     """A completion after which the next word should be the answer: " The thing that was too big was
     the" for "… because it was too big." (a subject pronoun: restate what is said of it), else
-    " In this sentence, "her" means". Ends in " the" when every candidate follows "the"/"a"/"an"."""
+    " In this sentence, "her" means". Ends in " the" when every candidate follows "the"/"a"/"an". What is
+    restated is the rest of the pronoun's own sentence; a text that already ends with the completion (a
+    link to the sentence with its completion) gets none, so it is not asked twice."""
     if pronoun is None:
         return ""
-    said = text[words[pronoun].end:].strip().rstrip(".!?;,:").strip()
+    said = re.split(r"(?<=[.!?])\s", text[words[pronoun].end:], maxsplit=1)[0].strip().rstrip(".!?;,:").strip()
     lead = SUBJECT_PRONOUNS.get(words[pronoun].text.lower())
     verb = "were" if words[pronoun].text.lower() == "they" else "was"
     completion = f" {lead} {said} {verb}" if lead and said else f' In this sentence, "{words[pronoun].text}" means'
     if candidates and all(c > 0 and words[c - 1].text.lower() in {"the", "a", "an"} for c in candidates):
         completion += " the"
-    return completion
+    return "" if text.rstrip().endswith(completion.strip()) else completion
 
 
 def query_row(kind: str, offsets: Sequence[tuple[int, int]], special: Sequence[bool] | None, *,
