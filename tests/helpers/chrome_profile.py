@@ -32,15 +32,20 @@ GROUPS = (  # (group, a test on the event's label), first match wins
 )
 
 
-def main_thread_self_ms(trace_path: str) -> collections.Counter:
-    """Self time (ms) per event label on the renderer main thread(s) of a Chrome trace."""
+def _main_thread_spans(trace_path: str) -> list[dict]:
+    """The complete events of a Chrome trace's renderer main thread(s), by thread, start, and outer first."""
     with open(trace_path) as handle:
         events = json.load(handle)
     events = events["traceEvents"] if isinstance(events, dict) else events
     main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
             and e["args"].get("name") == "CrRendererMain"}
-    spans = sorted((e for e in events if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X" and "dur" in e),
-                   key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    return sorted((e for e in events if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X" and "dur" in e),
+                  key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+
+
+def main_thread_self_ms(trace_path: str) -> collections.Counter:
+    """Self time (ms) per event label on the renderer main thread(s) of a Chrome trace."""
+    spans = _main_thread_spans(trace_path)
     self_ms, open_spans = collections.Counter(), []
     for event in spans:
         while open_spans and (open_spans[-1][1] <= event["ts"] or open_spans[-1][2] != (event["pid"], event["tid"])):
@@ -55,13 +60,7 @@ def main_thread_self_ms(trace_path: str) -> collections.Counter:
 
 def main_thread_cpu_ms(trace_path: str) -> float:
     """CPU ms of the renderer main thread(s): the thread time (``tdur``) of each outermost event."""
-    with open(trace_path) as handle:
-        events = json.load(handle)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
-            and e["args"].get("name") == "CrRendererMain"}
-    spans = sorted((e for e in events if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X" and "dur" in e),
-                   key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    spans = _main_thread_spans(trace_path)
     total, ends = 0.0, {}
     for event in spans:
         thread = (event["pid"], event["tid"])
