@@ -1,14 +1,24 @@
 """Benchmarks behind ``txviz bench``: is tracing interactive at full context, and how does it compare?
 
-For each prompt length T, side by side in one worker process (methods interleaved, medians over
-the rounds, so a busy machine slows all of them alike; at least ``repeats`` rounds, and more where a call
-is short, until each method has been timed for MIN_SAMPLED_S seconds):
+For each prompt length T, two timing workers, each a fresh process timing two methods side by side
+(interleaved, rotated each round, medians over the rounds, so a busy machine slows both alike):
 
-* ``plain_forward_s``: ``model(ids, last_only=True)``: the fused SDPA kernel, nothing captured;
-* ``trace_s``: ``trace(model, ids, SUMMARY_CAPTURE)``: every head's summaries per query row and
-  q_rot/k_rot, so any map can be rebuilt exactly on demand;
-* ``hf_eager_attn_s``: transformers' eager attention with ``output_attentions=True`` on the same
-  weights (all maps materialized), null where its maps would not fit in memory.
+* the trace worker (no transformers model loaded): ``plain_forward_s``, ``model(ids, last_only=True)``:
+  the fused SDPA kernel, nothing captured; and ``trace_s``, ``trace(model, ids, SUMMARY_CAPTURE)``:
+  every head's summaries per query row and q_rot/k_rot, so any map can be rebuilt exactly on demand;
+* the transformers worker (only when transformers runs): the same plain forward again
+  (``plain_beside_hf``) and ``hf_eager_attn_s``, transformers' eager attention with
+  ``output_attentions=True`` on the same weights (all maps materialized), null where its maps would not
+  fit in memory.
+
+``trace_over_plain`` comes from the trace worker alone and ``hf_over_plain`` from the transformers worker
+alone; ``hf_over_trace`` is their quotient, (hf / plain) ÷ (trace / plain), never hf over a trace timed in
+another process. Apart because what runs before a call changes it: transformers' maps (1.2 GB at 1024
+tokens) are allocated, touched and freed every call, and a plain forward or a trace run after that in
+the same process starts on returned, fresh pages (``minflt``: minor page faults per call, medians, says
+how many each method met). Each call's CPU seconds are also divided by its round's plain forward; where
+those ratios spread wide (``ratio_spread``, interquartile range over median, above WIDE_SPREAD) more
+rounds are taken, up to MAX_SPREAD_S of sampling per method.
 
 All three compute the last position's logits only (``logits_to_keep=1`` for transformers), so they
 differ only in what they do about attention. Peak memory is measured per configuration in a fresh
@@ -34,7 +44,7 @@ from typing import Callable
 
 import torch
 
-from txviz.bench_targets import judge, trace_misses
+from txviz.bench_targets import BESIDE_HF, judge, ratios, trace_misses
 
 DEFAULT_TOKENS = (64, 256, 1024, 4096, 8192)
 QUICK_TOKENS = (64,)
@@ -55,8 +65,15 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
         base = {"source": source, "threads": threads, "hf": hf}
         results = []
         for n_tokens in tokens:
-            say(f"{n_tokens} tokens: timing plain / trace / transformers side by side ({repeats} repeats)")
-            timing = _spawn({**base, "kind": "timing", "tokens": n_tokens, "repeats": repeats})
+            say(f"{n_tokens} tokens: timing plain / trace side by side ({repeats} repeats or more)")
+            timing = _spawn({**base, "kind": "timing", "tokens": n_tokens, "repeats": repeats,
+                             "methods": ["plain", "trace"]})
+            beside_hf = None
+            if "hf" not in timing["skipped"]:
+                say(f"{n_tokens} tokens: timing plain / transformers side by side, in another worker")
+                beside_hf = _spawn({**base, "kind": "timing", "tokens": n_tokens, "repeats": repeats,
+                                    "methods": ["plain", "hf"]})
+            timing = _merge_timings(timing, beside_hf)
             memory = {}
             for method in METHODS:
                 if timing["seconds"].get(method) is not None:
@@ -74,20 +91,30 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
             "machine": {"cpus": _cpu_count(), "load_average": _load_average()}}
 
 
+def _merge_timings(traced: dict, beside_hf: dict | None) -> dict:
+    """The trace worker's result with the transformers worker's figures added: its transformers entry
+    as ``hf`` and its plain forward as BESIDE_HF, in every per-method table."""
+    merged = {**traced, "hf_rounds": None}
+    tables = ("seconds", "best_seconds", "cpu_seconds", "minflt", "ratio_spread")
+    merged.update({name: dict(traced[name]) for name in tables})
+    if beside_hf is None:
+        return merged
+    merged["hf_rounds"] = beside_hf["rounds"]
+    for name in tables:
+        merged[name].update({"hf": beside_hf[name].get("hf"), BESIDE_HF: beside_hf[name].get("plain")})
+    return merged
+
+
 def _result_row(n_tokens: int, timing: dict, memory: dict) -> dict:
     seconds, cpu = timing["seconds"], timing["cpu_seconds"]
     peak = {m: memory[m]["peak_rss_mb"] for m in memory}
-
-    def ratio(a, b):
-        return round(a / b, 3) if a is not None and b is not None else None
-
+    wall = ratios(seconds)
     return {"tokens": n_tokens, "plain_forward_s": seconds["plain"], "trace_s": seconds["trace"],
-            "hf_eager_attn_s": seconds.get("hf"), "peak_rss_mb": peak.get("trace"),
-            "plain_peak_rss_mb": peak.get("plain"), "hf_peak_rss_mb": peak.get("hf"),
-            "trace_over_plain": ratio(seconds["trace"], seconds["plain"]),
-            "hf_over_trace": ratio(seconds.get("hf"), seconds["trace"]),
+            "hf_eager_attn_s": seconds.get("hf"), BESIDE_HF + "_s": seconds.get(BESIDE_HF),
+            "peak_rss_mb": peak.get("trace"), "plain_peak_rss_mb": peak.get("plain"), "hf_peak_rss_mb": peak.get("hf"),
+            **{key: None if value is None else round(value, 3) for key, value in wall.items()},
             "best_s": timing["best_seconds"],  # the fastest repeat: least disturbed by other processes
-            "rounds": timing["rounds"],
+            "rounds": timing["rounds"], "hf_rounds": timing["hf_rounds"], "minflt": timing["minflt"], "ratio_spread": timing["ratio_spread"],
             **timing["latency"], "cpu_s": cpu, "skipped": timing["skipped"],
             "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
 
@@ -219,38 +246,71 @@ def _skips(job: dict, loaded) -> dict[str, str]:
 
 
 def _timing(job: dict) -> dict:
+    """The methods ``job["methods"]`` names (all three when it names none) side by side in this process;
+    a model is loaded only when one of them needs it (transformers' only for ``hf``)."""
     loaded = _load_ours(job["source"])
     skipped = _skips(job, loaded)
-    hf_model = _load_hf(job["source"]) if "hf" not in skipped else None
+    wanted = [m for m in job.get("methods", METHODS) if m not in skipped]
+    hf_model = _load_hf(job["source"]) if "hf" in wanted else None
     ids = _prompt(loaded, job["tokens"])
-    methods = {m: f for m, f in _methods(loaded, hf_model, ids).items() if m not in skipped}
-    for method in _methods(loaded, hf_model, ids[:, :16]).values():  # warm up every code path
-        method()
-    wall: dict[str, list[float]] = {m: [] for m in methods}
-    cpu: dict[str, list[float]] = {m: [] for m in methods}
-    order, repeat = list(methods), 0
-    while repeat < job["repeats"] or _needs_more(wall, repeat):
-        for method in order[repeat % len(order):] + order[:repeat % len(order)]:  # rotate: no fixed position
-            wall_s, cpu_s = _measure(methods[method])
-            wall[method].append(wall_s)
-            cpu[method].append(cpu_s)
-        repeat += 1
+    methods = {m: f for m, f in _methods(loaded, hf_model, ids).items() if m in wanted}
+    for name, method in _methods(loaded, hf_model, ids[:, :16]).items():  # warm up every code path timed
+        if name in wanted:
+            method()
+    samples, rounds = _rounds(methods, job["repeats"])
+    wall, cpu, faults = ({m: [s[i] for s in samples[m]] for m in methods} for i in range(3))
     latency = _rebuild_latency(methods["trace"](), job["repeats"]) if "trace" in methods else {}
     return {"threads": torch.get_num_threads(), "skipped": skipped, "ids": ids[0].tolist(), "latency": latency,
             "seconds": {m: round(statistics.median(wall[m]), 4) if m in wall else None for m in METHODS},
             "best_seconds": {m: round(min(wall[m]), 4) for m in wall},
-            "cpu_seconds": {m: round(statistics.median(cpu[m]), 4) for m in cpu}, "rounds": repeat}
+            "cpu_seconds": {m: round(statistics.median(cpu[m]), 4) for m in cpu},
+            "minflt": {m: int(statistics.median(faults[m])) for m in faults},
+            "ratio_spread": {m: round(_spread(cpu[m], cpu["plain"]), 4) for m in cpu if m != "plain" and "plain" in cpu},
+            "rounds": rounds}
+
+
+def _rounds(methods: dict[str, Callable[[], object]], repeats: int) -> tuple[dict[str, list[tuple]], int]:
+    """(wall s, CPU s, minor page faults) of each call, round after round, each round in a rotated order
+    so no method always follows the same one; as many rounds as ``_needs_more`` asks."""
+    samples: dict[str, list[tuple]] = {m: [] for m in methods}
+    order, repeat = list(methods), 0
+    while repeat < repeats or _needs_more({m: [s[0] for s in samples[m]] for m in methods}, repeat,
+                                          {m: [s[1] for s in samples[m]] for m in methods}):
+        for method in order[repeat % len(order):] + order[:repeat % len(order)]:  # rotate: no fixed position
+            samples[method].append(_measure(methods[method]))
+        repeat += 1
+    return samples, repeat
 
 
 # Short calls get more rounds: at 64 tokens a forward takes ~0.2 s on one thread, and three rounds read the
 # trace/plain ratio as 1.23 on a quiet machine (2026-12-01) where 10-12 rounds read 1.07-1.13 under load: a
 # 10% target needs more samples than that. Rounds go on until every method has been timed for MIN_SAMPLED_S
-# in all (at most MAX_ROUNDS rounds); long prompts keep ``repeats``.
+# in all (at most MAX_ROUNDS rounds); long prompts keep ``repeats``, unless the per-round ratios to the
+# plain forward spread wider than WIDE_SPREAD (interquartile range over median; half the 10% margin of
+# the target): then rounds go on while each method has been timed less than MAX_SPREAD_S.
 MIN_SAMPLED_S, MAX_ROUNDS = 3.0, 30
+WIDE_SPREAD, MAX_SPREAD_S = 0.05, 45.0
 
 
-def _needs_more(wall: dict[str, list[float]], rounds: int) -> bool:
-    return rounds < MAX_ROUNDS and min(sum(samples) for samples in wall.values()) < MIN_SAMPLED_S
+def _needs_more(wall: dict[str, list[float]], rounds: int, cpu: dict[str, list[float]] | None = None) -> bool:
+    if rounds >= MAX_ROUNDS:
+        return False
+    sampled = min(sum(samples) for samples in wall.values())
+    if sampled < MIN_SAMPLED_S:
+        return True
+    if cpu is None or "plain" not in cpu or sampled >= MAX_SPREAD_S:
+        return False
+    return any(_spread(cpu[m], cpu["plain"]) > WIDE_SPREAD for m in cpu if m != "plain")
+
+
+def _spread(seconds: list[float], plain: list[float]) -> float:
+    """How widely a method's per-round ratios to the plain forward of the same round spread: the
+    interquartile range over the median (with fewer than four rounds, the whole range)."""
+    per_round = [s / p for s, p in zip(seconds, plain) if p > 0]
+    if len(per_round) < 2:
+        return 0.0
+    low, high = statistics.quantiles(per_round, n=4, method="inclusive")[::2] if len(per_round) >= 4 else (min(per_round), max(per_round))
+    return (high - low) / statistics.median(per_round)
 
 
 def _rebuild_latency(tr, repeats: int) -> dict[str, float]:
@@ -263,13 +323,15 @@ def _rebuild_latency(tr, repeats: int) -> dict[str, float]:
     return {"rebuild_map_s": round(statistics.median(whole), 4), "rebuild_rows_s": round(statistics.median(rows), 4)}
 
 
-def _measure(function: Callable[[], object]) -> tuple[float, float]:
+def _measure(function: Callable[[], object]) -> tuple[float, float, int]:
+    """One call's wall seconds, CPU seconds (user + sys) and minor page faults (pages the process had to
+    be handed: fresh memory, zeroed by the kernel)."""
     before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     result = function()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     del result
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), after.ru_minflt - before.ru_minflt
 
 
 def _memory(job: dict) -> dict:
@@ -332,35 +394,15 @@ def _decode(job: dict) -> dict:
 # ---- report -------------------------------------------------------------------------------------
 def markdown(result: dict) -> str:
     """The results as the Markdown table written into assets/BENCHMARKS.md."""
-
-    def cell(value, fmt="{:.3f}"):
-        return "—" if value is None else fmt.format(value)
-
-    lines = ["| tokens | plain forward (s) | txviz trace (s) | HF eager + attentions (s) | trace / plain | "
-             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) | rebuild one map (ms) | "
-             "rebuild 256 rows (ms) | rounds |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for row in result["results"]:
-        lines.append(f"| {row['tokens']} | {cell(row['plain_forward_s'])} | {cell(row['trace_s'])} | "
-                     f"{cell(row['hf_eager_attn_s'])} | {cell(row['trace_over_plain'], '{:.2f}×')} | "
-                     f"{cell(row['hf_over_trace'], '{:.2f}×')} | {cell(row['peak_rss_mb'], '{:.0f}')} | "
-                     f"{cell(row['plain_peak_rss_mb'], '{:.0f}')} | {cell(row['hf_peak_rss_mb'], '{:.0f}')} | "
-                     f"{cell(_ms(row.get('rebuild_map_s')), '{:.1f}')} | {cell(_ms(row.get('rebuild_rows_s')), '{:.1f}')} | "
-                     f"{cell(row.get('rounds'), '{}')} |")
+    lines = _main_table(result["results"])
     for title, key in (("CPU seconds (user + sys, medians) of the same runs: less inflated than wall time by "
                         "other processes on a shared machine.", "cpu_s"),
                        ("Fastest repeat (wall seconds): the least disturbed run of each method.", "best_s")):
-        lines += ["", title, "", "| tokens | plain forward | txviz trace | HF eager + attentions | trace / plain | "
-                  "HF / trace |", "|---:|---:|---:|---:|---:|---:|"]
-        for row in result["results"]:
-            values = row.get(key, {})
-            plain, traced, hf = values.get("plain"), values.get("trace"), values.get("hf")
-            lines.append(f"| {row['tokens']} | {cell(plain)} | {cell(traced)} | {cell(hf)} | "
-                         f"{cell(traced / plain if traced and plain else None, '{:.2f}×')} | "
-                         f"{cell(hf / traced if hf and traced else None, '{:.2f}×')} |")
+        lines += ["", title, "", *_per_method_table(result["results"], key)]
+    lines += ["", *_pollution_table(result["results"])]
     decode = result["decode"]
     lines += ["", f"Decoding {decode['new_tokens']} tokens after a {decode['prompt_tokens']}-token prompt (greedy, "
-              f"KV cache): txviz {decode['txviz_tok_s']} tok/s, transformers {cell(decode['hf_tok_s'], '{}')} tok/s; "
+              f"KV cache): txviz {decode['txviz_tok_s']} tok/s, transformers {_cell(decode['hf_tok_s'], '{}')} tok/s; "
               f"same tokens: {decode['same_tokens']}."]
     skipped = [f"{row['tokens']} tokens, {m}: {why}" for row in result["results"] for m, why in row["skipped"].items()]
     if skipped:
@@ -370,6 +412,54 @@ def markdown(result: dict) -> str:
         lines += ["", "Targets (issue 14), on the CPU-second ratios:", "",
                   *(f"  - {line.strip()}" if line.startswith("  ") else f"- {line}" for line in targets)]
     return "\n".join(lines)
+
+
+def _cell(value, fmt="{:.3f}") -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def _main_table(rows: list[dict]) -> list[str]:
+    lines = ["| tokens | plain forward (s) | txviz trace (s) | HF eager + attentions (s) | trace / plain | "
+             "HF / trace | trace peak RSS (MB) | plain peak RSS (MB) | HF peak RSS (MB) | rebuild one map (ms) | "
+             "rebuild 256 rows (ms) | rounds |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['tokens']} | {_cell(row['plain_forward_s'])} | {_cell(row['trace_s'])} | "
+                     f"{_cell(row['hf_eager_attn_s'])} | {_cell(row['trace_over_plain'], '{:.2f}×')} | "
+                     f"{_cell(row['hf_over_trace'], '{:.2f}×')} | {_cell(row['peak_rss_mb'], '{:.0f}')} | "
+                     f"{_cell(row['plain_peak_rss_mb'], '{:.0f}')} | {_cell(row['hf_peak_rss_mb'], '{:.0f}')} | "
+                     f"{_cell(_ms(row.get('rebuild_map_s')), '{:.1f}')} | {_cell(_ms(row.get('rebuild_rows_s')), '{:.1f}')} | "
+                     f"{_cell(row.get('rounds'), '{}')} |")
+    return lines
+
+
+def _per_method_table(rows: list[dict], key: str) -> list[str]:
+    """One figure per method (``key``: cpu_s or best_s) and the ratios ``bench_targets.ratios`` takes."""
+    lines = ["| tokens | plain forward | txviz trace | plain beside HF | HF eager + attentions | trace / plain | "
+             "HF / plain | HF / trace |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        values = row.get(key, {})
+        quotients = ratios(values)
+        lines.append(f"| {row['tokens']} | {_cell(values.get('plain'))} | {_cell(values.get('trace'))} | "
+                     f"{_cell(values.get(BESIDE_HF))} | {_cell(values.get('hf'))} | "
+                     + " | ".join(_cell(quotients[name], '{:.2f}×')
+                                  for name in ("trace_over_plain", "hf_over_plain", "hf_over_trace")) + " |")
+    return lines
+
+
+def _pollution_table(rows: list[dict]) -> list[str]:
+    lines = ["Trace and plain forward are timed side by side in one worker, transformers and a plain forward in "
+             "another (no transformers model beside the trace); HF / trace = (HF / plain) ÷ (trace / plain). "
+             "Minor page faults per call (medians), and the spread of the per-round CPU ratios to the plain "
+             "forward (interquartile range / median):", "",
+             "| tokens | plain | trace | plain beside HF | HF | trace spread | HF spread | rounds (trace, HF) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        faults, spread = row.get("minflt", {}), row.get("ratio_spread", {})
+        lines.append(f"| {row['tokens']} | " + " | ".join(_cell(faults.get(m), "{}") for m in ("plain", "trace", BESIDE_HF, "hf"))
+                     + f" | {_cell(spread.get('trace'), '{:.3f}')} | {_cell(spread.get('hf'), '{:.3f}')} | "
+                     f"{row.get('rounds')}, {_cell(row.get('hf_rounds'), '{}')} |")
+    return lines
 
 
 def _ms(seconds: float | None) -> float | None:

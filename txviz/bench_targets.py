@@ -1,8 +1,10 @@
 """The model-side targets of issue 14, judged on a ``txviz bench`` result: met, or missed with what
 bounds the miss (txviz.bench_attention's breakdown of one layer at that length).
 
-Ratios are taken on CPU seconds (user + sys, medians of the repeats, the methods interleaved in one
-process): on a shared machine they move far less than wall time.
+Ratios are taken on CPU seconds (user + sys, medians of the repeats, two methods interleaved in one
+process): on a shared machine they move far less than wall time. trace / plain comes from the worker
+timing those two; transformers / plain from the worker timing transformers beside its own plain forward
+(``plain_beside_hf``); transformers / trace is their quotient (txviz.bench's docstring says why).
 """
 
 from __future__ import annotations
@@ -12,10 +14,27 @@ HF_OVER_TRACE_MIN = 2.0  # and at least 2× faster than transformers eager + out
 HF_TOKENS = 1024  # ... at this length
 
 
+BESIDE_HF = "plain_beside_hf"  # txviz.bench's key for the plain forward timed beside transformers
+
+
+def ratios(values: dict) -> dict[str, float | None]:
+    """From one row's per-method figures (seconds, CPU seconds, ...): trace_over_plain, hf_over_plain
+    (over the plain forward of transformers' own worker where there is one) and hf_over_trace, their
+    quotient."""
+    plain, traced, hf = values.get("plain"), values.get("trace"), values.get("hf")
+    beside = values.get(BESIDE_HF) or plain  # results from before the two workers: one plain for both
+
+    def over(top, bottom):
+        return top / bottom if top and bottom else None
+
+    trace_over_plain, hf_over_plain = over(traced, plain), over(hf, beside)
+    return {"trace_over_plain": trace_over_plain, "hf_over_plain": hf_over_plain,
+            "hf_over_trace": over(hf_over_plain, trace_over_plain)}
+
+
 def cpu_ratio(row: dict, numerator: str, denominator: str) -> float | None:
-    cpu = row.get("cpu_s", {})
-    top, bottom = cpu.get(numerator), cpu.get(denominator)
-    return top / bottom if top and bottom else None
+    """``numerator`` / ``denominator`` in CPU seconds, as ``ratios`` takes them."""
+    return ratios(row.get("cpu_s", {}))[f"{numerator}_over_{denominator}"]
 
 
 def trace_misses(row: dict) -> bool:
