@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
+from tests.helpers.forked_module import run_module_in_a_fork
 from txviz.cli import main
 
 
@@ -23,25 +25,27 @@ def broken_model(tmp_path_factory):
     return broken
 
 
-WORKER_RUNS: dict[tuple[str, ...], subprocess.CompletedProcess] = {}
+WORKER_RUNS: list[list[str]] = []
 
 
 @pytest.fixture
-def each_worker_once(monkeypatch):
-    """A real worker process per job, run once per module: ``--json`` is the parent's way of printing, the
-    worker's job and answer are the same (a fresh interpreter importing torch costs seconds of CPU)."""
+def worker_in_a_fork(monkeypatch):
+    """The bench's worker (``python -m txviz.bench <job>``) run as ``__main__`` in a fork of this process:
+    its job, answer and exit status are the real worker's, without a new interpreter importing torch again
+    (~3 CPU s; tests/helpers/forked_module.py). Anything else ``subprocess.run`` is asked still runs."""
     real = subprocess.run
 
     def run(command, *args, **kwargs):
-        if tuple(command) not in WORKER_RUNS:
-            WORKER_RUNS[tuple(command)] = real(command, *args, **kwargs)
-        return WORKER_RUNS[tuple(command)]
+        if list(command[:3]) != [sys.executable, "-m", "txviz.bench"]:
+            return real(command, *args, **kwargs)
+        WORKER_RUNS.append(list(command))
+        return run_module_in_a_fork(list(command))
 
     monkeypatch.setattr(subprocess, "run", run)
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_a_broken_file_is_refused_by_the_worker_in_one_line(broken_model, each_worker_once, capsys, as_json):
+def test_a_broken_file_is_refused_by_the_worker_in_one_line(broken_model, worker_in_a_fork, capsys, as_json):
     code = main(["bench", "--model", str(broken_model), "--tokens", "8", "--repeats", "1", "--no-hf"]
                 + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
@@ -49,4 +53,4 @@ def test_a_broken_file_is_refused_by_the_worker_in_one_line(broken_model, each_w
     assert "Traceback" not in out + err and "RuntimeError" not in out + err
     text = out if as_json else err.strip().splitlines()[-1]
     assert "broken.gguf" in text and ("txviz: error:" in text or '"type": "ModelLoadError"' in text)
-    assert any("txviz.bench" in command for command in WORKER_RUNS)  # a real worker answered
+    assert WORKER_RUNS and WORKER_RUNS[-1][3].startswith("{")  # the worker answered its job
