@@ -8,6 +8,11 @@ caps its own address space and CPU time (``setrlimit``), then reads one JSON req
 one JSON reply on stdout. The parent waits at most the wall-clock limit and kills it past that. Nothing
 crosses the boundary but JSON: no pickling either way.
 
+The wall clock starts when the child says it is ready (one newline on stdout, once its imports are done),
+not when it is spawned: the limit is for the work on the input, and starting an interpreter with its
+imports takes 0.1 s on a quiet machine but over 1 s at load 13, which refused a 41-character text (its
+limit 1 s) before a byte of it was read. The start has its own bound, STARTUP_SECONDS, and no input.
+
 Every way the child can fail comes back as ``IsolatedError`` with a one-line reason: past the deadline,
 out of memory, killed by a signal, a crash, or the worker's own refusal (``{"error": ...}``).
 """
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -45,6 +52,8 @@ class Limits:
 # A panic in the Rust side of tokenizers (a hostile regex) is an error reply, not a backtrace: with the
 # user's RUST_BACKTRACE=1 printing it took ~1.1 s, past a tokenizer child's 1 s limit.
 NO_BACKTRACE = {"RUST_BACKTRACE": "0", "RUST_LIB_BACKTRACE": "0"}
+STARTUP_SECONDS = 60.0  # an interpreter and a worker's imports; no input has been sent yet
+READY = b"\n"  # the child's first byte on stdout (workers/_serve.py); JSON allows it before the reply
 
 
 def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
@@ -54,12 +63,27 @@ def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
         raise ValueError(f"no isolated worker named {name!r}")
     payload = json.dumps({"limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": limits.seconds + 1},
                           "request": request})
-    try:
-        done = subprocess.run([sys.executable, "-I", str(script)], input=payload.encode(), env={**os.environ, **NO_BACKTRACE},
-                              capture_output=True, timeout=limits.seconds)
-    except subprocess.TimeoutExpired:  # subprocess.run kills the child before raising
-        raise IsolatedError("timeout", f"stopped after {limits.seconds:g} s") from None
-    return _reply(done, limits)
+    with subprocess.Popen([sys.executable, "-I", str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env={**os.environ, **NO_BACKTRACE}) as child:
+        if _started(child):
+            try:
+                stdout, stderr = child.communicate(payload.encode(), timeout=limits.seconds)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                raise IsolatedError("timeout", f"stopped after {limits.seconds:g} s") from None
+        else:  # it died or hung before reading anything: say how
+            child.kill()
+            stdout, stderr = child.communicate()
+            if child.returncode == -signal.SIGKILL and not stderr:
+                raise IsolatedError("timeout", f"the worker did not start within {STARTUP_SECONDS:g} s")
+    return _reply(subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr), limits)
+
+
+def _started(child: subprocess.Popen) -> bool:
+    """Wait for the child's READY byte (at most STARTUP_SECONDS); False if it exited or hung first."""
+    ready, _, _ = select.select([child.stdout], [], [], STARTUP_SECONDS)
+    return bool(ready) and os.read(child.stdout.fileno(), 1) == READY
 
 
 def _reply(done: subprocess.CompletedProcess, limits: Limits) -> dict:

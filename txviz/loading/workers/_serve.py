@@ -1,4 +1,5 @@
-"""The protocol every worker speaks: cap this process, read one JSON request, write one JSON reply.
+"""The protocol every worker speaks: say it is ready, cap this process, read one JSON request, write one
+JSON reply. A worker imports what it needs at the top, before ``serve``: the parent's clock starts at READY.
 
 A worker's ``handle(request) -> dict`` may raise ``Refused`` for a clear refusal; any other exception
 (MemoryError included) becomes ``{"error": ..., "kind": ...}`` on stdout, so the parent reads a reason,
@@ -25,7 +26,12 @@ def _cap(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
 
+READY = b"\n"  # txviz.loading.isolated starts the work's clock when it reads this
+
+
 def serve(handle) -> None:
+    sys.stdout.buffer.write(READY)  # imports done: the parent's wall clock starts now, then it sends the request
+    sys.stdout.buffer.flush()
     message = json.loads(sys.stdin.buffer.read())
     _cap(message["limits"])
     try:

@@ -14,6 +14,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import jinja2
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _serve import Refused, serve  # noqa: E402
 
@@ -40,9 +44,6 @@ def _bounded_product(left, right):
 
 
 def _environment():
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
     class BoundedSandbox(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset({"*", "**"})  # intercepted operators are never folded at compile time
 
@@ -68,8 +69,6 @@ def _environment():
 
 
 def handle(request: dict) -> dict:
-    import jinja2
-
     try:
         template = _environment().from_string(request["source"])
     except jinja2.TemplateError as error:

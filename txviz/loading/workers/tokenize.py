@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import tokenizers
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _serve import serve  # noqa: E402
 
 
 def handle(request: dict) -> dict:
-    import tokenizers
-
     backend = tokenizers.Tokenizer.from_str(request["tokenizer"])
     encoding = backend.encode(request["text"], add_special_tokens=False)
     return {"ids": list(encoding.ids), "offsets": [list(offset) for offset in encoding.offsets]}
