@@ -102,8 +102,10 @@ def sampled(model, **settings) -> tuple[int, ...]:
 @pytest.mark.parametrize("settings", [dict(temperature=1.0), dict(temperature=0.7, top_k=10),
                                       dict(temperature=1.3, top_p=0.9), dict(temperature=1.0, top_k=20, top_p=0.8)])
 def test_sampling_is_reproducible_with_a_seed_and_varies_across_seeds(model, settings):
-    assert sampled(model, seed=1, **settings) == sampled(model, seed=1, **settings)
-    assert len({sampled(model, seed=seed, **settings) for seed in range(5)}) > 1
+    first = sampled(model, seed=1, **settings)
+    assert sampled(model, seed=1, **settings) == first
+    # one of four other seeds differs; any() stops at the first that does (each run: 20 decode steps)
+    assert any(sampled(model, seed=seed, **settings) != first for seed in (0, 2, 3, 4))
 
 
 @pytest.mark.parametrize("settings", [dict(temperature=1.0, top_k=1), dict(temperature=5.0, top_k=1),
