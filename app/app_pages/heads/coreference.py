@@ -60,7 +60,7 @@ def _mark_words(text: str, words) -> Marks | None:
                           selection_mode="multi", default=candidate_default, format_func=label,
                           key=mark_key("candidates", text))
     deciding = st.pills("Deciding word: the word that settles the answer (optional)", options,
-                        default=suggest_deciding_word(words, pronoun_default), format_func=label,
+                        default=suggest_deciding_word(words, pronoun_default, text), format_func=label,
                         key=mark_key("deciding", text))
     try:
         candidates = check_choice(pronoun, candidates)

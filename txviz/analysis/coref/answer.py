@@ -79,11 +79,21 @@ def suggest_candidates(words: Sequence[Word], pronoun: int | None, limit: int = 
     return chosen[:limit]
 
 
-def suggest_deciding_word(words: Sequence[Word], pronoun: int | None) -> int | None:
-    """The sentence's last word when it comes after the pronoun and is not a noun ("big" in "… it was
-    too big.", not "book" in "… she gave him a book."), else None."""
+def suggest_deciding_word(words: Sequence[Word], pronoun: int | None, text: str | None = None) -> int | None:
+    """The last word of the pronoun's sentence when it comes after the pronoun and is not a noun ("big" in
+    "… it was too big.", not "book" in "… she gave him a book."), else None. With ``text`` (the string the
+    words were read from), the sentence ends at the first . ! or ? after the pronoun that ends a word (not
+    the point in "0.5"), so a text that goes on ("… too big. The thing that was too big was the") still
+    gets "big", not "the"."""
+    if pronoun is None:
+        return None
     last = len(words) - 1
-    if pronoun is None or pronoun >= last or is_noun_like(words, last):
+    if text is not None:
+        stop = re.search(r"[.!?](?=\s|$)", text[words[pronoun].end:])
+        if stop:
+            end = words[pronoun].end + stop.start()
+            last = max(i for i in range(pronoun, len(words)) if words[i].start < end)
+    if pronoun >= last or is_noun_like(words, last):
         return None
     return last
 
