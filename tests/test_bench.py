@@ -63,6 +63,8 @@ def test_targets_say_met_or_missed_and_a_miss_says_what_bounds_it():
     assert "1.90× our plain forward" in lines[2] and "0.95× the plain forward" in lines[2]
     assert lines[3].startswith("trace / plain forward at 4096 tokens: 1.40×") and lines[3].endswith("MISSED")
     assert "fused kernel 200.0; traced 600.0 (3.00×)" in lines[4] and "12.00 s more" in lines[4]
+    # products 0.2 + softmax 0.15 − fused 0.2 = 0.15 s a layer, 4.50 s over 30: ≥ 1 + 4.5 / 25 = 1.18× however cheap the summaries
+    assert "alone, with no summary at all, are 4.50 s (a trace at ≥ 1.18× the plain forward)" in lines[4]
     assert len(lines) == 5
 
 

@@ -13,6 +13,18 @@ prompt, CPU seconds of one thread (the fastest of the repeats):
 The fused kernel gives the output and, at most, each row's log-sum-exp; the summaries need each row's
 largest weight (``max_weight``) and Σ p·s (the entropy), which no torch kernel returns, so the traced
 path multiplies the scores out block by block. That is the bound this breakdown measures.
+
+Measured 2026-12-02 on one SmolLM2 layer, one thread, load average 5–7 (CPU ms): at 4096 tokens fused 200,
+traced 382 = products 211 + softmax 102 + the rest 70; at 8192 fused 833, traced 1687 = products 745 +
+softmax 497 + the rest 446. The explicit products alone cost what the whole fused kernel does (89–105%),
+so products and softmax without any summary are already 1.5× the fused attention: with the plain
+forwards these runs imply (about 16 s and 50 s at 4096 and 8192, from the 1.35×/1.51× measured beside
+them earlier) that alone puts a trace near 1.2× and 1.25× (``describe``'s floor, from a run's own plain).
+Not allocation: a traced layer call takes no minor page fault (the blockwise path's two buffers are made
+once per layer and glibc hands back the same pages); the only fresh pages of a trace are q_rot and k_rot,
+its output (90 MB at 1024 tokens: ~23 000 faults, ~40 ms of first touch, 1–2% of the call). Splitting
+the summaries' four row reductions into L2-sized chunks of heads saved 15% of those passes alone but
+nothing measurable in the recorder as a whole (bitwise the same values), so it was not kept.
 """
 
 from __future__ import annotations
@@ -94,14 +106,19 @@ def _fastest(function: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def describe(parts: dict) -> str:
-    """One sentence for the report: the layer's parts and what they add up to over every layer."""
+def describe(parts: dict, plain_s: float | None = None) -> str:
+    """One sentence for the report: the layer's parts and what they add up to over every layer; with the
+    plain forward's CPU seconds ``plain_s``, the least trace / plain ratio the explicit products and
+    softmax allow even if the summaries cost nothing."""
     ms = {name: parts[name] * 1000 for name in ("fused_s", "traced_s", "products_s", "softmax_s", "summaries_s")}
     extra = (parts["traced_s"] - parts["fused_s"]) * parts["n_layers"]
+    floor = (parts["products_s"] + parts["softmax_s"] - parts["fused_s"]) * parts["n_layers"]
+    floor_ratio = f" (a trace at ≥ {1 + floor / plain_s:.2f}× the plain forward)" if plain_s else ""
     return (f"{parts['tokens']} tokens, layer {parts['layer']}'s attention alone (CPU ms, fastest of the repeats): "
             f"fused kernel {ms['fused_s']:.1f}; traced {ms['traced_s']:.1f} "
             f"({parts['traced_s'] / parts['fused_s']:.2f}×) = explicit QKᵀ and PV products {ms['products_s']:.1f} "
             f"+ softmax {ms['softmax_s']:.1f} + summaries, mask and copies {ms['summaries_s']:.1f}. "
-            f"Over {parts['n_layers']} layers that is {extra:.2f} s more than the fused kernel. The products alone "
+            f"Over {parts['n_layers']} layers that is {extra:.2f} s more than the fused kernel, of which products "
+            f"and softmax alone, with no summary at all, are {floor:.2f} s{floor_ratio}. The products alone "
             f"take {parts['products_s'] / parts['fused_s']:.0%} of the fused kernel's time: no torch kernel returns "
             f"a row's largest weight or Σ p·s, so only a custom kernel fusing them into its tiles would close the gap.")

@@ -55,7 +55,7 @@ def judge(result: dict) -> list[str]:
                      f"{verdict}")
         if verdict == "MISSED" and row.get("attention_parts"):
             from txviz.bench_attention import describe
-            lines.append(f"  what bounds it: {describe(row['attention_parts'])}")
+            lines.append(f"  what bounds it: {describe(row['attention_parts'], row.get('cpu_s', {}).get('plain'))}")
         if row["tokens"] == HF_TOKENS:
             hf = cpu_ratio(row, "hf", "trace")
             if hf is not None:
