@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.hf_reference import gguf_read_once, needs_transformers
+from tests.helpers.hf_reference import _plain_array_reader, gguf_read_once, needs_transformers
+from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.generate import generate
 from txviz.loading.gguf import load_gguf
 from txviz.capture.trace import trace
@@ -83,3 +84,24 @@ def test_cached_float32_copy_equals_the_gguf(default_model, default_gguf_path):
     for name, value in fresh.model.state_dict().items():
         assert torch.equal(value, cached[name]), name
     assert fresh.tokenizer.encode("Hello 123 😀").ids == default_model.tokenizer.encode("Hello 123 😀").ids
+
+
+def test_the_references_reader_reads_what_the_gguf_package_reads(tmp_path):
+    """gguf_read_once's reader (gguf's own parser over a plain ndarray view) against gguf.GGUFReader itself,
+    on a small file with a vocabulary, merges and quantized tensors: every key/value part and tensor alike."""
+    import gguf
+    import numpy as np
+
+    config = tiny()
+    path = write_gguf(tmp_path / "tiny.gguf", config, weights_of(config), qtype=gguf.GGMLQuantizationType.Q8_0)
+    package, ours = gguf.GGUFReader(path), _plain_array_reader(gguf.GGUFReader)(path)
+    assert type(ours.data) is np.ndarray and np.array_equal(ours.data, package.data)
+    assert list(ours.fields) == list(package.fields) and len(package.fields["tokenizer.ggml.tokens"].data) > 200
+    for name, field in package.fields.items():
+        other = ours.fields[name]
+        assert (other.offset, other.types, other.data, other.contents()) == (field.offset, field.types, field.data,
+                                                                              field.contents()), name
+        assert len(other.parts) == len(field.parts), name
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(other.parts, field.parts)), name
+    assert [(t.name, t.tensor_type, t.data.tobytes()) for t in ours.tensors] == [
+        (t.name, t.tensor_type, t.data.tobytes()) for t in package.tensors]
