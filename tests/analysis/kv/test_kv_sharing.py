@@ -102,3 +102,25 @@ def test_one_step_is_timed_and_leaves_the_model_alone(model):
     before = logits(model, ids)
     assert 0 < time_one_layer_step(model, ids, 1) < 60
     assert torch.equal(logits(model, ids), before)
+
+
+@pytest.mark.parametrize("config", [tiny_config(n_layers=4, n_heads=8, n_kv_heads=4),
+                                    tiny_config(n_layers=5, n_heads=4, n_kv_heads=2, sliding_window=4,
+                                                layer_types=("sliding", "sliding", "full", "sliding", "full"),
+                                                rope_local_theta=1e4)], ids=["plain", "windows"])
+def test_the_sweep_resumes_each_variant_with_the_figures_of_full_passes(config):
+    """A variant starts at its first merged layer, from the original's residual there: each figure is the
+    one a full pass of the merged model gives, to the bit (sliding windows and a local RoPE included)."""
+    from txviz.analysis.kv.sharing import _compare, _log_probs
+
+    model, ids = random_decoder(config, seed=5), random_ids(config, 12, batch=2)
+    sweep = layer_sharing(model, ids, 1, path_points=4)
+    logp_o = _log_probs(model, ids)
+    for layer in range(config.n_layers):
+        kl, top1, _ = _compare(logp_o, _log_probs(merge_kv_heads(model, [layer], 1), ids), ids)
+        assert (sweep.layer_kl[layer], sweep.layer_top1[layer]) == (kl, top1), layer
+    assert len(set(sweep.layer_kl)) == config.n_layers  # every layer's merge changes something of its own
+    for count, kl, top1, ppl in zip(sweep.path_layers, sweep.path_kl, sweep.path_top1, sweep.path_perplexity):
+        if count:
+            merged = _log_probs(merge_kv_heads(model, sweep.order[:count], 1), ids)
+            assert (kl, top1, ppl) == _compare(logp_o, merged, ids), count
