@@ -279,9 +279,9 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A fresh browser session (its own context: no cookies or storage shared) with a 1500 × 1100 page."""
-    from tests.helpers.browser import track_reruns
+    from tests.helpers.browser import CONTEXT_OPTIONS, track_reruns
 
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    context = browser.new_context(**CONTEXT_OPTIONS)
     track_reruns(context)
     try:
         yield context.new_page()

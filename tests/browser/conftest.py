@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.browser import track_reruns
+from tests.helpers.browser import CONTEXT_OPTIONS, track_reruns
 
-VIEWPORT = {"width": 1500, "height": 1100}
+VIEWPORT = CONTEXT_OPTIONS["viewport"]
 
 
 @pytest.fixture(scope="session")
 def kept_tab(browser):
-    """One 1500 × 1100 page for the worker's browser tests; load the app in it to start a session."""
-    context = browser.new_context(viewport=VIEWPORT)
+    """One 1500 × 1100 page (reduced motion: tests/helpers/browser.py) for the worker's browser tests; load the
+    app in it to start a session."""
+    context = browser.new_context(**CONTEXT_OPTIONS)
     track_reruns(context)  # wait_idle waits on the page's own count of reruns (tests/helpers/browser.py)
     try:
         yield context.new_page()

@@ -62,8 +62,20 @@ def choose_kind(page, kind: str) -> None:
     wait_idle(page)
 
 
-def test_the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_is_named_from_the_file(
+def test_one_session_on_the_page_presets_and_an_upload_then_cache_growth_replays_then_the_sweep_stops_and_mha_triples_the_cache(
         page, tmp_path):
+    """One session, one load of the page (each load costs chromium and the server about 4 CPU s): the page
+    opens on the calculator (its figures drawn, nothing else computed), which takes presets and an upload;
+    then each tab computes its own when opened, from the loaded model whatever the calculator holds."""
+    page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)
+    assert page.locator(".st-key-kv_growth").count() == 0  # not computed before it is opened
+    the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_is_named_from_the_file(page, tmp_path)
+    cache_growth_opens_on_its_tab_and_replays(page, tmp_path)
+    the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_triples_the_cache(page, tmp_path)
+
+
+def the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_is_named_from_the_file(
+        page, tmp_path) -> None:
     choose_preset(page, "Falcon 7B")
     choose_kind(page, "MQA")
     assert per_token_metric(page) == ["KV bytes per token (MQA)", expected("falcon-7b")]
@@ -102,15 +114,6 @@ def an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path) -> 
 
 
 SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"
-
-
-def test_the_calculator_then_cache_growth_replays_then_the_sharing_tabs_sweep_stops_and_mha_triples_the_cache(
-        page, tmp_path):
-    """The page opens on the calculator (its figures drawn, nothing else computed); each tab computes its
-    own when opened."""
-    page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)
-    cache_growth_opens_on_its_tab_and_replays(page, tmp_path)
-    the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_triples_the_cache(page, tmp_path)
 
 
 def cache_growth_opens_on_its_tab_and_replays(page, tmp_path) -> None:

@@ -26,6 +26,12 @@ ERROR = "[data-testid='stException']"
 # chromium painting at 60 Hz for the whole wait: 1.2-1.9 CPU s per 10 s of waiting on the Heads page,
 # against 0.2-0.4 s polled every 100 ms (measured 2026-12-02 at load 7-8), CPU the server then lacks.
 POLL_MS = 50
+# What every test session's browser context is opened with. Reduced motion (a reader's own setting, which
+# Streamlit honours: its spinners turn slower, tab and element entrances do not animate) paints less:
+# 11.6-12.0 against 12.6-13.8 chromium CPU s for three loads of the Attention page, three head switches and
+# the Heads page (measured 2026-12-02, alternating, load 6-7); no test looks at an animation of Streamlit's.
+# The viewport (1280 × 800 against 1500 × 1100) and chromium-headless-shell moved nothing there.
+CONTEXT_OPTIONS = {"viewport": {"width": 1500, "height": 1100}, "reduced_motion": "reduce"}
 
 
 def browser_available() -> str | None:
