@@ -290,13 +290,5 @@ def test_builtin_candidates_are_clean_token_spans_in_smollm2(default_model):
         assert encoding.tokens[spans.pronoun_row].strip() == case.pronoun
 
 
-@pytest.mark.default_model
-def test_default_model_has_coreference_heads(default_model):
-    result = evaluate(default_model, builtin_cases(), bos="sink")
-    assert set(result) >= {"n_cases", "baselines", "heads"} and result["n_cases"] == len(builtin_cases())
-    assert result["baselines"] == {"nearest": 0.5, "first": 0.5}
-    heads = result["heads"]
-    assert sorted((r["layer"], r["head"]) for r in heads) == [(l, h) for l in range(30) for h in range(9)]
-    assert [(-r["accuracy"], -r["margin"]) for r in heads] == sorted((-r["accuracy"], -r["margin"]) for r in heads)
-    best = heads[0]
-    assert best["accuracy"] >= 0.8 and best["margin"] > 0.1  # measured: layer 9 head 4, 0.94 and 0.28
+# SmolLM2's figures on the built-in set are checked on the one evaluation the Heads page runs
+# (tests/app/pages/test_heads_coref.py, assert_default_model_has_coreference_heads), not on a second one here.
