@@ -8,11 +8,13 @@ cache may serve the bytes. What the bar said is printed (``-s``) and checked.
 
 The long prompt runs on this server rather than on one of its own: a server costs its start, a load of the
 model and, in the browser, a first load of the app's scripts from another address (7-11 CPU s, measured
-2026-12-02). Its limits make a ~550-token prompt long: past TXVIZ_MAX_TOKENS (256 here, 1024 by default),
-and over the memory budget for fp32 maps, so the page keeps fp16 lower triangles as it does for ~2000
-tokens under the default limits (the same plan at a quarter of the tokens: the old test traced 2000
-tokens, 156 s of the e2e tier under load, most of it the trace and the maps' bytes). The first start's
-default prompt (a dozen tokens) is far inside both.
+2026-12-02). Its limits make a ~300-token prompt long: past TXVIZ_MAX_TOKENS (128 here, 1024 by default),
+and over the memory budget for fp32 maps (108 MiB at its peak against 64 MiB), so the page keeps fp16
+lower triangles (41 MiB) as it does for ~2000 tokens under the default limits (the same plan at a seventh
+of the tokens; the old test traced 2000 tokens, 156 s of the e2e tier under load, most of it the trace
+and the maps' bytes, then 545 tokens). The point needs more tokens than the map has cells (256, so that
+each cell pools a block) and twice the limit; the maps' cost grows with the square of the tokens. The
+first start's default prompt (a dozen tokens) is far inside both limits.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ if reason:
     pytestmark.append(pytest.mark.skip(reason=reason))
 
 PROGRESS = "[data-testid='stProgress']"
-LONG_PROMPT_LIMITS = {"TXVIZ_MAX_TOKENS": "256", "TXVIZ_MEMORY_BUDGET": "256MiB"}
+LONG_PROMPT_LIMITS = {"TXVIZ_MAX_TOKENS": "128", "TXVIZ_MEMORY_BUDGET": "64MiB"}
+LONG_PROMPT_CHARS = 1400  # 294 tokens of assets/texts/how_a_model_reads.txt with the sink
 
 
 def test_first_start_on_an_empty_cache_shows_the_fetch_then_a_heatmap_then_a_long_prompt_pooled(
@@ -82,11 +85,12 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
 
     text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
     tokenizer = tokenizer_from_header(read_gguf_header(gguf_path))
-    n = len(tokenizer.encode(text[:2600], bos="sink").ids)  # the page's default policy: the sink first
+    n = len(tokenizer.encode(text[:LONG_PROMPT_CHARS], bos="sink").ids)  # the page's default policy: the sink first
     block = -(-n // MAX_MAP_CELLS)
-    assert n > 2 * 256 and block > 1, n  # twice the limit; more than one token a cell
+    limit = int(LONG_PROMPT_LIMITS["TXVIZ_MAX_TOKENS"])
+    assert n > 2 * limit and block > 1, n  # twice the limit; more than one token a cell
     prompt = page.locator(".st-key-prompt textarea")
-    prompt.fill(text[:2600])
+    prompt.fill(text[:LONG_PROMPT_CHARS])
     started = time.perf_counter()
     prompt.press("Control+Enter")
     page.wait_for_function("() => document.body.innerText.includes('A long prompt: cost-aware capture')",
@@ -108,6 +112,6 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
                            ".includes('queries 100–163')", timeout=60_000, polling=POLL_MS)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
-    print(f"\n{n}-token prompt (TXVIZ_MAX_TOKENS 256) → pooled map and region drawn: {seconds:.1f} s")
+    print(f"\n{n}-token prompt (TXVIZ_MAX_TOKENS {limit}) → pooled map and region drawn: {seconds:.1f} s")
     page.locator(".st-key-heatmap").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts(tmp_path) / "attention_long.png"), full_page=False)
