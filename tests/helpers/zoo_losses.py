@@ -2,7 +2,9 @@
 check that they rebuild eval.json and the README's MHA/GQA/MQA figures read the same scoring (those tests
 are one xdist group, ``GROUP``, so they run in one process). The held-out token stream is encoded once per
 tokenizer and process too (``val_stream``): the shipped variants share one tokenizer, and encoding the
-400 held-out stories took ~0.17 CPU s in each lab test that reads a prefix of it."""
+400 held-out stories took ~0.17 CPU s in each lab test that reads a prefix of it and each variant
+``held_out`` loads. ``held_out_windows`` itself, the page's, is held to eval.json's window count and
+first losses in tests/app/services/test_zoo.py."""
 
 from __future__ import annotations
 
@@ -17,14 +19,20 @@ GROUP = "zoo-window-losses"
 
 @lru_cache(maxsize=None)
 def held_out(name: str):
-    """(the shipped variant ``name``, its held-out windows as the Design tradeoffs page reads them)."""
-    from txviz.lab.data import held_out_windows
+    """(the shipped variant ``name``, its held-out windows): the two steps of
+    ``txviz.lab.data.held_out_windows`` (the Design tradeoffs page's), the stream encoded once per
+    tokenizer (``val_stream``) instead of once per variant (the MoE finding alone loads four)."""
+    import torch
+
+    from txviz.lab.data import LabData
     from txviz.lab.zoo import CORPUS
     from txviz.loading import load
     from txviz.loading.zoo import SHIPPED_ZOO
 
     loaded = load(SHIPPED_ZOO / name, device="cpu")
-    return loaded, held_out_windows(loaded.tokenizer.backend, CORPUS, loaded.config.max_seq_len)
+    backend = loaded.tokenizer.backend
+    data = LabData(CORPUS, backend, torch.empty(0, dtype=torch.long), val_stream(backend))
+    return loaded, data.val_windows(loaded.config.max_seq_len)
 
 
 def val_stream(backend) -> torch.Tensor:
