@@ -13,10 +13,14 @@ For each prompt length T, two timing workers, each a fresh process timing two me
 
 ``trace_over_plain`` comes from the trace worker alone and ``hf_over_plain`` from the transformers worker
 alone; ``hf_over_trace`` is their quotient, (hf / plain) ÷ (trace / plain), never hf over a trace timed in
-another process. Apart because what runs before a call changes it: transformers' maps (1.2 GB at 1024
-tokens) are allocated, touched and freed every call, and a plain forward or a trace run after that in
-the same process starts on returned, fresh pages (``minflt``: minor page faults per call, medians, says
-how many each method met). Each call's CPU seconds are also divided by its round's plain forward; where
+another process. Apart because what ran before a call changes it: in one process, a quiet run read
+trace / plain at 1024 tokens as 1.04 with nothing between calls and 1.11 after 1.2 GB (transformers'
+maps) was allocated, touched and freed between rounds. Not through page faults (``minflt``: minor faults
+per call, medians): each of those maps is above glibc's 32 MB mmap ceiling, so it is unmapped whole when
+freed and the heap the next call uses is untouched; measured 2026-12-02 at 1024 tokens, load 6, a trace
+met ~23 000 faults a call (its q_rot/k_rot output, fresh by necessity) with or without the 1.2 GB
+between calls, a plain forward 0–130. Whatever it is (caches, TLB), two workers keep each pair of
+figures free of the other method. Each call's CPU seconds are also divided by its round's plain forward; where
 those ratios spread wide (``ratio_spread``, interquartile range over median, above WIDE_SPREAD) more
 rounds are taken, up to MAX_SPREAD_S of sampling per method.
 
@@ -101,7 +105,8 @@ def _merge_timings(traced: dict, beside_hf: dict | None) -> dict:
         return merged
     merged["hf_rounds"] = beside_hf["rounds"]
     for name in tables:
-        merged[name].update({"hf": beside_hf[name].get("hf"), BESIDE_HF: beside_hf[name].get("plain")})
+        figures = {"hf": beside_hf[name].get("hf"), BESIDE_HF: beside_hf[name].get("plain")}
+        merged[name].update({key: value for key, value in figures.items() if value is not None or key == "hf"})
     return merged
 
 
