@@ -1,6 +1,16 @@
 """The Coreference tab in a real browser: click words in the strips, replace the sentence, and the
 marks, the headline and the link follow the new sentence (issue 11, item 1); the query position and
-the model's own answer; a typed sentence ranks the heads from its pronoun to its antecedent. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time is printed."""
+the model's own answer; a link opens the tab, and its "Test it (causal)" section (issue 13) runs on the
+linked trophy sentence against "… too small." and shows the logit differences, the agreement figures and
+the top heads by patching; marks survive a visit to Detectors; a typed sentence ranks the heads from its
+pronoun to its antecedent. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time and what the causal
+test showed are printed.
+
+The causal run uses the session's memo (tests/conftest.py): when the CLI or AppTest test of the pair ran
+first, the page shows their measurement (same model, same inputs), so the test waits little for it in the
+suite (on its own, the server measures the pair: about 20 CPU s). It shares the link's session with the
+coreference steps: one load of the Heads page and one ranking of the trophy sentence, not two (about
+5 CPU s of chromium and the server each)."""
 
 from __future__ import annotations
 
@@ -20,6 +30,7 @@ if reason:
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
 BODY = "[data-testid='stMainBlockContainer']"
+NUMBER = r"[+−-]?\d+\.\d+"
 
 
 def strip(page, name: str):
@@ -34,6 +45,12 @@ def selected(page, name: str) -> list[str]:
 
 def click_word(page, name: str, word: str) -> None:
     strip(page, name).locator("button").filter(has_text=re.compile(f"^{re.escape(word)}$")).first.click()
+
+
+def metric(page, label_start: str) -> float:
+    box = page.locator("[data-testid='stMetric']").filter(has_text=label_start).first
+    value = box.locator("[data-testid='stMetricValue']").inner_text()
+    return float(value.replace("−", "-"))
 
 
 def wait_text(page, text: str, timeout_ms: int = 120_000) -> float:
@@ -84,14 +101,16 @@ def test_marks_follow_a_new_sentence(server, page, tmp_path):
     print("\n" + ", ".join(f"{step}: {seconds:.2f} s" for step, seconds in times.items()))
 
 
-def test_a_link_opens_its_tab_marks_survive_a_visit_to_detectors_and_a_typed_sentence_is_ranked(
-        server, page, tmp_path):
+def test_a_link_opens_its_tab_the_causal_test_runs_on_it_marks_survive_a_visit_to_detectors_and_a_typed_sentence_is_ranked(
+        server, causal_memo, page, tmp_path):
+    # causal_memo: on one worker with the other tests of the trophy pair (tests/conftest.py): one of them measures it
     started = time.perf_counter()
     page.goto(f"{server}/heads?coref_text={quote(TROPHY)}")
     wait_text(page, "put the most attention from it", timeout_ms=180_000)  # opened on Coreference
     print(f"\nlink → coreference ranking: {time.perf_counter() - started:.2f} s")
     assert page.get_by_role("tab", name="Coreference").get_attribute("aria-selected") == "true"
-    click_word(page, "candidates", "fit")
+    the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(page, tmp_path, started)
+    click_word(page, "candidates", "fit")  # after the run: the causal test's candidates are the link's
     wait_text(page, "fit (token")
     page.get_by_role("tab", name="Detectors").click()
     page.wait_for_selector(f".st-key-det_prev {CHART}", timeout=60_000)
@@ -101,6 +120,32 @@ def test_a_link_opens_its_tab_marks_survive_a_visit_to_detectors_and_a_typed_sen
     assert selected(page, "candidates") == ["trophy", "fit", "suitcase"]
     assert page.locator(ERROR).count() == 0
     a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_path)
+
+
+def the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(page, tmp_path, started: float) -> None:
+    wait_text(page, "Test it (causal)", timeout_ms=180_000)
+    opened = time.perf_counter() - started  # from the link's load
+    corrupt = page.locator("[class*='st-key-causal_corrupt_'] input")
+    assert corrupt.input_value().startswith(TROPHY.replace("big", "small"))
+    page.get_by_role("button", name="Run the causal test").click()
+    ran = wait_text(page, "Top heads by patching", timeout_ms=600_000)
+    assert page.locator(ERROR).count() == 0
+    clean, counterfactual = metric(page, "Logit difference"), metric(page, "on the counterfactual")
+    body = page.locator(BODY).inner_text()
+    looks = re.search(rf"Looks at the answer vs moves the answer.*?Spearman\) ({NUMBER}|undefined), "
+                      r"top-10 overlap (\d+)/10", body, re.S)
+    estimate = re.search(rf"Attribution patching vs exact patching: rank correlation \(Spearman\) "
+                         rf"({NUMBER}|undefined), top-10 overlap (\d+)/10", body)
+    top = re.search(r"Top heads by patching: (.*?)\.\n", body + "\n").group(1)
+    page.locator(".st-key-causal_chart_left").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts(tmp_path) / "causal_trophy.png"), full_page=False)
+    figures = lambda m: f"spearman {m.group(1)}, top-10 overlap {m.group(2)}/10" if m else "absent"  # noqa: E731
+    print(f"\nopen {opened:.1f} s, run {ran:.1f} s; logit diff clean {clean:+.3f}, counterfactual "
+          f"{counterfactual:+.3f}; margin vs patching: {figures(looks)}; attribution vs exact: {figures(estimate)}"
+          f"\ntop heads by patching: {top}\nL9 H4 among them: {'L9 H4 (' in top}")
+    assert looks and estimate and top.startswith("L")
+    for chart in ("causal_chart_left", "causal_chart_right", "causal_residual"):  # drawn, not only sent
+        assert page.locator(f".st-key-{chart} {CHART}").count() >= 1, chart
 
 
 def a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_path) -> None:
