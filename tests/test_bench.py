@@ -36,11 +36,16 @@ def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     for key in ("plain_forward_s", "trace_s", "hf_eager_attn_s", "peak_rss_mb", "plain_peak_rss_mb", "hf_peak_rss_mb"):
         assert row[key] > 0, key
     assert row["trace_over_plain"] == pytest.approx(row["trace_s"] / row["plain_forward_s"], rel=1e-2)
+    # transformers was timed beside its own plain forward, in its own worker: hf/trace is the quotient of the ratios
+    assert row["plain_beside_hf_s"] > 0 and set(row["minflt"]) == {"plain", "trace", "hf", "plain_beside_hf"}
+    assert row["hf_over_trace"] == pytest.approx(row["hf_eager_attn_s"] / row["plain_beside_hf_s"]
+                                                 / row["trace_over_plain"], rel=2e-2)
     decode = result["decode"]
     assert decode["new_tokens"] == 4 and decode["txviz_tok_s"] > 0 and decode["hf_tok_s"] > 0
     assert decode["same_tokens"] is True  # greedy on the same weights: the same continuation
     table = bench.markdown(result)
     assert table.startswith("| tokens |") and "| 64 |" in table and "same tokens: True" in table
+    assert "HF / trace = (HF / plain) ÷ (trace / plain)" in table
     assert len(spawned) == 1  # one worker process, its result read back from its stdout
     parts = row["attention_parts"]  # quick runs the breakdown a missed target gets, so it cannot rot
     assert parts["tokens"] == 64 and parts["n_layers"] == 2 and parts["fused_s"] > 0

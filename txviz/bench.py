@@ -119,7 +119,8 @@ def _result_row(n_tokens: int, timing: dict, memory: dict) -> dict:
             "peak_rss_mb": peak.get("trace"), "plain_peak_rss_mb": peak.get("plain"), "hf_peak_rss_mb": peak.get("hf"),
             **{key: None if value is None else round(value, 3) for key, value in wall.items()},
             "best_s": timing["best_seconds"],  # the fastest repeat: least disturbed by other processes
-            "rounds": timing["rounds"], "hf_rounds": timing["hf_rounds"], "minflt": timing["minflt"], "ratio_spread": timing["ratio_spread"],
+            "rounds": timing["rounds"], "hf_rounds": timing["hf_rounds"],
+            "minflt": timing["minflt"], "ratio_spread": timing["ratio_spread"],
             **timing["latency"], "cpu_s": cpu, "skipped": timing["skipped"],
             "load_rss_mb": {m: memory[m]["load_rss_mb"] for m in memory}}
 
@@ -270,7 +271,8 @@ def _timing(job: dict) -> dict:
             "best_seconds": {m: round(min(wall[m]), 4) for m in wall},
             "cpu_seconds": {m: round(statistics.median(cpu[m]), 4) for m in cpu},
             "minflt": {m: int(statistics.median(faults[m])) for m in faults},
-            "ratio_spread": {m: round(_spread(cpu[m], cpu["plain"]), 4) for m in cpu if m != "plain" and "plain" in cpu},
+            "ratio_spread": {m: round(_spread(cpu[m], cpu["plain"]), 4)
+                             for m in cpu if m != "plain" and "plain" in cpu},
             "rounds": rounds}
 
 
@@ -314,7 +316,10 @@ def _spread(seconds: list[float], plain: list[float]) -> float:
     per_round = [s / p for s, p in zip(seconds, plain) if p > 0]
     if len(per_round) < 2:
         return 0.0
-    low, high = statistics.quantiles(per_round, n=4, method="inclusive")[::2] if len(per_round) >= 4 else (min(per_round), max(per_round))
+    if len(per_round) >= 4:
+        low, high = statistics.quantiles(per_round, n=4, method="inclusive")[::2]
+    else:
+        low, high = min(per_round), max(per_round)
     return (high - low) / statistics.median(per_round)
 
 
@@ -336,7 +341,8 @@ def _measure(function: Callable[[], object]) -> tuple[float, float, int]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     del result
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), after.ru_minflt - before.ru_minflt
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, after.ru_minflt - before.ru_minflt
 
 
 def _memory(job: dict) -> dict:
@@ -461,7 +467,8 @@ def _pollution_table(rows: list[dict]) -> list[str]:
              "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in rows:
         faults, spread = row.get("minflt", {}), row.get("ratio_spread", {})
-        lines.append(f"| {row['tokens']} | " + " | ".join(_cell(faults.get(m), "{}") for m in ("plain", "trace", BESIDE_HF, "hf"))
+        counts = " | ".join(_cell(faults.get(m), "{}") for m in ("plain", "trace", BESIDE_HF, "hf"))
+        lines.append(f"| {row['tokens']} | {counts}"
                      + f" | {_cell(spread.get('trace'), '{:.3f}')} | {_cell(spread.get('hf'), '{:.3f}')} | "
                      f"{row.get('rounds')}, {_cell(row.get('hf_rounds'), '{}')} |")
     return lines
