@@ -19,7 +19,8 @@ maps) was allocated, touched and freed between rounds. Not through page faults (
 per call, medians): each of those maps is above glibc's 32 MB mmap ceiling, so it is unmapped whole when
 freed and the heap the next call uses is untouched; measured 2026-12-02 at 1024 tokens, load 6, a trace
 met ~23 000 faults a call (its q_rot/k_rot output, fresh by necessity) with or without the 1.2 GB
-between calls, a plain forward 0–130. Whatever it is (caches, TLB), two workers keep each pair of
+between calls, a plain forward 0–9 400 (the most beside the trace, none beside transformers: ~37 MB, under
+1% of its 2.5 s). Whatever moves the ratio (caches, TLB), two workers keep each pair of
 figures free of the other method. Each call's CPU seconds are also divided by its round's plain forward; where
 those ratios spread wide (``ratio_spread``, interquartile range over median, above WIDE_SPREAD) more
 rounds are taken, up to MAX_SPREAD_S of sampling per method.
