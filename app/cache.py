@@ -348,9 +348,9 @@ def layer_sharing_result(source: str, n_kv_heads: int, text_name: str, max_token
 
 
 @st.cache_resource(show_spinner="Timing one step of the sweep…", max_entries=16)
-def layer_sharing_step_seconds(source: str, n_kv_heads: int, text_name: str, max_tokens: int) -> float:
-    """Seconds one step of the per-layer sweep takes on this server (measured once, kept): the estimate
-    shown before the sweep starts is this times ``layer_sharing_steps``."""
+def layer_sharing_step_seconds(source: str, n_kv_heads: int, text_name: str, max_tokens: int) -> tuple[float, float]:
+    """Seconds of the per-layer sweep's longest and shortest step on this server (measured once, kept): the
+    estimate shown before the sweep starts is ``sweep_seconds`` of the two."""
     loaded = get_model(source)
     ids = texts.shipped_text_ids(loaded, text_name, max_tokens)
     return kv_sharing.layer_sharing_step_seconds(loaded, n_kv_heads, ids, limits())

@@ -37,13 +37,14 @@ def kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor):
 
 
 def layer_sharing_step_seconds(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor,
-                               settings: limits_.Limits) -> float:
-    """Seconds one step of the per-layer sweep takes here (merge one layer, one pass over ``ids``)."""
-    from txviz.analysis.kv.sharing import time_one_layer_step
+                               settings: limits_.Limits) -> tuple[float, float]:
+    """Seconds of the per-layer sweep's longest and shortest step here (merge layer 0 and run every
+    layer; merge the last and run it alone), for ``txviz.analysis.kv.sharing.sweep_seconds``."""
+    from txviz.analysis.kv.sharing import time_sweep_steps
 
-    check_passes(loaded, ids.shape[0], 1, "timing one step of the per-layer sweep", settings)
+    check_passes(loaded, ids.shape[0], 2, "timing two steps of the per-layer sweep", settings)
     with threads_for_this_run():  # the estimate is timed under the rule the sweep runs under
-        return time_one_layer_step(loaded.model, ids, n_kv_heads)
+        return time_sweep_steps(loaded.model, ids, n_kv_heads)
 
 
 def layer_sharing(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor, settings: limits_.Limits, progress=None):

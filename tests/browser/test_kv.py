@@ -140,7 +140,7 @@ def the_sharing_tab_sweep_says_how_long_and_stops_on_a_click_and_the_mha_toggle_
     page.wait_for_selector(".st-key-layers_run button", timeout=180_000)
     page.wait_for_selector(".st-key-live_kv button", timeout=180_000)
     wait_idle(page)
-    assert "About " in page.locator("body").inner_text() and "× 38 steps" in page.locator("body").inner_text()
+    assert "About " in page.locator("body").inner_text() and "38 steps over" in page.locator("body").inner_text()
     page.locator(".st-key-layers_run button").click()
     page.wait_for_function("() => /step \\d+ of 38/.test(document.body.innerText)", timeout=60_000, polling=POLL_MS)
     page.locator(".st-key-layers_stop button").first.click()

@@ -10,7 +10,7 @@ from app import cache
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
-from txviz.analysis.kv.sharing import layer_sharing_steps
+from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
 
 
 def draw(source, config, options: dict, text_name: str, text_tokens: int) -> None:
@@ -43,13 +43,13 @@ def run(slot, source, config, target: int, text_name: str, text_tokens: int):
         done = st.session_state.pop("_layers_done", 0)
         st.info(f"Stopped after {done} of {steps} steps; nothing was kept. Start it again to measure.")
     try:
-        step = cache.layer_sharing_step_seconds(source, target, text_name, text_tokens)
+        first, last = cache.layer_sharing_step_seconds(source, target, text_name, text_tokens)
     except ValueError as error:
         st.warning(str(error))
         return None
-    estimate = step * steps
-    slot.caption(f"About **{estimate:.0f} s** here: one step (merge one layer, one pass over {text_tokens} tokens) "
-                 f"measured {step:.2f} s, × {steps} steps.")
+    estimate = sweep_seconds(config, first, last)
+    slot.caption(f"About **{estimate:.0f} s** here, {steps} steps over {text_tokens} tokens: a step runs the layers "
+                 f"from the one it merges on (measured {first:.2f} s merging the first layer, {last:.2f} s the last).")
     if not slot.button(f"Measure all {config.n_layers} layers (≈ {estimate:.0f} s)", key="layers_run"):
         return None
     slot.button("Stop", key="layers_stop", help="Ends the sweep; nothing partial is kept.")

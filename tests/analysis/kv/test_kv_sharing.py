@@ -10,7 +10,7 @@ from torch.testing import assert_close
 
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz.analysis.kv.sharing import (layer_sharing, layer_sharing_steps, merge_kv_heads, merged_kv_bytes_per_token,
-                                       quality_vs_original, time_one_layer_step, to_kv_groups)
+                                       quality_vs_original, sweep_seconds, time_sweep_steps, to_kv_groups)
 from txviz.model.kv_cache import kv_bytes_per_token
 
 
@@ -97,11 +97,32 @@ def test_the_step_count_is_what_progress_reports(model, path_points):
     assert reported == [(done, steps) for done in range(1, steps + 1)]
 
 
-def test_one_step_is_timed_and_leaves_the_model_alone(model):
+def test_the_longest_and_shortest_steps_are_timed_and_leave_the_model_alone(model):
     ids = random_ids(model.config, 12)
     before = logits(model, ids)
-    assert 0 < time_one_layer_step(model, ids, 1) < 60
+    first, last = time_sweep_steps(model, ids, 1)
+    assert 0 < first < 60 and 0 < last < 60
     assert torch.equal(logits(model, ids), before)
+
+
+def test_the_estimate_counts_the_layers_each_step_runs(model, monkeypatch):
+    """``sweep_seconds`` assumes the original runs every layer, the step merging layer i runs the n − i
+    layers from it on (linear between the timed first and last steps) and each path point at most all of
+    them (the point that merges nothing runs none): the sweep's own calls, counted, are that."""
+    from txviz.model.transformer import Decoder
+
+    runs, real = [], Decoder._layers_on
+    monkeypatch.setattr(Decoder, "_layers_on", lambda self, x, q_pos, first, *a, **k:
+                        runs.append(len(self.layers) - first) or real(self, x, q_pos, first, *a, **k))
+    layer_sharing(model, random_ids(model.config, 12), 2, path_points=3)
+    n = model.config.n_layers
+    original, per_layer, path = runs[0], runs[1:n + 1], runs[n + 1:]
+    assert original == n and per_layer == [n - i for i in range(n)] and all(k <= n for k in path)
+    assert len(runs) == layer_sharing_steps(model.config, 3) - 1
+    first, last = 2.0, 0.5
+    cost = lambda k: last + (first - last) * (k - 1) / (n - 1)  # noqa: E731
+    assert sweep_seconds(model.config, first, last, 3) == pytest.approx(first + sum(map(cost, per_layer)) + first * len(path))
+    assert sweep_seconds(model.config, 1.5, 1.5, 3) == pytest.approx(1.5 * (layer_sharing_steps(model.config, 3) - 1))
 
 
 @pytest.mark.parametrize("config", [tiny_config(n_layers=4, n_heads=8, n_kv_heads=4),

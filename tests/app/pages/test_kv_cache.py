@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -278,7 +279,9 @@ def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(kv_p
     at.select_slider(key="live_tokens").set_value(128).run()
     assert "layers_kl" not in chart_keys(at)  # on request only
     estimate = next(c.value for c in at.caption if c.value.startswith("About **"))
-    assert "× 38 steps" in estimate  # the original, 30 layers, 7 points of the path (the first needs no pass)
+    assert "38 steps over 128 tokens" in estimate  # the original, 30 layers, 7 points of the path (the first needs no pass)
+    first, last = (float(s) for s in re.findall(r"measured (\d+\.\d+) s merging the first layer, (\d+\.\d+) s the last", estimate)[0])
+    assert first > 0 and last > 0
     seconds = int(estimate.split("**")[1].split()[0])
     assert at.button(key="layers_run").label == f"Measure all 30 layers (≈ {seconds} s)"
     original = next(m for m in at.metric if m.label == "Perplexity")

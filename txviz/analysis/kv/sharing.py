@@ -223,14 +223,32 @@ def layer_sharing_steps(config: ModelConfig, path_points: int = 7) -> int:
     return 1 + config.n_layers + len(_path_counts(config.n_layers, path_points))
 
 
-def time_one_layer_step(model: Decoder, ids, n_kv_heads: int = 1) -> float:
-    """Seconds one step of ``layer_sharing`` takes here (merge layer 0, then a forward pass), measured:
-    times ``layer_sharing_steps`` it bounds the whole sweep from above before it starts (the sweep's
-    steps start at their first merged layer; layer 0's is the longest)."""
+def time_sweep_steps(model: Decoder, ids, n_kv_heads: int = 1) -> tuple[float, float]:
+    """Seconds, measured here, of ``layer_sharing``'s longest and shortest steps: merging layer 0 (every
+    layer runs, then the logits) and merging only the last layer (one layer runs, then the logits; timed
+    from the embeddings' output, which has the shape of the residual entering it, so it does the same
+    work). ``sweep_seconds`` turns the two into the sweep's estimate."""
     ids = model.check_ids(ids)
     start = time.perf_counter()
     _log_probs(merge_kv_heads(model, [0], n_kv_heads), ids)
-    return time.perf_counter() - start
+    first = time.perf_counter() - start
+    last_layer = model.config.n_layers - 1
+    with torch.inference_mode():
+        entering = model.embed(ids.to(next(model.parameters()).device))
+    start = time.perf_counter()
+    _merged_log_probs(model, [last_layer], n_kv_heads, {last_layer: entering})
+    return first, time.perf_counter() - start
+
+
+def sweep_seconds(config: ModelConfig, first_s: float, last_s: float, path_points: int = 7) -> float:
+    """The sweep's time from its longest and shortest step (``time_sweep_steps``): the original's pass
+    (a whole one), a step per layer that runs the layers from it on (linear between the two), and the
+    path's points that merge something, each bounded by a whole pass (their first merged layer is known
+    only once the layers are ranked; the point that merges nothing runs no pass)."""
+    n = config.n_layers
+    per_layer = [last_s + (first_s - last_s) * (n - 1 - i) / max(n - 1, 1) for i in range(n)]
+    path_passes = sum(1 for count in _path_counts(n, path_points) if count)
+    return first_s + sum(per_layer) + first_s * path_passes
 
 
 def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int = 7,
