@@ -197,11 +197,12 @@ def _original_pass(model: Decoder, ids: torch.Tensor) -> tuple[torch.Tensor, tor
 def _merged_log_probs(model: Decoder, layers: list[int], n_kv_heads: int, entering: torch.Tensor) -> torch.Tensor:
     """``_log_probs(merge_kv_heads(model, layers, n_kv_heads), ids)`` without the layers below the first
     merged one: they are the original's, so the variant resumes from the original's residual there
-    (``entering``: ``_original_pass``'s). The same numbers, a pass of only the layers from there on."""
+    (``entering``: the residual entering the first merged layer, (B, T, d)). The same numbers, a pass of
+    only the layers from there on."""
     first = min(layers)
     variant = merge_kv_heads(model, layers, n_kv_heads)
     with torch.inference_mode():
-        logits = variant.resume(entering[first].to(next(model.parameters()).device), first)
+        logits = variant.resume(entering.to(next(model.parameters()).device), first)
         return F.log_softmax(logits[:, :-1].float(), dim=-1)  # (B, T−1, V)
 
 
@@ -236,7 +237,7 @@ def time_sweep_steps(model: Decoder, ids, n_kv_heads: int = 1) -> tuple[float, f
     with torch.inference_mode():
         entering = model.embed(ids.to(next(model.parameters()).device))
     start = time.perf_counter()
-    _merged_log_probs(model, [last_layer], n_kv_heads, {last_layer: entering})
+    _merged_log_probs(model, [last_layer], n_kv_heads, entering)
     return first, time.perf_counter() - start
 
 
@@ -277,7 +278,7 @@ def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int 
     tick()
     layer_kl, layer_top1 = [], []
     for layer in range(config.n_layers):
-        kl, top1, _ = _compare(logp_o, _merged_log_probs(model, [layer], n_kv_heads, entering), ids)
+        kl, top1, _ = _compare(logp_o, _merged_log_probs(model, [layer], n_kv_heads, entering[layer]), ids)
         layer_kl.append(kl)
         layer_top1.append(top1)
         tick()
@@ -286,7 +287,7 @@ def layer_sharing(model: Decoder, ids, n_kv_heads: int = 1, *, path_points: int 
     for count in counts:
         merged = order[:count]
         if count:
-            kl, top1, ppl = _compare(logp_o, _merged_log_probs(model, merged, n_kv_heads, entering), ids)
+            kl, top1, ppl = _compare(logp_o, _merged_log_probs(model, merged, n_kv_heads, entering[min(merged)]), ids)
         else:
             kl, top1, ppl = 0.0, 1.0, ppl_o
         for key, value in zip(("layers", "kl", "top1", "ppl", "bytes"),
