@@ -31,7 +31,7 @@ def test_hostile_templates_are_refused_in_well_under_the_deadline(template, reas
 
 def test_a_long_loop_is_stopped_at_the_deadline_and_the_next_render_works():
     started = time.perf_counter()
-    with pytest.raises(ChatTemplateError, match="ran for more than"):
+    with pytest.raises(ChatTemplateError, match=f"ran for more than {CHAT_TEMPLATE_SECONDS:g} s and was stopped"):
         render_chat_template("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
                              CONTEXT)
     assert CHAT_TEMPLATE_SECONDS <= time.perf_counter() - started < CHAT_TEMPLATE_SECONDS + 3
