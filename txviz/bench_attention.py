@@ -14,12 +14,23 @@ The fused kernel gives the output and, at most, each row's log-sum-exp; the summ
 largest weight (``max_weight``) and Σ p·s (the entropy), which no torch kernel returns, so the traced
 path multiplies the scores out block by block. That is the bound this breakdown measures.
 
+* ``lse_route_s`` times the other route, through the fused kernel's own outputs (issue 14's suggestion),
+  for the entropy alone: torch's CPU flash kernel returns each row's log-sum-exp beside the output, and
+  Σ p·s = scale·q·(PK) is a second call with the keys as the values (the kernel needs V's head size to
+  equal Q's, so K cannot ride along V in one call). That is two fused calls before ``max_weight``, which
+  needs every score anyway. Measured 2026-12-02 on SmolLM2's layer 5 (CPU ms, one thread, median of 5,
+  load 3–6): at 1024 tokens fused 16.4, the route 34.0 (2.07×), the whole traced path with every summary
+  24.9 (1.51×); at 4096 fused 237, the route 438 (1.85×), traced 386 (1.63×). ``_lse_route``'s entropy
+  equals the summaries' (tests/test_bench_attention_route.py), so the time is that of the right numbers.
+
 Measured 2026-12-02 on one SmolLM2 layer, one thread, load average 5–7 (CPU ms): at 4096 tokens fused 200,
 traced 382 = products 211 + softmax 102 + the rest 70; at 8192 fused 833, traced 1687 = products 745 +
 softmax 497 + the rest 446. The explicit products alone cost what the whole fused kernel does (89–105%),
 so products and softmax without any summary are already 1.5× the fused attention: with the plain
 forwards these runs imply (about 16 s and 50 s at 4096 and 8192, from the 1.35×/1.51× measured beside
 them earlier) that alone puts a trace near 1.2× and 1.25× (``describe``'s floor, from a run's own plain).
+At 1024 tokens it is the other way round (layer 0, load 2–5): products 10.6 + softmax 3.9 against the
+fused kernel's 16.0, so the whole excess (9.3 ms a layer, 1.49×) is the summaries, mask and copies.
 Not allocation: a traced layer call takes no minor page fault (the blockwise path's two buffers are made
 once per layer and glibc hands back the same pages); the only fresh pages of a trace are q_rot and k_rot,
 its output (90 MB at 1024 tokens: ~23 000 faults, ~40 ms of first touch, 1–2% of the call). Splitting
@@ -53,8 +64,10 @@ def attention_parts(model, ids: torch.Tensor, repeats: int = 3) -> dict:
     def traced():
         attn.attend(q, k, v, ctx, recorder)
 
+    route = lse_route(attn, q, k, v, ctx)
     with torch.inference_mode():
         seconds = {
+            **({"lse_route_s": _fastest(route, repeats)} if route is not None else {}),
             "fused_s": _fastest(lambda: attn.attend(q, k, v, ctx), repeats),
             "traced_s": _fastest(traced, repeats),
             "products_s": _fastest(lambda: _blocks(attn, q, k, v, ctx, softmax=False), repeats),
@@ -95,6 +108,23 @@ def _blocks(attn, q, k, v, ctx, *, softmax: bool) -> None:
         torch.matmul(weights.to(q.dtype).view(b, h_kv, g * n, width), v[:, :, keys])
 
 
+def lse_route(attn, q, k, v, ctx) -> Callable[[], tuple[torch.Tensor, torch.Tensor]] | None:
+    """The entropy through the fused kernel (see ``lse_route_s`` above): a function returning the layer's
+    output (B, H, T, D) and each row's entropy (B, H, T), or None where torch's CPU flash kernel cannot
+    run this layer as the model does (another device, a mask beyond the causal one, soft-capped scores)."""
+    kernel = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if kernel is None or q.device.type != "cpu" or not ctx.is_causal or attn.softcapped:
+        return None
+
+    def run():
+        keys = k.repeat_interleave(attn.n_groups, dim=1)  # the kernel has no GQA: KV head j serves heads j·g…
+        out, log_sum_exp = kernel(q, keys, v.repeat_interleave(attn.n_groups, dim=1), 0.0, True, scale=attn.scale)
+        weighted_keys, _ = kernel(q, keys, keys, 0.0, True, scale=attn.scale)  # Σ_j p_ij k_j
+        return out, log_sum_exp - attn.scale * (q * weighted_keys).sum(-1)  # lse − Σ p·s
+
+    return run
+
+
 def _fastest(function: Callable[[], object], repeats: int) -> float:
     """CPU seconds of this thread, the least of ``repeats`` runs after one warm-up."""
     function()
@@ -118,7 +148,21 @@ def describe(parts: dict, plain_s: float | None = None) -> str:
             f"fused kernel {ms['fused_s']:.1f}; traced {ms['traced_s']:.1f} "
             f"({parts['traced_s'] / parts['fused_s']:.2f}×) = explicit QKᵀ and PV products {ms['products_s']:.1f} "
             f"+ softmax {ms['softmax_s']:.1f} + summaries, mask and copies {ms['summaries_s']:.1f}. "
-            f"Over {parts['n_layers']} layers that is {extra:.2f} s more than the fused kernel, of which products "
-            f"and softmax alone, with no summary at all, are {floor:.2f} s{floor_ratio}. The products alone "
+            f"Over {parts['n_layers']} layers that is {extra:.2f} s more than the fused kernel, "
+            + (f"of which products and softmax alone, with no summary at all, are {floor:.2f} s{floor_ratio}. " if floor > 0
+               else f"while products and softmax alone, with no summary at all, cost {-floor:.2f} s less than the fused "
+                    f"kernel: the whole excess is the summaries, mask and copies. ")
+            + f"The products alone "
             f"take {parts['products_s'] / parts['fused_s']:.0%} of the fused kernel's time: no torch kernel returns "
-            f"a row's largest weight or Σ p·s, so only a custom kernel fusing them into its tiles would close the gap.")
+            f"a row's largest weight or Σ p·s, so only a custom kernel fusing them into its tiles would close the gap."
+            + _route_sentence(parts))
+
+
+def _route_sentence(parts: dict) -> str:
+    if parts.get("lse_route_s") is None:
+        return ""
+    route, traced = parts["lse_route_s"], parts["traced_s"]
+    return (f" The fused kernel's own route to the entropy alone (its row log-sum-exp, and a second call with K as "
+            f"the values for Σ p·s) takes {route * 1000:.1f} ({route / parts['fused_s']:.2f}× the fused kernel), "
+            f"{'more' if route > traced else 'less'} than the whole traced path, before max_weight, which needs "
+            f"every score.")
