@@ -7,7 +7,7 @@ nothing unpickled):
 
 * metadata keys → ``ModelConfig`` (``config_from_header``);
 * GGUF tensor names → txviz parameter names (``LAYER_NAMES``, ``GLOBAL_NAMES``, ``EXPERT_NAMES``),
-  every tensor dequantized to float32 by ``gguf.quants.dequantize``;
+  every tensor dequantized to float32 by ``gguf.quants``' block code (``dequantize_array``);
 * ``unpermute_rope_rows`` (llama arch only): llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``)
   reorders the rows of each Q and K head so that RoPE can rotate *adjacent* pairs; txviz, like the
   HuggingFace reference, rotates pairs (i, i + D/2). The rows are put back — transformers'
@@ -266,10 +266,8 @@ def tokenizer_from_header(h: GGUFHeader) -> Tokenizer | None:
 # ---- tensors → state dict -----------------------------------------------------------------------
 def dequantize_tensor(tensor) -> torch.Tensor:
     """One GGUF tensor as float32, in PyTorch's (rows, columns) order (GGUF lists dims reversed)."""
-    from gguf.quants import dequantize
-
     try:
-        values = dequantize(tensor.data, tensor.tensor_type)
+        values = dequantize_array(tensor.data, tensor.tensor_type)
     except NotImplementedError as exc:
         raise ModelLoadError(f"tensor {tensor.name}: quantization type {tensor.tensor_type.name} cannot be "
                              "dequantized by the gguf package") from exc
@@ -277,6 +275,33 @@ def dequantize_tensor(tensor) -> torch.Tensor:
     if np.may_share_memory(values, tensor.data):  # F32 is a view into the read-only file mapping
         values = values.copy()
     return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(shape))
+
+
+DEQUANTIZE_CHUNK_VALUES = 1 << 16  # float32 values per call of the package's block code (256 KB)
+
+
+def dequantize_array(data: np.ndarray, qtype) -> np.ndarray:
+    """``gguf.quants.dequantize(data, qtype)``, the same values to the bit, in about half its time.
+
+    The package calls its block code on 16 rows at a time, through the file's memmap (numpy's Python-level
+    hooks on every slice), and keeps every result until one final concatenate: Gemma 3's 671 MB embedding
+    held twice. Every GGML quantization type decodes each block (32 or 256 values) on its own, so the same
+    block code runs here on runs of whole blocks (~64k values) of a plain view of the bytes, each written
+    straight into the output. Types of one value per block (F32, F16, BF16) go to the package as they are."""
+    from gguf import GGML_QUANT_SIZES
+    from gguf.quants import dequantize, quant_shape_from_byte_shape
+
+    block, type_size = GGML_QUANT_SIZES.get(qtype, (1, 1))
+    if block == 1:  # also an unknown type: the package raises NotImplementedError for it
+        return dequantize(data, qtype)
+    shape = quant_shape_from_byte_shape(data.shape, qtype)  # the package's own check of the row length
+    blocks = data.view(np.ndarray).reshape(-1, type_size)  # (n_blocks, type_size) bytes
+    out = np.empty((len(blocks), block), dtype=np.float32)
+    step = max(1, DEQUANTIZE_CHUNK_VALUES // block)
+    for start in range(0, len(blocks), step):
+        run = blocks[start:start + step]
+        out[start:start + len(run)] = dequantize(run.reshape(1, -1), qtype).reshape(-1, block)  # one row of blocks
+    return out.reshape(shape)
 
 
 def txviz_names(gguf_name: str, config: ModelConfig) -> dict[str, str | int] | None:
