@@ -24,6 +24,11 @@ def _kind(value: Any) -> str:
     return "a string" if isinstance(value, str) else f"a value of type {type(value).__name__}"
 
 
+def _allowed(kind: type, types: tuple[type, ...]) -> bool:
+    """An element of this type is one of ``types`` (as ``isinstance`` says), and not a bool (an int to Python)."""
+    return not issubclass(kind, bool) and issubclass(kind, types)
+
+
 def tokenizer_field_problem(metadata: Mapping[str, Any]) -> str | None:
     """Why the tokenizer arrays in ``metadata`` are unusable (one line), or None when they are lists of
     the right element type (or absent)."""
@@ -33,7 +38,8 @@ def tokenizer_field_problem(metadata: Mapping[str, Any]) -> str | None:
         value = metadata[key]
         if not isinstance(value, list):
             return f"metadata key {key!r} must be a list of {described}, got {_kind(value)} ({str(value)[:40]!r})"
-        wrong = next((item for item in value if isinstance(item, bool) or not isinstance(item, types)), None)
-        if wrong is not None:
-            return f"metadata key {key!r} must be a list of {described}, but holds {_kind(wrong)} ({str(wrong)[:40]!r})"
+        if all(_allowed(kind, types) for kind in set(map(type, value))):  # C-speed pass: 3 x 262k items on Gemma
+            continue
+        wrong = next(item for item in value if not _allowed(type(item), types))
+        return f"metadata key {key!r} must be a list of {described}, but holds {_kind(wrong)} ({str(wrong)[:40]!r})"
     return None
