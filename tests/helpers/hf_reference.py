@@ -44,7 +44,12 @@ def gguf_read_once():
     own parsing code, unchanged, but each of its ~3 million slices of Gemma's vocabulary no longer passes
     through memmap's Python-level hooks, and neither do transformers' reads of those parts afterwards.
     The same fields, parts, types and tensor data (compared element by element on Gemma 3 270M); Gemma's
-    reader 15.0 -> 4.5 CPU s, its HF load 27.9 -> 16.0 (2026-12-02, load 6)."""
+    reader 15.0 -> 4.5 CPU s, its HF load 27.9 -> 16.0 (2026-12-02, load 6).
+
+    transformers dequantizes each tensor with ``gguf.dequantize``; while open that is txviz's
+    ``dequantize_array``, the package's own block code on runs of whole blocks, held to the package's
+    float32 bytes for every block type by tests/loading/test_gguf_dequantize.py (and on every tensor of
+    both real models when it was written): the same weights, Gemma's 4.5 -> 0.9 CPU s."""
     import gguf
 
     import txviz.loading.gguf_reader  # noqa: F401  (binds its subclass to the real class before the patch)
@@ -57,8 +62,11 @@ def gguf_read_once():
             readers[key] = build(path, *args, **kwargs)
         return readers[key]
 
+    from txviz.loading.gguf import dequantize_array
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gguf, "GGUFReader", reader)
+        patch.setattr(gguf, "dequantize", dequantize_array)  # the package's bytes (tests/loading/test_gguf_dequantize.py)
         patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
         yield
 
