@@ -4,10 +4,13 @@ stopped with one clear line, quickly, and a normal template still renders."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
-from txviz.loading.chat_template import CHAT_TEMPLATE_SECONDS, ChatTemplateError, render_chat_template
+from txviz.loading import chat_template
+from txviz.loading.chat_template import (CHAT_TEMPLATE_LIMITS, CHAT_TEMPLATE_SECONDS, ChatTemplateError,
+                                         render_chat_template)
 from txviz.loading.isolated import IsolatedError, Limits, run_worker
 
 CONTEXT = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True,
@@ -29,15 +32,33 @@ def test_hostile_templates_are_refused_in_well_under_the_deadline(template, reas
     assert time.perf_counter() - started < CHAT_TEMPLATE_SECONDS
 
 
-def test_a_long_loop_is_stopped_at_the_deadline_and_the_next_render_works():
+def test_a_long_loop_is_stopped_at_the_deadline_and_the_next_render_works(monkeypatch):
+    """The loop runs for hours, so the deadline's value is not under test here: 0.5 s instead of the real
+    one (whose child burnt 2 CPU s); the next test holds render_chat_template to CHAT_TEMPLATE_LIMITS."""
+    deadline = 0.5
+    monkeypatch.setattr(chat_template, "CHAT_TEMPLATE_SECONDS", deadline)
+    monkeypatch.setattr(chat_template, "CHAT_TEMPLATE_LIMITS", replace(CHAT_TEMPLATE_LIMITS, seconds=deadline))
     started = time.perf_counter()
-    with pytest.raises(ChatTemplateError, match=f"ran for more than {CHAT_TEMPLATE_SECONDS:g} s and was stopped"):
+    with pytest.raises(ChatTemplateError, match=f"ran for more than {deadline:g} s and was stopped"):
         render_chat_template("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
                              CONTEXT)
-    assert CHAT_TEMPLATE_SECONDS <= time.perf_counter() - started < CHAT_TEMPLATE_SECONDS + 3
+    assert deadline <= time.perf_counter() - started < deadline + 3
     rendered = render_chat_template("{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}"
                                     "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}", CONTEXT)
     assert rendered == "<s>[user] hi[assistant]"
+
+
+def test_the_real_deadline_is_what_the_child_gets_and_what_the_message_says(monkeypatch):
+    sent = []
+
+    def timed_out(name, request, limits):  # what run_worker raises once the child is past its deadline
+        sent.append((name, limits))
+        raise IsolatedError("timeout", f"stopped after {limits.seconds:g} s")
+
+    monkeypatch.setattr(chat_template, "run_worker", timed_out)
+    with pytest.raises(ChatTemplateError, match=r"^the chat template ran for more than 2 s and was stopped$"):
+        render_chat_template("{{ bos_token }}", CONTEXT)
+    assert sent == [("chat_template", CHAT_TEMPLATE_LIMITS)] and CHAT_TEMPLATE_LIMITS.seconds == CHAT_TEMPLATE_SECONDS
 
 
 def test_small_powers_and_products_still_work():

@@ -156,7 +156,7 @@ def test_templates_that_fail_or_explode_give_a_tokenizer_error(template, message
 ])
 def test_a_template_that_loops_for_hours_is_stopped(template, monkeypatch):
     """Both loops run for hours, so any deadline stops them: a 0.3 s one here (the real one burnt 2 CPU s per
-    loop); tests/loading/test_isolated_templates.py waits out the real CHAT_TEMPLATE_SECONDS and its message."""
+    loop); tests/loading/test_isolated_templates.py holds the real CHAT_TEMPLATE_LIMITS and its message."""
     monkeypatch.setattr(chat_template, "CHAT_TEMPLATE_SECONDS", 0.3)
     monkeypatch.setattr(chat_template, "CHAT_TEMPLATE_LIMITS", replace(chat_template.CHAT_TEMPLATE_LIMITS, seconds=0.3))
     started = time.perf_counter()
