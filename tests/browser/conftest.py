@@ -20,6 +20,20 @@ from tests.helpers.browser import CONTEXT_OPTIONS, track_reruns
 VIEWPORT = CONTEXT_OPTIONS["viewport"]
 
 
+def pytest_collection_modifyitems(items):
+    """Every test on the session's shared ``server`` goes to one xdist worker, with the trophy pair's tests
+    (tests/conftest.py's CAUSAL_MEMO_GROUP, which test_coref's causal run already joins for the memo): one
+    server start, one load of the model in it and one first (cold) load of the app in the kept page, not
+    one per worker (about 9 CPU s; measured 2026-12-02 at load 3-7: a cold Attention page 6.3-7.3 CPU s of
+    chromium and 3.8-4.8 of the server, a reload 2.0-2.4 and 0.2-0.3). The tests on servers of their own
+    (test_first_run, tests/app/test_bench_app.py) go to whichever worker is free."""
+    from tests.conftest import CAUSAL_MEMO_GROUP
+
+    for item in items:
+        if "server" in getattr(item, "fixturenames", ()) and item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group(CAUSAL_MEMO_GROUP))
+
+
 @pytest.fixture(scope="session")
 def kept_tab(browser):
     """One 1500 × 1100 page (reduced motion: tests/helpers/browser.py) for the worker's browser tests; load the

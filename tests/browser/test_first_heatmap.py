@@ -83,15 +83,14 @@ KEPT = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector
 })"""
 
 
-def test_a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
-        server, page, tmp_path):
+def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
+        page, tmp_path) -> None:
     """A newcomer types a prompt into the page's first text box, then switches the head and the layer. The
     head grid and the head view (app/components) keep their elements across reruns and repaint with the
     new prompt's values (Streamlit rebuilt their plotly charts from an empty element on every new prompt
     and head switch); the head view's lines carry their hover, the grid outlines the page's head; arrow
-    keys on the layer slider move the head's map; the view is in the link at every step."""
-    page.goto(server)
-    page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=180_000)
+    keys on the layer slider move the head's map; the view is in the link at every step. (On the page a
+    shared link opened, layer 0: a load of its own would cost chromium and the server about 2.5 CPU s.)"""
     page.wait_for_selector(".txviz-head-view[data-painted]", timeout=180_000)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
@@ -137,7 +136,7 @@ def type_a_prompt(page) -> None:
     wait_idle(page)
     print(f"\nEnter → heatmap drawn: {seconds:.2f} s")
     assert page.locator(ERROR).count() == 0
-    assert "prompt=" in page.url  # the view is in the URL
+    assert "prompt=Alice" in page.url  # the view is in the URL (the typed prompt's, not the link's)
 
 
 def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
@@ -153,11 +152,12 @@ def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
     assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
-def test_the_attention_address_opens_the_page_without_not_found_and_a_click_on_the_head_grid_opens_that_head(
+def test_the_attention_address_opens_the_page_without_not_found_a_click_on_the_head_grid_opens_that_head_and_a_typed_prompt_repaints_in_place(
         server, page, tmp_path):
     """Streamlit answers its default page's own address with "Page not found": /attention must open the
     page, and / must forward to it with the link's view. In between, clicks on the head grid of a laptop's
-    window."""
+    window. Then, on the page the link opened, a typed prompt, a head and a layer (one session: one load
+    fewer)."""
     page.set_viewport_size({"width": 1100, "height": 1000})  # narrow grid columns (conftest's page resets it)
     started = time.perf_counter()
     page.goto(f"{server}/attention?layer=2")
@@ -178,6 +178,8 @@ def test_the_attention_address_opens_the_page_without_not_found_and_a_click_on_t
     assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
     assert "4: link" in heatmap_text(page)
     assert "Page not found" not in page.locator("body").inner_text()
+    a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
+        page, tmp_path)
 
 
 def clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path) -> None:

@@ -54,11 +54,26 @@ def model_layer(default_model, layer: int) -> tuple[np.ndarray, list[str]]:
 
 def model_layer_of(default_model, prompt: str, layer: int) -> tuple[np.ndarray, list[str]]:
     """(heads, T, T) of ``prompt``'s layer, from a trace run here, and its tokens."""
+    maps, tokens = model_maps_of(default_model, prompt)
+    return maps[layer], tokens
+
+
+_TRACED: dict = {}  # (model, prompt) -> every layer's maps: a test reads several layers of one prompt
+
+
+def model_maps_of(default_model, prompt: str) -> tuple[np.ndarray, list[str]]:
+    """(layers, heads, T, T) of ``prompt`` from one trace run here (a trace captures every layer), and its tokens."""
     from txviz.capture.trace import trace
 
-    encoding = default_model.tokenizer.encode(prompt, bos="sink")
-    tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",))
-    return np.stack([tr.attn(layer, h).numpy() for h in range(default_model.config.n_heads)]), encoding.tokens
+    key = (id(default_model), prompt)
+    if key not in _TRACED:
+        encoding = default_model.tokenizer.encode(prompt, bos="sink")
+        tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",))
+        config = default_model.config
+        maps = np.stack([[tr.attn(layer, h).numpy() for h in range(config.n_heads)] for layer in range(config.n_layers)])
+        _TRACED.clear()  # one prompt at a time: the tests read one prompt's layers, then move on
+        _TRACED[key] = (maps, encoding.tokens)
+    return _TRACED[key]
 
 
 def painted_head(page) -> int:
@@ -191,37 +206,63 @@ def open_long_prompt(page, server, prompt: str, layer: int) -> None:
     page.evaluate(COUNT_SENDS)  # after the load: an init script would stay on the kept page for later tests
 
 
-def test_the_neighbour_layers_are_prefetched_a_switch_to_one_sends_nothing_and_a_missing_one_is_fetched_alone(
+WATCH_FETCHES = """() => {  // every request for a layer: the prompt whose view asked it, and the layer
+  const root = document.querySelector(".st-key-heatmap .txviz-head-maps");
+  window.txvizFetched = [];  // the record comes at the end of the task that asked: its view is still the page's
+  new MutationObserver((records) => records.forEach(() => window.txvizFetched.push(
+    [root.txvizData.prompt_id, Number(root.dataset.asked)]))).observe(root, {attributes: true, attributeFilter: ['data-fetches']});
+}"""
+HELD_OF = "id => [...(window.__txvizHeadMaps.prompts.get(id) || new Map()).keys()].sort((a, b) => a - b)"
+
+
+def test_a_new_prompt_stops_the_old_prompts_prefetch_then_a_switch_to_a_prefetched_neighbour_sends_nothing_and_a_missing_layer_is_fetched_alone(
         server, page, default_model):
-    """One session on a 100-token prompt: ↓ to a prefetched neighbour sends nothing; a far layer the browser
-    lacks is fetched by the maps' fragment alone; back to a layer it holds sends nothing."""
-    n = 100  # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
-    prompt = long_prompt(default_model.tokenizer, n)
-    open_long_prompt(page, server, prompt, 3)
+    """One session, one load of the page (a load costs chromium and the server about 2.5 CPU s): the prompt
+    changes while the old prompt's neighbours are being fetched: from the moment the new prompt's view is in
+    the page, nothing more of the old prompt's comes, and the new one's neighbours are prefetched (±1 then
+    ±2, one request per layer, none repeated). On the new prompt: ↓ to a prefetched neighbour sends nothing;
+    a far layer the browser lacks is fetched by the maps' fragment alone; back to a layer it holds sends
+    nothing."""
+    # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
+    old, new = (long_prompt(default_model.tokenizer, n) for n in (100, 101))
+    open_long_prompt(page, server, old, 3)
     page.evaluate(WATCH_ASKS)
-    page.wait_for_selector(PREFETCHED, timeout=120_000)  # ±1 then ±2, one request at a time
+    page.evaluate(WATCH_FETCHES)
+    page.wait_for_selector(f"{ROOT}[data-asked]", timeout=60_000)  # the old prompt's first neighbour on its way
+    old_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
+    box = page.locator(".st-key-prompt textarea")
+    box.fill(new)
+    box.press("Control+Enter")
+    old_held = page.wait_for_function(  # the moment the new prompt's view arrives: what the old one had then
+        "id => document.querySelector('.st-key-heatmap .txviz-head-maps')?.txvizData.prompt_id !== id"
+        f" && ({HELD_OF})(id)", arg=old_id, timeout=180_000).json_value()
+    page.wait_for_selector(PREFETCHED, timeout=120_000)
     wait_idle(page)
-    assert page.locator(ERROR).count() == 0 and held_layers(page) == [1, 2, 3, 4, 5]
-    assert page.locator(ROOT).get_attribute("data-fetches") == "4"  # one request per layer, none repeated
-    assert page.evaluate("window.txvizPiledUp") == 0
+    new_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
+    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0
+    assert page.evaluate(HELD_OF, new_id) == [1, 2, 3, 4, 5]  # the new prompt's neighbours
+    assert page.evaluate(HELD_OF, old_id) == old_held and 3 in old_held  # the old one's asked no more
+    assert held_layers(page) == [1, 2, 3, 4, 5]
+    asked = sorted(layer for prompt_id, layer in page.evaluate("window.txvizFetched") if prompt_id == new_id)
+    assert asked == [1, 2, 4, 5], asked  # one request per layer, none repeated
     assert (painted_head(page), page.locator(ROOT).get_attribute("data-layer")) == (0, "3")  # the map stayed
     assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # so did the page
     assert page.locator(".st-key-head input").input_value() == "0"
     page.evaluate(WATCH_RERUNS)
     page.evaluate(WATCH_PAINTS)
-    a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, prompt)
-    a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, prompt)
+    a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, new)
+    a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, new)
 
 
 def a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, prompt: str) -> None:
-    sends = page.evaluate("window.txvizSends")
+    sends, fetches = page.evaluate("window.txvizSends"), page.locator(ROOT).get_attribute("data-fetches")
     started = time.perf_counter()
     page.locator(ROOT).press("ArrowDown")  # layer 4: prefetched
     page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=10_000)
-    print(f"\nprefetched layer switched to at 100 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
+    print(f"\nprefetched layer switched to at 101 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     # the switch itself asked nothing: no frame, no rerun, no request up to its paint
-    assert page.evaluate(LAST_PAINT) == {"layer": "4", "sends": sends, "fetches": "4", "reruns": 0}
+    assert page.evaluate(LAST_PAINT) == {"layer": "4", "sends": sends, "fetches": fetches, "reruns": 0}
     layer4, _ = model_layer_of(default_model, prompt, 4)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer4[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
@@ -240,7 +281,7 @@ def a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, defaul
     started = time.perf_counter()
     pick_layer(page, 10)  # far from 3: not in the browser yet
     page.wait_for_selector(f"{ROOT}[data-layer='10'][data-head='0']", timeout=60_000)
-    print(f"\nlayer fetched and painted at 100 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
+    print(f"\nlayer fetched and painted at 101 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     painted = page.evaluate(LAST_PAINT)  # it asked the server, once, and only the maps' fragment reran
     assert painted["layer"] == "10" and painted["reruns"] > reruns and painted["sends"] > sends
@@ -263,29 +304,3 @@ def a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, defaul
     layer3, _ = model_layer_of(default_model, prompt, 3)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer3[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
-
-
-HELD_OF = "id => [...(window.__txvizHeadMaps.prompts.get(id) || new Map()).keys()].sort((a, b) => a - b)"
-
-
-def test_a_new_prompt_stops_the_old_prompts_prefetch(server, page, default_model):
-    """The prompt changes while the old prompt's neighbours are being fetched: from the moment the new
-    prompt's view is in the page, nothing more of the old prompt's comes, and the new one's are fetched."""
-    old, new = (long_prompt(default_model.tokenizer, n) for n in (100, 101))
-    open_long_prompt(page, server, old, 3)
-    page.evaluate(WATCH_ASKS)
-    page.wait_for_selector(f"{ROOT}[data-asked]", timeout=60_000)  # the old prompt's first neighbour on its way
-    old_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
-    box = page.locator(".st-key-prompt textarea")
-    box.fill(new)
-    box.press("Control+Enter")
-    old_held = page.wait_for_function(  # the moment the new prompt's view arrives: what the old one had then
-        "id => document.querySelector('.st-key-heatmap .txviz-head-maps')?.txvizData.prompt_id !== id"
-        f" && ({HELD_OF})(id)", arg=old_id, timeout=180_000).json_value()
-    page.wait_for_selector(PREFETCHED, timeout=120_000)
-    wait_idle(page)
-    new_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
-    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0
-    assert page.evaluate(HELD_OF, new_id) == [1, 2, 3, 4, 5]  # the new prompt's neighbours
-    assert page.evaluate(HELD_OF, old_id) == old_held and 3 in old_held  # the old one's asked no more
-    assert page.locator(ROOT).get_attribute("data-layer") == "3"
