@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import MAIN, chart, has_chart, no_errors, texts, page_path
+from tests.helpers.apptest import MAIN, aim_at, assert_opened, chart, has_chart, no_errors, texts
 from txviz.analysis.coref.answer import model_answer, sentence_words
 
 pytestmark = pytest.mark.default_model
@@ -23,12 +23,14 @@ def app(default_model_home, monkeypatch):
 
 
 def heads_page(at, tab: str | None = "Coreference"):
-    """Open the Heads page, then ``tab`` as a click on it does (only the open tab is computed)."""
-    at.run()
-    at.switch_page(page_path("heads")).run()
+    """Open the Heads page as a link to it does, on ``tab`` as a click on it shows it (only the open tab is
+    computed; None: the tab it opens on). One run: no run of the Attention page, nor of the Detectors tab,
+    first (tests/helpers/apptest.open_at)."""
+    aim_at(at, "heads")
     if tab is not None:
         at.session_state["heads_tab"] = tab
-        at.run()
+    at.run()
+    assert_opened(at, "heads")
     no_errors(at)
     return at
 
