@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.apptest import aim_at, assert_opened, page_path
+from tests.helpers.hf_reference import needs_transformers
 from gguf import GGMLQuantizationType as Q
 
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
@@ -136,9 +137,12 @@ def test_over_the_memory_budget_is_refused_with_the_estimate(env):
 @pytest.mark.default_model
 def test_fixed_size_analyses_are_held_to_the_budget_too(env):
     # enough for the prompt's traces, not for hundreds of tokens with full logits
-    import streamlit as st
+    from app import cache
 
-    st.cache_resource.clear()  # scalings an earlier test scored are shown to anyone, with no run to refuse
+    # scalings an earlier test scored are shown to anyone, with no run to refuse: that store only is emptied
+    # (st.cache_resource.clear() also dropped this worker's loaded models and traces: the next tests loaded
+    # and traced them again)
+    cache._shared("scaling_losses").clear()
     env.setenv("TXVIZ_MEMORY_BUDGET", "40MiB")
     at = app_run(page=page_path("positions"))
     no_exception(at)
@@ -254,6 +258,7 @@ def broken_models(tmp_path_factory):
 
 
 @pytest.mark.default_model
+@needs_transformers  # the broken checkpoints are built with transformers: on its worker, which imports it anyway
 def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models):
     folder, cases = broken_models
     env.setenv("TXVIZ_MODEL_DIRS", str(folder))
@@ -269,6 +274,7 @@ def test_broken_models_in_an_allowed_directory_show_an_error(env, broken_models)
 
 
 @pytest.mark.default_model
+@needs_transformers  # broken_models, built once, on the transformers worker (tests/conftest.py)
 def test_the_path_box_with_a_corrupt_file_and_a_path_outside(env, broken_models):
     folder, cases = broken_models
     env.setenv("TXVIZ_MODEL_DIRS", str(folder))
