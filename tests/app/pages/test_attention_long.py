@@ -21,11 +21,12 @@ TEXT = (__import__("pathlib").Path(MAIN).parents[1] / "assets" / "texts" / "how_
 
 @pytest.fixture(scope="module")
 def long_prompt(default_model):
-    """About 400 tokens of the shipped text (past the 256 drawn cell by cell, so the overview is pooled, and
-    long enough that keeping q/k costs less than fp16 maps: ``summaries_budget`` checks the page's plan)
-    and their full trace. Twice that length proved nothing more and cost ~3x (the maps grow with T²)."""
+    """335 tokens of the shipped text (past the 256 drawn cell by cell, so the overview is pooled, and
+    long enough that keeping q/k costs less than fp16 maps: ``summaries_budget`` checks the page's plan; from
+    318 tokens on for SmolLM2) and their full trace. 415 tokens (2,000 characters) proved nothing more and
+    cost ~1.5x (the maps grow with T²); twice that, ~3x."""
     tokenizer = default_model.tokenizer
-    prompt = TEXT[:2000]
+    prompt = TEXT[:1600]
     ids = tokenizer.encode(prompt, bos="sink").ids
     full = trace(default_model.model, torch.tensor(ids), capture=("attn_probs",))
     return prompt, ids, full
