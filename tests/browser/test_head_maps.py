@@ -70,7 +70,8 @@ def model_maps_of(default_model, prompt: str) -> tuple[np.ndarray, list[str]]:
         encoding = default_model.tokenizer.encode(prompt, bos="sink")
         tr = trace(default_model.model, torch.tensor(encoding.ids), capture=("attn_probs",))
         config = default_model.config
-        maps = np.stack([[tr.attn(layer, h).numpy() for h in range(config.n_heads)] for layer in range(config.n_layers)])
+        maps = np.stack([[tr.attn(layer, h).numpy() for h in range(config.n_heads)]
+                         for layer in range(config.n_layers)])
         _TRACED.clear()  # one prompt at a time: the tests read one prompt's layers, then move on
         _TRACED[key] = (maps, encoding.tokens)
     return _TRACED[key]
@@ -210,7 +211,8 @@ WATCH_FETCHES = """() => {  // every request for a layer: the prompt whose view 
   const root = document.querySelector(".st-key-heatmap .txviz-head-maps");
   window.txvizFetched = [];  // the record comes at the end of the task that asked: its view is still the page's
   new MutationObserver((records) => records.forEach(() => window.txvizFetched.push(
-    [root.txvizData.prompt_id, Number(root.dataset.asked)]))).observe(root, {attributes: true, attributeFilter: ['data-fetches']});
+    [root.txvizData.prompt_id, Number(root.dataset.asked)])))
+    .observe(root, {attributes: true, attributeFilter: ['data-fetches']});
 }"""
 HELD_OF = "id => [...(window.__txvizHeadMaps.prompts.get(id) || new Map()).keys()].sort((a, b) => a - b)"
 

@@ -1,7 +1,8 @@
 """The KV cache & memory page in a real browser: the preset journey of issue 11 (Falcon 7B, MQA, then
-Mistral 7B or an uploaded Llama 3 8B config.json) shows the new model's own bytes; the page opens on the
-calculator without running the model; the cache growth replays; the per-layer sweep says how long and stops;
-the live model as MHA holds three times the cache."""
+Mistral 7B or an uploaded Llama 3 8B config.json) shows the new model's own bytes; a malformed or huge
+config.json gets a message, not a traceback; the page opens on the calculator without running the model; the
+cache growth replays; the per-layer sweep says how long and stops; the live model as MHA holds three times
+the cache."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle
+from tests.helpers.browser import CHART, ERROR, IDLE, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv.presets import PRESETS
 
@@ -62,11 +63,12 @@ def choose_kind(page, kind: str) -> None:
     wait_idle(page)
 
 
-def test_one_session_on_the_page_presets_and_an_upload_then_cache_growth_replays_then_the_sweep_stops_and_mha_triples_the_cache(
+def test_one_session_on_the_page_presets_an_upload_and_malformed_ones_then_cache_growth_replays_then_the_sweep_stops_and_mha_triples_the_cache(
         page, tmp_path):
     """One session, one load of the page (each load costs chromium and the server about 4 CPU s): the page
-    opens on the calculator (its figures drawn, nothing else computed), which takes presets and an upload;
-    then each tab computes its own when opened, from the loaded model whatever the calculator holds."""
+    opens on the calculator (its figures drawn, nothing else computed), which takes presets, an upload and
+    files it cannot read; then each tab computes its own when opened, from the loaded model whatever the
+    calculator holds (here: the last file's message)."""
     page.wait_for_selector(f".st-key-mem_context {CHART}", timeout=180_000)
     assert page.locator(".st-key-kv_growth").count() == 0  # not computed before it is opened
     the_preset_journey_shows_each_models_own_bytes_and_an_upload_after_mqa_is_named_from_the_file(page, tmp_path)
@@ -111,6 +113,33 @@ def an_upload_is_named_from_the_file_and_shows_its_own_bytes(page, tmp_path) -> 
     assert "Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params, 32 layers × 4096) — GQA" in page.locator("body").inner_text()
     assert page.locator(ERROR).count() == 0
     page.screenshot(path=str(artifacts(tmp_path) / "kv_upload_after_mqa.png"), full_page=False)
+    a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path)
+
+
+def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
+    """After a file it could read (its figures drawn), files it cannot: a message each, no traceback, and
+    no numbers."""
+    files = {"broken.json": "{not json", "list_type.json": json.dumps({"model_type": ["llama"]}),
+             "array.json": "[1, 2, 3]", "huge.json": "{" + " " * (2 << 20) + "}"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert page.locator(f".st-key-mem_total {CHART}").count() > 0  # the last upload's numbers, drawn
+    page.locator(".st-key-mem_source").get_by_text("Your config.json").click()  # chosen already: no rerun
+    upload = page.locator(".st-key-mem_upload input[type=file]")
+    for name in ("broken.json", "list_type.json", "array.json"):
+        mark = rerun_mark(page)
+        upload.set_input_files(str(tmp_path / name))
+        wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun this file asked for, once it was sent
+        page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
+                               timeout=60_000, polling=POLL_MS)
+        assert page.locator(ERROR).count() == 0, name
+        assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
+    upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
+    page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
+                           timeout=60_000, polling=POLL_MS)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0
+    page.wait_for_selector(IDLE)
 
 
 SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"
