@@ -231,12 +231,6 @@ def test_tradeoffs_page_formulas_and_measurements(app):
     flash = next(d.value for d in at.dataframe if "SDPA ms" in d.value.columns)
     assert list(flash["tokens"]) == [128, 256, 512] and (flash["max |naive − SDPA|"] < 1e-4).all()
     assert flash["SDPA peak MiB"].iloc[-1] < flash["one score matrix MiB (analytic)"].iloc[-1] < flash["naive peak MiB"].iloc[-1]
-
-    at.session_state["tradeoffs_tab"] = "Parallel vs sequential"
-    at.run()
-    at.select_slider(key="to_rnn_max").set_value(16).run()
-    at.button(key="to_rnn_run").click().run()
-    no_errors(at)
-    reading = next(d.value for d in at.dataframe if "parallel_s" in d.value.columns)
-    assert list(reading["tokens"]) == [4, 8, 16] and (reading["max |Δ last logits|"] < 1e-3).all()
-    chart(at, "to_rnn_time")
+    # Parallel vs sequential (reading token by token with the KV cache gives the parallel pass's logits, a
+    # property of the cache, not of SmolLM2's weights): the same assertions on the zoo's base model in
+    # tests/app/pages/test_tradeoffs_measured.py (the measurement on SmolLM2 cost ~2.5 CPU s here)
