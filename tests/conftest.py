@@ -97,8 +97,9 @@ def _model_lock():
 E2E_FIXTURES = {"default_gguf_path", "default_model", "default_model_home", "gemma3_gguf_path"}
 # The tests that measure the trophy pair on the default model (CLI, AppTest, browser) run one after another
 # on one worker: the first measures, the others read the session's causal memo. The browser tests on the
-# shared ``server`` are not pinned together: they are two thirds of the e2e tier's CPU (chromium and
-# the server included), so each worker starts its own server (measured 2026-12-01: 667 of 854 CPU s).
+# shared ``server`` join that group too (tests/browser/conftest.py): one server start and one cold load of
+# the app per suite instead of one per worker, while the other worker runs the rest (quiet suite
+# 2026-12-02: both workers busy to 265 s).
 CAUSAL_MEMO_GROUP = "trophy-pair"
 # The tests that run 🤗 transformers (marked by tests/helpers/hf_reference.py) run on one worker: importing its
 # model classes costs ~3.5 CPU s, which the other worker then never pays (nor does collection).
