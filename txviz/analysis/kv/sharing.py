@@ -11,7 +11,8 @@ Hkv_new) copy them exactly. When they do not nest (e.g. 12 query heads, 4 → 6 
 straddles two old ones and its head is their mean weighted by how many of its query heads each
 served. Without uptraining the merged model is worse: ``quality_vs_original`` measures by how much.
 
-The original is never touched: variants are new Decoders built from cloned tensors.
+The original is never touched: variants are new Decoders built from cloned tensors (``merge_kv_heads``:
+new modules only where its tensors change, sharing the rest; txviz.model.variant).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch.nn import functional as F
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import KVCache
 from txviz.model.transformer import Decoder
+from txviz.model.variant import with_parameters
 
 
 def kv_head_options(config: ModelConfig) -> dict[int, str]:
@@ -131,7 +133,8 @@ def merge_kv_heads(model: Decoder, layers, n_kv_heads: int = 1) -> Decoder:
     A layer merged this way computes exactly what the same layer of ``to_kv_groups(model, n_kv_heads)``
     computes; a real per-layer design would also store only ``n_kv_heads`` heads there (see
     ``merged_kv_bytes_per_token``). Unmerged tensors are shared with ``model``, not copied (nothing here
-    writes to them), so a variant costs only the merged projections."""
+    writes to them), so a variant costs only the merged projections and the few modules that hold them
+    (txviz.model.variant)."""
     config = model.config
     old = config.n_kv_heads
     if n_kv_heads < 1 or old % n_kv_heads:
@@ -141,15 +144,12 @@ def merge_kv_heads(model: Decoder, layers, n_kv_heads: int = 1) -> Decoder:
     if bad:
         raise ValueError(f"layers {bad} out of range: the model has {config.n_layers} (0..{config.n_layers - 1})")
     prefixes = tuple(f"layers.{layer}.attn.{proj}." for layer in chosen for proj in ("k_proj", "v_proj"))
-    state = {}
-    for name, tensor in model.state_dict().items():
+    merged = {}
+    for name, tensor in model.named_parameters():
         if name.startswith(prefixes):
             pooled = _regroup(tensor.detach(), config.n_heads, old, n_kv_heads, config.head_dim)
-            state[name] = _regroup(pooled, config.n_heads, n_kv_heads, old, config.head_dim)  # copied back
-        else:
-            state[name] = tensor.detach()
-    first = next(model.parameters())
-    return Decoder.from_state_dict(config, state, device=first.device, dtype=first.dtype)
+            merged[name] = _regroup(pooled, config.n_heads, n_kv_heads, old, config.head_dim)  # copied back
+    return with_parameters(model, merged)
 
 
 def merged_kv_bytes_per_token(config: ModelConfig, merged_layers, n_kv_heads: int, element_bytes: int) -> int:
