@@ -77,8 +77,10 @@ class GradientProbe(ActivationRecorder):
 
 
 @torch.no_grad()
-def run_with_activations(model, ids: torch.Tensor, points: Iterable[str]) -> tuple[torch.Tensor, Activations]:
-    """(logits (B, T, V), activations at ``points``) of one plain call."""
+def run_with_activations(model, ids: torch.Tensor, points: Iterable[str], *,
+                         last_only: bool = False) -> tuple[torch.Tensor, Activations]:
+    """(logits (B, T, V), or (B, 1, V) with ``last_only``, activations at ``points``) of one plain call.
+    A caller that reads no logit but the last asks for ``last_only``: the activations are the same."""
     recorder = ActivationRecorder(points)
-    logits = model(ids, record=recorder)
+    logits = model(ids, record=recorder, last_only=last_only)
     return logits, recorder.activations

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import torch
 
-from txviz.causal.activations import GradientProbe, run_with_activations
+from txviz.causal.activations import Activations, GradientProbe, run_with_activations
 from txviz.causal.metric import logit_diff
 from txviz.causal.patching import as_batch, check_same_length
 
 
 def attribution_patching(model, clean_ids, corrupt_ids, answer_id: int, wrong_id: int,
-                         point: str = "head_out") -> torch.Tensor:
+                         point: str = "head_out", *, source: Activations | None = None) -> torch.Tensor:
     """(L, H): the estimated change of the clean logit difference when each head's ``point`` is
-    patched from the corrupt run. Two forward calls (corrupt: no grad) and one backward."""
+    patched from the corrupt run. Two forward calls (corrupt: no grad) and one backward; the corrupt
+    one is skipped when the caller gives its activations at ``point`` (``source``)."""
     check_same_length(clean_ids, corrupt_ids)
-    _, corrupt = run_with_activations(model, as_batch(corrupt_ids), (point,))
+    corrupt = source if source is not None else \
+        run_with_activations(model, as_batch(corrupt_ids), (point,), last_only=True)[1]
     probe = GradientProbe((point,))
     with torch.enable_grad():
         metric = logit_diff(model(as_batch(clean_ids), record=probe, last_only=True), answer_id, wrong_id)

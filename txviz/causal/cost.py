@@ -19,13 +19,17 @@ import torch
 
 from txviz.causal.patching import DEFAULT_CHUNK
 
-# Full forward passes of one prompt that measure_pair makes besides the sweeps (see txviz.causal.report):
-# direct logit attribution 1; patching every head: the counterfactual's activations, the clean run the sweep
-# resumes from, the clean logit difference (3); ablating every head: the clean run and the clean difference
-# (2); the attention margins 1; attribution patching: two forwards and one backward, which costs about
-# one forward (assets/BENCHMARKS.md, interventions: forward + backward 2.0× a forward), so 3; the residual
-# grid 3 as for patching; the counterfactual's logit difference 1.
-STEP_PASSES = {"dla": 1, "patching": 3, "ablation": 2, "margins": 1, "attribution": 3, "grid": 3, "corrupt_diff": 1}
+# Full forward passes of one prompt that each step makes besides its sweep when run alone: direct logit
+# attribution 1; patching every head: the counterfactual's activations and the clean run the sweep resumes
+# from, whose logits give the clean logit difference (2); ablating every head: the clean run (1); the
+# attention margins 1; attribution patching: two forwards and one backward, which costs about one forward
+# (assets/BENCHMARKS.md, interventions: forward + backward 2.0× a forward), so 3; the residual grid 2 as
+# for patching; the counterfactual's logit difference 1.
+STEP_PASSES = {"dla": 1, "patching": 2, "ablation": 1, "margins": 1, "attribution": 3, "grid": 2, "corrupt_diff": 1}
+# measure_pair makes the clean run and the counterfactual's once for every step (txviz.causal.pair_runs):
+# those 2, then direct logit attribution 1, the margins 1, and attribution patching's forward with
+# gradients and its backward (2); the sweeps and the counterfactual's difference need no pass of their own.
+PAIR_PASSES = {"shared": 2, "dla": 1, "margins": 1, "attribution": 2}
 
 
 def first_difference(clean_ids: Sequence[int], corrupt_ids: Sequence[int]) -> int:
@@ -77,6 +81,5 @@ def pair_passes(n_layers: int, n_heads: int, clean_ids: Sequence[int], corrupt_i
     first = first_difference(clean_ids, corrupt_ids)
     sweeps = (head_sweep(n_layers, n_heads, n_tokens, first, chunk_size) + head_sweep(n_layers, n_heads, n_tokens, 0, chunk_size)
               + (grid_sweep(n_layers, clean_ids, corrupt_ids, chunk_size) if grid else 0))
-    steps = ["dla", "patching", "ablation", "corrupt_diff"] + ["grid"] * grid + ["attribution"] * attribution \
-        + ["margins"] * margins
-    return sweeps / (n_layers * n_tokens) + sum(STEP_PASSES[step] for step in steps)
+    steps = ["shared", "dla"] + ["attribution"] * attribution + ["margins"] * margins
+    return sweeps / (n_layers * n_tokens) + sum(PAIR_PASSES[step] for step in steps)

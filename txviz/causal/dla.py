@@ -78,8 +78,8 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
     logits, acts = run_with_activations(model, ids, ("resid_pre", "head_out", "ffn_out", "resid_post"))
     final = acts[last_layer, "resid_post"][0, -1].double()  # (d,)
     linear = frozen_norm(model.final_norm, final)
-    unembed = model.unembedding.detach().double()
-    direction = unembed[answer_id] - unembed[wrong_id]  # (d,)
+    unembed = model.unembedding.detach()[[answer_id, wrong_id]].double()  # the two rows read, not all V
+    direction = unembed[0] - unembed[1]  # (d,)
 
     def score(part: torch.Tensor) -> torch.Tensor:
         return linear(part.double()) @ direction

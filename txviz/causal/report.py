@@ -25,7 +25,8 @@ from txviz.causal.attribution import agreement, attribution_patching
 from txviz.causal.dla import LogitAttribution, direct_logit_attribution
 from txviz.causal.margins import attention_margins
 from txviz.causal.metric import answer_tokens
-from txviz.causal.patching import DEFAULT_CHUNK, ablate_heads, check_same_length, clean_diff, patch_heads
+from txviz.causal.pair_runs import PairRuns
+from txviz.causal.patching import DEFAULT_CHUNK, ablate_heads, check_same_length, patch_heads
 from txviz.causal.residual import residual_grid
 
 
@@ -45,27 +46,32 @@ def measure_pair(model, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, answ
                  progress: Callable[[int, int], None] | None = None) -> dict:
     """Every measurement of one prompt pair, in STEPS order, each announced as ``progress(done, total)``:
     {"dla", "patching", "ablation", "margins", "attribution", "grid", "corrupt_diff"} (a step not asked
-    for is None). Both ``txviz patch`` and the app's causal page run this."""
+    for is None). Both ``txviz patch`` and the app's causal page run this. The plain runs of both prompts
+    are made once for every step (txviz.causal.pair_runs)."""
     check_same_length(clean_ids, corrupt_ids)
     a, w = answer_id, wrong_id
+    runs = PairRuns(model, clean_ids, corrupt_ids)
     steps = {"dla": lambda: direct_logit_attribution(model, clean_ids, a, w),
-             "patching": lambda: patch_heads(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size),
-             "ablation": lambda: ablate_heads(model, clean_ids, a, w, value="mean", chunk_size=chunk_size),
+             "patching": lambda: patch_heads(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size,
+                                             source=runs.corrupt, clean=runs.clean),
+             "ablation": lambda: ablate_heads(model, clean_ids, a, w, value="mean", chunk_size=chunk_size,
+                                              clean=runs.clean),
              "margins": margins,
-             "attribution": (lambda: attribution_patching(model, clean_ids, corrupt_ids, a, w)) if attribution
-             else None,
-             "grid": (lambda: residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size)) if grid
-             else None}
+             "attribution": (lambda: attribution_patching(model, clean_ids, corrupt_ids, a, w, source=runs.corrupt))
+             if attribution else None,
+             "grid": (lambda: residual_grid(model, clean_ids, corrupt_ids, a, w, chunk_size=chunk_size,
+                                            source=runs.corrupt, clean=runs.clean)) if grid else None}
+    corrupt_diff = lambda: runs.corrupt_diff(a, w)  # noqa: E731
     folder = os.environ.get(MEMO_ENV)
     if not folder:
-        return _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
+        return _run_steps(steps, corrupt_diff, progress)
     path = Path(folder) / f"{_memo_key(model, clean_ids, corrupt_ids, a, w, attribution, grid, chunk_size)}.safetensors"
     with _exclusive(path.with_suffix(".lock")):  # a second process measuring the same pair waits, then reads
         kept = _read_kept(path) if path.exists() else None
         if kept is not None:  # every step but the margins (one forward pass, given by the caller) is kept
             steps = {name: step if name == "margins" or step is None else (lambda v=kept[name]: v)
                      for name, step in steps.items()}
-        results = _run_steps(steps, lambda: clean_diff(model, corrupt_ids, a, w), progress)
+        results = _run_steps(steps, corrupt_diff, progress)
         if kept is None:
             _keep(results, path)
     return results
