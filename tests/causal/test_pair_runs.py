@@ -87,9 +87,12 @@ def test_a_clean_run_without_the_sources_points_is_refused():
 def test_measure_pair_makes_the_passes_it_is_counted_for():
     model = random_decoder(tiny_config(n_kv_heads=2))
     clean, corrupt = pair(model.config)
-    seen = [0]
-    hooks = [layer.register_forward_hook(lambda _m, args, _out: seen.__setitem__(0, seen[0] + args[0].shape[0] * args[0].shape[1]))
-             for layer in model.layers]
+    seen = [0]  # one per position per row each time a layer runs
+
+    def count(_module, args, _out):
+        seen[0] += args[0].shape[0] * args[0].shape[1]
+
+    hooks = [layer.register_forward_hook(count) for layer in model.layers]
     try:
         report.measure_pair(model, clean, corrupt, ANSWER, WRONG, grid=True)
     finally:

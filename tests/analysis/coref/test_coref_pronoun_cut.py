@@ -73,7 +73,8 @@ def test_no_token_after_a_pronoun_is_run(tokenizer, monkeypatch):
         widths.append(ids.shape[-1])
         return trace(model, ids, *args, **kwargs)
 
-    monkeypatch.setattr(sys.modules["txviz.capture.trace"], "trace", spy)  # the module: the package's name is the function
+    # the module itself: the package's attribute of that name is the function
+    monkeypatch.setattr(sys.modules["txviz.capture.trace"], "trace", spy)
     ranking.case_margins(loaded, cases, batch_size=1)
     rows = [locate(case, tokenizer.encode(case.text, bos="sink")).pronoun_row for case in cases]
     assert widths == sorted(row + 1 for row in rows)  # one case per call, shortest first
