@@ -88,6 +88,39 @@ def test_marks_chosen_by_hand_are_reset_by_a_new_sentence(app):
     assert completion.value == " The thing that was too big was the"
 
 
+SMILED = "Mary met John and she smiled."  # README's coreference file example: gender decides, before "she"
+NO_HEAD = "no head can know the answer"
+
+
+def deciding_marked(at) -> list[str]:
+    deciding = strip(at, "deciding")
+    value = deciding.value
+    return [] if value is None else [deciding.format_func(value)]
+
+
+def test_a_deciding_word_is_suggested_only_for_a_known_contrast_and_a_mark_does_not_outlive_its_sentence(app):
+    """QA finding 1: "smiled" was marked as deciding and the page said no head at "she" can know the answer."""
+    at = new_sentence(heads_page(app), SMILED)
+    assert deciding_marked(at) == [] and NO_HEAD not in texts(at)
+    assert "agreement (gender, number) can decide there" in texts(at)
+    assert "from *she*" in headline(at) and "on *Mary*" in headline(at)
+    new_sentence(at, TROPHY)  # the canonical pair: "big" comes after "it" and decides it
+    assert deciding_marked(at) == ["big"] and "At “it” no head can know the answer" in texts(at)
+    strip(at, "deciding").set_value(None).run()  # the reader removes the mark...
+    no_errors(at)
+    assert NO_HEAD not in texts(at)
+    new_sentence(at, SMILED)
+    words = [w.text for w in sentence_words(SMILED)]
+    strip(at, "deciding").set_value(words.index("smiled")).run()  # ...or marks a word by hand: their claim
+    no_errors(at)
+    assert "At “she” no head can know the answer" in texts(at)
+    new_sentence(at, TROPHY)  # marks of a sentence left are forgotten: the trophy's suggestion again
+    assert deciding_marked(at) == ["big"]
+    new_sentence(at, "Anna called Peter because she needed help.")  # a new sentence: no mark carried over
+    assert deciding_marked(at) == [] and NO_HEAD not in texts(at)
+    assert "from *she*" in headline(at)
+
+
 def test_causal_story_query_position_and_the_models_answer(app, default_model):
     at = new_sentence(heads_page(app), TROPHY)
     page = texts(at)

@@ -80,11 +80,14 @@ def suggest_candidates(words: Sequence[Word], pronoun: int | None, limit: int = 
 
 
 def suggest_deciding_word(words: Sequence[Word], pronoun: int | None, text: str | None = None) -> int | None:
-    """The last word of the pronoun's sentence when it comes after the pronoun and is not a noun ("big" in
-    "… it was too big.", not "book" in "… she gave him a book."), else None. With ``text`` (the string the
-    words were read from), the sentence ends at the first . ! or ? after the pronoun that ends a word (not
-    the point in "0.5"), so a text that goes on ("… too big. The thing that was too big was the") still
-    gets "big", not "the"."""
+    """The last word of the pronoun's sentence when it comes after the pronoun and is one of a known
+    Winograd contrast (``CONTRASTS``: "big" in "… because it was too big.", which "small" would flip), else
+    None. Any other last word is not guessed: in "Mary met John and she smiled." gender settles "she"
+    before the pronoun and "smiled" settles nothing; only the reader can say what decides a sentence
+    (Levesque et al. 2012 build each pair around such a "special word" and its alternate). With ``text``
+    (the string the words were read from), the sentence ends at the first . ! or ? after the pronoun
+    that ends a word (not the point in "0.5"), so a text that goes on ("… too big. The thing that was
+    too big was the") still gets "big", not "the"."""
     if pronoun is None:
         return None
     last = len(words) - 1
@@ -93,7 +96,7 @@ def suggest_deciding_word(words: Sequence[Word], pronoun: int | None, text: str 
         if stop:
             end = words[pronoun].end + stop.start()
             last = max(i for i in range(pronoun, len(words)) if words[i].start < end)
-    if pronoun >= last or is_noun_like(words, last):
+    if pronoun >= last or words[last].text.lower() not in CONTRASTS:
         return None
     return last
 
