@@ -9,7 +9,7 @@ from app import cache
 from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
 from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
                                          suggest_deciding_word, suggest_pronoun)
-from txviz.analysis.coref.marks import MAX_WORDS, MIN_WORDS, Marks, check_choice, mark_key
+from txviz.analysis.coref.marks import MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice, mark_key
 
 
 def coref_tab(source: str, loaded, bos: str) -> None:
@@ -66,6 +66,11 @@ def _mark_words(text: str, words) -> Marks | None:
         candidates = check_choice(pronoun, candidates)
     except ValueError as problem:
         st.info(str(problem))
+        return None
+    try:
+        check_before_pronoun(words, pronoun, candidates)
+    except ValueError as problem:  # nothing is ranked, asked or tested on these marks
+        st.warning(f"Cannot rank with these choices: {problem}")
         return None
     completion = st.text_input("Completion, appended after the sentence: the model's next word is its answer",
                                value=default_completion(text, words, pronoun_default, candidate_default),

@@ -10,7 +10,8 @@ import torch
 from txviz.analysis.coref.ranking import score_heads
 from txviz.analysis.coref.answer import QUERY_KINDS, sentence_words, suggest_candidates, suggest_deciding_word, \
     suggest_pronoun
-from txviz.analysis.coref.marks import MARK_NAMES, Marks, check_choice, digest, mark_key, same_prefix, sort_keys
+from txviz.analysis.coref.marks import MARK_NAMES, Marks, check_before_pronoun, check_choice, digest, mark_key, \
+    same_prefix, sort_keys
 from txviz.analysis.coref.table import count_predicting, head_grid, ranking_rows
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
@@ -52,6 +53,28 @@ def test_check_choice_says_what_is_missing():
     with pytest.raises(ValueError, match="other than the pronoun"):
         check_choice(8, [1, 8])
     assert check_choice(8, [6, 1]) == [1, 6]
+
+
+CATAPHORA = "When she finally arrived, Mary thanked John for waiting."
+
+
+@pytest.mark.parametrize("text, pronoun, candidates, said", [
+    (CATAPHORA, "she", ["Mary", "John"], "“Mary” and “John” come after “she”."),
+    ("Mary said that she saw John.", "she", ["Mary", "John"], "“John” comes after “she” and only “Mary” before it."),
+    (MARY + " Later John smiled.", "she", ["Mary", "station", "John"], "“John” comes after “she”."),
+])
+def test_candidates_after_the_pronoun_are_refused_by_name(text, pronoun, candidates, said):
+    """QA finding 2: a causal model's row at the pronoun gives a later word attention 0 in every head."""
+    words = [w.text for w in sentence_words(text)]
+    marked = [len(words) - 1 - words[::-1].index(c) if c == "John" else words.index(c) for c in candidates]
+    with pytest.raises(ValueError, match="cannot see a later word") as refused:
+        check_before_pronoun(sentence_words(text), words.index(pronoun), marked)
+    assert str(refused.value).startswith(said)
+
+
+def test_candidates_before_the_pronoun_pass():
+    words = sentence_words(MARY)
+    assert check_before_pronoun(words, 8, [0, 2]) is None
 
 
 @pytest.mark.parametrize("text, pronoun, candidates", [(TROPHY, "it", ["trophy", "suitcase"]),

@@ -121,6 +121,29 @@ def test_a_deciding_word_is_suggested_only_for_a_known_contrast_and_a_mark_does_
     assert "from *she*" in headline(at)
 
 
+def test_candidates_after_the_pronoun_are_refused_and_nothing_of_the_last_sentence_stays(app):
+    """QA finding 2: "When she finally arrived, Mary thanked John" ranked all 270 heads on margins of 0."""
+    at = heads_page(app)
+    assert "from *she*" in headline(at) and at.dataframe and at.metric and has_chart(at, "coref_grid")
+    cataphora = "When she finally arrived, Mary thanked John for waiting."
+    new_sentence(at, cataphora)
+    assert marked(at) == ("she", [])  # no noun before "she": nothing suggested
+    words = [w.text for w in sentence_words(cataphora)]
+    strip(at, "candidates").set_value([words.index("Mary"), words.index("John")]).run()
+    no_errors(at)
+    assert "Cannot rank with these choices: “Mary” and “John” come after “she”." in texts(at)
+    assert "cannot see a later word" in texts(at)
+    assert not [m for m in at.markdown if "heads**" in m.value] and not at.dataframe and not at.metric
+    assert not [t for t in at.text_input if t.key.startswith(("coref_completion_", "causal_"))]
+    assert not has_chart(at, "coref_grid") and not at.get("plotly_chart")
+    said = "Mary said that she saw John."  # one before, one after
+    new_sentence(at, said)
+    words = [w.text for w in sentence_words(said)]
+    strip(at, "candidates").set_value([words.index("Mary"), words.index("John")]).run()
+    no_errors(at)
+    assert "“John” comes after “she” and only “Mary” before it." in texts(at) and not at.dataframe
+
+
 def test_causal_story_query_position_and_the_models_answer(app, default_model):
     at = new_sentence(heads_page(app), TROPHY)
     page = texts(at)

@@ -59,6 +59,26 @@ def check_choice(pronoun: int | None, candidates: Iterable[int]) -> list[int]:
     return candidates
 
 
+def check_before_pronoun(words: Sequence, pronoun: int, candidates: Sequence[int]) -> None:
+    """ValueError naming the candidates that come after the pronoun ("When she arrived, Mary thanked
+    John"): a causal model's row at the pronoun cannot see a later word, so every head gives it attention
+    0 there and a ranking would only compare zeros (ties)."""
+    after = [words[i].text for i in candidates if i > pronoun]
+    if not after:
+        return
+    before = [words[i].text for i in candidates if i < pronoun]
+    said = (f"{_quoted(after)} {'comes' if len(after) == 1 else 'come'} after “{words[pronoun].text}”"
+            + (f" and only {_quoted(before)} before it" if len(before) == 1 else ""))
+    raise ValueError(f"{said}. A causal model reads left to right: its row at “{words[pronoun].text}” cannot see "
+                     "a later word, so every head's attention from it to a later candidate is 0 and a ranking "
+                     "would compare nothing. Click only candidates before the pronoun, at least two.")
+
+
+def _quoted(names: Sequence[str]) -> str:
+    quoted = [f"“{n}”" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
 @dataclass(frozen=True)
 class Marks:
     """Word indices into ``sentence_words(text)``; the completion is appended after the sentence."""
