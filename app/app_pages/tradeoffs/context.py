@@ -21,12 +21,15 @@ def context_length(view: TradeoffsView) -> None:
     st.latex(r"\underbrace{4\,H\,d_{head}\,T^2}_{\text{attention}} = \underbrace{T\,F_{\text{ffn}}}_{\text{FFN}}"
              r"\iff T^* = \frac{F_{\text{ffn}}}{4\,H\,d_{head}}")
     skip = st.toggle("Skip the masked half (a causal kernel)", key="to_ctx_causal")
-    crossover = tr.attention_ffn_crossover(config, causal_skip=skip)
+    crossover = tr.attention_ffn_crossover(config, causal_skip=skip)  # where the curves below cross
+    say_windows(config, crossover, skip)
     lengths = tables.powers_of_two(16, min(max(config.max_seq_len, 4 * int(crossover or 0), 1024), 1 << 20))
     costs = tr.context_costs(config, lengths, element_bytes=view.loaded.dtype.itemsize, causal_skip=skip)
     m1, m2 = st.columns(2)
     m1.metric("Attention overtakes the FFN at",
-              "never (sliding window)" if crossover is None else f"T* ≈ {crossover:,.0f} tokens")
+              "never (sliding window)" if crossover is None else f"T* ≈ {crossover:,.0f} tokens",
+              help="Where the attention curve below crosses the FFN's: attention averaged over the layers, "
+                   "each layer's keys capped by its window.")
     m2.metric("Context of this model", f"{config.max_seq_len:,} tokens")
     a, b = st.columns(2)
     flops = charts.lines(lengths, {"attention (QKᵀ, A·V)": costs["attention_flops"], "FFN": costs["ffn_flops"],
@@ -40,6 +43,26 @@ def context_length(view: TradeoffsView) -> None:
                                 y_title="MiB"), key="to_ctx_memory")
     if view.zoo_base is not None:
         zoo_crossover(view.zoo_base, skip)
+
+
+def say_windows(config, crossover: float | None, skip: bool) -> None:
+    """On a model with windowed layers, what the windows do to T*: the formula above is a global layer's."""
+    windowed = tr.windowed_layers(config)
+    if not windowed:
+        return
+    local = sum(windowed.values())
+    sizes = " and ".join(f"{count} at {window:,}" for window, count in sorted(windowed.items()))
+    full = config.n_layers - local
+    alone = tr.global_layer_crossover(config, causal_skip=skip)
+    where = ("so attention never overtakes the FFN: its cost per token stops growing once T passes the window"
+             if crossover is None else
+             f"so per layer on average attention overtakes the FFN only at **T* ≈ {crossover:,.0f}**: past the "
+             f"windows only the {full} global layer{'s' if full != 1 else ''} keep{'s' if full == 1 else ''} "
+             "growing, and they must make up for the others")
+    st.info(f"{local} of this model's {config.n_layers} layers see only a window of keys ({sizes}): each query "
+            "there is compared with at most that many keys, so their attention grows like T, not T². "
+            f"A global layer alone crosses at F/(4·H·d_head) ≈ {alone:,.0f} tokens; {where}. The curves and "
+            "the dotted line below are that average over the layers.")
 
 
 def zoo_crossover(base, skip: bool) -> None:

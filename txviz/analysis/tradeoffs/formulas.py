@@ -9,6 +9,8 @@ tiny trained variants measured (assets/zoo/<variant>/config.json + eval.json, wr
 (d) context length: per layer, naive attention does 4·H·D·T² FLOPs (QKᵀ and A·V over the whole T×T
     matrix) and holds H·T² scores, while the FFN does T·F (F its FLOPs per token), so attention
     overtakes the FFN at T* = F / (4·H·D); a kernel that skips the masked half moves it to ≈ 2·T*.
+    A layer with a window W compares each query with at most W keys; with such layers beside global
+    ones (Gemma 2/3), T* is where the mean over layers crosses, solved numerically.
 (e) FlashAttention vs naive attention and (f) parallel vs one-token-at-a-time reading are measured
     on this machine: txviz.analysis.tradeoffs.timing, re-exported here.
 (g) positions beyond the training context: the zoo's validation loss at 1×, 2× and 4× it.
@@ -161,17 +163,55 @@ def context_costs(config: ModelConfig, lengths: Sequence[int], *, element_bytes:
             "score_bytes": [config.n_heads * t * t * element_bytes for t in lengths]}
 
 
+def _mean_keys_per_query(config: ModelConfig, tokens: float, causal_skip: bool) -> float:
+    """Keys one query is compared with, averaged over the T queries and the layers: attention_flops
+    / (4·H·D·T), continuous in T so that the crossover can be solved for between whole tokens."""
+    total = 0.0
+    for window in config.layer_windows:
+        w = tokens if window is None else min(window, tokens)
+        if causal_skip:  # Σ_t min(t, W) / T = (T+1)/2 inside the window, W − W(W−1)/(2T) past it
+            total += (tokens + 1) / 2 if w == tokens else w - w * (w - 1) / (2 * tokens)
+        else:
+            total += w
+    return total / config.n_layers
+
+
 def attention_ffn_crossover(config: ModelConfig, *, causal_skip: bool = False) -> float | None:
-    """The T at which one layer's attention FLOPs equal its FFN FLOPs: F / (4·H·D) for the full
-    matrix, 2·F / (4·H·D) − 1 when the masked half is skipped. None when a sliding window caps
-    attention below the FFN for ever."""
-    per_key = 4 * config.n_heads * config.head_dim
-    ffn = ffn_flops_per_token(config)
-    crossover = ffn / per_key if not causal_skip else 2 * ffn / per_key - 1
-    windows = config.layer_windows  # capped for ever only if every layer slides
-    if all(w is not None for w in windows) and max(windows) * per_key < ffn:
-        return None
-    return crossover
+    """The T at which attention_flops (the mean over layers, each capped by its window) equals the FFN's
+    T·F: F / (4·H·D) when every layer is global, 2·F / (4·H·D) − 1 when the masked half is skipped.
+    Layers whose window W keeps 4·H·D·W below F never get there, so with some windowed layers
+    (Gemma 3: 15 of 18 at 512) the global ones must carry the whole excess and T* moves right.
+    None when attention stays below the FFN for ever (every layer windowed)."""
+    per_key, ffn = 4 * config.n_heads * config.head_dim, ffn_flops_per_token(config)
+
+    def excess(tokens: float) -> float:
+        return per_key * _mean_keys_per_query(config, tokens, causal_skip) - ffn
+
+    windows = config.layer_windows
+    if all(w is not None for w in windows) and per_key * sum(windows) / len(windows) <= ffn:
+        return None  # every layer capped: the mean approaches Σ W / L from below
+    low, high = 1.0, 2.0
+    while excess(high) < 0:
+        low, high = high, 2 * high
+    for _ in range(100):  # bisection: the mean keys per query only grow with T
+        middle = (low + high) / 2
+        low, high = (middle, high) if excess(middle) < 0 else (low, middle)
+    return high
+
+
+def global_layer_crossover(config: ModelConfig, *, causal_skip: bool = False) -> float:
+    """T* of one global (full-attention) layer alone: F / (4·H·D), or 2·F / (4·H·D) − 1 skipping the
+    masked half. With windowed layers beside it, the model's T* (attention_ffn_crossover) is larger."""
+    return attention_ffn_crossover(config.replace(sliding_window=None, layer_types=None), causal_skip=causal_skip)
+
+
+def windowed_layers(config: ModelConfig) -> dict[int, int]:
+    """{window: number of layers} of the layers that see only a window of keys."""
+    counts: dict[int, int] = {}
+    for window in config.layer_windows:
+        if window is not None:
+            counts[window] = counts.get(window, 0) + 1
+    return counts
 
 
 # ---- the zoo's measurements -----------------------------------------------------------------------
