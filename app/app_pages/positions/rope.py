@@ -12,7 +12,7 @@ from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from app.ui.widgets import bounded_slider
 from txviz.analysis.positions import measured as pos
-from txviz.analysis.positions.rope_kinds import layer_inv_freq
+from txviz.analysis.positions.rope_kinds import layer_inv_freq, layer_span
 
 
 def angles_tab(view: PositionsView) -> None:
@@ -27,12 +27,17 @@ def angles_tab(view: PositionsView) -> None:
                                  symmetric=False, value_name="angle (rad)"), key="rope_angles")
     wavelengths = pos.wavelengths(inv_freq)
     waves = wavelengths.numpy()
+    span = layer_span(config, view.layer)  # a local layer sees only its window, not the whole context
+    local = span < config.max_seq_len
     b.plotly_chart(charts.lines(range(len(waves)), {"wavelength (tokens per turn)": waves,
-                                                     "context length": np.full(len(waves), config.max_seq_len)},
+                                                     f"window ({span})" if local else "context length":
+                                                         np.full(len(waves), span)},
                                 title="Wavelength 2π/θ_i of each pair", x_title="pair i", log_y=True), key="rope_waves")
-    b.caption(f"Fast pairs turn every {waves[0]:.1f} tokens and encode fine order; pairs with wavelengths beyond the "
-              f"context ({pos.pairs_beyond(wavelengths, config.max_seq_len)} of {len(waves)}) never "
-              "complete a turn during training.")
+    beyond = f"({pos.pairs_beyond(wavelengths, span)} of {len(waves)})"
+    b.caption(f"Fast pairs turn every {waves[0]:.1f} tokens and encode fine order; " + (
+        f"pairs with wavelengths beyond the {span}-token window this layer sees {beyond} never complete a turn "
+        f"between a query and any key it attends to (the model's context is {config.max_seq_len:,})." if local else
+        f"pairs with wavelengths beyond the context {beyond} never complete a turn during training."))
     real_vectors(view, inv_freq)
 
 

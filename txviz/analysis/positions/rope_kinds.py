@@ -53,6 +53,13 @@ def layer_inv_freq(config: ModelConfig, layer: int) -> torch.Tensor:
     return rope_inv_freq(config.rope_dims, config.rope_theta, config.rope_scaling)[0]  # partial rotary: R/2 pairs
 
 
+def layer_span(config: ModelConfig, layer: int) -> int:
+    """The farthest distance (tokens) layer ``layer`` can see: its window on a sliding layer, else the
+    context. A pair whose wavelength is longer never completes a turn within what that layer attends to."""
+    window = config.layer_window(layer)
+    return config.max_seq_len if window is None else min(window, config.max_seq_len)
+
+
 def inv_freq_from_angles(angles: torch.Tensor) -> torch.Tensor:
     """θ_i read back from a recorded angle table (T ≥ 2, D/2): the angle at position 1."""
     if angles.shape[0] < 2:
