@@ -12,6 +12,7 @@ import streamlit as st
 from app import cache
 from app.services import models
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.lab.zoo import describe
@@ -94,12 +95,7 @@ def _show_broken(broken: dict[str, str]) -> None:
         return
     with st.expander(f"{len(broken)} broken model file{'s' * (len(broken) > 1)} not offered", icon="⚠️"):
         for label, reason in broken.items():
-            st.caption(f"**{_plain(label)}** — {_plain(reason)}")
-
-
-def _plain(text: str) -> str:
-    """``text`` shown as written: a file name's ``_`` or ``*`` is not markdown."""
-    return "".join(f"\\{c}" if c in "\\`*_[]<>#|~$" else c for c in text)
+            st.caption(f"**{plain(label)}** — {plain(reason)}")
 
 
 def _pick_model() -> None:
@@ -121,7 +117,7 @@ def _pick_model() -> None:
             try:
                 st.session_state["model"] = str(confine(typed))
             except ModelLoadError as error:
-                st.error(f"{error}. Showing the default model.")
+                st.error(f"{plain(error)}. Showing the default model.")
                 st.session_state["model"] = "default"
     else:
         st.session_state["model"] = options[choice]
@@ -146,10 +142,10 @@ def _load_model():
     try:
         if models.is_known(source):
             _ensure_fetched(source)
-        with st.spinner(f"Loading {source}…"):
+        with st.spinner(f"Loading {plain(source)}…"):
             return cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
-        st.error(f"Could not load the model: {error}")
+        st.error(f"Could not load the model: {plain(error)}")
         return None
 
 
@@ -180,7 +176,7 @@ def render() -> None:
             pass
         config = loaded.config
         st.caption(
-            f"**{cache.display_name(loaded)}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
+            f"**{plain(cache.display_name(loaded))}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
             f"{config.n_layers} layers · {config.n_heads} heads · {config.n_kv_heads} KV heads "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
@@ -218,7 +214,7 @@ def current():
     try:
         loaded = cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
-        st.info(f"No model loaded ({error}). Pick one in the sidebar.")
+        st.info(f"No model loaded ({plain(error)}). Pick one in the sidebar.")
         st.stop()
     if loaded.tokenizer is None:
         st.info("This model has no tokenizer, so the pages cannot feed it text. Pick another model.")

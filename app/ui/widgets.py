@@ -1,8 +1,20 @@
-"""Widgets whose ranges come from the model or the limits, so they hold for any model and setting."""
+"""Widgets whose ranges come from the model or the limits, so they hold for any model and setting; text
+from outside (an uploaded file's names, a path) shown as written."""
 
 from __future__ import annotations
 
+import string
+
 import streamlit as st
+
+MARKDOWN_SIGNS = frozenset(string.punctuation)  # CommonMark lets a backslash escape every ASCII punctuation sign
+
+
+def plain(text: str) -> str:
+    """``text`` as written inside Markdown: every ASCII punctuation sign escaped, so ``*``/``_`` emphasis,
+    ``[links](...)``, HTML, entities, ``:red[...]`` directives and bare ``http://`` or ``www.`` autolinks
+    stay text; a line break becomes a space (it would start a list or heading)."""
+    return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
 
 
 def bounded_slider(container, label: str, low: int, high: int, value: int | None = None, *, key: str,

@@ -7,6 +7,7 @@ import streamlit as st
 from app.components.head_view import head_view as head_view_lines
 from app.figures import charts
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.analysis.heads.metrics import hide_sink
 
 
@@ -30,4 +31,4 @@ def head_view(view, layer: int, head: int, hide: bool) -> None:
     query_row = view.traced.trace.attn(layer, head, rows=slice(query, query + 1))
     query_row = (hide_sink(query_row) if hide else query_row)[0]
     head_view_lines(charts.head_view(query_row.numpy(), tokens, query), key="head_view")
-    st.caption(f"Lines from {tokens[query]!r} to the keys it reads, thicker = more weight (top 24).")
+    st.caption(f"Lines from {plain(repr(tokens[query]))} to the keys it reads, thicker = more weight (top 24).")

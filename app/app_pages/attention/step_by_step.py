@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
+from app.ui.widgets import plain
 from txviz.analysis.heads.steps import attention_steps, entropy
 
 
@@ -32,7 +33,7 @@ def step_by_step(source: str, prompt: str, bos: str, tokens: list[str], n_groups
                                  symmetric=False, **square), key="step_probs")
     b.plotly_chart(charts.matrix(steps.output.numpy(), title=f"5. weights · V → {t} × {d} output of this head",
                                  x=[f"d{i}" for i in range(d)], y=labels), key="step_out")
-    st.markdown(f"**Without the √d_k scaling**, row {query} ({tokens[query]!r}): the softmax gets sharper "
+    st.markdown(f"**Without the √d_k scaling**, row {query} ({plain(repr(tokens[query]))}): the softmax gets sharper "
                 f"(entropy {float(entropy(steps.probs[query])):.2f} → {float(entropy(steps.unscaled_probs[query])):.2f} nats), "
                 "and saturated softmaxes have tiny gradients, which is why the scaling is there.")
     st.plotly_chart(charts.softmax_with_and_without_scaling(steps.probs[query, : query + 1].numpy(),

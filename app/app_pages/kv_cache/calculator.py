@@ -8,6 +8,7 @@ import streamlit as st
 from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import calculator_charts
+from app.ui.widgets import plain
 from txviz.analysis.kv import memory, presets
 from txviz.analysis.kv.fit import chosen_kind, fit
 
@@ -27,7 +28,7 @@ def draw() -> None:
     spec, identity = chosen
     st.caption(describe(spec))
     if spec.assumptions:
-        st.warning("Read by txviz's generic rule, which assumed: " + "; ".join(spec.assumptions) + ".")
+        st.warning("Read by txviz's generic rule, which assumed: " + plain("; ".join(spec.assumptions)) + ".")
     settings, gpu_gib = serving_settings()
     variants = attention_kinds(spec)
     follow("mem_kind", identity, chosen_kind(None, variants, spec.kind))

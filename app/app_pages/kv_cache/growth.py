@@ -8,7 +8,7 @@ import streamlit as st
 from app import cache
 from app.figures import memory_charts
 from app.ui import state
-from app.ui.widgets import bounded_slider
+from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.kv.growth import cache_growth
 
 
@@ -29,7 +29,7 @@ def draw(source, loaded) -> None:
         st.warning(str(error))
         return
     bar.empty()
-    st.markdown(f"**Generated:** {loaded.tokenizer.decode(list(result.new_ids), skip_special=True)!s}")
+    st.markdown(f"**Generated:** {plain(loaded.tokenizer.decode(list(result.new_ids), skip_special=True))}")
     grown = cache_growth(result.steps, result.cache_capacity_bytes, config, element)
     st.plotly_chart(memory_charts.cache_growth(grown.positions, grown.held, grown.measured, grown.formula,
                                                prompt_len=int(grown.positions[0]), capacity=grown.capacity),

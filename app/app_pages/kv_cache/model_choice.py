@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
+from app.ui.widgets import plain
 from txviz.analysis.kv import memory, presets
 from txviz.loading.errors import ModelLoadError
 
@@ -32,7 +33,7 @@ def model_choice() -> tuple[memory.MemoryModel, str] | None:
     try:
         return memory.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
     except (ModelLoadError, ValueError) as error:
-        st.error(f"Could not read that config.json: {error}")
+        st.error(f"Could not read that config.json: {plain(error)}")
         return None
 
 
@@ -47,6 +48,6 @@ def describe(spec: memory.MemoryModel) -> str:
     experts = (f", {spec.n_experts} experts, {spec.experts_per_token} per token ({spec.n_params / 1e9:,.1f} B "
                f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
                if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
-    return (f"**{spec.name}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
+    return (f"**{plain(spec.name)}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
             f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}{windows}{latent}{experts}"
-            + (f". Source: {spec.source}" if spec.source else "."))
+            + (f". Source: {plain(spec.source)}" if spec.source else "."))

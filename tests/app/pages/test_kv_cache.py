@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.ui.widgets import plain
 from tests.helpers.apptest import open_at, page_path, pick_model
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
@@ -154,15 +155,15 @@ def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_
     head_dim = LLAMA_3_8B["hidden_size"] // LLAMA_3_8B["num_attention_heads"]
     assert per_token_metric(at) == ("KV bytes per token (GQA)", kib_per_token(layers, kv_heads, head_dim))
     caption = " ".join(c.value for c in at.caption)
-    assert "**LlamaForCausalLM, 8.03 B params, 32 layers × 4096** — GQA" in caption  # not just "llama"
-    assert "uploaded file config.json" in caption
+    assert f"**{plain('LlamaForCausalLM, 8.03 B params, 32 layers × 4096')}** — GQA" in caption  # not just "llama"
+    assert plain("uploaded file config.json") in caption
 
     widget(at, "segmented_control", "mem_kind").set_value("MQA").run()  # a choice on the upload…
     named = {**LLAMA_3_8B, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}
     at.file_uploader[0].set_value(("config.json", json.dumps(named).encode(), "application/json")).run()
     no_errors(at)  # …is forgotten when another file comes
     assert per_token_metric(at) == ("KV bytes per token (GQA)", kib_per_token(layers, kv_heads, head_dim))
-    assert "**Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params" in " ".join(c.value for c in at.caption)
+    assert "**" + plain("Meta-Llama-3-8B (LlamaForCausalLM, 8.03 B params") in " ".join(c.value for c in at.caption)
 
     widget(at, "radio", "mem_source").set_value("Preset").run()  # back to the preset: Falcon, its own kind
     no_errors(at)

@@ -10,9 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
+from app.ui.widgets import plain
 from tests.helpers.apptest import open_at
 
 ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
@@ -110,8 +112,22 @@ def test_an_unknown_family_is_sized_with_a_warning_and_missing_numbers_are_named
     at = upload(upload_page, unknown)
     assert not at.exception and not at.error
     assert metric(at, "KV bytes per token") == ("KV bytes per token (GQA)", kib(32 * 2 * 8 * 128 * 2))
-    assert any("generic rule" in w.value and "'acme_lm' is not one txviz knows" in w.value for w in at.warning)
+    assert any("generic rule" in w.value and plain("'acme_lm' is not one txviz knows") in w.value for w in at.warning)
 
     at = upload(at, {"model_type": "acme_lm", "hidden_size": 4096})
     assert not at.exception and not at.metric
-    assert "num_hidden_layers" in at.error[0].value and "vocab_size" in at.error[0].value
+    assert plain("num_hidden_layers") in at.error[0].value and plain("vocab_size") in at.error[0].value
+
+
+def test_an_uploaded_name_is_shown_as_written_not_as_markdown(upload_page):
+    """QA finding 6: ``_name_or_path`` was rendered bold with a live link; the caption's Markdown now holds
+    it escaped (rendered as written: tests/app/ui/test_plain_text.py), and so does the file's name."""
+    hostile = "<img src=x onerror=alert(1)> **bold** [link](http://x)"
+    at = upload(upload_page, {**hf.LLAMA_3_8B, "_name_or_path": hostile}, name="*my* [config](http://y).json")
+    no_errors(at)
+    text = captions(at)
+    assert f"**{plain('x) (')}" in text  # the name: the last part of the path, then the size
+    assert plain(f"uploaded file *my* [config](http://y).json ({hostile})") in text
+    [line] = [c.value for c in at.caption if "uploaded file" in c.value]
+    rendered = MarkdownIt("commonmark").render(line)  # Streamlit's renderer is CommonMark (+ GFM)
+    assert rendered.count("<strong>") == 1 and "<a " not in rendered and "<img" not in rendered, rendered

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.ui.widgets import plain
 from tests.helpers.apptest import app_on, no_errors
 from txviz.lab.corpus import sample_text
 from txviz.loading.zoo import SHIPPED_ZOO
@@ -82,4 +83,4 @@ def test_a_broken_file_is_listed_with_its_reason_and_a_good_one_still_loads(tmp_
     [reason] = [c.value for c in expander.caption]
     assert "claims" in reason and "not a readable GGUF file" in reason
     assert at.sidebar.selectbox(key="model_choice").value.startswith("good.gguf")
-    assert any("good.gguf" in c.value and "2 layers" in c.value for c in at.sidebar.caption)
+    assert any(plain("good.gguf") in c.value and "2 layers" in c.value for c in at.sidebar.caption)
