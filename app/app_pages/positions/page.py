@@ -62,6 +62,7 @@ else:
     c1, c2, _ = st.columns([2, 1, 3])
     layer = bounded_slider(c1, "Layer", 0, config.n_layers - 1, key="layer")
     head = int(c2.number_input("Head", 0, config.n_heads - 1, key="head"))
+state.sync_url()  # main.py synced the URL before the sidebar clamped layer and head into this model
 view = PositionsView(source, loaded, traced, state.get("prompt"), state.get("bos"),
                      cache.display_tokens(loaded, traced), layer, head)  # tokens: split characters shown whole
 
