@@ -30,13 +30,18 @@ OPENED_COLD = ["attention"]  # a new tab takes 4-9 s: one proves the code, the f
 class _RecordingBrowser:
     """A playwright browser whose pages are kept, so the test can look at them after the benchmark."""
 
-    def __init__(self, browser, pages: list):
-        self._browser, self._pages = browser, pages
+    def __init__(self, browser, pages: list, contexts: list):
+        self._browser, self._pages, self._contexts = browser, pages, contexts
 
     def new_page(self, *args, **kwargs):
         page = self._browser.new_page(*args, **kwargs)
         self._pages.append(page)
         return page
+
+    def new_context(self, *args, **kwargs):  # the cold opens' new tabs
+        context = self._browser.new_context(*args, **kwargs)
+        self._contexts.append(context)
+        return context
 
     def __getattr__(self, name):
         return getattr(self._browser, name)
@@ -51,7 +56,7 @@ def watched(monkeypatch, request):
 
     # started before chromium_browser is patched below: the session fixture must get the real one
     shared_chromium = request.getfixturevalue("browser")
-    seen = {"runs": [], "servers": [], "pages": [], "at_exit": []}
+    seen = {"runs": [], "servers": [], "pages": [], "contexts": [], "at_exit": []}
     real_check, real_server = bench_app._check, browser.streamlit_server
 
     def check(at):
@@ -73,7 +78,7 @@ def watched(monkeypatch, request):
     def chromium():
         pages = len(seen["pages"])
         try:
-            yield _RecordingBrowser(shared_chromium, seen["pages"])
+            yield _RecordingBrowser(shared_chromium, seen["pages"], seen["contexts"])
         finally:
             for page in seen["pages"][pages:]:
                 page.close()  # the shared chromium stays; the benchmark's pages (and their contexts) go
@@ -147,6 +152,9 @@ def test_app_benchmark_measures_the_app_it_reports(default_model_home, default_m
             assert 0 < opened["script_start_s"] < opened["script_end_s"] <= opened["open_s"], (kind, name)
             assert opened["first_s"] > 0 and opened["figures"] >= 1, (kind, name)
         assert browser[kind]["attention"]["figures"] >= browser["figures"]  # the component's map counted too
+    # the recorded page drew the Attention page first, so its new tabs are its samples, with no cold first open
+    assert len(watched["contexts"]) == REPEATS and browser["pages"]["attention"]["first_s"] == round(
+        browser["pages"]["attention"]["samples"][0], 3)
     assert result["targets"]["browser_page_open_s"]["measured"] == max(
         opened["open_s"] for opened in browser["in_app_pages"].values())  # the target is the reader's open
 
@@ -163,3 +171,63 @@ def test_prompts_have_exactly_the_asked_tokens(default_model_home, default_model
     assert len(set(prompts)) == 3
     tokenizer = default_model.tokenizer  # the session's load, not the benchmark's
     assert [len(tokenizer.encode(p, bos="sink").ids) for p in prompts] == [64, 64, 64]
+
+
+# The Attention page as the benchmark sees it before a new prompt: the map, a grid and a head view that have
+# each painted once (app/components), and a page that counts its reruns (browser.RUN_TRACKER's object).
+DRAWN_ONCE = """<div data-testid="stApp" data-test-script-state="notRunning">
+  <div class="st-key-heatmap">Layer 0, head 0: the old prompt</div>
+  <div class="st-key-head_grid"><div class="txviz-head-grid" data-painted="1"><canvas></canvas></div></div>
+  <div class="st-key-head_view"><div class="txviz-head-view" data-painted="1"><svg></svg></div></div>
+</div>
+<script>
+  window.__txvizRuns = {asked: 4, answered: 4, running: false};
+  document.querySelector('.txviz-head-grid').txvizData = {prompt: 'old'};
+  document.querySelector('.txviz-head-view').txvizFigure = {prompt: 'old'};
+</script>"""
+
+
+def test_a_new_prompt_is_drawn_once_every_figure_shows_it(browser):
+    """bench_app.wait_drawn ends on the new prompt's paints: not before the run asked for has ended, not
+    on a component that painted its old data again, and not never when a component's root is rebuilt
+    (its paint count starts again and can read what was marked)."""
+    reason = browser_available()
+    if reason:
+        pytest.skip(reason)
+    from tests.helpers import bench_app
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(DRAWN_ONCE)
+        before = bench_app.mark_drawn(page)
+        assert before == {"asked": 4, "text": "Layer 0, head 0: the old prompt", "plotly": "[]"}
+        drawn = lambda: page.evaluate(f"arg => ({bench_app.DRAWN_AGAIN})(arg)", [before, 2])  # noqa: E731
+        ran = lambda: page.evaluate(f"arg => ({bench_app.RAN_SINCE})(arg)", before["asked"])  # noqa: E731
+        assert not ran()  # idle, but the new prompt's run is not asked for yet
+
+        page.evaluate("""() => {  // Ctrl+Enter asked for a run; the server has not answered yet
+          window.__txvizRuns.asked = 5;
+          document.querySelector('.st-key-heatmap').textContent = 'Layer 0, head 0: the new prompt';
+          const grid = document.querySelector('.txviz-head-grid');  // a resize: the old data painted again
+          grid.dataset.painted = '2';
+          const view = document.createElement('div');  // the head view's root rebuilt, painted once
+          view.className = 'txviz-head-view';
+          view.dataset.painted = '1';
+          view.txvizFigure = {prompt: 'new'};
+          view.append(document.createElementNS('http://www.w3.org/2000/svg', 'svg'));
+          document.querySelector('.st-key-head_view').replaceChildren(view);
+        }""")
+        assert not ran()
+        page.evaluate("() => { window.__txvizRuns.answered = 5; }")
+        assert ran()
+        assert not drawn()  # the grid shows the old prompt
+        page.evaluate("""() => { const grid = document.querySelector('.txviz-head-grid');
+          grid.txvizData = {prompt: 'new'}; grid.dataset.painted = '3'; }""")
+        assert drawn()
+        bench_app.wait_drawn(page, before, figures=2, timeout_ms=10_000)  # returns: both waits hold
+        assert not page.evaluate(f"arg => ({bench_app.DRAWN_AGAIN})(arg)", [before, 3])  # two figures, not three
+        page.evaluate("() => { delete window.__txvizRuns; }")  # a page that does not count its reruns (as before:
+        assert bench_app.mark_drawn(page)["asked"] is None and ran()  # idle; tests/helpers/chrome_profile.py)
+    finally:
+        context.close()

@@ -17,11 +17,13 @@ prompt; and every page of the app (app/app_pages) opened at the default prompt w
 its last figure drawn, two ways: by its link in the sidebar of the tab already open, as a reader does
 (``in_app_pages``, the target), and cold, in a new tab of a new browser context (``pages``: an empty HTTP
 cache and a new Streamlit session, so Streamlit's bundle and element chunks are fetched and parsed
-again); each with the first open, then the median of the next, and when the page's script started and
-stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--cold-pages`` some of the new
-tabs, ``--no-cold-pages`` skips them. ``--baseline REV`` runs the browser half a second time on the app
-of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/`` exported to a temporary folder, the
-library from this tree; its pages from the sidebar only), so before and after share one run and one load.
+again); each with the first open, then the median of the next (the Attention page, which the benchmark's
+tab drew first, has no cold first open: its first new tab is its first sample), and when the page's
+script started and stopped, so the rest is the browser's. ``--pages`` picks some pages, ``--cold-pages``
+some of the new tabs, ``--no-cold-pages`` skips them. ``--baseline REV`` runs the browser half a second
+time on the app of git revision REV (its ``app/``, ``assets/`` and ``.streamlit/`` exported to a temporary
+folder, the library from this tree; its pages from the sidebar only), so before and after share one run
+and one load.
 Medians over ``--repeats``; every sample is in the JSON, with the load average.
 """
 
@@ -36,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.browser import CHART
+from tests.helpers.browser import CHART, IDLE, SETTLED
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = str(ROOT / "app" / "main.py")
@@ -45,6 +47,7 @@ TARGETS = {"server_head_switch_ms": 100.0, "server_prompt_64_s": 1.0, "browser_p
            "browser_start_to_first_figure_s": 10.0, "browser_head_switch_ms": 150.0, "browser_layer_switch_ms": 150.0,
            "browser_head_switch_long_ms": 300.0, "browser_layer_switch_long_ms": 300.0,  # issue 14; long: 1024 tokens
            "browser_page_open_s": 1.5}  # every page, the slowest one's median (model and page caches warm)
+FIRST_PAGE = "attention"  # what "/" opens (app/main.py's HOME), with the default prompt
 PAGES = sorted(folder.name.replace("_", "-") for folder in (ROOT / "app" / "app_pages").iterdir()
                if (folder / "page.py").exists())  # their url paths (app/main.py: kv_cache is served at kv-cache)
 # Every figure of the page drawn: the script ran and stopped, nothing stale is left, no element is still a
@@ -62,13 +65,6 @@ PAGE_DRAWN = """() => {
     && [...document.querySelectorAll('.st-key-head_grid, .st-key-head_view')]
       .every(k => k.querySelector('[data-painted], .main-svg'));  // painted, or an older app's plotly chart
 }"""
-# The Attention page's grid and head view (app/components) each count their paints: a new prompt is drawn
-# once each has painted again (an app without them has none to wait for).
-PAINTS = "() => [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted)"
-REPAINTED = """(before) => {
-  const now = [...document.querySelectorAll('.txviz-head-grid, .txviz-head-view')].map(e => e.dataset.painted);
-  return now.length === before.length && now.every((count, i) => count !== before[i]);
-}"""
 OPEN_WATCH = """new MutationObserver(() => {  // when the page's script first started and last stopped
   const app = document.querySelector("[data-testid='stApp']"), state = app && app.getAttribute('data-test-script-state');
   if (state === 'running' && !window.txvizRan) window.txvizRan = performance.now();
@@ -83,6 +79,35 @@ HOLDS_LAYER = """([selector, layer]) => {
   return layers === undefined || layers.split(',').includes(String(layer));
 }"""
 PREFETCH_WAIT_S = 30
+# A new prompt is drawn when the run it asked for has ended (RUN_TRACKER's count: the DOM's script state can
+# read "notRunning" before the server has answered) and then every figure shows the new prompt: the map's
+# text changed, the plotly charts hold other data, and each component root (app/components: the head maps,
+# grid and head view keep their element and count their paints in data-painted) painted again with data
+# that is not what it held before; a root built since the mark counts as painted. Roots are marked in the
+# page by identity, not by their order or count: a rebuilt root starts its count again (it could come back
+# to the value marked), and a root that painted the old data once more (a resize) does not end the wait.
+COMPONENTS = ".txviz-head-maps, .txviz-head-grid, .txviz-head-view"
+PLOTLY_DATA = """() => JSON.stringify([...document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot")]
+  .map(p => (p.data || []).map(t => t.y)))"""
+MARK = f"""() => {{
+  const shown = (root) => root.txvizData ?? root.txvizFigure;  // what the component last painted (its data)
+  window.txvizMarked = new Map([...document.querySelectorAll({COMPONENTS!r})]
+    .map(root => [root, [root.dataset.painted, shown(root)]]));
+  return {{text: document.querySelector('.st-key-heatmap')?.innerText ?? null, plotly: ({PLOTLY_DATA})()}};
+}}"""
+RAN_SINCE = f"""asked => window.__txvizRuns ? window.__txvizRuns.asked > asked && ({SETTLED})()
+  : document.querySelector({IDLE!r}) !== null"""  # a page that does not count its reruns: idle, as before
+DRAWN_AGAIN = f"""([before, figures]) => {{
+  const marked = window.txvizMarked, roots = [...document.querySelectorAll({COMPONENTS!r})];
+  const repainted = roots.length >= marked.size && roots.every(root => {{
+    const [painted, data] = marked.get(root) ?? [], shown = root.txvizData ?? root.txvizFigure;
+    return root.dataset.painted !== undefined && root.dataset.painted !== painted
+      && (shown === undefined || shown !== data);
+  }});
+  return repainted && (document.querySelector('.st-key-heatmap')?.innerText ?? null) !== before.text
+    && (before.plotly === '[]' || ({PLOTLY_DATA})() !== before.plotly)
+    && document.querySelectorAll({FIGURE!r}).length >= figures;
+}}"""
 
 
 @functools.cache
@@ -158,24 +183,32 @@ def _check(at) -> None:
 
 
 def _new_prompt(page, prompt: str, n_charts: int) -> float:
-    """Seconds from Ctrl+Enter in the prompt box to every figure of the page drawn: the map's text changed,
-    the script idle, every plotly chart there, and the grid and head view components repainted."""
-    from tests.helpers.browser import IDLE, wait_idle
+    """Seconds from Ctrl+Enter in the prompt box to every figure of the new prompt drawn (``wait_drawn``)."""
+    from tests.helpers.browser import wait_idle
 
     box = page.locator(".st-key-prompt textarea")
     box.fill(prompt)
-    before, paints = page.locator(".st-key-heatmap").inner_text(), page.evaluate(PAINTS)
+    before = mark_drawn(page)
     started = time.perf_counter()
     box.press("Control+Enter")
-    page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=before,
-                           timeout=600_000)  # the new prompt's map is drawn
-    page.wait_for_selector(IDLE, timeout=600_000)  # the script has sent everything
-    page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
-                           arg=[FIGURE, n_charts], timeout=60_000)
-    page.wait_for_function(REPAINTED, arg=paints, timeout=60_000)  # the grid and head view too (none before)
+    wait_drawn(page, before, n_charts)
     seconds = time.perf_counter() - started
     wait_idle(page)
     return seconds
+
+
+def mark_drawn(page) -> dict:
+    """What the page shows before an action that redraws it (MARK), and the reruns it has asked for, where
+    it counts them (``browser.track_reruns`` or RUN_TRACKER as an init script; else None)."""
+    return {"asked": page.evaluate("() => window.__txvizRuns?.asked ?? null"), **page.evaluate(MARK)}
+
+
+def wait_drawn(page, before: dict, figures: int = 0, polling: str | int = "raf", timeout_ms: int = 600_000) -> None:
+    """Wait until a rerun asked after ``before`` (``mark_drawn``) has ended and every figure shows its
+    result, at least ``figures`` of them (FIGURE). Both end on the event they wait for, checked at every
+    frame by default (the caller times them); the bound only catches a hang."""
+    page.wait_for_function(RAN_SINCE, arg=before["asked"], timeout=timeout_ms, polling=polling)
+    page.wait_for_function(DRAWN_AGAIN, arg=[before, figures], timeout=timeout_ms, polling=polling)
 
 
 def _title_shows(page, pattern: str, arg: int) -> None:
@@ -224,8 +257,10 @@ def _component_layer_switch(page, layer: int) -> tuple[float, float]:
     app that does not say (an older revision) is measured at once, as it has nothing to wait for."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
-        page.wait_for_function(HOLDS_LAYER, arg=[HEAD_MAPS, layer], timeout=PREFETCH_WAIT_S * 1000)
+    from tests.helpers.browser import POLL_MS
+
+    try:  # not timed: no need to check at every frame
+        page.wait_for_function(HOLDS_LAYER, arg=[HEAD_MAPS, layer], timeout=PREFETCH_WAIT_S * 1000, polling=POLL_MS)
     except PlaywrightTimeout:
         pass  # not prefetched in time: measured as a fetch
     return _component_switch(page, lambda: page.locator(HEAD_MAPS).press("ArrowDown"), f"[data-layer='{layer}']")
@@ -273,11 +308,13 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
     """Seconds seen in headless chromium against a ``streamlit run`` server started here (on the app in
     ``app_root``, default this tree); with ``pages`` every page's (or ``page_names``') open time from the
     sidebar of the open tab too, and with ``cold_pages`` its (or ``cold_names``') cold open in a new tab."""
-    from tests.helpers.browser import ERROR, chromium_browser, streamlit_server, wait_idle
+    from tests.helpers.browser import (ERROR, POLL_MS, RUN_TRACKER, chromium_browser, rerun_mark, streamlit_server,
+                                       wait_idle)
 
     prompts = prompts_of(n_tokens, repeats)
     with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(RUN_TRACKER)  # wait_idle then waits on the reruns asked, not a 300 ms pause
         page.add_init_script(OPEN_WATCH)
         started = time.perf_counter()
         with streamlit_server(**({"app_root": app_root} if app_root else {})) as url:
@@ -285,10 +322,11 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             page.wait_for_selector(f".st-key-heatmap {CHART}", timeout=300_000)
             start_to_figure = time.perf_counter() - started
             wait_idle(page)
-            page.wait_for_function(PAGE_DRAWN, timeout=120_000, polling="raf")  # under load a chart may still be
+            page.wait_for_function(PAGE_DRAWN, timeout=120_000, polling=POLL_MS)  # under load a chart may still be
             n_charts = page.locator(FIGURE).count()  # loading: counted early, a new prompt would wait for fewer
             has_component = page.locator(HEAD_MAPS).count() > 0
-            opens = page_opens(browser, url, repeats, cold_names or page_names) if pages and cold_pages else None
+            opens = (page_opens(browser, url, repeats, cold_names or page_names, drawn=FIRST_PAGE)
+                     if pages and cold_pages else None)
             in_app = in_app_opens(page, repeats, page_names) if pages else None
             wait_idle(page)
 
@@ -297,8 +335,11 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             long = None
             if long_tokens:
                 page.locator(".st-key-layer input[type='range']").focus()
+                asked = rerun_mark(page)
                 for _ in range(2 * repeats):  # back to layer 0, as on the short prompt
                     page.keyboard.press("ArrowLeft")
+                wait_idle(page, since=asked)
+                _title_shows(page, "Layer %,", 0)
                 wait_idle(page)
                 long = {"tokens": long_tokens,
                         "prompt_s": round(_new_prompt(page, prompts_of(long_tokens, 1)[0], n_charts), 3)}
@@ -333,18 +374,20 @@ def _open_page(browser, url: str) -> tuple[float, int, tuple[float, float]]:
         context.close()
 
 
-def page_opens(browser, url: str, repeats: int, names: list[str] | None = None) -> dict:
+def page_opens(browser, url: str, repeats: int, names: list[str] | None = None, drawn: str | None = None) -> dict:
     """The cold new-tab open of every page (or of ``names``): a new browser context each time (an empty
     HTTP cache, a new Streamlit session); the first open on this server (the page's own caches cold; the
-    model loaded) and ``repeats`` more (warm), seconds to the last figure drawn."""
+    model loaded) and ``repeats`` more (warm), seconds to the last figure drawn. The page ``drawn`` on this
+    server already (the benchmark's own tab) has no cold first open: its first is the first of its samples."""
     pages = {}
     for name in names or PAGES:
-        first, figures, _ = _open_page(browser, f"{url}/{name}")
-        warm = [_open_page(browser, f"{url}/{name}") for _ in range(repeats)]
-        opens = [seconds for seconds, _, _ in warm]
-        pages[name] = {"first_s": round(first, 3), "open_s": round(statistics.median(opens), 3), "figures": figures,
+        cold = name != drawn
+        opens = [_open_page(browser, f"{url}/{name}") for _ in range(cold + repeats)]
+        (first, figures, _), warm = opens[0], opens[cold:]
+        seconds = [s for s, _, _ in warm]
+        pages[name] = {"first_s": round(first, 3), "open_s": round(statistics.median(seconds), 3), "figures": figures,
                        "script_start_s": statistics.median(script[0] for _, _, script in warm),
-                       "script_end_s": statistics.median(script[1] for _, _, script in warm), "samples": opens}
+                       "script_end_s": statistics.median(script[1] for _, _, script in warm), "samples": seconds}
     return pages
 
 
@@ -442,7 +485,8 @@ def _browser_line(name: str, found: dict) -> str:
                  + " · ".join(f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script "
                               f"{o['script_start_s']}–{o['script_end_s']} s)" for name, o in found["in_app_pages"].items()))
     if found.get("pages"):
-        line += "\n  cold open in a new tab → last figure drawn (first open on this server / median of the next): " + " · ".join(
+        line += ("\n  cold open in a new tab → last figure drawn (first open on this server / median of the "
+                 "samples): ") + " · ".join(
             f"{name} {o['first_s']} / {o['open_s']} s ({o['figures']} figures; script {o['script_start_s']}–"
             f"{o['script_end_s']} s)" for name, o in found["pages"].items())
     return line

@@ -29,28 +29,19 @@ from tests.helpers.chrome_profile import main_thread_cpu_ms
 FLOOR_ROOT = Path(__file__).resolve().parent / "floor_app"
 LEVELS = ("sidebar", "trace", "chart")
 PAGE = "page"  # the real Attention page
-# Every plotly chart's data, to tell the new prompt's figure from the old one still on screen.
-PLOTLY_DATA = """() => JSON.stringify([...document.querySelectorAll("[data-testid='stPlotlyChart'] .js-plotly-plot")]
-  .map(p => (p.data || []).map(t => t.y)))"""
 FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def new_prompt(page, prompt: str) -> float:
     """Seconds from Ctrl+Enter in the prompt box to every figure of the new prompt painted."""
-    from tests.helpers.browser import POLL_MS, wait_idle
+    from tests.helpers.browser import POLL_MS
 
     box = page.locator(".st-key-prompt textarea")
     box.fill(prompt)
-    text, charts, paints = (page.locator(".st-key-heatmap").inner_text(), page.evaluate(PLOTLY_DATA),
-                            page.evaluate(bench_app.PAINTS))
+    before = bench_app.mark_drawn(page)
     started = time.perf_counter()
     box.press("Control+Enter")
-    page.wait_for_function("t => document.querySelector('.st-key-heatmap')?.innerText !== t", arg=text,
-                           timeout=600_000, polling=POLL_MS)
-    wait_idle(page, timeout_ms=600_000)
-    if charts != "[]":
-        page.wait_for_function(f"before => ({PLOTLY_DATA})() !== before", arg=charts, timeout=60_000, polling=POLL_MS)
-    page.wait_for_function(bench_app.REPAINTED, arg=paints, timeout=60_000, polling=POLL_MS)
+    bench_app.wait_drawn(page, before, polling=POLL_MS)  # polled: the renderer's CPU is measured
     page.evaluate(FRAMES)
     return time.perf_counter() - started
 
