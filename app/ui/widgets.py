@@ -1,5 +1,6 @@
 """Widgets whose ranges come from the model or the limits, so they hold for any model and setting; text
-from outside (an uploaded file's names, a path) shown as written."""
+from outside (an uploaded file's names, a path) shown as written; the warning for a prompt without the
+BOS its model's tokenizer always adds."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ def plain(text: str) -> str:
     ``[links](...)``, HTML, entities, ``:red[...]`` directives and bare ``http://`` or ``www.`` autolinks
     stay text; a line break becomes a space (it would start a list or heading)."""
     return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
+
+
+def missing_bos_warning(tokenizer, bos: str) -> None:
+    """Warn when the sidebar puts nothing before the prompt of a model whose own tokenizer always starts
+    with BOS (Gemma): it never saw text without it in training."""
+    if bos == "none" and tokenizer.adds_bos:
+        st.warning(f"This model's own tokenizer always starts with `{tokenizer.bos_token}`: without it the first "
+                   "word becomes the attention sink and the scores fall (choose 'sink token' or 'BOS').")
 
 
 def bounded_slider(container, label: str, low: int, high: int, value: int | None = None, *, key: str,

@@ -12,6 +12,7 @@ from app.app_pages.attention.layer_profile import layer_profile
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
 from app.ui import sidebar, state
+from app.ui.widgets import missing_bos_warning
 from txviz.analysis.heads.metrics import METRICS
 
 st.title("Attention")
@@ -34,6 +35,7 @@ if len(traced.trace.layers) < loaded.config.n_layers:  # a budget too small for 
     state.clamp_head(len(traced.trace.layers), loaded.config.n_heads)
 shown = shown_tokens(loaded, traced)
 token_strip(shown, traced, loaded.config, bos)
+missing_bos_warning(loaded.tokenizer, bos)  # the Heads page's coreference set warns the same
 if plan is not None:
     capture_plan_note(loaded, traced.n_tokens, plan)
 window_note(loaded.config, traced.n_tokens)
