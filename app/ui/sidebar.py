@@ -12,7 +12,7 @@ import streamlit as st
 from app import cache
 from app.services import models
 from app.ui import state
-from app.ui.widgets import plain
+from app.ui.widgets import counted, plain
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.lab.zoo import describe
@@ -177,7 +177,7 @@ def render() -> None:
         config = loaded.config
         st.caption(
             f"**{plain(cache.display_name(loaded))}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
-            f"{config.n_layers} layers · {config.n_heads} heads · {config.n_kv_heads} KV heads "
+            f"{config.n_layers} layers · {config.n_heads} heads · {counted(config.n_kv_heads, 'KV head')} "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
             + (f" · **{n_tokens:,} tokens**" if n_tokens is not None else ""))

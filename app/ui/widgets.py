@@ -1,6 +1,6 @@
 """Widgets whose ranges come from the model or the limits, so they hold for any model and setting; text
-from outside (an uploaded file's names, a path) shown as written; the warning for a prompt without the
-BOS its model's tokenizer always adds."""
+from outside (an uploaded file's names, a path) shown as written; counts in words ("1 KV head"); the warning for a prompt
+without the BOS its model's tokenizer always adds."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def plain(text: str) -> str:
     ``[links](...)``, HTML, entities, ``:red[...]`` directives and bare ``http://`` or ``www.`` autolinks
     stay text; a line break becomes a space (it would start a list or heading)."""
     return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, singular for one: "1 KV head", "8 KV heads"."""
+    return f"{n:,} {noun}{'s' * (n != 1)}"
 
 
 def missing_bos_warning(tokenizer, bos: str) -> None:

@@ -39,7 +39,7 @@ def test_gemma3_is_loaded_by_name_and_every_page_draws(gemma_app):
     tests/conftest.py)."""
     at = gemma_app
     caption = "\n".join(c.value for c in at.sidebar.caption)
-    assert "18 layers · 4 heads · 1 KV heads (MQA)" in caption
+    assert "18 layers · 4 heads · 1 KV head (MQA)" in caption
     for name in PAGE_NAMES:
         at.switch_page(page_path(name)).run()
         assert not at.exception and not at.error, (name, [e.value for e in (*at.exception, *at.error)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.ui.widgets import plain
+from app.ui.widgets import counted, plain
 from txviz.analysis.kv import memory, presets
 from txviz.loading.errors import ModelLoadError
 
@@ -49,5 +49,6 @@ def describe(spec: memory.MemoryModel) -> str:
                f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
                if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
     return (f"**{plain(spec.name)}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
-            f"{spec.kv_heads} KV heads, head_dim {spec.head_dim}, d_model {spec.d_model}{windows}{latent}{experts}"
+            f"{counted(spec.kv_heads, 'KV head')}, head_dim {spec.head_dim}, d_model {spec.d_model}"
+            f"{windows}{latent}{experts}"
             + (f". Source: {plain(spec.source)}" if spec.source else "."))

@@ -93,7 +93,7 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
 
     picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
     no_errors(at)
-    assert "**Gemma 3 270M** · gguf" in caption(at) and "18 layers · 4 heads · 1 KV heads (MQA)" in caption(at)
+    assert "**Gemma 3 270M** · gguf" in caption(at) and "18 layers · 4 heads · 1 KV head (MQA)" in caption(at)
     assert at.session_state["model"] == "gemma3-270m"
     assert (at.slider(key="layer").value, at.number_input(key="head").value) == (17, 3)
     assert "Layer 17, head 3" in heatmap(at)["layout"]["title"]["text"]
