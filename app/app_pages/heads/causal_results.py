@@ -34,8 +34,8 @@ def show(report: dict, request) -> None:
     st.plotly_chart(causal_charts.residual_patching(report["residual_grid"], report["clean_tokens"]),
                     key="causal_residual")
     st.caption("Each cell: the clean run with the residual stream entering that layer at that token taken from the "
-               "counterfactual. The answer's information sits at the deciding word's column in early layers and "
-               "moves to the last token in later ones.")
+               "counterfactual. Only the tokens where the two prompts differ can carry the swap: expect its effect "
+               "in their columns in early layers and at the last token in later ones.")
 
 
 def _logit_diffs(report: dict, request) -> None:
@@ -66,7 +66,8 @@ def _agreement(report: dict) -> None:
         st.caption("No attention margin: the pronoun or a candidate is not a whole word of the sentence.")
     else:
         st.caption("The attention margin is read at the pronoun's row (the ranking above, read at the pronoun): "
-                   "there a causal model has not yet seen the deciding word, so the margin cannot depend on it.")
+                   "there a causal model has read only the words up to the pronoun, so the margin cannot depend on "
+                   "anything said after it.")
 
 
 def head_table(report: dict) -> pd.DataFrame:

@@ -11,7 +11,8 @@ from tests.helpers.tiny import random_decoder, tiny_config
 from txviz.analysis.coref.ranking import word_token_spans
 from txviz.analysis.coref.answer import (candidate_probabilities, contrast_sentence, default_completion,
                                          first_tokens, max_row_difference, model_answer, query_row, read_answer,
-                                         sentence_words, suggest_candidates, suggest_deciding_word, suggest_pronoun)
+                                         sentence_words, suggest_candidates, suggest_deciding_word, suggest_pronoun,
+                                         swap_gender)
 from txviz.capture.trace import trace
 
 TROPHY = "The trophy didn't fit in the suitcase because it was too big."
@@ -81,6 +82,17 @@ def test_contrast_sentence():
 
 
 # ---- query rows ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, pronoun, swapped", [
+    (MARY + ' In this sentence, "she" means', "she", 'Mary met John at the station, and he gave him a book. In '
+                                                     'this sentence, "he" means'),  # the completion too
+    ("He said he would. Shell", "he", "She said she would. Shell"),  # case kept, whole words only
+    ("Ana met Tom and gave him a pen.", "him", "Ana met Tom and gave her a pen."),
+    (TROPHY, "it", None), ("They left.", "they", None),  # no other gender: no proposal
+])
+def test_swap_gender(text, pronoun, swapped):
+    assert swap_gender(text, pronoun) == swapped
+
 
 def test_query_row_for_each_kind():
     tokenizer = ByteLevelTokenizer()

@@ -76,6 +76,8 @@ def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
     grid = chart(at, "causal_residual")["data"][0]
     assert grid["x"] == [f"{i}:{t}" for i, t in enumerate(tokens)]  # one column per token, labelled
     assert decode(grid["z"]).shape == (4, len(tokens))  # base_long's 4 layers
+    assert "deciding word's column" not in body and "where the two prompts differ" in body  # none is marked
+    assert "not yet seen the deciding word" not in body and "cannot depend on anything said after it" in body
     assert {chart(at, "causal_chart_left")["layout"]["title"]["text"],
             chart(at, "causal_chart_right")["layout"]["title"]["text"]} == {
         "Attention margin at the pronoun (looks at the answer)", "Patching effect (from the counterfactual)"}

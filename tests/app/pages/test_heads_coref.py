@@ -174,6 +174,24 @@ def test_causal_story_query_position_and_the_models_answer(app, default_model):
     assert [float(m.value.split("%")[0]) / 100 for m in at.metric[:2]] == pytest.approx(mine.p_candidates, abs=6e-4)
 
 
+def test_the_proposed_counterfactual_flips_the_answer(app, default_model):
+    """QA finding 5: swapping the names ("John met Mary …, and she …") left "she" meaning Mary."""
+    at = new_sentence(heads_page(app), SMILED)
+    clean = next(t for t in at.text_input if t.key.startswith("causal_clean_")).value
+    corrupt = next(t for t in at.text_input if t.key.startswith("causal_corrupt_"))
+    assert corrupt.value == clean.replace("she", "he") and "“she” replaced by “he”" in corrupt.label
+    names = ["Mary", "John"]
+    preferred = [names[max(range(2), key=model_answer(default_model, text, "", names).p_candidates.__getitem__)]
+                 for text in (clean, corrupt.value)]
+    assert preferred == ["Mary", "John"]  # measured on SmolLM2: Mary 65.6 %, then John 54.7 % of the two
+    new_sentence(at, TROPHY)  # a known contrast: big ⇄ small
+    assert "“big” replaced by “small”" in next(t for t in at.text_input if t.key.startswith("causal_corrupt_")).label
+    strip(at, "deciding").set_value(None).run()  # "it" has no other gender: the names, and what that tests
+    no_errors(at)
+    label = next(t for t in at.text_input if t.key.startswith("causal_corrupt_")).label
+    assert "swapped" in label and "tests name order, not the answer" in label
+
+
 def test_ranking_for_another_answer_and_the_builtin_set(app, monkeypatch):
     """Also the library's figures on SmolLM2 (txviz.analysis.coref.ranking.evaluate on the built-in set with
     the sink token): the one evaluation the page runs is the one checked, not a second of its own (~5 s)."""

@@ -38,6 +38,9 @@ FUNCTION_WORDS = DETERMINERS | PRONOUNS | frozenset({
 QUERY_KINDS = ("pronoun", "deciding word", "completion end")
 CONTRASTS = {"big": "small", "small": "big", "large": "small", "heavy": "light", "light": "heavy", "long": "short",
              "short": "long", "strong": "weak", "weak": "strong", "fast": "slow", "slow": "fast"}
+# The other gender's pronoun: "she" → "he" makes the man the answer. "her" is object or possessive; "him" is
+# proposed, and the reader edits it where "his" is meant.
+GENDER_SWAP = {"she": "he", "he": "she", "him": "her", "his": "her", "her": "him"}
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,18 @@ def query_row(kind: str, offsets: Sequence[tuple[int, int]], special: Sequence[b
 def contrast_sentence(text: str, word: Word, replacement: str) -> str:
     """``text`` with ``word`` replaced: the other sentence of a Winograd pair ("… too small.")."""
     return text[:word.start] + replacement + text[word.end:]
+
+
+def swap_gender(text: str, pronoun: str) -> str | None:
+    """``text`` with every whole word ``pronoun`` ("she", "She") replaced by the other gender's ("he", "He"),
+    or None when it has none ("it", "they"). A counterfactual that flips the answer when the candidates
+    differ in gender ("Mary … she" → "Mary … he": John), with the same words around it; swapping the
+    candidates instead leaves the pronoun meaning the same person and tests name order only."""
+    other = GENDER_SWAP.get(pronoun.lower())
+    if other is None:
+        return None
+    keep_case = lambda m: other.capitalize() if m.group()[0].isupper() else other  # noqa: E731
+    return re.sub(rf"\b{re.escape(pronoun)}\b", keep_case, text, flags=re.IGNORECASE)
 
 
 def max_row_difference(probs_a: torch.Tensor, probs_b: torch.Tensor, row: int) -> float:
