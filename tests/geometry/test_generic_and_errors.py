@@ -117,3 +117,15 @@ def test_cli_generic_rule_warns(capsys, tmp_path):
 def test_cli_refuses_bad_numbers_with_a_message(capsys, tmp_path, config, argv, message):
     code, out = memory_json(capsys, tmp_path, config, *argv)
     assert code == 2 and message in out["error"]
+
+
+@pytest.mark.parametrize("layers,shown", [(1e300, "got 1e+300"), (10 ** 400, "got a 401-digit number"),
+                                          (2 ** 31, "got 2,147,483,648"), (-4, "got -4")])
+def test_a_count_out_of_range_is_refused_in_a_few_characters(layers, shown):
+    """QA finding 10: JSON's 1e300 became a 301-digit integer in the refusal; the message keeps its
+    meaning (the field, the range, the value) at a readable length."""
+    with pytest.raises(GeometryError) as refused:
+        read_geometry(json.loads(json.dumps({**hf.LLAMA_3_8B, "num_hidden_layers": layers})))
+    message = str(refused.value)
+    assert message.endswith(shown) and "num_hidden_layers must be between 1 and 2,147,483,647" in message
+    assert len(message) < 120, message

@@ -85,8 +85,19 @@ def whole(key: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise GeometryError(f"config.json: {key} must be a whole number, got {str(value)[:80]!r}")
     if not minimum <= value <= MAX_COUNT:
-        raise GeometryError(f"config.json: {key} must be between {minimum} and {MAX_COUNT:,}, got {value}")
+        raise GeometryError(f"config.json: {key} must be between {minimum} and {MAX_COUNT:,}, got {compact(value)}")
     return value
+
+
+def compact(value: int) -> str:
+    """A count as a reader takes it in: in full up to 15 digits, else in e-notation ("1e+300", not the
+    301 digits a JSON 1e300 becomes as an int); past a float's range, its number of digits."""
+    if abs(value) < 10 ** 15:
+        return f"{value:,}"
+    try:
+        return f"{float(value):.3g}"
+    except OverflowError:  # beyond ~1.8e308
+        return f"a {'negative ' * (value < 0)}{int(math.log10(abs(value))) + 1:,}-digit number"
 
 
 def text_part(raw: dict) -> dict:
