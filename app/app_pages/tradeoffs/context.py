@@ -56,7 +56,7 @@ def say_windows(config, crossover: float | None, skip: bool) -> None:
     alone = tr.global_layer_crossover(config, causal_skip=skip)
     where = ("so attention never overtakes the FFN: its cost per token stops growing once T passes the window"
              if crossover is None else
-             f"so per layer on average attention overtakes the FFN only at **T* ≈ {crossover:,.0f}**: past the "
+             f"so per layer on average attention overtakes the FFN only at **T\\* ≈ {crossover:,.0f}**: past the "
              f"windows only the {full} global layer{'s' if full != 1 else ''} keep{'s' if full == 1 else ''} "
              "growing, and they must make up for the others")
     st.info(f"{local} of this model's {config.n_layers} layers see only a window of keys ({sizes}): each query "
