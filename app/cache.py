@@ -53,7 +53,7 @@ __all__ = [  # what the pages call
     "CausalRequest", "causal_estimate", "causal_kept", "get_causal_report",
     # positions
     "shipped_texts", "shipped_text_ids", "TEXTS_DIR", "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
-    "forward_gflops", "get_permutation_check", "SCALING_STORE_BYTES",
+    "forward_speed", "get_permutation_check", "SCALING_STORE_BYTES",
     # KV cache
     "get_generation", "get_kv_counterfactual", "layer_sharing_result", "layer_sharing_step_seconds",
     "get_layer_sharing",
@@ -286,16 +286,17 @@ def scaling_step_seconds(source: str, n_tokens: int) -> tuple[float, str]:
     if found:
         measured = float(np.median(steps))
         return measured, f"one scaling of {n_tokens:,} tokens took {measured:.1f} s here"
-    speed = forward_gflops(source)
-    return (positions.forward_seconds(get_model(source), n_tokens, speed),
-            f"a short forward of this model ran at {speed:.1f} GFLOP/s here")
+    loaded, speed = get_model(source), forward_speed(source)
+    return (positions.scaling_seconds(loaded, n_tokens, speed),
+            f"a short forward of this model ran at {speed.gflops:.1f} GFLOP/s here"
+            + (f", plus {speed.fixed_seconds:.2f} s a pass whatever its length" if speed.fixed_seconds else ""))
 
 
-@st.cache_resource(show_spinner="Timing a short forward of the model…", max_entries=4)
-def forward_gflops(source: str, n_tokens: int = 64, repeats: int = 3) -> float:
-    """GFLOP/s of a short forward, measured once per model: what turns a run's FLOPs into seconds on
-    this server until a real run has been timed."""
-    return positions.forward_gflops(get_model(source), n_tokens, repeats)
+@st.cache_resource(show_spinner="Timing two short forwards of the model…", max_entries=4)
+def forward_speed(source: str):
+    """A fixed cost per pass and a rate, measured once per model: what turns a run's FLOPs into
+    seconds on this server until a real run has been timed."""
+    return positions.forward_speed(get_model(source))
 
 
 @st.cache_resource(show_spinner="Shuffling the prompt…", max_entries=8)
