@@ -8,12 +8,13 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache import layer_sweep
 from app.app_pages.kv_cache.widget_state import follow
+from app.ui.widgets import plain
 from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
 
 
 def draw(source, loaded) -> None:
     config = loaded.config
-    st.subheader(f"Live, on the loaded model ({cache.display_name(loaded)})")
+    st.subheader(f"Live, on the loaded model ({plain(cache.display_name(loaded))})")
     options = kv_head_options(config)
     follow("live_kv", source, config.n_kv_heads)
     n_kv = st.segmented_control("KV heads", list(options), key="live_kv",

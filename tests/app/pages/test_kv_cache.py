@@ -415,3 +415,21 @@ def test_the_calculator_works_when_no_model_loads(monkeypatch, tmp_path):
     at.session_state["kv_tab"] = "Cache growth"  # a tab that runs the model says there is none
     at.run()
     assert not at.exception and "No model loaded" in " ".join(i.value for i in at.info)
+
+
+def test_a_model_directory_named_in_markdown_is_shown_as_written(tmp_path, monkeypatch):
+    """QA finding 6 for a model's own name: the sidebar's line and the sharing tab's heading show a
+    directory called ``*my* [model](x.y) &lt;b&gt;`` as written, not bold with a link."""
+    import shutil
+
+    from markdown_it import MarkdownIt
+
+    name = "*my* [model](x.y) &lt;b&gt;"
+    shutil.copytree(ZOO_BASE, tmp_path / name)
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    at = open_tab(open_kv_page(str(tmp_path / name), zoo_prompt()), "Sharing KV heads")
+    [line] = [c.value for c in at.sidebar.caption if "layers ·" in c.value]
+    assert line.startswith(f"**{plain(name)}** · ")
+    rendered = MarkdownIt("commonmark").render(line)
+    assert rendered.count("<strong>") == 4 and "<a " not in rendered and "<em>" not in rendered, rendered
+    assert f"Live, on the loaded model ({plain(name)})" in [h.value for h in at.subheader]
