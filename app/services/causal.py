@@ -20,7 +20,7 @@ from app.services.prompts import PromptError, encode, within_budget
 from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.causal import agreement, answer_tokens, cost
-from txviz.analysis.coref.answer import CONTRASTS
+from txviz.analysis.coref.answer import CONTRASTS, GENDER_SWAP, swap_gender
 from txviz.causal.margins import attention_margins
 from txviz.causal.patching import DEFAULT_CHUNK
 from txviz.causal.report import STEPS, measure_pair  # noqa: F401  (STEPS: the progress bar's steps)
@@ -41,17 +41,27 @@ class CausalRequest:
     top_k: int = 10
 
 
-def propose_counterfactual(prompt: str, deciding: str | None, candidates: tuple[str, str]) -> tuple[str, str]:
-    """(the counterfactual of ``prompt``, how it was made): the deciding word swapped for its contrast
-    wherever it stands (big ⇄ small, in the completion too), else the first two candidates swapped."""
+def propose_counterfactual(prompt: str, deciding: str | None, candidates: tuple[str, str],
+                           pronoun: str | None = None) -> tuple[str, str]:
+    """(the counterfactual of ``prompt``, how it was made), one that flips the answer where it can: the
+    deciding word swapped for its contrast wherever it stands (big ⇄ small, in the completion too), else
+    the pronoun's gender (she ⇄ he: the candidates must differ in gender for the answer to flip), else the
+    first two candidates swapped, which leaves the pronoun meaning the same one and says so."""
     swap = CONTRASTS.get((deciding or "").lower())
     if swap:
         pattern = re.compile(rf"\b{re.escape(deciding)}\b")
         return pattern.sub(swap, prompt), f"“{deciding}” replaced by “{swap}”"
+    flipped = swap_gender(prompt, pronoun) if pronoun else None
+    if flipped is not None:
+        return flipped, (f"“{pronoun}” replaced by “{GENDER_SWAP[pronoun.lower()]}”: the answer flips when the "
+                         "candidates differ in gender")
     first, second = candidates
     pattern = re.compile(rf"\b({re.escape(first)}|{re.escape(second)})\b")
     swapped = pattern.sub(lambda m: second if m.group() == first else first, prompt)
-    return swapped, f"“{first}” and “{second}” swapped"
+    how = f"“{first}” and “{second}” swapped"
+    if pronoun:
+        how += f"; “{pronoun}” still means the same one, so this tests name order, not the answer"
+    return swapped, how
 
 
 def length_mismatch(clean_tokens, corrupt_tokens) -> str | None:

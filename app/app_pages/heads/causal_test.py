@@ -16,7 +16,6 @@ from app import cache
 from app.app_pages.heads import causal_results
 from app.services.causal import propose_counterfactual
 from app.ui.progress import step_bar
-from txviz.analysis.coref.answer import CONTRASTS, GENDER_SWAP, swap_gender
 from txviz.analysis.coref.marks import Marks, digest
 
 LAST_RUN = "_causal_last_run"  # this session's last request run: says when the inputs moved on from it
@@ -48,7 +47,7 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
     names = [words[i].text for i in marks.candidates]
     clean = text + marks.completion
     deciding = words[marks.deciding].text if marks.deciding is not None else None
-    proposed, how = _proposal(clean, deciding, (names[0], names[1]), words[marks.pronoun].text)
+    proposed, how = propose_counterfactual(clean, deciding, (names[0], names[1]), words[marks.pronoun].text)
     st.text_input("Sentence + completion (the clean prompt)", value=clean, disabled=True,
                   key=f"causal_clean_{digest(clean)}")
     corrupt = st.text_input(f"Counterfactual (proposed: {how}; edit it, same token count)", value=proposed,
@@ -66,18 +65,6 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
         st.info("Write a counterfactual that differs from the sentence (the same sentence has nothing to patch).")
         return None
     return cache.CausalRequest(clean, corrupt, answer, wrong, tuple(names), words[marks.pronoun].text, bos)
-
-
-def _proposal(clean: str, deciding: str | None, names: tuple[str, str], pronoun: str) -> tuple[str, str]:
-    """A counterfactual whose answer differs from the sentence's (QA finding 5), and how it was made."""
-    proposed, how = propose_counterfactual(clean, deciding, names)
-    if CONTRASTS.get((deciding or "").lower()) is not None:
-        return proposed, how  # big ⇄ small
-    flipped = swap_gender(clean, pronoun)
-    if flipped is not None:
-        return flipped, (f"“{pronoun}” replaced by “{GENDER_SWAP[pronoun.lower()]}”: the answer flips when the "
-                         "candidates differ in gender")
-    return proposed, f"{how}; “{pronoun}” still means the same one, so this tests name order, not the answer"
 
 
 def _run_button(source: str, request: cache.CausalRequest) -> dict | None:

@@ -29,6 +29,16 @@ def test_without_a_known_contrast_the_candidates_are_swapped():
     assert proposed == "John met Mary and she waved." and "swapped" in how
 
 
+def test_a_gendered_pronoun_is_swapped_before_the_names_and_it_or_they_says_what_a_name_swap_tests():
+    text = "Mary met John and she waved. She was the one who waved:"
+    proposed, how = causal.propose_counterfactual(text, None, ("Mary", "John"), "she")
+    assert proposed == "Mary met John and he waved. He was the one who waved:" and "flips" in how
+    proposed, how = causal.propose_counterfactual("The cat saw the dog and it ran.", None, ("cat", "dog"), "it")
+    assert proposed == "The dog saw the cat and it ran." and "name order, not the answer" in how
+    big = causal.propose_counterfactual("She said it was too big.", "big", ("trophy", "case"), "she")
+    assert big[0] == "She said it was too small."  # the deciding word comes first
+
+
 def test_unequal_token_lengths_say_where_they_part():
     assert causal.length_mismatch(["a", "b"], ["a", "c"]) is None
     message = causal.length_mismatch(["a", "b", "c"], ["a", "x", "y", "c"])
