@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
+from app.ui.widgets import missing_bos_warning
 from txviz.analysis.coref.table import head_grid
 
 
@@ -43,6 +44,4 @@ def prepended_note(tokenizer, bos: str) -> None:
     prepends, so "nothing" feeds Gemma text it never saw in training."""
     token = {"sink": tokenizer.sink_token, "bos": tokenizer.bos_token}.get(bos)
     st.caption(f"Before each sentence: {f'`{token}`' if token else 'nothing'} (the sidebar's choice).")
-    if bos == "none" and tokenizer.adds_bos:
-        st.warning(f"This model's own tokenizer always starts with `{tokenizer.bos_token}`: without it the first "
-                   "word becomes the attention sink and the scores fall (choose 'sink token' or 'BOS').")
+    missing_bos_warning(tokenizer, bos)
