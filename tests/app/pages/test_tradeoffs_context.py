@@ -28,4 +28,5 @@ def test_the_headline_t_star_is_where_the_plotted_curves_cross(gemma_home):
     assert above[first:].all() and not above[:first].any()
     assert tokens[first - 1] < crossover < tokens[first]
     assert "15 of this model's 18 layers see only a window of keys (15 at 8)" in texts(at)
-    assert f"A global layer alone crosses at F/(4·H·d_head) ≈ {tr.global_layer_crossover(GEMMA_LIKE):,.0f}" in texts(at)
+    alone = tr.global_layer_crossover(GEMMA_LIKE)
+    assert f"A global layer alone crosses at F/(4·H·d_head) ≈ {alone:,.0f}" in texts(at)
