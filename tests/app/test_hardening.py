@@ -324,21 +324,21 @@ def coref_strip(at, name: str):
 @pytest.mark.default_model
 def test_coreference_tab_pronoun_inside_a_special_token_or_among_the_candidates(env):
     at = open_coreference(app_run(page=page_path("heads")))
-    at.text_input(key="coref_text").input("<|im_end|> Mary met John and she smiled").run()
-    coref_strip(at, "pronoun").set_value(0).run()  # "im_end": inside a special token, no ordinary token
+    at.text_input(key="coref_text").input("Mary met John <|im_end|> and she smiled").run()
+    coref_strip(at, "pronoun").set_value(3).run()  # "im_end": inside a special token, no ordinary token
     no_exception(at)
-    coref_strip(at, "candidates").set_value([1, 3]).run()
+    coref_strip(at, "candidates").set_value([0, 2]).run()  # both before it: the special token is what is refused
     no_exception(at)
-    assert "Cannot rank" in texts(at.warning)
+    assert "no ordinary token covers" in texts(at.warning)
     coref_strip(at, "pronoun").set_value(5).run()  # "she", with a candidate equal to... itself
-    coref_strip(at, "candidates").set_value([1, 5]).run()
+    coref_strip(at, "candidates").set_value([0, 5]).run()
     no_exception(at)
     assert "other than the pronoun" in texts(at.info)
-    coref_strip(at, "deciding").set_value(2).run()  # a deciding word that is also a candidate ("Mary")
-    coref_strip(at, "candidates").set_value([2, 3]).run()
+    coref_strip(at, "deciding").set_value(0).run()  # a deciding word that is also a candidate ("Mary")
+    coref_strip(at, "candidates").set_value([0, 2]).run()
     next(r for r in at.radio if r.key.startswith("coref_query_")).set_value("deciding word").run()
     no_exception(at)
-    assert "Cannot rank" in texts(at.warning)
+    assert "contains the pronoun" in texts(at.warning)
 
 
 # ---- settings ------------------------------------------------------------------------------------------
