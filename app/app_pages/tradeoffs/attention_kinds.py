@@ -10,6 +10,7 @@ from app.app_pages.tradeoffs.real_kinds import real_and_zoo
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
+from app.ui.widgets import counted, plain
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
 from txviz.analysis.kv.memory import MemoryModel
@@ -60,12 +61,12 @@ def any_config() -> None:
     try:
         model = MemoryModel.from_config_json(upload.getvalue(), upload.name)
     except ValueError as error:
-        st.error(f"Could not read that config.json: {error}")
+        st.error(f"Could not read that config.json: {plain(error)}")  # names and values from the upload
         return
     for assumption in model.assumptions:
-        st.warning(assumption)
-    st.caption(f"**{model.name}**: {model.kind}, {model.n_heads} query heads and {model.kv_heads} KV heads "
-               f"of {model.head_dim} on {model.n_layers} layers.")
+        st.warning(plain(assumption))
+    st.caption(f"**{plain(model.name)}**: {plain(model.kind)}, {counted(model.n_heads, 'query head')} and "
+               f"{counted(model.kv_heads, 'KV head')} of {model.head_dim} on {counted(model.n_layers, 'layer')}.")
     try:
         st.dataframe(tables.attention_kind_rows(model, "bf16"), hide_index=True)
     except ValueError as error:  # MLA caches a latent: no per-head kinds to toggle

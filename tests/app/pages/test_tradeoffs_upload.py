@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+from markdown_it import MarkdownIt
+
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
 from tests.helpers.apptest import no_errors, open_at
+from app.ui.widgets import plain
 from txviz.loading.zoo import SHIPPED_ZOO
 
 
@@ -39,5 +42,17 @@ def test_any_config_gets_the_three_kinds_and_mla_says_what_it_keeps():
     assert any(f"keeps {512 + 64} numbers per token and layer" in i.value for i in at.info)
     at = upload(at, {**hf.LLAMA_3_8B, "model_type": "acme_lm"})
     no_errors(at)
-    assert any("'acme_lm' is not one txviz knows" in w.value for w in at.warning)
+    assert any(plain("'acme_lm' is not one txviz knows") in w.value for w in at.warning)
     assert kinds_table(at)["GQA"] == (8, 32 * 2 * 8 * 128 * 2)
+
+
+def test_an_uploaded_name_and_its_warnings_are_shown_as_written_not_as_markdown():
+    """As on the KV page (QA finding 6): the name, the kind and the warnings come from the upload."""
+    hostile = "<img src=x onerror=alert(1)> **bold** [link](www.example.com)"  # no "/": the name is its last part
+    at = upload(kinds_tab(), {**hf.LLAMA_3_8B, "_name_or_path": f"org/{hostile}", "model_type": "[acme](http://z)"})
+    no_errors(at)
+    [line] = [c.value for c in at.caption if "query heads and" in c.value]
+    assert line.startswith(f"**{plain(hostile)}") and "1 KV head " not in line and "8 KV heads" in line
+    for markdown in [line, *(w.value for w in at.warning)]:
+        rendered = MarkdownIt("commonmark").render(markdown)
+        assert "<a " not in rendered and "<img" not in rendered and rendered.count("<strong>") <= 1, rendered
