@@ -4,6 +4,8 @@ and how the text's assignments spread over the experts — on the loaded MoE, or
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import streamlit as st
 
@@ -70,7 +72,7 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
     left, right = st.columns([3, 2])
     left.plotly_chart(tradeoff_charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
                                         routing.gates.permute(1, 0, 2).numpy(), tokens, routing.n_experts,
-                                        layers=list(routing.layers), title=f"{name}: best expert per token and layer "
+                                        layers=list(routing.layers), title=f"{html.escape(name)}: best expert per token and layer "
                                         "(hover: every chosen expert, with its gate)"), key="moe_map")
     last = len(routing.layers) - 1
     layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")

@@ -12,7 +12,7 @@ from app import cache
 from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_kinds, rope_scaling
 from app.app_pages.positions.view import PositionsView
 from app.ui import sidebar, state
-from app.ui.widgets import bounded_slider
+from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.positions import measured as pos
 from txviz.analysis.positions.rope_kinds import has_two_rope_bases
 
@@ -48,7 +48,7 @@ about, formula = SCHEMES[config.positions]
 if config.positions == "alibi":  # the slopes' exponent is the model's own (MPT sets alibi_bias_max)
     formula = formula % f"{config.alibi_bias_max:g}" + (r",\ h=1..H" if config.n_heads & (config.n_heads - 1) == 0 else
                                                          r"\ \text{(interleaved for H not a power of 2)}")
-st.markdown(f"Loaded: **{cache.display_name(loaded)}**, position scheme **{SCHEME_NAMES[config.positions]}**"
+st.markdown(f"Loaded: **{plain(cache.display_name(loaded))}**, position scheme **{SCHEME_NAMES[config.positions]}**"
             + (f" (θ base {config.rope_theta:g}"
                + (f" on global layers, {config.rope_local_theta:g} on local ones" if has_two_rope_bases(config) else "")
                + f", {config.rope_dims // 2} pairs per head"

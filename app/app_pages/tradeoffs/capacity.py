@@ -3,6 +3,8 @@ Mixture of Experts (capacity against compute), each beside what the zoo measured
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from app import cache
@@ -61,7 +63,7 @@ def dense_vs_moe(view: TradeoffsView) -> None:
              r"N_{\text{active}} = N_{\text{attn}} + k\,N_{\text{ffn}},\quad \text{FLOPs/token} \approx 2N_{\text{active}}")
     family = tr.expert_family(view.config, context=view.config.max_seq_len // 2)
     a, b = st.columns(2)
-    title = f"{cache.display_name(view.loaded)}: capacity vs compute, top-{family[-1]['top_k']}"
+    title = f"{html.escape(cache.display_name(view.loaded))}: capacity vs compute, top-{family[-1]['top_k']}"
     a.plotly_chart(tradeoff_charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
                                           [f"E={r['experts']}" for r in family], log_x=True, log_y=True, title=title,
                                           x_title="FLOPs per token", y_title="total parameters"), key="to_moe_family")

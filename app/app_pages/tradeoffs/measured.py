@@ -10,6 +10,7 @@ import torch
 from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.figures import charts
+from app.ui.widgets import plain
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import timing
 
@@ -72,7 +73,7 @@ def parallel_vs_sequential(view: TradeoffsView) -> None:
                                "Reading in parallel and token by token…")
     if result is None:
         st.caption(f"Reads {len(lengths)} lengths up to {int(longest)} tokens both ways with "
-                   f"{cache.display_name(view.loaded)}.")
+                   f"{plain(cache.display_name(view.loaded))}.")
         return
     st.plotly_chart(charts.lines([r.tokens for r in result], tables.reading_times_ms(result), log_x=True, log_y=True,
                                  mode="lines+markers", title="Time to read T tokens", x_title="tokens T", y_title="ms"),
