@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from app.ui.widgets import plain
 from tests.helpers.apptest import app_on, chart, decode, no_errors, open_at, page_path
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import randomize_
@@ -56,7 +57,7 @@ def test_a_loaded_bloom_checkpoint_shows_its_captured_alibi_bias(bloom_dir):
     at.number_input(key="head").set_value(HEAD).run()
     no_errors(at)
     assert [t.label for t in at.tabs] == ["ALiBi slopes and bias", "Permutation"]
-    assert "tiny-bloom" in "\n".join(str(m.value) for m in at.markdown)
+    assert plain("tiny-bloom") in "\n".join(str(m.value) for m in at.markdown)  # as written, escaped
     assert not any("rope" in (getattr(w, "key", None) or "") for w in at.get("slider"))
     assert r"2^{-8\,h/H}" in at.latex[0].value and "not a power of 2" in at.latex[0].value  # BLOOM: max 8, 6 heads
 
