@@ -15,7 +15,8 @@ from txviz.loading.loaded import LoadedModel
 
 def check_kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, n_tokens: int, settings: limits_.Limits) -> None:
     """PromptError unless the two passes of ``kv_counterfactual`` over ``n_tokens`` fit the budget."""
-    check_passes(loaded, n_tokens, 2, f"comparing {n_tokens} tokens with {n_kv_heads} KV heads", settings)
+    heads = f"{n_kv_heads} KV head{'s' * (n_kv_heads != 1)}"
+    check_passes(loaded, n_tokens, 2, f"comparing {n_tokens} tokens with {heads}", settings)
 
 
 def kv_counterfactual(loaded: LoadedModel, n_kv_heads: int, ids: torch.Tensor):

@@ -81,7 +81,7 @@ def test_the_kv_counterfactual_of_the_model_itself_changes_nothing(tiny, text_id
     fewer = kv_sharing.kv_counterfactual(tiny, 1, text_ids)
     assert fewer.mean_kl > 0 and fewer.kv_bytes_variant * 2 == fewer.kv_bytes_original
     kv_sharing.check_kv_counterfactual(tiny, 1, len(text_ids), Limits())
-    with pytest.raises(prompts.PromptError, match="with 1 KV heads"):
+    with pytest.raises(prompts.PromptError, match="with 1 KV head:"):
         kv_sharing.check_kv_counterfactual(tiny, 1, len(text_ids), TINY_BUDGET)
 
 
