@@ -61,3 +61,14 @@ def test_where_products_and_softmax_beat_the_fused_kernel_the_excess_is_the_summ
     assert "0.24 s more than the fused kernel, while products and softmax alone" in text
     assert "cost 0.06 s less than the fused kernel: the whole excess is the summaries" in text
     assert "a trace at ≥" not in text  # no floor above 1× to state
+
+
+def test_at_a_short_prompt_the_report_says_how_much_of_the_excess_lies_outside_attention():
+    parts = {"layer": 0, "tokens": 64, "fused_s": 0.000128, "traced_s": 0.000330, "products_s": 0.00009,
+             "softmax_s": 0.00003, "summaries_s": 0.00021, "n_layers": 30}
+    text = describe(parts, plain_s=0.138, trace_s=0.155)
+    assert "fused kernel 0.128; traced 0.330 (2.58×)" in text  # not rounded to 0.1 and 0.3
+    assert "that is 6.1 ms more than the fused kernel" in text  # 30 × 0.202 ms, not "0.00 s"
+    assert "Of the trace's 17.0 ms over the plain forward, that is 36%; the other 10.9 ms lies outside" in text
+    assert "outside attention" not in describe(parts, plain_s=0.138)  # without the trace's time, nothing to split
+    assert "accounts for all of the trace's 5.0 ms" in describe(parts, plain_s=0.138, trace_s=0.143)

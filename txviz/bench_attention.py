@@ -136,26 +136,53 @@ def _fastest(function: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def describe(parts: dict, plain_s: float | None = None) -> str:
+def describe(parts: dict, plain_s: float | None = None, trace_s: float | None = None) -> str:
     """One sentence for the report: the layer's parts and what they add up to over every layer; with the
     plain forward's CPU seconds ``plain_s``, the least trace / plain ratio the explicit products and
-    softmax allow even if the summaries cost nothing."""
-    ms = {name: parts[name] * 1000 for name in ("fused_s", "traced_s", "products_s", "softmax_s", "summaries_s")}
+    softmax allow even if the summaries cost nothing; with the trace's too (``trace_s``), how much of the
+    whole trace's excess attention accounts for and how much lies outside it."""
+    ms = {name: _ms(parts[name] * 1000) for name in ("fused_s", "traced_s", "products_s", "softmax_s", "summaries_s")}
     extra = (parts["traced_s"] - parts["fused_s"]) * parts["n_layers"]
     floor = (parts["products_s"] + parts["softmax_s"] - parts["fused_s"]) * parts["n_layers"]
     floor_ratio = f" (a trace at ≥ {1 + floor / plain_s:.2f}× the plain forward)" if plain_s else ""
     return (f"{parts['tokens']} tokens, layer {parts['layer']}'s attention alone (CPU ms, fastest of the repeats): "
-            f"fused kernel {ms['fused_s']:.1f}; traced {ms['traced_s']:.1f} "
-            f"({parts['traced_s'] / parts['fused_s']:.2f}×) = explicit QKᵀ and PV products {ms['products_s']:.1f} "
-            f"+ softmax {ms['softmax_s']:.1f} + summaries, mask and copies {ms['summaries_s']:.1f}. "
-            f"Over {parts['n_layers']} layers that is {extra:.2f} s more than the fused kernel, "
-            + (f"of which products and softmax alone, with no summary at all, are {floor:.2f} s{floor_ratio}. " if floor > 0
-               else f"while products and softmax alone, with no summary at all, cost {-floor:.2f} s less than the fused "
-                    f"kernel: the whole excess is the summaries, mask and copies. ")
+            f"fused kernel {ms['fused_s']}; traced {ms['traced_s']} "
+            f"({parts['traced_s'] / parts['fused_s']:.2f}×) = explicit QKᵀ and PV products {ms['products_s']} "
+            f"+ softmax {ms['softmax_s']} + summaries, mask and copies {ms['summaries_s']}. "
+            f"Over {parts['n_layers']} layers that is {_seconds(extra)} more than the fused kernel, "
+            + (f"of which products and softmax alone, with no summary at all, are {_seconds(floor)}{floor_ratio}. "
+               if floor > 0
+               else f"while products and softmax alone, with no summary at all, cost {_seconds(-floor)} less than the "
+                    f"fused kernel: the whole excess is the summaries, mask and copies. ")
+            + _outside_attention(extra, plain_s, trace_s)
             + f"The products alone "
             f"take {parts['products_s'] / parts['fused_s']:.0%} of the fused kernel's time: no torch kernel returns "
             f"a row's largest weight or Σ p·s, so only a custom kernel fusing them into its tiles would close the gap."
             + _route_sentence(parts))
+
+
+def _ms(value: float) -> str:
+    """A time in ms to three significant figures at least: 0.128, 7.70, 1026.1."""
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if abs(value) >= 0.05 else f"{value * 1000:.1f} ms"
+
+
+def _outside_attention(in_attention: float, plain_s: float | None, trace_s: float | None) -> str:
+    """Where the whole trace's excess over the plain forward lies, when both CPU times are known: at short
+    prompts attention is a small part of a layer, and the recorder's own per-layer work (keeping what it
+    records, one block's calls) is most of the excess."""
+    if plain_s is None or trace_s is None or trace_s <= plain_s:
+        return ""
+    total = trace_s - plain_s
+    outside = total - in_attention
+    if outside <= 0:
+        return f"That accounts for all of the trace's {_seconds(total)} over the plain forward. "
+    return (f"Of the trace's {_seconds(total)} over the plain forward, that is {in_attention / total:.0%}; the other "
+            f"{_seconds(outside)} lies outside attention, in the recorder's per-layer work (keeping what it records) "
+            f"and the rounds' noise. ")
 
 
 def _route_sentence(parts: dict) -> str:

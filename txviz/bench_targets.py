@@ -55,7 +55,8 @@ def judge(result: dict) -> list[str]:
                      f"{verdict}")
         if verdict == "MISSED" and row.get("attention_parts"):
             from txviz.bench_attention import describe
-            lines.append(f"  what bounds it: {describe(row['attention_parts'], row.get('cpu_s', {}).get('plain'))}")
+            cpu = row.get("cpu_s", {})
+            lines.append(f"  what bounds it: {describe(row['attention_parts'], cpu.get('plain'), cpu.get('trace'))}")
         if row["tokens"] == HF_TOKENS:
             hf = cpu_ratio(row, "hf", "trace")
             if hf is not None:
