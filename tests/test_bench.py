@@ -82,3 +82,23 @@ def test_methods_that_would_not_fit_are_skipped_with_the_estimate(monkeypatch):
     assert set(skipped) == {"hf"} and "GiB available" in skipped["hf"]  # 72 GB of maps; the trace fits
     assert bench._skips({**job, "tokens": 1024}, loaded) == {}
     assert set(bench._skips({"tokens": 1024, "hf": False}, loaded)) == {"hf"}
+
+
+@pytest.mark.parametrize("flag, value", [("--tokens", "-5"), ("--tokens", "0"), ("--repeats", "0"),
+                                         ("--decode-tokens", "0"), ("--threads", "-1"), ("--tokens", "x")])
+def test_bad_counts_are_refused_at_parse_time(capsys, monkeypatch, flag, value):
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("bench ran"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", "--quick", flag, value])
+    assert exit_.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+
+
+def test_explicit_counts_are_honoured_under_quick(monkeypatch):
+    handed = {}
+    monkeypatch.setattr(bench, "run", lambda tokens, **options: handed.update(options, tokens=tokens) or {})
+    monkeypatch.setattr(bench, "markdown", lambda result: "")
+    assert cli.main(["bench", "--quick", "--repeats", "2", "--decode-tokens", "3", "--tokens", "16"]) == 0
+    assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == ([16], 2, 3)
+    cli.main(["bench", "--quick"])
+    assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == (bench.QUICK_TOKENS, 1, 8)

@@ -185,8 +185,9 @@ VALUES = ["", "x", "-1", "0", "1", "nan", "inf", "1e400", "99999999999999999999"
           "/nonexistent", "/dev/null", "/", "llama-3-8b", "gpt-2", "fp8", "cuda", "cuda:9", "meta", "mps", "sink"]
 FLAGS = ["--json", "--model", "--device", "--dtype", "--prompt", "--max-new-tokens", "--chat", "--bos",
          "--temperature", "--top-k", "--top-p", "--seed", "--data", "--top", "--preset", "--config", "--list",
-         "--seq", "--batch", "--kv-dtype", "--weight-dtype", "--gpu-gib", "--help", "-h"]
-COMMANDS = ["info", "trace", "generate", "coref", "memory", "fetch", "lab", "nope", ""]
+         "--seq", "--batch", "--kv-dtype", "--weight-dtype", "--gpu-gib", "--help", "-h",
+         "--tokens", "--repeats", "--decode-tokens", "--threads", "--quick", "--no-hf"]
+COMMANDS = ["info", "trace", "generate", "coref", "memory", "fetch", "lab", "bench", "nope", ""]
 
 
 @pytest.fixture(scope="module")
@@ -210,11 +211,19 @@ def argvs(draw, junk):
         argv.append(draw(st.sampled_from(FLAGS)))
         if draw(st.booleans()):
             argv.append(draw(st.sampled_from(VALUES + junk)))
-    if command in ("info", "trace", "generate", "coref"):  # never load (or fetch) the real model here
+    if command in ("info", "trace", "generate", "coref", "bench"):  # never load (or fetch) the real model here
         argv += ["--model", draw(st.sampled_from(["/nonexistent.gguf", junk[0], junk[4], "/dev/null"]))]
     if command == "fetch":
         argv.append("--help")  # fetching would download; its parsing is what is under test
     return argv
+
+
+def _bench_parsed_only(tokens, *, repeats, decode_tokens, threads, **_) -> dict:
+    """Stands in for ``txviz.bench.run``: what the parser let through must be counts of at least 1."""
+    counts = [*tokens, repeats, decode_tokens] + ([] if threads is None else [threads])
+    if not all(isinstance(n, int) and n >= 1 for n in counts):
+        raise AssertionError(f"bench was handed {tokens}, {repeats}, {decode_tokens}, {threads}")
+    raise ValueError("parsed; the benchmark itself is not run here")
 
 
 @fuzz(150)
@@ -223,6 +232,7 @@ def test_any_argv_exits_0_or_2_with_a_message_never_a_traceback(junk, data, monk
     from txviz.cli import main
 
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("txviz.bench.run", _bench_parsed_only)  # bench's parsing is under test, not its timing
     argv = data.draw(argvs(junk))
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -237,6 +247,25 @@ def test_any_argv_exits_0_or_2_with_a_message_never_a_traceback(junk, data, monk
         said = err.getvalue() + out.getvalue()
         assert "error" in said and "Traceback" not in said, (argv, said)
 
+
+
+@fuzz(100)
+@given(flags=st.lists(st.tuples(st.sampled_from(["--tokens", "--repeats", "--decode-tokens", "--threads"]),
+                                st.integers(-3, 3).map(str) | st.sampled_from(VALUES)), max_size=4),
+       quick=st.booleans())
+def test_bench_counts_below_1_never_reach_the_benchmark(flags, quick, monkeypatch):
+    """Finding 4 of QA2: ``--tokens -5`` crashed in a worker, ``--tokens 0`` failed after the workers started."""
+    from txviz.cli import main
+
+    monkeypatch.setattr("txviz.bench.run", _bench_parsed_only)
+    argv = ["bench", *(["--quick"] if quick else []), *[item for pair in flags for item in pair]]
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2 and "error" in err.getvalue(), (argv, err.getvalue())
 
 # ---- loaders fed corrupted files ------------------------------------------------------------------------
 @pytest.fixture(scope="module")

@@ -293,11 +293,24 @@ def _bench_model(model: str | None) -> str | None:
     return source
 
 
+def _positive(text: str) -> int:
+    """argparse type: a whole number of at least 1 (a count of tokens, repeats or threads), refused at parse time."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def cmd_bench(args) -> dict:
     from txviz import bench
-    tokens = args.tokens or (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
-    options = dict(repeats=args.repeats or (1 if args.quick else 3), quick=args.quick, threads=args.threads,
-                   decode_tokens=args.decode_tokens or (8 if args.quick else 32), hf=not args.no_hf,
+    # None: not given. Explicit values (at least 1, checked at parse time) are honoured, with or without --quick
+    tokens = args.tokens if args.tokens is not None else (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
+    decode_tokens = args.decode_tokens if args.decode_tokens is not None else (8 if args.quick else 32)
+    options = dict(repeats=repeats, quick=args.quick, threads=args.threads, decode_tokens=decode_tokens, hf=not args.no_hf,
                    progress=lambda m: print(m, file=sys.stderr, flush=True))
     if args.models:  # several models side by side in one run
         from txviz.bench_models import markdown_models, run_models
@@ -387,11 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-gib", type=float, default=None, help="GPU memory: report the longest context that fits")
     p.set_defaults(run=cmd_memory)
     p = command("bench", "time plain forward vs trace vs transformers, peak memory, decode tokens/s", model=False)
-    p.add_argument("--tokens", type=int, nargs="+", default=None, help="prompt lengths (default 64 256 1024 4096 8192)")
-    p.add_argument("--repeats", type=int, default=None, help="runs per method; medians are reported (default 3)")
-    p.add_argument("--quick", action="store_true", help="a seconds-long smoke run on a tiny random model")
-    p.add_argument("--threads", type=int, default=None, help="torch threads in the workers (default: torch's)")
-    p.add_argument("--decode-tokens", type=int, default=None, help="new tokens per generation (default 32)")
+    p.add_argument("--tokens", type=_positive, nargs="+", default=None,
+                   help="prompt lengths, each at least 1 (default 64 256 1024 4096 8192; --quick: 64)")
+    p.add_argument("--repeats", type=_positive, default=None,
+                   help="runs per method, at least 1; medians are reported (default 3; --quick: 1)")
+    p.add_argument("--quick", action="store_true",
+                   help="a seconds-long smoke run on a tiny random model (its targets are not judged)")
+    p.add_argument("--threads", type=_positive, default=None, help="torch threads in the workers (default: torch's)")
+    p.add_argument("--decode-tokens", type=_positive, default=None,
+                   help="new tokens per generation, at least 1 (default 32; --quick: 8)")
     p.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     p.add_argument("--model", default=None, help=MODEL_HELP)
     p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
