@@ -6,11 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
+from app.app_pages.kv_cache.widget_state import within
 from app.figures import charts
 from app.ui import state
 from app.ui.widgets import bounded_slider
 from txviz import limits
 from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
+
+DEFAULTS = {"kv_speed_tokens": 48}  # kept across tab visits by page.keep_alive
 
 RUNS = (("with KV cache", True), ("recompute everything", False))
 
@@ -18,7 +21,8 @@ RUNS = (("with KV cache", True), ("recompute everything", False))
 def draw(source, loaded) -> None:
     prompt, bos, most_new = state.get("prompt"), state.get("bos"), cache.limits().max_new_tokens
     st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
-    n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), 48, key="kv_speed_tokens")
+    within("kv_speed_tokens", min(8, most_new), min(128, most_new))
+    n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), key="kv_speed_tokens")
     st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
                "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
                + rough_time(source, loaded, prompt, bos, int(n_speed)) + "; a click on Stop ends them.")

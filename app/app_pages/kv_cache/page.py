@@ -26,7 +26,8 @@ st.markdown(
     "(GQA, or one for all: MQA) divides it.")
 st.latex(r"\text{KV bytes} = 2 \times L \times H_{kv} \times d_{head} \times T \times B \times \text{bytes per element}")
 
-keep_alive({**calculator.DEFAULTS, **{k: st.session_state[k] for k in FOLLOWING if k in st.session_state}})
+keep_alive({**calculator.DEFAULTS, **growth.DEFAULTS, **cached_vs_uncached.DEFAULTS, **sharing.DEFAULTS,
+            **{k: st.session_state[k] for k in FOLLOWING if k in st.session_state}})
 st.caption("Only the open tab is computed: *Cache growth* and *Sharing KV heads* run the loaded model when opened.")
 tabs = dict(zip(TABS, st.tabs(list(TABS), key="kv_tab", on_change="rerun")))
 if not tabs[CALCULATOR].open:  # the calculator needs no model: it works even when none loads

@@ -11,6 +11,8 @@ from app.app_pages.kv_cache.widget_state import follow
 from app.ui.widgets import plain
 from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
 
+DEFAULTS = {"live_tokens": 256}  # kept across tab visits by page.keep_alive
+
 
 def draw(source, loaded) -> None:
     config = loaded.config
@@ -21,7 +23,7 @@ def draw(source, loaded) -> None:
                                 format_func=lambda n: f"{n} ({'MHA' if n == config.n_heads else 'MQA' if n == 1 else 'GQA'})")
     n_kv = int(n_kv if n_kv in options else config.n_kv_heads)
     st.caption(describe_regrouping(config.n_kv_heads, n_kv))
-    text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], value=256, key="live_tokens")
+    text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], key="live_tokens")
     text_name = next(iter(cache.shipped_texts()))
     try:
         report = cache.get_kv_counterfactual(source, n_kv, text_name, int(text_tokens))

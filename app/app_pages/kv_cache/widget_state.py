@@ -1,4 +1,4 @@
-"""Session-state rules of the KV page's widgets: a choice that follows the model, and calculator
+"""Session-state rules of the KV page's widgets: a choice that follows the model, and every tab's
 settings kept while another tab is open."""
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ def follow(key: str, identity: str, default) -> None:
 
 
 def keep_alive(defaults: dict) -> None:
-    """Fill the calculator's settings once and keep them while another tab is open (Streamlit forgets
-    the value of a widget that a run does not draw)."""
+    """Fill the page's settings once and keep them while another tab is open (Streamlit forgets the value
+    of a widget that a run does not draw). Draw these widgets without a default: the value is here."""
     for key, default in defaults.items():
         st.session_state[key] = st.session_state.get(key, default)
+
+
+def within(key: str, low: int, high: int) -> None:
+    """Bring a kept slider value inside the range this run draws it with (the limits or the model may
+    have narrowed it since it was set); call before drawing it."""
+    st.session_state[key] = min(max(st.session_state[key], low), high)

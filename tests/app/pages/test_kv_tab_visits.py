@@ -1,0 +1,59 @@
+"""The KV page's settings across tab visits (QA round 2, finding 1): a slider set on one tab keeps its
+value, and the numbers it drives, after another tab was open in between; on the zoo's tiny base model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.apptest import chart, no_errors, open_at
+
+ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+
+
+def zoo_prompt() -> str:
+    """A prompt the zoo's vocabulary knows (the default prompt's unknown words would add a warning)."""
+    from txviz.lab.corpus import sample_text
+
+    return sample_text(3)
+
+
+def open_tab(at, label: str):
+    at.session_state["kv_tab"] = label  # what a click on the tab does
+    at.run()
+    no_errors(at)
+    return at
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def library_metrics(n_kv_heads: int, tokens: int) -> tuple[str, str]:
+    """The sharing tab's cache and perplexity figures, computed here by the library on the same text."""
+    from app.services.texts import shipped_text_ids, shipped_texts
+    from app.services.kv_sharing import kv_counterfactual
+    from txviz.loading import load
+
+    loaded = load(ZOO_BASE)
+    report = kv_counterfactual(loaded, n_kv_heads, shipped_text_ids(loaded, next(iter(shipped_texts())), tokens))
+    return f"{report.kv_bytes_variant / 2**20:.2f} MiB", f"{report.perplexity_variant:.2f}"
+
+
+def test_every_slider_and_choice_survives_a_visit_to_another_tab():
+    at = open_at("kv_cache", model=ZOO_BASE, prompt=zoo_prompt(), timeout=300, state={"kv_tab": "Sharing KV heads"})
+    no_errors(at)
+    at.select_slider(key="live_tokens").set_value(128).run()
+    at.segmented_control(key="live_kv").set_value(1).run()  # MQA
+    no_errors(at)
+    chosen = metrics(at)
+    assert (chosen["KV cache (measured)"].split()[0] + " MiB", chosen["Perplexity"]) == library_metrics(1, 128)
+    open_tab(at, "Cache growth").slider(key="kv_new_tokens").set_value(5).run()
+    open_tab(at, "Cached vs uncached").slider(key="kv_speed_tokens").set_value(9).run()
+    open_tab(at, "Memory calculator")
+    open_tab(at, "Sharing KV heads")
+    assert at.select_slider(key="live_tokens").value == 128
+    assert at.segmented_control(key="live_kv").value == 1
+    assert metrics(at) == chosen  # those of 128 tokens, not of the default count
+    assert open_tab(at, "Cache growth").slider(key="kv_new_tokens").value == 5
+    assert len(chart(at, "kv_growth")["frames"]) == 5  # one per generated token: the five asked for
+    assert open_tab(at, "Cached vs uncached").slider(key="kv_speed_tokens").value == 9
