@@ -267,11 +267,37 @@ def cmd_memory(args) -> dict:
         result["kinds"] = {kind: {"kv_heads": variant.kv_heads,
                                   "kv_bytes_per_token": memory.kv_bytes_per_token(variant, args.kv_dtype)}
                            for kind, variant in memory.kind_variants(model).items()}
+    settings = dict(batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
+                    prefill_chunk=args.prefill_chunk)
+    bill = memory.memory_bill(model, seq, **settings)
+    result["bill"] = {"tokens": seq, "weights": bill.weights, "kv_cache": bill.kv_cache,
+                      "activations": bill.activations, "total": bill.total, "prefill_chunk": args.prefill_chunk}
+    notes = [] if not model.max_context or seq <= model.max_context else \
+        [f"--seq {seq:,} is longer than the {model.max_context:,} tokens the model was built for"]
     if args.gpu_gib is not None:
+        result["fits"] = _fits(model, args.gpu_gib, settings)
+        notes.append(result["fits"]["note"])
         fit = memory.max_context(model, args.gpu_gib, batch=args.batch, kv_dtype=args.kv_dtype,
                                  weight_dtype=args.weight_dtype)
-        result["max_context"] = fit.to_dict()
-    return result
+        result["max_context"] = {**fit.to_dict(), "counts": "weights + KV cache (no activations)"}
+    return {**result, "notes": notes}
+
+
+def _fits(model, gpu_gib: float, settings: dict) -> dict:
+    """The KV page calculator's answer (txviz.analysis.kv.fit): the longest context whose weights + KV cache
+    + activations fit, and the bill at the length it sums up."""
+    from txviz.analysis.kv import memory
+    from txviz.analysis.kv.fit import fit
+    summary = fit(model, memory.context_lengths(int(model.max_context or 131072)), gpu_gib, **settings)
+    longest, bill = summary.longest, summary.bill
+    said = "no context length is too long" if longest is None else \
+        "not even one token fits" if longest == 0 else f"{longest:,} tokens fit"
+    built = f"; the model was built for {model.max_context:,}" if model.max_context else ""
+    return {"longest_tokens": longest, "counts": "weights + KV cache + activations", "gpu_gib": gpu_gib,
+            "at_tokens": summary.at, "weights": bill.weights, "kv_cache": bill.kv_cache,
+            "activations": bill.activations, "total": bill.total, "free_gib": round(summary.free_gib, 4),
+            "note": f"Counting weights, KV cache and activations (as the app's calculator), {said} in "
+                    f"{gpu_gib:g} GiB{built}."}
 
 
 def _bench_source(model: str | None) -> str | None:
@@ -397,7 +423,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
     p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
-    p.add_argument("--gpu-gib", type=float, default=None, help="GPU memory: report the longest context that fits")
+    p.add_argument("--gpu-gib", type=float, default=None,
+                   help="GPU memory: report the longest context whose weights + KV cache + activations fit "
+                        "(\"fits\", as the app's calculator) and, KV only, \"max_context\"")
+    p.add_argument("--prefill-chunk", type=_positive, default=None,
+                   help="tokens prefilled at a time: activations stop growing there (default: the whole prompt)")
     p.set_defaults(run=cmd_memory)
     p = command("bench", "time plain forward vs trace vs transformers, peak memory, decode tokens/s", model=False)
     p.add_argument("--tokens", type=_positive, nargs="+", default=None,
