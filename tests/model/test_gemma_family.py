@@ -176,7 +176,7 @@ def test_block_walkthrough_follows_the_layer_kind_and_post_norms(layer):
     resid = trace(model, ids, capture=["resid"])["resid"]  # (L+1, B, T, d)
     steps, out = block_walkthrough(model, resid[layer, 0], layer)
     assert_close(out, resid[layer + 1, 0], rtol=1e-5, atol=1e-5)
-    assert steps[5].name == "GeGLU FFN"
+    assert steps[6].name == "GeGLU FFN"  # after the post-attention norm's row
 
 
 # ---- embeddings and logits ----------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
     a = Norm₁(x) → h = x + Attention(a) → b = Norm₂(h) → y = h + FFN(b)
 
+(Gemma 2/3 normalize each sublayer's output once more before adding it: h = x + Norm′(Attention(a)))
+
 and the logit lens (nostalgebraist 2020): read the residual stream after every layer through the
 final norm and the unembedding, as if the model stopped there. ``block_equation`` writes that block
 for one config: its own norm (RMSNorm or LayerNorm) and FFN (SwiGLU, GELU MLP, or a mixture of either).
@@ -83,32 +85,53 @@ def block_equation(config) -> str:
             rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
 
 
+def attention_terms(config) -> str:
+    """Plain text of the attention sublayer as the config runs it: QK-norm, the scores' scale and cap."""
+    scale = "/√d" if config.query_scale is None else f"·{config.query_scale:.4g}"
+    scores = f"q kᵀ{scale}"
+    if config.attn_softcap is not None:  # Gemma 2: the scores are capped before the mask
+        scores = f"{config.attn_softcap:g}·tanh({scores}/{config.attn_softcap:g})"
+    text = f"concat_h softmax({scores} + M) v · W_O"
+    if config.qk_norm:  # Gemma 3, Qwen3: each head's q and k are RMS-normalized over d_k before the scores
+        text = "q, k ← RMSNorm over each head's d_k (QK-norm); " + text
+    return text
+
+
 @torch.inference_mode()
 def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], torch.Tensor]:
-    """x (T, d): the residual stream entering ``layer``. Recomputes the block's steps with its own
-    modules; returns them and the stream leaving the layer (equal to the model's, a test checks it)."""
-    block = model.layers[layer]
+    """x (T, d): the residual stream entering ``layer``. Recomputes every step the block runs, in its
+    order (txviz.model.transformer.Block.forward), with its own modules; returns them and the stream
+    leaving the layer (equal to the model's, a test checks it). Sandwich norms (Gemma 2/3) get rows
+    of their own, so the attention and FFN rows show those sublayers' own outputs."""
+    config, block = model.config, model.layers[layer]
     x = x.to(model.embed.weight.device, model.embed.weight.dtype)[None]  # (1, T, d)
     positions = torch.arange(x.shape[1], device=x.device)
     ctx = model.layer_context(layer, positions, positions, x.dtype)  # the layer's own window and RoPE base
-    parallel = model.config.parallel_block  # GPT-NeoX: the FFN reads x, not h, and both add at once
+    parallel, sandwich = config.parallel_block, config.sandwich_norm  # GPT-NeoX: the FFN reads x, not h
     a = block.attn_norm(x)
-    attn = block.post_attn_norm(block.attn(a, ctx))  # post-norms: identity unless sandwich_norm (Gemma 2/3)
+    attn_raw = block.attn(a, ctx)
+    attn = block.post_attn_norm(attn_raw)  # identity unless sandwich_norm
     h = x + attn
     b = block.ffn_norm(x if parallel else h)
-    ffn = block.post_ffn_norm(block.ffn(b))
+    ffn_raw = block.ffn(b)
+    ffn = block.post_ffn_norm(ffn_raw)
     y = ffn + attn + x if parallel else h + ffn  # the model's own order of the sum
-    norm_name, norm_eq = norm_terms(model.config)
-    ffn_name, ffn_eq = ffn_terms(model.config)
-    steps = [
-        _step("input x", "residual stream entering the block", x[0]),
-        _step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), a[0]),
-        _step("multi-head attention", "concat_h softmax(q kᵀ/√d + M) v · W_O", attn[0]),
-        _step("residual add", "h = x + attention(a)" + (" (shown; the FFN reads x)" if parallel else ""), h[0]),
-        _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="x" if parallel else "h"), b[0]),
-        _step(ffn_name, ffn_eq, ffn[0]),
-        _step("residual add", "y = x + attention(a) + FFN(b)" if parallel else "y = h + FFN(b)", y[0]),
-    ]
+    norm_name, norm_eq = norm_terms(config)
+    ffn_name, ffn_eq = ffn_terms(config)
+    attn_term, ffn_term = (f"{norm_name}′(attention(a))", f"{norm_name}″(FFN(b))") if sandwich else \
+        ("attention(a)", "FFN(b)")
+    steps = [_step("input x", "residual stream entering the block", x[0]),
+             _step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), a[0]),
+             _step("multi-head attention", attention_terms(config), attn_raw[0])]
+    if sandwich:
+        steps.append(_step(f"{norm_name}′ (post-attention)", norm_eq.format(v="attention(a)").replace("· w", "· w′"), attn[0]))
+    steps += [_step("residual add", f"h = x + {attn_term}" + (" (shown; the FFN reads x)" if parallel else ""), h[0]),
+              _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="x" if parallel else "h"), b[0]),
+              _step(ffn_name, ffn_eq, ffn_raw[0])]
+    if sandwich:
+        steps.append(_step(f"{norm_name}″ (post-FFN)", norm_eq.format(v="FFN(b)").replace("· w", "· w″"), ffn[0]))
+    steps.append(_step("residual add", f"y = x + {attn_term} + {ffn_term}" if parallel else f"y = h + {ffn_term}",
+                       y[0]))
     return steps, y[0].cpu()
 
 

@@ -12,6 +12,7 @@ import pytest
 from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.apptest import no_errors, open_at
 from tests.helpers.byte_tokenizer import ByteLevelTokenizer
+from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
 from tests.helpers.tiny import tiny_config
 from tests.helpers.tiny_hf import GPT2_BASE, randomize_, save
 from txviz.analysis.block import block_equation
@@ -61,6 +62,16 @@ def test_a_zoo_mixture_shows_its_experts_and_top_k():
     _, equation, steps = block_page(str(SHIPPED_ZOO / "moe_top1"))
     assert r"\sum_{e\in\mathrm{top}\text{-}1} g_e(\hat h)" in equation and r"\mathrm{SiLU}(W_{1,e}" in equation
     assert steps[5] == "MoE FFN (4 SwiGLU FFN experts, top-1)"
+
+
+def test_gemma_s_block_table_has_the_sandwich_norms_rows_and_names_qk_norm(gemma_home):
+    """QA2 finding 1: the post-norms have rows of their own, so attention's and the FFN's rows show their
+    own outputs (their values: tests/analysis/test_block_walkthrough.py)."""
+    at, _, steps = block_page("gemma3-270m")
+    assert steps == ["input x", "RMSNorm (attention)", "multi-head attention", "RMSNorm′ (post-attention)",
+                     "residual add", "RMSNorm (FFN)", "GeGLU FFN", "RMSNorm″ (post-FFN)", "residual add"]
+    table = at.dataframe[0].value
+    assert "QK-norm" in table["computes"][2] and table["computes"][4] == "h = x + RMSNorm′(attention(a))"
 
 
 @pytest.mark.parametrize("changes, present, absent", [

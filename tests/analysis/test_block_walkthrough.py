@@ -1,0 +1,81 @@
+"""block_walkthrough lists every step a block runs, each row with the tensor it names: checked against
+the trace's own captures (the sublayers' outputs that join the residual, the attention maps and values,
+the layer outputs) on the tiny Gemma 3 stand-in (sandwich norms, QK-norm) and a plain pre-norm model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from tests.helpers.gemma_standin import GEMMA_LIKE
+from tests.helpers.tiny import random_decoder, random_ids, tiny_config
+from txviz.analysis.block import block_walkthrough
+from txviz.capture.trace import trace
+from txviz.model.attention import repeat_kv
+
+N_TOKENS = 11
+CAPTURE = ["resid", "attn_out", "ffn_out", "attn_probs", "v"]
+
+
+def _mean_norm(x: torch.Tensor) -> float:
+    return float(x.float().norm(dim=-1).mean())
+
+
+def _own_attention(model, tr, layer: int) -> torch.Tensor:
+    """The attention sublayer's own output (T, d), before any post-norm: the traced maps times the
+    traced values, heads concatenated, through W_O."""
+    attn = model.layers[layer].attn
+    probs = torch.stack([tr.attn(layer, head) for head in range(model.config.n_heads)])  # (H, T, T)
+    v = repeat_kv(tr.get("v", layer), attn.n_groups)[0]  # (H, T, D)
+    heads = torch.matmul(probs, v)  # (H, T, D)
+    return attn.o_proj(heads.transpose(0, 1).reshape(heads.shape[1], -1))  # (T, H·D) -> (T, d)
+
+
+def _reference_rows(model, tr, layer: int) -> dict[str, torch.Tensor]:
+    """Each step's tensor from the trace, and from the block's own modules where no capture holds it."""
+    block, x = model.layers[layer], tr["resid"][layer, 0]
+    attn_joined, ffn_joined = tr.get("attn_out", layer)[0], tr.get("ffn_out", layer)[0]  # what joins the stream
+    h = x + attn_joined
+    return {"input x": x, "norm (attention)": block.attn_norm(x), "multi-head attention": _own_attention(model, tr, layer),
+            "post-attention": attn_joined, "h": h, "norm (FFN)": block.ffn_norm(h),
+            "FFN": block.ffn(block.ffn_norm(h)), "post-FFN": ffn_joined, "y": tr["resid"][layer + 1, 0]}
+
+
+@torch.inference_mode()
+@pytest.mark.parametrize("layer", [3, 5])  # a sliding layer and the global one
+def test_gemma_rows_name_the_post_norms_and_show_each_sublayer_s_own_output(layer):
+    model = random_decoder(GEMMA_LIKE)
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=CAPTURE)
+    steps, out = block_walkthrough(model, tr["resid"][layer, 0], layer)
+    assert [s.name for s in steps] == ["input x", "RMSNorm (attention)", "multi-head attention",
+                                       "RMSNorm′ (post-attention)", "residual add", "RMSNorm (FFN)", "GeGLU FFN",
+                                       "RMSNorm″ (post-FFN)", "residual add"]
+    expected = list(_reference_rows(model, tr, layer).values())
+    assert [s.mean_norm for s in steps] == pytest.approx([_mean_norm(t) for t in expected], rel=1e-5)
+    assert_close(out, tr["resid"][layer + 1, 0], rtol=1e-5, atol=1e-5)
+    assert "QK-norm" in steps[2].equation
+    assert steps[4].equation == "h = x + RMSNorm′(attention(a))" and steps[8].equation == "y = h + RMSNorm″(FFN(b))"
+
+
+@torch.inference_mode()
+def test_a_pre_norm_block_has_no_post_norm_rows_and_no_qk_norm():
+    model = random_decoder(tiny_config(n_kv_heads=2))
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=CAPTURE)
+    for layer in range(model.config.n_layers):
+        steps, out = block_walkthrough(model, tr["resid"][layer, 0], layer)
+        rows = _reference_rows(model, tr, layer)
+        assert_close(rows["multi-head attention"], rows["post-attention"])  # no post-norm: one tensor
+        del rows["post-attention"], rows["post-FFN"]
+        assert [s.name for s in steps] == ["input x", "RMSNorm (attention)", "multi-head attention", "residual add",
+                                           "RMSNorm (FFN)", "SwiGLU FFN", "residual add"]
+        assert [s.mean_norm for s in steps] == pytest.approx([_mean_norm(t) for t in rows.values()], rel=1e-5)
+        assert_close(out, tr["resid"][layer + 1, 0], rtol=1e-5, atol=1e-5)
+        assert "QK-norm" not in steps[2].equation and steps[3].equation == "h = x + attention(a)"
+
+
+def test_the_attention_row_names_qk_norm_the_scale_and_the_cap_only_where_the_model_has_them():
+    model = random_decoder(tiny_config(qk_norm=True, query_scale=0.125, attn_softcap=50.0))
+    steps, _ = block_walkthrough(model, torch.randn(4, model.config.d_model), 0)
+    assert steps[2].equation == ("q, k ← RMSNorm over each head's d_k (QK-norm); "
+                                 "concat_h softmax(50·tanh(q kᵀ·0.125/50) + M) v · W_O")
