@@ -26,18 +26,29 @@ def draw(source, loaded) -> None:
     st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
                "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
                + rough_time(source, loaded, prompt, bos, int(n_speed)) + "; a click on Stop ends them.")
+    made_on = (source, prompt, bos, int(n_speed))  # a measurement is shown only beside what it was made on
     if st.button("Measure", key="kv_measure"):
-        measure(source, prompt, bos, int(n_speed))
-    runs = st.session_state.get("kv_speed_runs")
-    if runs:
-        x, series = ms_per_token(runs)
+        measure(source, prompt, bos, int(n_speed), made_on)
+    kept = st.session_state.get("kv_speed_measured")
+    if kept and kept["made_on"] != made_on:
+        st.caption(f"The last measurement was for {other_settings(kept['made_on'], made_on)}: "
+                   "press Measure to time the present ones.")
+    elif kept:
+        x, series = ms_per_token(kept["runs"])
         st.plotly_chart(charts.lines(x, series, title="Milliseconds per new token (after the prefill)",
                                      x_title="sequence length", y_title="ms", mode="lines+markers"), key="kv_speed")
         st.caption(" · ".join(f"{name}: {float(v.mean()):.1f} ms/token" for name, v in series.items()))
 
 
-def measure(source, prompt: str, bos: str, n_speed: int) -> None:
-    """Both runs, one after the other, into session state; a Stop button (any click) ends them."""
+def other_settings(kept: tuple, now: tuple) -> str:
+    """What differs between the kept measurement's (model, prompt, BOS, tokens) and the current ones."""
+    names = ("another model", "another prompt", "another BOS choice", f"{kept[3]} tokens to generate")
+    return ", ".join(name for name, a, b in zip(names, kept, now) if a != b)
+
+
+def measure(source, prompt: str, bos: str, n_speed: int, made_on: tuple) -> None:
+    """Both runs, one after the other, into session state with what they were made on; a Stop button
+    (any click) ends them."""
     st.button("Stop", key="kv_measure_stop", help="Ends the timing; nothing partial is kept.")
     speed_bar = st.progress(0.0, text="Timing…")
     try:
@@ -48,7 +59,7 @@ def measure(source, prompt: str, bos: str, n_speed: int) -> None:
                 speed_bar.progress(min(fraction, 1.0), text=f"{name}: token {step.index + 1} of {n_speed}")
             runs[name] = cache.get_generation(source, prompt, bos, n_speed, use_cache, False,
                                               on_step=timing_step, stop_at_eos=False)
-        st.session_state["kv_speed_runs"] = runs
+        st.session_state["kv_speed_measured"] = {"made_on": made_on, "runs": runs}
     except ValueError as error:
         st.warning(str(error))
     speed_bar.empty()
