@@ -77,12 +77,17 @@ def test_a_plan_past_the_model_s_context_is_refused_like_the_run(capsys, monkeyp
         assert "context" in capsys.readouterr().err
 
 
-def test_bos_auto_follows_the_model_s_own_tokenizer(capsys):
+def test_bos_defaults_to_the_app_s_sink_and_auto_follows_the_model_s_own_tokenizer(capsys):
     from types import SimpleNamespace
 
     from txviz.cli import _bos
 
-    assert run(capsys)["bos"] == "none"  # the zoo's tokenizer, like SmolLM2's, prepends nothing
+    # QA2 finding 7: the default was auto (nothing, for SmolLM2) where the app's sidebar prepends the sink token
+    default = run(capsys)
+    assert default["bos"] == "sink" and default["tokens"][0]["text"] == "<|endoftext|>"
+    assert default["heads"] == run(capsys, "--bos", "sink")["heads"]
+    assert run(capsys, "--bos", "auto")["bos"] == "none"  # the zoo's tokenizer, like SmolLM2's, prepends nothing
+    assert _bos("app", SimpleNamespace(sink_id=None)) == "none"  # no sink token: nothing, rather than an error
     gemma_like = SimpleNamespace(adds_bos=True, bos_id=2)
     assert _bos("auto", gemma_like) == "bos"
     assert _bos("auto", SimpleNamespace(adds_bos=True, bos_id=None)) == "none"  # nothing to prepend

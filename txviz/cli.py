@@ -117,7 +117,10 @@ def cmd_trace(args) -> dict:
 
 
 def _bos(choice: str, tokenizer) -> str:
-    """``auto``: what the model's own tokenizer does (Gemma prepends <bos>, SmolLM2 nothing)."""
+    """``auto``: what the model's own tokenizer does (Gemma prepends <bos>, SmolLM2 nothing). ``app``: the
+    app's default, the sink token (SmolLM2 <|endoftext|>, Gemma <bos>), or nothing when the model has none."""
+    if choice == "app":
+        return "sink" if tokenizer.sink_id is not None else "none"
     if choice != "auto":
         return choice
     return "bos" if tokenizer.adds_bos and tokenizer.bos_id is not None else "none"
@@ -378,8 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("info", "config, parameter count and KV bytes per token").set_defaults(run=cmd_info)
     p = command("trace", "per-head attention table for a prompt")
     p.add_argument("--prompt", required=True)
-    p.add_argument("--bos", choices=["auto", "none", "bos", "sink"], default="auto",
-                   help="token prepended to the prompt (auto: as the model's own tokenizer does)")
+    p.add_argument("--bos", choices=["app", "auto", "none", "bos", "sink"], default="app",
+                   help="token prepended to the prompt (default app: as the app's sidebar, the sink token, or "
+                        "nothing when the model has none; auto: as the model's own tokenizer does)")
     p.add_argument("--plan", action="store_true",
                    help="only say what the trace would keep and cost, without running it")
     p.set_defaults(run=cmd_trace)
@@ -388,7 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     p.add_argument("--bos", choices=["auto", "none", "bos", "sink"], default="auto",
-                   help="token prepended to the prompt (auto: as the model's own tokenizer does)")
+                   help="token prepended to the prompt (default auto: as the model's own tokenizer does, as "
+                        "generation expects; the app's Attention views default to sink)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--top-p", type=float, default=None)
