@@ -138,6 +138,7 @@ def cmd_generate(args) -> dict:
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
     args.bos = _bos(args.bos, tokenizer)
     ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
+    _check_context(len(ids), max(0, args.max_new_tokens), loaded.config.max_seq_len)
     limits.check_prompt_tokens(len(ids), loaded.config, settings, n_new=max(0, args.max_new_tokens))
     if args.max_new_tokens >= 0:
         limits.check_budget(limits.generation_estimate(loaded.config, len(ids), args.max_new_tokens,
@@ -151,6 +152,22 @@ def cmd_generate(args) -> dict:
         print(text)
     return {"prompt": prompt, "text": text, "new_ids": new_ids,
             "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} token" + ("" if n == 1 else "s")
+
+
+def _check_context(n_prompt: int, n_new: int, context: int) -> None:
+    """Prompt + new tokens past the model's context, said with the knob to turn: --max-new-tokens when
+    the prompt alone fits."""
+    if n_prompt + n_new <= context:
+        return
+    said = f"The prompt has {_tokens(n_prompt)} + {n_new:,} new = {n_prompt + n_new:,}; the model's context is " \
+           f"{_tokens(context)}"
+    if n_prompt < context:
+        raise ValueError(f"{said}. Lower --max-new-tokens to at most {context - n_prompt:,}.")
+    raise ValueError(f"{said}, and the prompt alone fills it. Shorten the prompt.")
 
 
 def cmd_coref(args) -> dict:
