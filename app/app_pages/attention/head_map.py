@@ -14,7 +14,7 @@ from app.components.head_maps import head_maps
 from app.figures import big_maps, charts
 from app.services.head_maps import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.ui import state
-from app.ui.widgets import bounded_slider
+from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.heads.metrics import hide_sink
 
 
@@ -37,7 +37,16 @@ def head_map(view) -> tuple[int, int, bool]:
         if view.big:
             _region(view, layer, head, hide)
         st.caption(metrics_line(view.table, layer, head))
+    if hide and view.bos == "none":
+        _no_sink_note(view.tokens[0])
     return layer, head, hide
+
+
+def _no_sink_note(first: str) -> None:
+    """Hide sink with nothing before the prompt drops a word of the prompt, not a sink token: say so."""
+    st.caption(f"Nothing is put before the prompt, so the first token, {plain(repr(first))}, is the prompt's own "
+               "first word: Hide sink drops its column and renormalizes the rest (row 0 is left empty). Choose "
+               "'sink token' or 'BOS' under Before the prompt to hide a token that is only a sink.")
 
 
 @st.fragment
