@@ -13,7 +13,8 @@ from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
 from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
 
 
-def draw(source, config, options: dict, text_name: str, text_tokens: int) -> None:
+def draw(source, config, options: dict, text_name: str, text_tokens: int, used_tokens: int) -> None:
+    """``text_tokens`` as chosen (it names the text's cut); ``used_tokens`` how many it has (fewer past its end)."""
     st.subheader("Which layers can share? One layer at a time")
     fewer = [n for n in options if n < config.n_kv_heads]
     if not fewer:
@@ -31,12 +32,12 @@ def draw(source, config, options: dict, text_name: str, text_tokens: int) -> Non
     target = int(target if target in fewer else fewer[0])
     sweep = cache.layer_sharing_result(source, target, text_name, text_tokens)
     if sweep is None:
-        sweep = run(s2, source, config, target, text_name, text_tokens)
+        sweep = run(s2, source, config, target, text_name, text_tokens, used_tokens)
     if sweep is not None:
         show(sweep, config, target)
 
 
-def run(slot, source, config, target: int, text_name: str, text_tokens: int):
+def run(slot, source, config, target: int, text_name: str, text_tokens: int, used_tokens: int):
     """The sweep on request, after saying how long it will take; a Stop button (any click) ends it."""
     steps = layer_sharing_steps(config)
     if st.session_state.pop("_layers_running", None) is not None:  # a click ended the last run early
@@ -48,7 +49,7 @@ def run(slot, source, config, target: int, text_name: str, text_tokens: int):
         st.warning(str(error))
         return None
     estimate = sweep_seconds(config, first, last)
-    slot.caption(f"About **{estimate:.0f} s** here, {steps} steps over {text_tokens} tokens: a step runs the layers "
+    slot.caption(f"About **{estimate:.0f} s** here, {steps} steps over {used_tokens} tokens: a step runs the layers "
                  f"from the one it merges on (measured {first:.2f} s merging the first layer, {last:.2f} s the last).")
     if not slot.button(f"Measure all {config.n_layers} layers (≈ {estimate:.0f} s)", key="layers_run"):
         return None

@@ -30,11 +30,16 @@ def draw(source, loaded) -> None:
     except cache.PromptError as error:  # over the memory budget: say so
         st.warning(str(error))
         return
+    used = report.n_predictions + 1  # the text's tokens that were run (each but the last predicts the next)
+    if used < text_tokens:  # finding 8 of QA2: Gemma reads the shipped text as 987 tokens, the zoo holds 128
+        why = (f"this model's context holds {used}" if used == config.max_seq_len
+               else f"the text is {used} tokens long for this model's tokenizer")
+        st.caption(f"Measured on **{used}** tokens, not {text_tokens}: {why}.")
     quality(report)
     if n_kv < config.n_kv_heads:
         st.warning("Mean-pooling KV heads without further training (Ainslie et al. train 5% more after converting) "
                    "shows how much each head's own keys and values matter: the quality loss above is the real one.")
-    layer_sweep.draw(source, config, options, text_name, int(text_tokens))
+    layer_sweep.draw(source, config, options, text_name, int(text_tokens), used)
 
 
 def quality(report) -> None:
