@@ -31,11 +31,26 @@ def unvalidated(data: list[dict], layout: dict) -> go.Figure:
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
+# Streamlit's plotly theme sends colours #000001–#000040 as placeholders and its front end replaces every
+# occurrence in the figure's JSON with a theme colour (streamlit/elements/lib/streamlit_plotly_theme.py):
+# Magma and Inferno start at #000004, which came out pink (QA2 finding 3). Written as rgb(), a colour is
+# the same and no longer matches.
+STREAMLIT_PLACEHOLDERS = frozenset(f"#0000{n:02d}" for n in range(1, 41))
+
+
+def _unmistakable(color: str) -> str:
+    """``color``, written as rgb() if Streamlit would take it for one of its placeholders."""
+    if color.lower() not in STREAMLIT_PLACEHOLDERS:
+        return color
+    return "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
+
+
 @functools.cache
 def colorscale(name: str) -> tuple[tuple[float, str], ...]:
     """A named colour scale as plotly stores it on a figure ((position, colour) steps): what ``unvalidated``
-    figures carry, so the browser's colours are the same as a validated figure's."""
-    return tuple(tuple(step) for step in go.Heatmap(colorscale=name).colorscale)
+    figures carry, so the browser's colours are the same as a validated figure's; any stop Streamlit
+    would repaint is written as rgb()."""
+    return tuple((position, _unmistakable(color)) for position, color in go.Heatmap(colorscale=name).colorscale)
 
 
 def log_axis(values) -> dict:
@@ -166,7 +181,7 @@ def matrix(values: np.ndarray, *, title: str, x: list[str] | None = None, y: lis
 def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
     """‖x‖ of the residual stream per token after the embedding (0) and each layer."""
     norms = np.asarray(norms, dtype=float)
-    fig = go.Figure(go.Heatmap(z=norms.T, x=list(range(norms.shape[0])), y=_labels(tokens), colorscale="Magma",
+    fig = go.Figure(go.Heatmap(z=norms.T, x=list(range(norms.shape[0])), y=_labels(tokens), colorscale=colorscale("Magma"),
                                hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{z:.1f}<extra></extra>"))
     fig.update_layout(height=min(900, 200 + 16 * len(tokens)), margin=dict(l=10, r=10, t=30, b=10))
     fig.update_xaxes(title="layer (0 = embeddings)")
