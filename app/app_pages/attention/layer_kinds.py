@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.ui.widgets import counted
+
 
 def _ranges(layers: list[int]) -> str:
     """[0, 1, 2, 4] → "0–2, 4"."""
@@ -17,17 +19,31 @@ def _ranges(layers: list[int]) -> str:
     return ", ".join(runs)
 
 
-def window_note(config, n_tokens: int) -> None:
+def _layers_are(layers: list[int]) -> str:
+    """"layer 3 is" for one layer, "layers 0–4, 6 are" for more."""
+    return f"layer {layers[0]} is" if len(layers) == 1 else f"layers {_ranges(layers)} are"
+
+
+def window_text(config, n_tokens: int) -> str | None:
+    """The note on the layers' kinds, or None for a model whose every layer sees the whole prefix."""
     windows = config.layer_windows
     local = [i for i, window in enumerate(windows) if window is not None]
     if not local:
-        return
+        return None
     width = min(windows[i] for i in local)
     global_ = [i for i, window in enumerate(windows) if window is None]
-    seen = (f"Your prompt has {n_tokens} tokens, so the band shows in the local layers' maps." if n_tokens > width
-            else f"Your prompt has {n_tokens} tokens, within the window: every layer's map looks alike "
-                 f"here; a prompt over {width} tokens shows the band.")
-    who = (f"Layers {_ranges(global_)} are **global** (every earlier token); layers {_ranges(local)} are **local**"
+    seen = (f"Your prompt has {counted(n_tokens, 'token')}, so the band shows in the local layers' maps."
+            if n_tokens > width else
+            f"Your prompt has {counted(n_tokens, 'token')}, within the window: every layer's map looks alike "
+            f"here; a prompt over {counted(width, 'token')} shows the band.")
+    who = (f"{_layers_are(global_).capitalize()} **global** (every earlier token); {_layers_are(local)} **local**"
            if global_ else "Every layer is **local**")
-    st.info(f"{who}: a token sees only the last {width} tokens, so the mask is also −∞ where i − j ≥ {width} "
+    last = "the last token" if width == 1 else f"the last {width:,} tokens"
+    return (f"{who}: a token sees only {last}, so the mask is also −∞ where i − j ≥ {width} "
             f"and the map is a band along the diagonal. {seen}")
+
+
+def window_note(config, n_tokens: int) -> None:
+    text = window_text(config, n_tokens)
+    if text is not None:
+        st.info(text)
