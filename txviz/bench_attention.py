@@ -145,6 +145,12 @@ def describe(parts: dict, plain_s: float | None = None, trace_s: float | None = 
     extra = (parts["traced_s"] - parts["fused_s"]) * parts["n_layers"]
     floor = (parts["products_s"] + parts["softmax_s"] - parts["fused_s"]) * parts["n_layers"]
     floor_ratio = f" (a trace at ≥ {1 + floor / plain_s:.2f}× the plain forward)" if plain_s else ""
+    if plain_s and trace_s and floor > trace_s - plain_s:  # a bound above the ratio measured: the parts were disturbed
+        measured = f"the whole trace's {_seconds(trace_s - plain_s)} over the plain forward measured beside it" \
+            if trace_s > plain_s else "the trace measured beside the plain forward, which was no slower than it"
+        floor_ratio = (f", more than {measured} ({trace_s / plain_s:.2f}×): this layer's timing, in another process, "
+                       f"was disturbed (a cold start or other processes) and bounds nothing here")
+        trace_s = None  # nor does it say where the excess lies
     return (f"{parts['tokens']} tokens, layer {parts['layer']}'s attention alone (CPU ms, fastest of the repeats): "
             f"fused kernel {ms['fused_s']}; traced {ms['traced_s']} "
             f"({parts['traced_s'] / parts['fused_s']:.2f}×) = explicit QKᵀ and PV products {ms['products_s']} "
