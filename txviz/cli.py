@@ -381,7 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help: str, *, model: bool = True) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
-        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--json", action="store_true",
+                       help="print one JSON object on one line (without it: the same object indented, or text for "
+                            "generate, coref, patch and bench)")
         if model:
             p.add_argument("--model", default=None, help=MODEL_HELP)
             p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
