@@ -178,11 +178,27 @@ def matrix(values: np.ndarray, *, title: str, x: list[str] | None = None, y: lis
     return fig
 
 
+def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Colour-bar ticks for values in [low, high] coloured by log10: 1, 2, 5 × 10^k (only 10^k past two
+    decades), as (log10 positions, the values written out)."""
+    exponents = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    steps = (1,) if np.log10(high / low) > 2 else (1, 2, 5)
+    values = [m * 10.0 ** k for k in exponents for m in steps if low <= m * 10.0 ** k <= high] or [low, high]
+    return [float(np.log10(v)) for v in values], [f"{v:,.0f}" if v >= 1 else f"{v:.2g}" for v in values]
+
+
 def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
-    """‖x‖ of the residual stream per token after the embedding (0) and each layer."""
+    """‖x‖ of the residual stream per token after the embedding (0) and each layer, coloured on a log
+    scale: one sink token's norm (~20,000 on SmolLM2) is 100× the others', which a linear scale would
+    draw all alike."""
     norms = np.asarray(norms, dtype=float)
-    fig = go.Figure(go.Heatmap(z=norms.T, x=list(range(norms.shape[0])), y=_labels(tokens), colorscale=colorscale("Magma"),
-                               hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{z:.1f}<extra></extra>"))
+    floor = float(norms[norms > 0].min()) if (norms > 0).any() else 1.0  # a zero vector: drawn as the least
+    shown = np.log10(np.clip(norms, floor, None))
+    tickvals, ticktext = _log_ticks(floor, max(float(norms.max()), floor))
+    fig = go.Figure(go.Heatmap(z=shown.T, customdata=norms.T, x=list(range(norms.shape[0])), y=_labels(tokens),
+                               colorscale=colorscale("Magma"),
+                               colorbar=dict(title="‖x‖ (log)", tickvals=tickvals, ticktext=ticktext),
+                               hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{customdata:.1f}<extra></extra>"))
     fig.update_layout(height=min(900, 200 + 16 * len(tokens)), margin=dict(l=10, r=10, t=30, b=10))
     fig.update_xaxes(title="layer (0 = embeddings)")
     fig.update_yaxes(autorange="reversed")
