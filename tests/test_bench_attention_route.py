@@ -68,7 +68,7 @@ def test_at_a_short_prompt_the_report_says_how_much_of_the_excess_lies_outside_a
              "softmax_s": 0.00003, "summaries_s": 0.00021, "n_layers": 30}
     text = describe(parts, plain_s=0.138, trace_s=0.155)
     assert "fused kernel 0.128; traced 0.330 (2.58×)" in text  # not rounded to 0.1 and 0.3
-    assert "that is 6.1 ms more than the fused kernel" in text  # 30 × 0.202 ms, not "0.00 s"
+    assert "that is 6.06 ms more than the fused kernel" in text  # 30 × 0.202 ms, not "0.00 s"
     assert "Of the trace's 17.0 ms over the plain forward, that is 36%; the other 10.9 ms lies outside" in text
     assert "outside attention" not in describe(parts, plain_s=0.138)  # without the trace's time, nothing to split
-    assert "accounts for all of the trace's 5.0 ms" in describe(parts, plain_s=0.138, trace_s=0.143)
+    assert "accounts for all of the trace's 5.00 ms" in describe(parts, plain_s=0.138, trace_s=0.143)

@@ -173,7 +173,7 @@ def _ms(value: float) -> str:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.2f} s" if abs(value) >= 0.05 else f"{value * 1000:.1f} ms"
+    return f"{value:.2f} s" if abs(value) >= 0.05 else f"{_ms(value * 1000)} ms"  # 0.040 ms, not 0.0 ms
 
 
 def _outside_attention(in_attention: float, plain_s: float | None, trace_s: float | None) -> str:
