@@ -57,6 +57,7 @@ def test_rounds_go_on_while_the_per_round_ratios_spread_wide(monkeypatch):
     # from four rounds on the interquartile range: one outlier round does not keep it going
     plain5, one_outlier = [2.0] * 5, [2.2, 2.2, 2.2, 2.2, 3.0]
     assert bench._spread(one_outlier, plain5) == pytest.approx(0.0)
+    assert bench._spread([0.0, 0.0, 0.0], [7e-6, 1e-6, 2e-6]) == 0.0  # too fast to time: no spread, no division by 0
 
 
 def test_transformers_over_trace_is_the_quotient_of_two_workers_ratios():

@@ -324,7 +324,8 @@ def _spread(seconds: list[float], plain: list[float]) -> float:
         low, high = statistics.quantiles(per_round, n=4, method="inclusive")[::2]
     else:
         low, high = min(per_round), max(per_round)
-    return (high - low) / statistics.median(per_round)
+    median = statistics.median(per_round)
+    return (high - low) / median if median > 0 else 0.0  # a method too fast for the CPU clock has no spread to read
 
 
 def _rebuild_latency(tr, repeats: int) -> dict[str, float]:
