@@ -23,7 +23,6 @@ import torch
 from app.services import causal, generation, heads, kv_sharing, models, positions, prompts, texts, traces, zoo
 from app.services.byte_cache import ByteBudgetCache
 from app.services.causal import CausalRequest
-from app.services.models import display_name
 from app.services.prompts import PromptError, dropped_characters
 from app.services.texts import TEXTS_DIR, shipped_text_ids, shipped_texts
 from app.services.traces import PromptTrace, display_tokens, head_metric_grid
@@ -35,6 +34,7 @@ from txviz.capture.maps import MapStorage
 from txviz.analysis.kv.kinds import kind_row
 from txviz.analysis.kv.long import LongCache, measure_long_cache
 from txviz.config import ModelConfig
+from txviz.loading.display_name import display_name
 from txviz.loading.loaded import LoadedModel
 
 __all__ = [  # what the pages call

@@ -73,8 +73,9 @@ def cmd_info(args) -> dict:
     loaded = _load(args)
     config = loaded.config
     element = torch.finfo(loaded.dtype).bits / 8
+    from txviz.loading.display_name import display_name
     return {
-        "source": loaded.source, "format": loaded.format, "device": str(loaded.device),
+        "name": display_name(loaded), "source": loaded.source, "format": loaded.format, "device": str(loaded.device),
         "dtype": str(loaded.dtype).removeprefix("torch."), "n_params": loaded.n_params,
         "attention": config.attention_kind, "kv_bytes_per_token": kv_bytes_per_token(config, element),
         "config": config.to_dict(), "device_map": getattr(loaded.model, "hf_device_map", None),

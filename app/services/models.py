@@ -3,8 +3,6 @@ txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model dir
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from txviz.loading import fetch, load, preflight
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.loaded import LoadedModel
@@ -27,11 +25,3 @@ def load_model(source: str) -> LoadedModel:
     return load(path)
 
 
-def display_name(loaded: LoadedModel) -> str:
-    """A known model's own name (when it is its fetched file), else the file or directory
-    name: GGUF ``general.name`` fields are often training-run labels."""
-    source = Path(loaded.source)
-    for model in KNOWN_MODELS.values():
-        if source == fetch.cached_path(model):
-            return model.display_name
-    return source.name or loaded.config.name

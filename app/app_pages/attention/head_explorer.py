@@ -48,7 +48,7 @@ def _all_heads(table) -> None:
 
 def _steps(view, layer: int, head: int) -> None:
     """Lazy: the step-by-step runs (one more traced pass of this layer) only while the expander is open."""
-    steps_box = st.expander("Step by step on the real tensors: QKᵀ → ÷√d_k → mask → softmax → ·V",
+    steps_box = st.expander("Step by step on the real tensors: QKᵀ → scale → mask → softmax → ·V",
                             expanded=False, key="steps_open", on_change="rerun")
     with steps_box:
         if steps_box.open and view.big:  # four T × T matrices: only where the map itself is drawn cell by cell

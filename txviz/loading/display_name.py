@@ -1,0 +1,19 @@
+"""The name a person knows a loaded model by, for the app's sidebar and ``txviz info``: a known model's own
+name when it is that model's fetched file (GGUF ``general.name`` fields are often training-run labels:
+SmolLM2's reads "Smollm2 135M 8k Lc100K Mix1 Ep2"), else the file or directory name, else the config's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from txviz.loading import fetch
+from txviz.loading.loaded import LoadedModel
+from txviz.loading.sources import KNOWN_MODELS
+
+
+def display_name(loaded: LoadedModel) -> str:
+    source = Path(loaded.source)
+    for model in KNOWN_MODELS.values():
+        if source == fetch.cached_path(model):
+            return model.display_name
+    return source.name or loaded.config.name
