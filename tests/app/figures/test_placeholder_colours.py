@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from app.figures import charts
 from tests.helpers.apptest import PAGE_NAMES, no_errors, open_at
-from tests.helpers.gemma_standin import write_stand_ins
-from txviz.loading import fetch
+from tests.helpers.gemma_standin import smollm2_home  # noqa: F401  (a fixture)
 
 TAB_KEYS = {"heads": "heads_tab", "kv_cache": "kv_tab", "moe": "moe_tab", "tradeoffs": "tradeoffs_tab"}
 
@@ -47,23 +45,11 @@ def test_the_residual_heatmap_keeps_magma_without_a_placeholder():
     assert [c for _, c in figure.data[0].colorscale[1:]] == [c for _, c in charts.colorscale("Magma")[1:]]
 
 
-@pytest.fixture
-def stand_in_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
-    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
-    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    write_stand_ins(tmp_path, gemma=False)
-    import streamlit as st
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
-
-
 def _charts(at) -> dict[str, dict]:
     return {element.proto.id: json.loads(element.proto.spec) for element in at.get("plotly_chart")}
 
 
-def test_no_chart_on_any_page_or_tab_uses_a_placeholder_colour(stand_in_home):
+def test_no_chart_on_any_page_or_tab_uses_a_placeholder_colour(smollm2_home):
     seen: dict[str, dict] = {}
     for page in PAGE_NAMES:
         at = open_at(page, None, "The cat sat on the mat.")

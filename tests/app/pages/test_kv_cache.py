@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from app.ui.widgets import plain
-from tests.helpers.apptest import open_at, page_path, pick_model
+from tests.helpers.apptest import click_tab, open_at, page_path, pick_model
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv import memory
@@ -95,10 +95,7 @@ def widget(at, kind: str, key: str):
 
 
 def open_tab(at, label: str):
-    at.session_state["kv_tab"] = label  # what a click on the tab does
-    at.run()
-    no_errors(at)
-    return at
+    return click_tab(at, "kv_tab", label)
 
 
 def per_token_metric(at) -> tuple[str, str]:

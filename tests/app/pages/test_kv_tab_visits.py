@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.apptest import chart, no_errors, open_at
+from tests.helpers.apptest import chart, click_tab, no_errors, open_at
 
 ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
 
@@ -18,10 +18,7 @@ def zoo_prompt() -> str:
 
 
 def open_tab(at, label: str):
-    at.session_state["kv_tab"] = label  # what a click on the tab does
-    at.run()
-    no_errors(at)
-    return at
+    return click_tab(at, "kv_tab", label)
 
 
 def metrics(at) -> dict[str, str]:

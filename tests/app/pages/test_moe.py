@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import chart, has_chart, no_errors, open_at
+from tests.helpers.apptest import chart, click_tab, has_chart, no_errors, open_at
 from txviz.loading.zoo import SHIPPED_ZOO
 
 MOE = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
@@ -24,10 +24,7 @@ def moe_page(tab: str | None = None):
 
 
 def open_tab(at, label: str):
-    at.session_state["moe_tab"] = label  # what a click on the tab does
-    at.run()
-    no_errors(at)
-    return at
+    return click_tab(at, "moe_tab", label)
 
 
 def balance_table(at):

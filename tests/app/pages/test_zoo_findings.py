@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.apptest import chart, decode, no_errors, open_at, texts
+from tests.helpers.apptest import chart, click_tab, decode, no_errors, open_at, texts
 from txviz.loading.zoo import SHIPPED_ZOO
 
 MOE = ("moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
@@ -55,10 +55,7 @@ def test_tradeoffs_page_calls_the_attention_kinds_gap_noise_and_draws_it_honestl
 
 
 def open_tab(at, label: str):
-    at.session_state["tradeoffs_tab"] = label  # what a click on the tab does
-    at.run()
-    no_errors(at)
-    return at
+    return click_tab(at, "tradeoffs_tab", label)
 
 
 def test_tradeoffs_tabs_run_only_when_open_and_each_says_its_noise():
