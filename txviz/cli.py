@@ -69,11 +69,11 @@ def cmd_fetch(args) -> dict:
 
 
 def cmd_info(args) -> dict:
+    from txviz.loading.display_name import display_name
     from txviz.model.kv_cache import kv_bytes_per_token
     loaded = _load(args)
     config = loaded.config
     element = torch.finfo(loaded.dtype).bits / 8
-    from txviz.loading.display_name import display_name
     return {
         "name": display_name(loaded), "source": loaded.source, "format": loaded.format, "device": str(loaded.device),
         "dtype": str(loaded.dtype).removeprefix("torch."), "n_params": loaded.n_params,

@@ -16,6 +16,7 @@ saturation the scaling prevents.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import torch
 
 from txviz.model.softcap import make_softcap
@@ -94,7 +95,6 @@ def attention_steps(q_rot: torch.Tensor, k_rot: torch.Tensor, v: torch.Tensor, h
     unscaled = torch.softmax(cap(raw) + mask, dim=-1)
     return AttentionSteps(q, k, val, raw, scaled, capped, masked, probs, unscaled, probs @ val,
                           layer.scale, layer.softcap, layer.window)
-
 
 
 def layer_steps(model, layer: int, head: int, q_rot: torch.Tensor, k_rot: torch.Tensor,
