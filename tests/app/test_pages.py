@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path
+from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path, pick_head
 from tests.helpers.head_maps import heatmap
 
 
@@ -37,7 +37,7 @@ def test_attention_page_shows_the_prompt_and_follows_the_head(app):
     assert "Layer 0, head 0" in heatmap(at)["layout"]["title"]["text"]
     first = decode(heat["z"])
 
-    at.number_input(key="head").set_value(5).run()
+    pick_head(at, head=5).run()
     no_errors(at)
     moved = heatmap(at)
     assert "head 5" in moved["layout"]["title"]["text"]

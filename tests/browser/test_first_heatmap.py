@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, open_from_sidebar, wait_idle
+from tests.helpers.browser import (CHART, ERROR, POLL_MS, artifacts, browser_available, open_from_sidebar, wait_idle,
+                                   wait_page_head)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -83,7 +84,7 @@ KEPT = """() => ['.txviz-head-grid canvas', '.txviz-head-view svg'].map(selector
 })"""
 
 
-def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
+def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_map_head_bar_and_layer_keys_move_the_page(
         page, tmp_path) -> None:
     """A newcomer types a prompt into the page's first text box, then switches the head and the layer. The
     head grid and the head view (app/components) keep their elements across reruns and repaint with the
@@ -106,13 +107,10 @@ def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_an
     page.locator(".txviz-head-view line[stroke='transparent']").first.hover(force=True)
     assert "→" in page.locator(".txviz-head-view .hovertext").inner_text()  # 'query' → 'key': weight
 
-    head = page.locator(".st-key-head input")
-    head.fill("4")
-    head.press("Enter")
+    page.locator(".txviz-head-bar button[data-head='4']").click()  # the map's head bar: the page's one head control
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('head 4')",
                            timeout=60_000, polling=POLL_MS)
-    page.wait_for_function("() => document.querySelector('.txviz-head-grid')?.dataset.selected === '0:4'",
-                           timeout=60_000, polling=POLL_MS)
+    wait_page_head(page, 0, 4, timeout_ms=60_000)  # the grid and the head view follow
     wait_idle(page)
     assert all(kept for kept, _ in page.evaluate(KEPT)) and page.locator(ERROR).count() == 0
     assert "head=4" in page.url
@@ -140,15 +138,17 @@ def type_a_prompt(page) -> None:
 
 
 def the_layer_slider_arrow_keys_move_the_map_and_the_link(page) -> None:
-    """Arrow keys on the layer slider move the head's map (only the head explorer reruns) and the link."""
-    page.locator(".st-key-layer input[type='range']").focus()
+    """Arrow keys on the map's layer slider (the page's one) move the head's map, then the views below
+    and the link (only the head explorer reruns)."""
+    page.locator(".st-key-heatmap .txviz-layer input[type='range']").focus()
     started = time.perf_counter()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
     page.wait_for_function("() => document.querySelector('.st-key-heatmap')?.innerText.includes('Layer 3,')",
                            timeout=60_000, polling=POLL_MS)
+    wait_page_head(page, 3, 4, timeout_ms=60_000)
     wait_idle(page)
-    print(f"\n3 × ArrowRight → layer 3 drawn: {time.perf_counter() - started:.2f} s")
+    print(f"\n3 × ArrowRight → layer 3 drawn and followed below: {time.perf_counter() - started:.2f} s")
     assert "layer=3" in page.url and page.locator(ERROR).count() == 0
 
 
@@ -178,7 +178,7 @@ def test_the_attention_address_opens_the_page_without_not_found_a_click_on_the_h
     assert page.locator(".st-key-prompt textarea").input_value() == "Shared by link."
     assert "4: link" in heatmap_text(page)
     assert "Page not found" not in page.locator("body").inner_text()
-    a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_head_box_and_layer_keys_move_the_link(
+    a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_map_head_bar_and_layer_keys_move_the_page(
         page, tmp_path)
 
 
@@ -200,7 +200,9 @@ def clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path) -> None:
         wait_idle(page)
         timings.append(time.perf_counter() - started)
         assert page.locator(ERROR).count() == 0
-        assert page.locator(".st-key-head input").input_value() == str(cell[1]), (layer, head)
+        painted = page.locator(".st-key-heatmap .txviz-head-maps").get_attribute("data-head")
+        assert painted == str(cell[1]), (layer, head)
+        wait_page_head(page, cell[0], cell[1], timeout_ms=60_000)
         assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
     print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")
     page.locator(".st-key-head_grid").scroll_into_view_if_needed()

@@ -1,13 +1,14 @@
-"""The head maps component in a real browser (issue 14): a click on a head, or an arrow key (another
-head, another layer: at 64 tokens every layer is in the page), repaints the map with that head's
-weights — the same numbers as the model's own maps — with no Streamlit rerun and nothing sent to the
-server; the hover names the query token, the key token and the weight;
-"Show head h in the views below" is the one action that round-trips, and it moves the page's head.
-On a prompt whose layers do not all fit one blob, the painted layer's neighbours (±1, ±2) are
-prefetched one request at a time without moving the page, so ↓ to a neighbour sends nothing (a new
-prompt restarts the prefetch on its own layers); a layer
-the browser lacks is fetched by a rerun of the maps' fragment alone (the page's widgets and other views
-stay), and a layer fetched once is switched back to with nothing sent.
+"""The head maps component in a real browser: a click on a head, or an arrow key (another head, another
+layer: at 64 tokens every layer is in the page), repaints the map with that head's weights — the same
+numbers as the model's own maps — with no Streamlit rerun and nothing sent to the server up to the
+paint; then the component sends the head back and the page follows it (the grid's highlight, the head
+view, the link), so the page never shows two heads at once; the map's bar and layer slider are the
+page's one control (no Layer slider or Head box of the page's beside them). The hover names the query
+token, the key token and the weight. On a prompt whose layers do not all fit one blob, the painted
+layer's neighbours (±1, ±2) are prefetched one request at a time without moving the page's head, so ↓ to
+a neighbour paints with nothing sent (a new prompt restarts the prefetch on its own layers); a layer the
+browser lacks comes with the page's rerun for the pick, and a layer fetched once is switched back to with
+nothing sent up to its paint.
 
 The time from click to the repainted map is printed; run with ``-s`` to see it."""
 
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.browser import ERROR, browser_available, wait_idle
+from tests.helpers.browser import ERROR, browser_available, wait_idle, wait_page_head
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -81,27 +82,23 @@ def painted_head(page) -> int:
     return int(page.locator(ROOT).get_attribute("data-head"))
 
 
-def test_the_hover_a_head_switch_with_no_rerun_and_show_in_the_views_below(server, page, default_model):
-    """One session on layer 3 of the default prompt: the hover over a cell, then head and layer switches that
-    repaint in the browser with nothing sent, then "Show head h in the views below" moving the page."""
-    sent = []
-
-    def watch(ws):
-        ws.on("framesent", lambda payload: sent.append(payload))
-
-    page.on("websocket", watch)  # the worker's kept page: the listener goes at the test's end
-    try:
-        page.goto(f"{server}/attention?layer=3")
-        page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
-        wait_idle(page)
-        assert page.locator(ERROR).count() == 0 and painted_head(page) == 0
-        assert page.locator(".txviz-head-open").is_hidden()  # the map shows the page's head
-        maps, _ = model_layer(default_model, 3)
-        the_hover_names_query_key_and_weight(page, maps)
-        a_head_switch_repaints_in_the_browser_with_no_rerun(page, default_model, maps, sent)
-    finally:
-        page.remove_listener("websocket", watch)
-    show_in_the_views_below_moves_the_page_layer_and_head(page)
+def test_the_hover_then_a_head_switch_paints_before_anything_is_sent_and_the_page_follows(
+        server, page, default_model):
+    """One session on layer 3 of the default prompt: one control of the layer and head, the hover over a
+    cell, then head and layer switches that repaint in the browser with nothing sent up to the paint,
+    each followed by the rest of the page."""
+    page.goto(f"{server}/attention?layer=3")
+    page.wait_for_selector(f"{ROOT}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0 and painted_head(page) == 0
+    wait_page_head(page, 3, 0)  # the map and the views below show one head
+    assert page.locator(".st-key-layer").count() == 0 and page.locator(".st-key-head").count() == 0  # one control
+    maps, _ = model_layer(default_model, 3)
+    the_hover_names_query_key_and_weight(page, maps)
+    page.evaluate(COUNT_SENDS)
+    page.evaluate(WATCH_RERUNS)
+    page.evaluate(WATCH_PAINTS)
+    a_head_switch_repaints_in_the_browser_then_the_page_follows(page, default_model, maps)
 
 
 def the_hover_names_query_key_and_weight(page, maps: np.ndarray) -> None:
@@ -116,44 +113,69 @@ def the_hover_names_query_key_and_weight(page, maps: np.ndarray) -> None:
     assert "float16" in hover and weight == pytest.approx(float(maps[0, 9, 3]), rel=5e-3, abs=1e-4)
 
 
-def a_head_switch_repaints_in_the_browser_with_no_rerun(page, default_model, maps: np.ndarray, sent: list) -> None:
-    """Layer 3, head 0 → head 4 (a click) → head 5 (→) → layer 4 (↓), each the model's numbers."""
-    page.evaluate(WATCH_RERUNS)
-    frames_before = len(sent)
+def switched(page, act, layer: int, head: int) -> float:
+    """``act`` (a click or a key), then the map painted with (layer, head) with no frame sent and no rerun
+    started up to that paint (recorded at once by WATCH_PAINTS), then the page followed it. Seconds from
+    the action to the paint."""
+    sends, reruns = page.evaluate("window.txvizSends"), page.evaluate("window.txvizReruns")
+    since = page.evaluate("window.txvizPaints.length")
     started = time.perf_counter()
-    page.locator(".txviz-head-bar button[data-head='4']").click()
-    page.wait_for_selector(f"{ROOT}[data-head='4']")
+    act()
+    page.wait_for_selector(f"{ROOT}[data-layer='{layer}'][data-head='{head}']")
     seconds = time.perf_counter() - started
-    print(f"\nclick on a head → map repainted in the browser: {seconds * 1000:.0f} ms")
+    painted = page.evaluate(FIRST_PAINT_OF, [since, layer, head])
+    assert (painted["sends"], painted["reruns"]) == (sends, reruns), painted
+    wait_page_head(page, layer, head, timeout_ms=60_000)  # then the pick went back and the page followed
+    wait_idle(page)
+    assert f"layer={layer}" in page.url and f"head={head}" in page.url and page.locator(ERROR).count() == 0
+    assert page.evaluate("window.txvizSends") > sends  # the pick was sent, after the paint
+    assert painted_head(page) == head and page.locator(ROOT).get_attribute("data-layer") == str(layer)  # it stayed
+    return seconds
+
+
+def a_head_switch_repaints_in_the_browser_then_the_page_follows(page, default_model, maps: np.ndarray) -> None:
+    """Layer 3, head 0 → head 4 (a click) → head 5 (→) → layer 4 (↓), each the model's numbers."""
+    seconds = switched(page, lambda: page.locator(".txviz-head-bar button[data-head='4']").click(), 3, 4)
+    print(f"\nclick on a head → map repainted in the browser: {seconds * 1000:.0f} ms "
+          f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [maps[4, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)  # float16 on the way, the model's numbers
     assert not np.allclose([maps[0, q, k] for q, k in CELLS], [maps[4, q, k] for q, k in CELLS], atol=1e-3)
     assert "Layer 3, head 4" in page.locator(f"{ROOT} .gtitle").text_content()
     assert page.locator(".txviz-head-bar button[data-head='4']").get_attribute("aria-pressed") == "true"
 
-    page.locator(ROOT).press("ArrowRight")  # the keyboard: the next head
-    page.wait_for_selector(f"{ROOT}[data-head='5']")
+    switched(page, lambda: page.locator(ROOT).press("ArrowRight"), 3, 5)  # the keyboard: the next head
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [maps[5, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
-    page.locator(ROOT).press("ArrowDown")  # the next layer, the same head: every layer is in the page
-    page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='5']")
+    switched(page, lambda: page.locator(ROOT).press("ArrowDown"), 4, 5)  # the next layer: every layer is here
     below, _ = model_layer(default_model, 4)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [below[5, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
     assert "Layer 4, head 5" in page.locator(f"{ROOT} .gtitle").text_content()
-    page.wait_for_timeout(500)  # a rerun, had one started, would show by now
-    assert page.evaluate("window.txvizReruns") == 0 and len(sent) == frames_before  # nothing went to the server
-    assert page.locator(".st-key-head input").input_value() == "0"  # the page's head did not move
-    assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # nor its layer
+    a_reader_pressing_keys_sends_the_head_they_stop_on(page)
 
 
-def show_in_the_views_below_moves_the_page_layer_and_head(page) -> None:
-    """The map shows layer 4, head 5 while the page is on layer 3, head 0: the one action that round-trips."""
-    page.locator(".txviz-head-open").click()
-    page.wait_for_function("() => document.querySelector('.st-key-head input')?.value === '5'", timeout=60_000)
+def a_reader_pressing_keys_sends_the_head_they_stop_on(page) -> None:
+    """Four keys in quick succession: the page ends on the last head (one pick when the keys come quicker than
+    the component's pause), and the map never jumps back to a head passed while the page catches up."""
+    picks = int(page.locator(ROOT).get_attribute("data-picks"))
+    page.evaluate("""() => {
+      const root = document.querySelector('.st-key-heatmap .txviz-head-maps');
+      window.txvizPainted = [];
+      new MutationObserver(() => window.txvizPainted.push(`${root.dataset.layer}:${root.dataset.head}`))
+        .observe(root, {attributes: true, attributeFilter: ['data-painted']});
+    }""")
+    for key in ("ArrowRight", "ArrowRight", "ArrowUp", "ArrowLeft"):
+        page.locator(ROOT).press(key)
+    wait_page_head(page, 3, 6, timeout_ms=60_000)
     wait_idle(page)
-    assert "layer=4" in page.url and "head=5" in page.url and page.locator(ERROR).count() == 0
-    assert page.locator(".txviz-head-open").is_hidden() and painted_head(page) == 5
+    page.wait_for_timeout(500)  # a late pick, had one been sent, would show by now
+    wait_idle(page)
+    sent = int(page.locator(ROOT).get_attribute("data-picks")) - picks
+    print(f"\n4 keys in a row → {sent} pick(s) sent")  # one when the keys come within PICK_AFTER_MS
+    assert 1 <= sent <= 4 and "layer=3" in page.url and "head=6" in page.url
+    painted = page.evaluate("window.txvizPainted")  # a pick the page follows late never moves the map back
+    assert painted[:4] == ["4:6", "4:7", "3:7", "3:6"] and set(painted[4:]) <= {"3:6"}, painted
 
 
 def long_prompt(tokenizer, n_tokens: int) -> str:
@@ -182,11 +204,13 @@ COUNT_SENDS = """(() => {  // every frame the page sends the server from now on,
 WATCH_PAINTS = """() => {  // at each paint, at once (before any prefetch can start): frames sent, requests made
   const root = document.querySelector(".st-key-heatmap .txviz-head-maps");
   window.txvizPaints = [];
-  new MutationObserver(() => window.txvizPaints.push({layer: root.dataset.layer, sends: window.txvizSends,
-    fetches: root.dataset.fetches, reruns: window.txvizReruns})).observe(
+  new MutationObserver(() => window.txvizPaints.push({layer: root.dataset.layer, head: root.dataset.head,
+    sends: window.txvizSends, fetches: root.dataset.fetches, reruns: window.txvizReruns})).observe(
     root, {attributes: true, attributeFilter: ['data-painted']});
 }"""
 LAST_PAINT = "() => window.txvizPaints.at(-1)"
+FIRST_PAINT_OF = """([since, layer, head]) => window.txvizPaints.slice(since)
+  .find((paint) => paint.layer === String(layer) && paint.head === String(head))"""
 
 
 def held_layers(page) -> list[int]:
@@ -222,9 +246,9 @@ def test_a_new_prompt_stops_the_old_prompts_prefetch_then_a_switch_to_a_prefetch
     """One session, one load of the page (a load costs chromium and the server about 2.5 CPU s): the prompt
     changes while the old prompt's neighbours are being fetched: from the moment the new prompt's view is in
     the page, nothing more of the old prompt's comes, and the new one's neighbours are prefetched (±1 then
-    ±2, one request per layer, none repeated). On the new prompt: ↓ to a prefetched neighbour sends nothing;
-    a far layer the browser lacks is fetched by the maps' fragment alone; back to a layer it holds sends
-    nothing."""
+    ±2, one request per layer, none repeated) without moving the page's head. On the new prompt: ↓ to a
+    prefetched neighbour paints with nothing sent, then the page follows; a far layer the browser lacks
+    comes with the page's rerun for the pick; back to a layer it holds paints with nothing sent."""
     # 30 layers × 9 heads × 100² × 2 B = 5.4 MB: over the one-blob budget, so one layer per blob
     old, new = (long_prompt(default_model.tokenizer, n) for n in (100, 101))
     open_long_prompt(page, server, old, 3)
@@ -248,61 +272,66 @@ def test_a_new_prompt_stops_the_old_prompts_prefetch_then_a_switch_to_a_prefetch
     asked = sorted(layer for prompt_id, layer in page.evaluate("window.txvizFetched") if prompt_id == new_id)
     assert asked == [1, 2, 4, 5], asked  # one request per layer, none repeated
     assert (painted_head(page), page.locator(ROOT).get_attribute("data-layer")) == (0, "3")  # the map stayed
-    assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # so did the page
-    assert page.locator(".st-key-head input").input_value() == "0"
+    wait_page_head(page, 3, 0)  # so did the page
     page.evaluate(WATCH_RERUNS)
     page.evaluate(WATCH_PAINTS)
-    a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, new)
-    a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, new)
+    a_switch_to_a_prefetched_neighbour_paints_with_nothing_sent(page, default_model, new)
+    a_layer_the_browser_lacks_comes_with_the_pick(page, default_model, new)
 
 
-def a_switch_to_a_prefetched_neighbour_sends_nothing(page, default_model, prompt: str) -> None:
+def a_switch_to_a_prefetched_neighbour_paints_with_nothing_sent(page, default_model, prompt: str) -> None:
     sends, fetches = page.evaluate("window.txvizSends"), page.locator(ROOT).get_attribute("data-fetches")
+    reruns, since = page.evaluate("window.txvizReruns"), page.evaluate("window.txvizPaints.length")
     started = time.perf_counter()
     page.locator(ROOT).press("ArrowDown")  # layer 4: prefetched
     page.wait_for_selector(f"{ROOT}[data-layer='4'][data-head='0']", timeout=10_000)
     print(f"\nprefetched layer switched to at 101 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
     # the switch itself asked nothing: no frame, no rerun, no request up to its paint
-    assert page.evaluate(LAST_PAINT) == {"layer": "4", "sends": sends, "fetches": fetches, "reruns": 0}
+    assert page.evaluate(FIRST_PAINT_OF, [since, 4, 0]) == {"layer": "4", "head": "0", "sends": sends,
+                                                           "fetches": fetches, "reruns": reruns}
     layer4, _ = model_layer_of(default_model, prompt, 4)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer4[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
+    wait_page_head(page, 4, 0, timeout_ms=60_000)  # then the page followed
     page.wait_for_selector(f"{ROOT}[data-layers='1,2,3,4,5,6'][data-prefetch='done']", timeout=60_000)  # 4's reach
     wait_idle(page)
-    assert page.evaluate("window.txvizPiledUp") == 0 and page.locator(".st-key-layer input[type='range']").input_value() == "3"
+    assert page.evaluate("window.txvizPiledUp") == 0 and "layer=4" in page.url
     assert page.locator(ROOT).get_attribute("data-layer") == "4"  # the prefetch did not move the map
 
 
-def a_layer_the_browser_lacks_is_fetched_by_the_maps_fragment_alone(page, default_model, prompt: str) -> None:
-    """Layer 10, far from the layers held (1-6); then back to 3, which the browser has."""
+def a_layer_the_browser_lacks_comes_with_the_pick(page, default_model, prompt: str) -> None:
+    """Layer 10, far from the layers held (1-6): the pick's rerun brings it, no request of its own; then
+    back to 3, which the browser has."""
     assert page.locator(f"{ROOT} .txviz-layer").is_visible()
-    grid_before = page.locator(".st-key-head_grid").inner_html()
     sends, fetches = page.evaluate("window.txvizSends"), int(page.locator(ROOT).get_attribute("data-fetches"))
-    reruns = page.evaluate("window.txvizReruns")  # the neighbours' prefetch ran the fragment too
+    reruns = page.evaluate("window.txvizReruns")
     started = time.perf_counter()
-    pick_layer(page, 10)  # far from 3: not in the browser yet
+    pick_layer(page, 10)  # far from the layers held: not in the browser yet
     page.wait_for_selector(f"{ROOT}[data-layer='10'][data-head='0']", timeout=60_000)
     print(f"\nlayer fetched and painted at 101 tokens: {(time.perf_counter() - started) * 1000:.0f} ms "
           f"({page.locator(ROOT).get_attribute('data-switch-ms')} ms event → painted, measured by the page)")
-    painted = page.evaluate(LAST_PAINT)  # it asked the server, once, and only the maps' fragment reran
+    painted = page.evaluate(LAST_PAINT)  # the pick went to the server, and its rerun brought the layer
     assert painted["layer"] == "10" and painted["reruns"] > reruns and painted["sends"] > sends
-    assert int(painted["fetches"]) == fetches + 1
+    assert int(painted["fetches"]) == fetches  # no request of its own
     layer10, _ = model_layer_of(default_model, prompt, 10)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer10[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
     assert "Layer 10, head 0" in page.locator(f"{ROOT} .gtitle").text_content()
+    wait_page_head(page, 10, 0, timeout_ms=60_000)
     page.wait_for_selector(PREFETCHED, timeout=120_000)  # 10's neighbours, then quiet
     wait_idle(page)
-    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0
-    assert page.locator(".st-key-layer input[type='range']").input_value() == "3"  # the page's layer stays
-    assert page.locator(".st-key-head_grid").inner_html() == grid_before  # the rest of the page was not redrawn
+    assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0 and "layer=10" in page.url
 
-    sends = page.evaluate("window.txvizSends")
+    sends, reruns = page.evaluate("window.txvizSends"), page.evaluate("window.txvizReruns")
+    since = page.evaluate("window.txvizPaints.length")
     pick_layer(page, 3)  # back to layer 3: the browser has it and its neighbours
     page.wait_for_selector(f"{ROOT}[data-layer='3'][data-head='0']")
-    page.wait_for_timeout(500 + 300)  # a request, had one been made (after the prefetch's pause), would show
-    assert page.evaluate("window.txvizSends") == sends  # nothing went to the server
+    painted = page.evaluate(FIRST_PAINT_OF, [since, 3, 0])
+    assert (painted["sends"], painted["reruns"]) == (sends, reruns)  # nothing went to the server up to the paint
     layer3, _ = model_layer_of(default_model, prompt, 3)
     np.testing.assert_allclose(page.evaluate(READ_CELLS, CELLS), [layer3[0, q, k] for q, k in CELLS],
                                rtol=1e-3, atol=1e-4)
+    wait_page_head(page, 3, 0, timeout_ms=60_000)
+    wait_idle(page)
+    assert page.locator(ERROR).count() == 0 and "layer=3" in page.url

@@ -61,6 +61,17 @@ def pick_model(at, name: str):
     return picker.set_value(label)
 
 
+def pick_head(at, layer: int | None = None, head: int | None = None):
+    """The Attention page's head chosen as a pick on its map does it (the component's handler calls
+    ``state.set_head``; AppTest cannot click inside a custom component, and the handler itself is tested
+    with crafted messages in tests/app/test_component_messages.py). Run ``at`` after."""
+    if layer is not None:
+        at.session_state["layer"] = layer
+    if head is not None:
+        at.session_state["head"] = head
+    return at
+
+
 def chart_ids(at) -> list[str]:
     return [el.proto.id for el in at.get("plotly_chart")]
 

@@ -210,3 +210,17 @@ def artifacts(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("TXVIZ_ARTIFACTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+PAGE_HEAD = """([layer, head]) => {  // the Attention page's views below the map show this head (any layer: null)
+  const title = [...document.querySelectorAll('h3')].map((h) => h.innerText.trim())
+    .find((text) => text.startsWith('Head view: layer '));
+  const grid = document.querySelector('.txviz-head-grid')?.dataset.selected;
+  return title !== undefined && title.endsWith(`, head ${head}`) && grid?.endsWith(`:${head}`)
+    && (layer === null || (title === `Head view: layer ${layer}, head ${head}` && grid === `${layer}:${head}`));
+}"""
+
+
+def wait_page_head(page, layer: int | None, head: int, timeout_ms: int = 120_000) -> None:
+    """Wait until the Attention page's head view and the grid's highlight show ``head`` of ``layer``."""
+    page.wait_for_function(PAGE_HEAD, arg=[layer, head], timeout=timeout_ms, polling=POLL_MS)

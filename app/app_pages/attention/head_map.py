@@ -1,16 +1,19 @@
-"""One head's attention map: the layer/head/hide-sink widgets, the map and the head's metrics. With every
-map stored, the map is the head maps component (app/components/head_maps): every head of every layer
-within the byte budget, switched in the browser; past it the page's layer, and a layer the reader picks
-there (or prefetched beside the one painted) is fetched by a rerun of the component's own fragment. A
-long prompt's map is drawn pooled, with an exact region of the page's head. The plain chart stays as a
-lazy fallback. What the component gets is assembled in app/services/head_maps.py."""
+"""One head's attention map: the control of the page's layer and head, the hide-sink toggle, the map and
+the head's metrics. With every map stored, the map is the head maps component (app/components/head_maps),
+and its head bar, layer slider and arrow keys are the page's one control of the layer and head: every
+head of every layer within the byte budget, switched in the browser, the rest of the page following the
+head the reader stops on; past the budget the page's layer, and its neighbours prefetched by a rerun of
+the maps' own fragment. A long prompt's maps are rebuilt one head at a time: there the page's own Layer
+slider and Head box are the control, and the map is drawn pooled, with an exact region of the page's
+head. The plain chart stays as a lazy fallback. What the component gets is assembled in
+app/services/head_maps.py."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app import cache
-from app.components.head_maps import head_maps
+from app.components.head_maps import head_maps_blob, head_maps_view
 from app.figures import big_maps, charts
 from app.services.head_maps import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.ui import state
@@ -19,20 +22,22 @@ from txviz.analysis.heads.metrics import hide_sink
 
 
 def head_map(view) -> tuple[int, int, bool]:
-    """The layer/head/hide-sink widgets and the chosen head's map (pooled, with an exact region, when long)."""
+    """The layer/head control, the hide-sink toggle and the chosen head's map (pooled, with an exact
+    region, when long)."""
     config = view.config
-    c1, c2, c3 = st.columns([2, 1, 1])
-    bounded_slider(c1, "Layer", 0, view.n_layers - 1, key="layer")
-    c2.number_input("Head", 0, config.n_heads - 1, key="head")
-    hide = c3.toggle("Hide sink", key="hide_sink",
-                     help="Drop the weight on the first token and renormalize the rest of each row.")
-    layer, head = int(state.get("layer")), int(state.get("head"))
-    if view.plan is None:  # every map is stored: whole layers go to the browser
+    if view.plan is None:  # every map is stored: whole layers go to the browser, and the map is the control
+        hide = _hide_sink_toggle(st)
+        layer, head = int(state.get("layer")), int(state.get("head"))
         _browser_maps(view, layer, head, hide)
         if view.big:
             _region(view, layer, head, hide)
         _plain_chart(view, layer, head, hide)
-    else:  # a long prompt's maps are rebuilt one head at a time: one head, pooled
+    else:  # a long prompt's maps are rebuilt one head at a time: the page's widgets, one head, pooled
+        c1, c2, c3 = st.columns([2, 1, 1])
+        bounded_slider(c1, "Layer", 0, view.n_layers - 1, key="layer")
+        c2.number_input("Head", 0, config.n_heads - 1, key="head")
+        hide = _hide_sink_toggle(c3)
+        layer, head = int(state.get("layer")), int(state.get("head"))
         _pooled_map(view, layer, head, hide, head_title(config, layer, head))
         if view.big:
             _region(view, layer, head, hide)
@@ -42,6 +47,11 @@ def head_map(view) -> tuple[int, int, bool]:
     return layer, head, hide
 
 
+def _hide_sink_toggle(container) -> bool:
+    return container.toggle("Hide sink", key="hide_sink",
+                            help="Drop the weight on the first token and renormalize the rest of each row.")
+
+
 def _no_sink_note(first: str) -> None:
     """Hide sink with nothing before the prompt drops a word of the prompt, not a sink token: say so."""
     st.caption(f"Nothing is put before the prompt, so the first token, {plain(repr(first))}, is the prompt's own "
@@ -49,19 +59,25 @@ def _no_sink_note(first: str) -> None:
                "'sink token' or 'BOS' under Before the prompt to hide a token that is only a sink.")
 
 
-@st.fragment
 def _browser_maps(view, layer: int, head: int, hide: bool) -> None:
-    """Every head of the layer (of every layer, when they fit the byte budget), switched in the browser.
-    A fragment: when the reader picks a layer the browser lacks, only this reruns, to send it."""
-    if (int(state.get("layer")), int(state.get("head"))) != (layer, head):  # "show … below" moved the page
-        st.rerun(scope="app")
+    """The map and its controls (the view mount, here: a pick reruns the views below with it), then every
+    head of the layer (of every layer, when they fit the byte budget) in a fragment of its own."""
     prompt, every = maps_plan(view, hide)
+    head_maps_view(component_view(view, prompt, every, layer, head), key="heatmap", on_pick=state.set_head)
+    _maps(view, hide, prompt, every, layer, head)
+    where = "heads and layers (← / → and ↑ / ↓)" if every else "heads (← / →) and layers (↑ / ↓: a layer is fetched)"
+    st.caption(f"Pick a head here: the map switches {where} in your browser, and the grid and the views below "
+               "follow the head you stop on.")
+
+
+@st.fragment
+def _maps(view, hide: bool, prompt: str, every: bool, layer: int, head: int) -> None:
+    """The maps the browser gets. A fragment: a layer the browser asks for beside the one painted
+    (a prefetch) reruns only this, to send it."""
     layers = tuple(range(view.n_layers)) if every else (_wanted_layer(prompt, layer, head),)
     blob = cache.head_maps_blob(lambda: layers_blob(view, hide, layers, prompt), prompt, layers)
-    head_maps(blob, component_view(view, prompt, every, layer, head), key="heatmap", on_open=state.set_head,
-              on_layer=lambda wanted: st.session_state.update(_head_maps_wanted=(prompt, layer, head, wanted)))
-    where = "heads and layers (← / → and ↑ / ↓)" if every else "heads (← / →) and layers (↑ / ↓: a layer is fetched)"
-    st.caption(f"The map switches {where} in your browser; the views below follow the page's Layer and Head.")
+    head_maps_blob(blob, key="heatmap", n_layers=view.n_layers,
+                   on_layer=lambda wanted: st.session_state.update(_head_maps_wanted=(prompt, layer, head, wanted)))
 
 
 def _wanted_layer(prompt: str, layer: int, head: int) -> int:

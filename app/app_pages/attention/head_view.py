@@ -23,7 +23,7 @@ def _pick_query(n: int) -> None:
 
 
 def head_view(view, layer: int, head: int, hide: bool) -> None:
-    st.subheader("Head view")
+    st.subheader(f"Head view: layer {layer}, head {head}")
     n, tokens = view.n, view.tokens
     st.session_state["query_token"] = query_index(n)  # the slider shows the shared query (from a link too)
     query = st.select_slider("Query token", options=list(range(n)), key="query_token", on_change=_pick_query,

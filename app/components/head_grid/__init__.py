@@ -15,6 +15,8 @@ from typing import Callable
 
 import streamlit as st
 
+from app.components.messages import cell_of, sent
+
 HERE = Path(__file__).parent
 
 _mount = st.components.v2.component(
@@ -23,11 +25,14 @@ _mount = st.components.v2.component(
 
 
 def head_grid(view: dict, *, key: str, on_pick: Callable[[int, int], None]) -> None:
-    """Mount the grid ``view`` (``grid_view``); ``on_pick(layer, head)`` runs when a cell is clicked."""
+    """Mount the grid ``view`` (``grid_view``); ``on_pick(layer, head)`` runs when a cell is clicked. A
+    message that is not a cell of this grid (the browser can send anything) is ignored."""
+    layers = view["layers"]  # the layers the grid draws, by number
 
     def picked() -> None:
-        cell = st.session_state[key].get("pick")
-        if cell is not None:
-            on_pick(int(cell["layer"]), int(cell["head"]))
+        cell = cell_of(sent(st.session_state.get(key), "pick"), max(layers, default=-1) + 1, view["n_heads"])
+        if cell is not None and cell[0] in layers:
+            on_pick(*cell)
 
     _mount(key=key, data=view, on_pick_change=picked)
+

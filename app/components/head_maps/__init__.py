@@ -1,25 +1,28 @@
-"""Every head of the Attention page's map in the browser (issue 14: a round trip redrew several figures
-and took 0.5–5 s). A click on a head, ← / →, ↑ / ↓ or the component's layer slider repaints the map in
-the browser with no Streamlit rerun when that layer is already there.
+"""Every head of the Attention page's map in the browser, and the page's one control of its layer and
+head. A click on a head, ← / →, ↑ / ↓ or the component's layer slider repaints the map in the browser
+with no Streamlit rerun when that layer is already there (a round trip redrew several figures and took
+0.5–5 s); once the map is painted and the reader has stopped, the component sends the head back and the
+page's selection follows it (the grid's highlight, the head view, the step by step, the download), so
+the page never shows two heads at once and has one Layer control, not two.
 
 Two mounts of one ``st.components.v2`` component (plain JavaScript in the page itself, no iframe, no
 build step; app/figures/head_maps.py builds both parts):
 
+- the view (``key``): the page's layer and head and the figure, a few kilobytes, mounted where the rest
+  of the head's views are, so a pick reruns them with it (``on_pick``);
 - the maps (``key + "_maps"``): a binary blob per prompt and layers sent. It is the same bytes on every
-  rerun of a prompt, so a change of the page's head sends a reference, not the 2.2 MB again;
-- the view (``key``): the page's layer and head and the figure, a few kilobytes.
+  rerun of a prompt, so a change of the page's head sends a reference, not the 2.2 MB again. It is
+  mounted in a fragment of its own.
 
 The browser files every blob it got by prompt and layer. When the layers do not all fit one blob (a long
-prompt) and the reader asks for a layer it lacks, the component asks the server for it
-(``on_layer``): only the fragment around the two mounts reruns and sends that layer's blob. Once the
-reader's layer is painted and the page is idle, the component asks the same way for its neighbours
-(±1, then ±2; one request in flight, under a byte cap per prompt), so ↑ / ↓ to a neighbour is
-client-side; the page's own layer and head never move for it.
+prompt), a pick of a layer the browser lacks brings that layer with the page's rerun; and once the
+reader's layer is painted and the page is idle, the maps mount asks for its neighbours (±1, then ±2; one
+request in flight, under a byte cap per prompt; ``on_layer``), which reruns the maps' fragment alone, so
+↑ / ↓ to a neighbour paints at once; the page's selection never moves for a prefetch.
 
 It draws each map on a <canvas> (canvas_heatmap.js: the cells, token labels, colour bar and hover of
 the plotly figure the view carries); drawing it with plotly.js made the browser parse a second 3.5 MB
 copy of plotly and relayout a whole figure per repaint, which cost more than the map (BENCHMARKS.md).
-"Show … in the views below" is the one action that moves the rest of the page (``on_open``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pathlib import Path
 from typing import Callable
 
 import streamlit as st
+
+from app.components.messages import cell_of, index_of, sent
 
 HERE = Path(__file__).parent
 NAME = "txviz_head_maps"
@@ -39,23 +44,27 @@ _mount = st.components.v2.component(
     isolate_styles=False)  # in the page's own DOM, where the tests and the benchmark find the map
 
 
-def head_maps(blob: bytes, view: dict, *, key: str, on_open: Callable[[int, int], None],
-              on_layer: Callable[[int], None]) -> None:
-    """Mount the maps ``blob`` (``maps_blob``) and the ``view`` (``view_data``). ``on_open(layer, head)``
-    runs when the reader asks for the head picked here in the rest of the page; ``on_layer(layer)`` when
-    the reader picked a layer the browser does not have."""
+def head_maps_view(view: dict, *, key: str, on_pick: Callable[[int, int], None]) -> None:
+    """Mount the ``view`` (``view_data``): the map and its controls, the page's one control of its layer
+    and head. ``on_pick(layer, head)`` runs when the reader has stopped on a head here (the map painted it
+    already); a message that is not a head of this model (the browser can send anything) is ignored."""
 
-    def opened() -> None:
-        picked = st.session_state[key].get("open")
-        if picked is not None:
-            on_open(int(picked["layer"]), int(picked["head"]))
+    def picked() -> None:
+        cell = cell_of(sent(st.session_state.get(key), "pick"), view["n_layers"], view["n_heads"])
+        if cell is not None:
+            on_pick(*cell)
+
+    _mount(key=key, data=view, on_pick_change=picked)
+
+
+def head_maps_blob(blob: bytes, *, key: str, n_layers: int, on_layer: Callable[[int], None]) -> None:
+    """Mount the maps ``blob`` (``maps_blob``) under ``key + "_maps"``. ``on_layer(layer)`` runs when the
+    browser asks for a layer it does not have (its neighbours' prefetch); a message that is not a layer
+    of this model is ignored. Called inside its own fragment, so that request reruns the maps alone."""
 
     def wanted() -> None:
-        layer = st.session_state[key].get("layer")
+        layer = index_of(sent(st.session_state.get(f"{key}_maps"), "layer"), n_layers)
         if layer is not None:
-            on_layer(int(layer))
+            on_layer(layer)
 
-    with st.container(gap=None):
-        _mount(key=key, data=view, on_open_change=opened,
-               on_layer_change=wanted)
-        _mount(key=f"{key}_maps", data=blob)
+    _mount(key=f"{key}_maps", data=blob, on_layer_change=wanted)

@@ -3,6 +3,8 @@
 // shared by the page; the view mount gets the page's layer and head and the figure, and paints from the
 // store. Streamlit calls the default export on mount and again whenever a mount's data changes; the
 // state kept on the view's root element lets a rerun keep the head and layer the reader picked here.
+// The view is the page's one control of its layer and head: a switch paints at once, and once painted
+// and the reader has stopped, the head goes back to the page ("pick"), whose other views follow it.
 // The map itself is drawn by drawHeatmap (canvas_heatmap.js, concatenated before this file).
 
 const STORE = "__txvizHeadMaps";  // prompt id -> Map(layer -> that layer's maps and texts)
@@ -14,6 +16,7 @@ const PREFETCH_REACH = 2;
 const PREFETCH_BYTES = 16 * 1024 * 1024;  // float16 bytes held per prompt: ~13 layers of SmolLM2 at 1024 tokens
 const PREFETCH_AFTER_MS = 300;  // the reader stopped pressing keys: do not fetch the layers they pass through
 const IN_FLIGHT_MS = 20000;  // a request whose layer never came (a rerun of the whole page took its place)
+const PICK_AFTER_MS = 200;  // after the paint: a reader pressing ← / → does not rerun the page per head passed
 
 function store() {
   if (!window[STORE]) window[STORE] = { prompts: new Map(), listeners: new Set() };
@@ -74,10 +77,10 @@ function build(parentElement) {
   root.setAttribute("aria-label", "Attention map; arrow keys: left and right switch heads, up and down layers");
   root.innerHTML = '<div class="txviz-head-bar" role="toolbar" aria-label="Head"></div>' +
     '<label class="txviz-layer">Layer <input type="range" min="0" step="1"> <output></output></label>' +
-    '<div class="txviz-head-plot"></div><p class="txviz-head-caption"></p>' +
-    '<button type="button" class="txviz-head-open" hidden></button>';
+    '<div class="txviz-head-plot"></div><p class="txviz-head-caption"></p>';
   parentElement.appendChild(root);
-  root.txviz = { layer: 0, head: 0, serverView: null, paints: 0, startedAt: null, asked: null, askedAt: 0 };
+  // sent: the picks sent to the page that its view has not shown yet, oldest first
+  root.txviz = { layer: 0, head: 0, serverView: null, paints: 0, startedAt: null, asked: null, askedAt: 0, sent: [] };
   return root;
 }
 
@@ -106,7 +109,7 @@ function showControls(root, data) {
 
 // Paint the reader's layer and head if the browser has that layer; otherwise wait for it (its blob is
 // on the way). startedAt: the performance.now() of the click or key that asked (null: a rerun).
-function paint(root, data, setTriggerValue) {
+function paint(root, data) {
   const state = root.txviz, { layer, head } = state, plot = root.querySelector(".txviz-head-plot");
   showControls(root, data);
   const maps = layerOf(data.prompt_id, layer);
@@ -116,10 +119,6 @@ function paint(root, data, setTriggerValue) {
   }
   delete root.dataset.waiting;
   root.querySelector(".txviz-head-caption").textContent = maps.captions[head];
-  const open = root.querySelector(".txviz-head-open");
-  open.hidden = head === data.head && layer === data.layer;
-  open.textContent = `Show layer ${layer}, head ${head} in the views below (head view, step by step, download)`;
-  open.onclick = () => setTriggerValue("open", { layer, head });
   const startedAt = state.startedAt;
   state.startedAt = null;
   drawHeatmap(plot, specOf(data, maps, head));
@@ -140,14 +139,34 @@ function showLayersHeld(root) {
   root.dataset.layers = layers ? [...layers.keys()].sort((a, b) => a - b).join(",") : "";
 }
 
-// Ask the server for a layer (a rerun of the maps' fragment alone); one request is in flight at a time.
+// Ask the server for a layer through the maps mount (a rerun of the maps' fragment alone); one request is
+// in flight at a time.
 function ask(root, layer) {
-  const state = root.txviz;
+  const state = root.txviz, asker = store().ask;
+  if (!asker) return;
   state.asked = layer;
   state.askedAt = performance.now();
   root.dataset.asked = String(layer);
   root.dataset.fetches = String(Number(root.dataset.fetches || 0) + 1);
-  root.txvizAsk(layer);
+  asker(layer);
+}
+
+// The head the page shows, or will once the picks on their way arrive.
+function pageChoice(root) {
+  const { sent } = root.txviz, data = root.txvizData;
+  return sent.length ? sent[sent.length - 1] : `${data.layer}:${data.head}`;
+}
+
+// Once the reader has stopped on a head other than the page's, send it: the page's selection follows.
+function schedulePick(root) {
+  clearTimeout(root.txvizPickTimer);
+  root.txvizPickTimer = setTimeout(() => {
+    const state = root.txviz, choice = `${state.layer}:${state.head}`;
+    if (!root.isConnected || choice === pageChoice(root)) return;
+    state.sent.push(choice);
+    root.dataset.picks = String(Number(root.dataset.picks || 0) + 1);
+    root.txvizPick({ layer: state.layer, head: state.head });
+  }, PICK_AFTER_MS);
 }
 
 // The next neighbour of the painted layer to fetch, or null: every layer sent at once, the reader's layer
@@ -228,16 +247,24 @@ function mountView(root, data, setTriggerValue) {
   const state = root.txviz;
   const serverView = `${data.prompt_id}:${data.layer}:${data.head}`;
   if (state.serverView !== serverView) {
-    state.layer = data.layer;  // the page's layer or head moved (its widgets, a grid click, a link)
-    state.head = data.head;  // otherwise what the reader picked here stays
+    const samePrompt = state.serverView !== null && state.serverView.startsWith(`${data.prompt_id}:`);
+    const followed = samePrompt ? state.sent.indexOf(`${data.layer}:${data.head}`) : -1;
+    if (followed >= 0) {
+      state.sent.splice(0, followed + 1);  // the page followed a pick sent here: the reader's latest stays
+    } else {
+      state.layer = data.layer;  // the page's head moved elsewhere (a grid click, a link, a new prompt)
+      state.head = data.head;
+      state.sent = [];
+      clearTimeout(root.txvizPickTimer);
+    }
     state.asked = null;  // a request under the old view is void: its reply may never come
     delete root.dataset.asked;
     delete root.dataset.prefetch;
   }
   state.serverView = serverView;
   root.txvizData = data;
-  root.txvizAsk = (layer) => setTriggerValue("layer", layer);
-  const repaint = () => paint(root, root.txvizData, setTriggerValue);
+  root.txvizPick = (cell) => setTriggerValue("pick", cell);
+  const repaint = () => paint(root, root.txvizData);
   const show = (layer, head, event) => {
     if ((layer === state.layer && head === state.head) || head < 0 || head >= data.n_heads
         || layer < 0 || layer >= data.n_layers) return;
@@ -245,10 +272,8 @@ function mountView(root, data, setTriggerValue) {
     state.layer = layer;
     state.head = head;
     state.startedAt = event.timeStamp;
-    if (!layerOf(data.prompt_id, layer) && state.asked !== layer) {
-      ask(root, layer);  // not in the browser nor on its way: the server sends its blob (the maps' fragment)
-    }
-    repaint();
+    // nothing goes to the server before the paint; a layer the browser lacks comes with the page's rerun
+    repaint().then(() => schedulePick(root));
   };
   controls(root, data, show);
   root.onkeydown = (event) => {
@@ -281,7 +306,8 @@ function mountView(root, data, setTriggerValue) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  if (data instanceof Uint8Array) {  // the maps mount
+  if (data instanceof Uint8Array) {  // the maps mount: it files the blob and carries the requests for layers
+    store().ask = (layer) => setTriggerValue("layer", layer);
     fileBlob(data);
     return;
   }

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import MAIN, no_errors
+from tests.helpers.apptest import MAIN, no_errors, pick_head
 from tests.helpers.head_maps import heatmap
 
 pytestmark = pytest.mark.default_model
@@ -57,7 +57,7 @@ def test_the_view_state_round_trips_through_the_url(new_app):
     at.toggle(key="hide_sink").set_value(True).run()
     at.selectbox(key="grid_metric").set_value("prev_token").run()
     at.select_slider(key="query_token").set_value(4).run()
-    at.number_input(key="head").set_value(5).run()
+    pick_head(at, head=5).run()
     no_errors(at)
     link = params(at)
     assert link == {"hide_sink": "1", "grid_metric": "prev_token", "query": "4", "head": "5"}
@@ -180,7 +180,7 @@ def test_the_layer_profile_is_each_layers_mean_over_its_heads_and_follows_a_new_
         means = table.groupby("layer")[metric].mean().to_numpy()
         assert len(lines[metric]) == n_layers
         np.testing.assert_allclose(lines[metric], means, rtol=1e-12)
-    at.number_input(key="head").set_value(3).run()
+    pick_head(at, head=3).run()
     after_switch = profile_and_table(at)[0]
     assert all(np.array_equal(after_switch[m], lines[m], equal_nan=True) for m in lines)  # unchanged by a head switch
     at.sidebar.text_area(key="prompt").input("Paris is the capital of France. Paris is").run()

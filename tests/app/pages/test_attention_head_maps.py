@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.apptest import app_on, chart, decode, has_chart, no_errors
+from tests.helpers.apptest import app_on, chart, decode, has_chart, no_errors, pick_head
 from tests.helpers.head_maps import head_maps_data, head_maps_view, heatmap, layer_maps
 
 PROMPT = "Mary had a red kite."
@@ -69,8 +69,7 @@ def test_the_maps_message_is_the_same_on_every_rerun_and_only_the_view_moves(zoo
     first, first_view = maps_message(at), head_maps_view(at)
     at.select_slider(key="query_token").set_value(2).run()  # the head view only: neither mount changes
     assert maps_message(at) == first and head_maps_view(at) == first_view
-    at.number_input(key="head").set_value(3).run()
-    at.slider(key="layer").set_value(2).run()
+    pick_head(at, 2, 3).run()
     no_errors(at)
     moved = head_maps_view(at)
     assert (moved["layer"], moved["head"]) == (2, 3) and moved != first_view
@@ -84,7 +83,7 @@ def test_past_the_byte_budget_only_the_page_layer_is_sent(zoo_base, monkeypatch)
     source, loaded = zoo_base
     monkeypatch.setattr(head_maps, "ALL_LAYERS_BYTES", 1)
     at = app_on(source, PROMPT + " Again.").run()  # another prompt: not the cached payload
-    at.slider(key="layer").set_value(2).run()
+    pick_head(at, layer=2).run()
     no_errors(at)
     data = head_maps_data(at)
     assert data["layers"] == [2] and data["shape"][0] == 1
@@ -106,7 +105,7 @@ def test_hide_sink_is_applied_to_every_head_sent(zoo_base):
 def test_the_plain_chart_is_a_lazy_fallback_for_the_page_head(zoo_base):
     source, _ = zoo_base
     at = app_on(source, PROMPT).run()
-    at.number_input(key="head").set_value(2).run()
+    pick_head(at, head=2).run()
     assert not has_chart(at, "heatmap_plain")  # collapsed: not drawn, not sent
     at.session_state["plain_map_open"] = True  # what a click on the expander does
     at.run()

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.helpers.apptest import PAGE_NAMES, app_on, no_errors, page_path
+from tests.helpers.apptest import PAGE_NAMES, app_on, no_errors, page_path, pick_head
 from tests.helpers.head_maps import heatmap
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
@@ -86,8 +86,7 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     at = app_on().run()
     no_errors(at)
     assert "30 layers · 9 heads" in caption(at)
-    at.slider(key="layer").set_value(25)
-    at.number_input(key="head").set_value(8).run()
+    pick_head(at, 25, 8).run()
     no_errors(at)
     assert "Layer 25, head 8" in heatmap(at)["layout"]["title"]["text"]
 
@@ -95,7 +94,7 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     no_errors(at)
     assert "**Gemma 3 270M** · gguf" in caption(at) and "18 layers · 4 heads · 1 KV head (MQA)" in caption(at)
     assert at.session_state["model"] == "gemma3-270m"
-    assert (at.slider(key="layer").value, at.number_input(key="head").value) == (17, 3)
+    assert (at.session_state["layer"], at.session_state["head"]) == (17, 3)
     assert "Layer 17, head 3" in heatmap(at)["layout"]["title"]["text"]
     for name in PAGE_NAMES:
         at.switch_page(page_path(name)).run()
@@ -106,8 +105,7 @@ def test_switching_after_layer_25_head_8_brings_the_head_inside_gemma_and_back(h
     picker(at).set_value(label_of(at, "SmolLM2-135M-Instruct")).run()
     no_errors(at)
     assert at.session_state["model"] == "default" and "30 layers · 9 heads" in caption(at)
-    at.slider(key="layer").set_value(29)
-    at.number_input(key="head").set_value(7).run()
+    pick_head(at, 29, 7).run()
     no_errors(at)
     assert "Layer 29, head 7" in heatmap(at)["layout"]["title"]["text"]
 
