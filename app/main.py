@@ -60,3 +60,4 @@ note = state.url_note()
 if note:
     st.sidebar.caption(note)
 navigation.run()
+state.sync_url()  # what the page's own widgets chose in this run (the Heads page's marks) is in the link now

@@ -1,6 +1,7 @@
 """The few session-state keys the app shares between pages, mirrored in the URL query params so a
 view can be shared by link: prompt, model, BOS policy, layer, head, the Attention page's view
-(hide-sink, colour-by, query token) and the Heads page's coreference sentence.
+(hide-sink, colour-by, query token, the prompt-pair view and its second prompt) and the Heads page's
+coreference sentence with its marks, answer and completion.
 
 ``FIELDS`` is the one table: a session key (also its query-param name), its default and how to read
 it back from the URL. A page that wants a key in the link adds a ``Field`` there. A text too long
@@ -74,8 +75,13 @@ FIELDS: dict[str, Field] = {
     "hide_sink": Field(False, _as_bool, lambda value: "1" if value else "0"),
     "grid_metric": Field("first_token_mass", choices=METRICS),
     "query": Field(-1, int),  # the head view's query token; -1: the last one, whatever the prompt's length
-    # the Heads page's coreference sentence
+    "pair_open": Field(False, _as_bool, lambda value: "1" if value else "0"),  # the prompt-pair view, open
+    "pair_prompt": Field(""),  # its second prompt
+    # the Heads page's coreference sentence, and what the reader marked on it
     "coref_text": Field(DEFAULT_COREF),
+    "coref_marks": Field(""),  # "pronoun:candidates:deciding" word indices (coref.marks); "": the suggested ones
+    "coref_answer": Field(-1, int),  # the candidate the heads are ranked for, by word index; -1: the first
+    "coref_completion": Field(None),  # None: the suggested completion; "" is a completion of its own
 }
 DEFAULTS = {key: field.default for key, field in FIELDS.items()}
 URL_KEYS = tuple(FIELDS)
@@ -158,6 +164,12 @@ def url_note() -> str | None:
 
 def get(key: str):
     return st.session_state.get(key, DEFAULTS[key])
+
+
+def put(key: str, value: Any) -> None:
+    """Record what a page's widgets show under a URL key whose widget is keyed otherwise (the Heads page's
+    marks are keyed by their sentence), so the link carries it."""
+    st.session_state[key] = value
 
 
 def reset_on_change(key: str, inputs: Any) -> None:

@@ -7,9 +7,11 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
+from app.ui import state
 from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
                                          suggest_deciding_word, suggest_pronoun)
-from txviz.analysis.coref.marks import MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice, mark_key
+from txviz.analysis.coref.marks import (MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice, mark_key,
+                                        marks_text, read_marks)
 
 
 def coref_tab(source: str, loaded, bos: str) -> None:
@@ -44,24 +46,31 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     traced, spans, row = ranked
     names = [words[i].text for i in marks.candidates]
     model_answer.model_answer(traced, loaded.tokenizer, names, marks.completion)
-    ranking.rank_heads(loaded, text, traced, spans, names, row)
+    ranking.rank_heads(loaded, text, traced, spans, names, row, marks.candidates)
     causal_test.causal_section(source, bos, text, words, marks)
 
 
 def _mark_words(text: str, words) -> Marks | None:
-    """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete."""
+    """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete. They
+    open on a link's marks for this sentence, else on the suggested ones, and the link follows them."""
+    for key in ("coref_marks", "coref_answer", "coref_completion"):
+        state.reset_on_change(key, text)  # a link's marks belong to its sentence
     pronoun_default = suggest_pronoun(words)
     candidate_default = suggest_candidates(words, pronoun_default)
+    deciding_default = suggest_deciding_word(words, pronoun_default, text)
+    suggested = (pronoun_default, sorted(candidate_default), deciding_default)
+    linked = read_marks(state.get("coref_marks"), len(words)) or suggested
     label = lambda i: words[i].text  # noqa: E731
     options = range(len(words))
-    pronoun = st.pills("Pronoun: click it", options, default=pronoun_default, format_func=label,
+    pronoun = st.pills("Pronoun: click it", options, default=linked[0], format_func=label,
                        key=mark_key("pronoun", text))
     candidates = st.pills("Candidates it may refer to: click two or more (nouns before it are suggested)", options,
-                          selection_mode="multi", default=candidate_default, format_func=label,
+                          selection_mode="multi", default=linked[1], format_func=label,
                           key=mark_key("candidates", text))
     deciding = st.pills("Deciding word: the word that settles the answer (optional)", options,
-                        default=suggest_deciding_word(words, pronoun_default, text), format_func=label,
-                        key=mark_key("deciding", text))
+                        default=linked[2], format_func=label, key=mark_key("deciding", text))
+    shown = (pronoun, sorted(candidates), deciding)
+    state.put("coref_marks", "" if shown == suggested else marks_text(*shown))
     try:
         candidates = check_choice(pronoun, candidates)
     except ValueError as problem:
@@ -72,7 +81,10 @@ def _mark_words(text: str, words) -> Marks | None:
     except ValueError as problem:  # nothing is ranked, asked or tested on these marks
         st.warning(f"Cannot rank with these choices: {problem}")
         return None
+    suggested_completion = default_completion(text, words, pronoun_default, candidate_default)
+    linked_completion = state.get("coref_completion")
     completion = st.text_input("Completion, appended after the sentence: the model's next word is its answer",
-                               value=default_completion(text, words, pronoun_default, candidate_default),
+                               value=suggested_completion if linked_completion is None else linked_completion,
                                key=mark_key("completion", text), max_chars=200)
+    state.put("coref_completion", None if completion == suggested_completion else completion)
     return Marks(pronoun, tuple(candidates), deciding, completion.rstrip())

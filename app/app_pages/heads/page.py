@@ -8,6 +8,7 @@ from app.app_pages.heads import builtin_set, coreference, detectors, widget_memo
 from app.ui import sidebar, state
 
 TABS = ("Detectors", "Coreference")
+COREF_LINK = ("coref_text", "coref_marks", "coref_answer", "coref_completion")  # what a link to the tab carries
 
 st.title("Heads & coreference")
 st.markdown(
@@ -21,8 +22,8 @@ source, loaded, traced = sidebar.prompt_trace()
 bos = state.get("bos")
 
 widget_memory.keep_widgets_alive(state.get("coref_text"))
-if "heads_tab" not in st.session_state and state.get("coref_text") != state.DEFAULT_COREF:
-    st.session_state["heads_tab"] = "Coreference"  # a link that carries a sentence opens on it
+if "heads_tab" not in st.session_state and any(state.get(key) != state.DEFAULTS[key] for key in COREF_LINK):
+    st.session_state["heads_tab"] = "Coreference"  # a link that carries a sentence or marks opens on them
 st.caption("Only the open tab is computed.")
 tabs = dict(zip(TABS, st.tabs(list(TABS), key="heads_tab", on_change="rerun")))
 with tabs["Detectors"]:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
+from app.ui import state
 from txviz.analysis.coref.ranking import score_heads, word_token_spans
 from txviz.analysis.coref.answer import query_row
 from txviz.analysis.coref.marks import Marks, mark_key
@@ -41,10 +42,14 @@ def read_rows(source: str, bos: str, text: str, words, marks: Marks):
     return traced, spans, row
 
 
-def rank_heads(loaded, text: str, traced, spans, names: list[str], row: int) -> None:
-    """The answer to rank for, then every head's margin for it."""
+def rank_heads(loaded, text: str, traced, spans, names: list[str], row: int, candidates: tuple[int, ...]) -> None:
+    """The answer to rank for (a link's, by the candidate's word index, else the first), then every
+    head's margin for it."""
+    linked = state.get("coref_answer")
     target = st.radio("Rank the heads for the answer", range(len(names)), format_func=names.__getitem__,
+                      index=candidates.index(linked) if linked in candidates else 0,
                       horizontal=True, key=mark_key("target", text, names))
+    state.put("coref_answer", -1 if int(target) == 0 else candidates[int(target)])
     try:
         scores = score_heads(traced.trace["attn_probs"][:, 0], row, spans, target=int(target))
     except ValueError as error:

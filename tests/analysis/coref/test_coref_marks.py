@@ -121,3 +121,19 @@ def test_ranking_rows_and_grid_follow_the_scores():
     assert count_predicting(rows, "Mary") == 2 and count_predicting(rows, "John") == 1
     grid = head_grid(((s.layer, s.head, s.margin) for s in scores), 2, 2)
     np.testing.assert_allclose(grid, [[0.6, -0.4], [0.0, 0.1]], atol=1e-6)
+
+
+def test_marks_round_trip_through_their_link_text():
+    from txviz.analysis.coref.marks import marks_text, read_marks
+
+    for marks in ((8, [0, 3], 11), (8, [0, 3], None), (None, [], None), (2, [0, 1], 0)):
+        assert read_marks(marks_text(*marks), 12) == marks
+    assert marks_text(8, [3, 0], None) == "8:0,3:"  # candidates in sentence order
+
+
+@pytest.mark.parametrize("text", ["", "x:0,1:", "8:0,1", "8:0,1::", "12:0,1:", "8:0,12:", "8:0,0:", "-1:0,1:",
+                                  "8:0,a:", "8:0,,1:", "1e3:0,1:", ":::"])
+def test_marks_from_a_hand_edited_or_other_sentences_link_are_refused(text):
+    from txviz.analysis.coref.marks import read_marks
+
+    assert read_marks(text, 12) is None

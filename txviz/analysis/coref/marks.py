@@ -48,6 +48,30 @@ def sort_keys(keys: Iterable, text: str, kept_prefixes: Sequence[str] = ()) -> t
     return keep, forget
 
 
+def marks_text(pronoun: int | None, candidates: Iterable[int], deciding: int | None) -> str:
+    """The clicked words as a link carries them: ``"pronoun:candidates:deciding"`` word indices, an empty
+    part for none (``"8:0,3:"``: no deciding word)."""
+    part = lambda index: "" if index is None else str(int(index))  # noqa: E731
+    return f"{part(pronoun)}:{','.join(str(int(i)) for i in sorted(candidates))}:{part(deciding)}"
+
+
+def read_marks(text: str, n_words: int) -> tuple[int | None, list[int], int | None] | None:
+    """``marks_text`` back, for a sentence of ``n_words`` words: (pronoun, candidates, deciding), or None
+    when it is not marks of such a sentence (a link edited by hand, or made on a longer sentence)."""
+    parts = str(text).split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        pronoun, deciding = (int(part) if part else None for part in (parts[0], parts[2]))
+        candidates = [int(i) for i in parts[1].split(",")] if parts[1] else []
+    except ValueError:
+        return None
+    indices = [i for i in (pronoun, deciding, *candidates) if i is not None]
+    if not all(0 <= i < n_words for i in indices) or len(set(candidates)) != len(candidates):
+        return None
+    return pronoun, sorted(candidates), deciding
+
+
 def check_choice(pronoun: int | None, candidates: Iterable[int]) -> list[int]:
     """The clicked pronoun and candidates → the candidates in sentence order; ValueError saying what is
     missing when the pronoun is not clicked, fewer than two candidates are, or the pronoun is among them."""
