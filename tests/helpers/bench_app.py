@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers.apptest import pick_head
 from tests.helpers.browser import CHART, IDLE, SETTLED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,9 +165,8 @@ def server_latency(repeats: int, n_tokens: int = 64) -> dict:
         return time.perf_counter() - started
 
     config = _config()
-    heads = [timed(lambda h=h: at.number_input(key="head").set_value(h)) for h in _cycle(config.n_heads, 2 * repeats)]
-    layers = [timed(lambda layer=layer: at.slider(key="layer").set_value(layer))
-              for layer in _cycle(config.n_layers, 2 * repeats)]
+    heads = [timed(lambda h=h: pick_head(at, head=h)) for h in _cycle(config.n_heads, 2 * repeats)]
+    layers = [timed(lambda layer=layer: pick_head(at, layer=layer)) for layer in _cycle(config.n_layers, 2 * repeats)]
     new_prompts = [timed(lambda p=p: at.sidebar.text_area(key="prompt").input(p)) for p in prompts[1:]]
     return {"first_run_s": round(first_run, 2), "head_switch_ms": _median_ms(heads),
             "layer_switch_ms": _median_ms(layers), "prompt_64_s": round(statistics.median(new_prompts), 3),
@@ -218,15 +218,22 @@ def _title_shows(page, pattern: str, arg: int) -> None:
     page.wait_for_selector(f".st-key-heatmap {CHART}")
 
 
-def _box_head_switch(page, head: int) -> float:
-    """Seconds from Enter in the Head box to the map of that head drawn (a round trip)."""
-    from tests.helpers.browser import wait_idle
+def _page_head_switch(page, head: int) -> float:
+    """Seconds from a head switch to the page showing that head (a round trip): a click on the head in the
+    map's head bar until the views below follow it, or, in a revision with a Head box (or a long prompt's
+    page), Enter in it until the map of that head is drawn."""
+    from tests.helpers.browser import wait_idle, wait_page_head
 
     box = page.locator(".st-key-head input")
-    box.fill(str(head))
-    started = time.perf_counter()
-    box.press("Enter")
-    _title_shows(page, ", head %([^0-9]|$)", head)  # the title's own head, not "KV head N" that it shares
+    if box.count() == 0:
+        started = time.perf_counter()
+        page.locator(f"{HEAD_MAPS} .txviz-head-bar button[data-head='{head}']").click()
+        wait_page_head(page, None, head)
+    else:
+        box.fill(str(head))
+        started = time.perf_counter()
+        box.press("Enter")
+        _title_shows(page, ", head %([^0-9]|$)", head)  # the title's own head, not "KV head N" that it shares
     seconds = time.perf_counter() - started
     wait_idle(page)
     return seconds
@@ -266,15 +273,27 @@ def _component_layer_switch(page, layer: int) -> tuple[float, float]:
     return _component_switch(page, lambda: page.locator(HEAD_MAPS).press("ArrowDown"), f"[data-layer='{layer}']")
 
 
-def _layer_switch(page, layer: int) -> float:
-    """Seconds from the layer slider's arrow key (one layer up) to that layer's map drawn (a round trip)."""
-    from tests.helpers.browser import wait_idle
+def layer_slider(page):
+    """The page's one Layer slider: the map's, or, in a revision with a slider of the page's own (or a long
+    prompt's page), that one."""
+    own = page.locator(".st-key-layer input[type='range']")
+    return own if own.count() else page.locator(f"{HEAD_MAPS} .txviz-layer input[type='range']")
 
-    thumb = page.locator(".st-key-layer input[type='range']")
+
+def _layer_switch(page, layer: int) -> float:
+    """Seconds from the layer slider's arrow key (one layer up) to that layer shown by the page (a round
+    trip): the map's layer, and the views below where the map's slider is the page's."""
+    from tests.helpers.browser import wait_idle, wait_page_head
+
+    thumb = layer_slider(page)
+    follows = page.locator(".st-key-layer").count() == 0
     thumb.focus()
     started = time.perf_counter()
     thumb.press("ArrowRight")
     _title_shows(page, "Layer %,", layer)
+    if follows:
+        head = int(page.locator(HEAD_MAPS).get_attribute("data-head"))
+        wait_page_head(page, layer, head)
     seconds = time.perf_counter() - started
     wait_idle(page)
     return seconds
@@ -284,14 +303,15 @@ def _switches(page, repeats: int, has_component: bool) -> dict:
     """Head switches (the Head box, then the component) and layer switches on the prompt shown."""
     config = _config()
     heads = _cycle(config.n_heads, 2 * repeats)
-    samples = {"head_switch_s": [_box_head_switch(page, h) for h in heads]}
+    samples = {"head_switch_s": [_page_head_switch(page, h) for h in heads]}
     in_browser = {}
     if has_component:  # the page's head is heads[-1]: start the component's cycle one further on
         picked = [(heads[-1] + 1 + i) % config.n_heads for i in range(2 * repeats)]
         in_browser["head_switch"] = [_component_head_switch(page, h) for h in picked]
         if page.locator(f"{HEAD_MAPS} .txviz-layer").is_visible():  # every layer is in the page
             in_browser["layer_switch"] = [_component_layer_switch(page, layer) for layer in range(1, 1 + 2 * repeats)]
-    samples["layer_switch_s"] = [_layer_switch(page, layer) for layer in range(1, 1 + 2 * repeats)]
+    start = int(layer_slider(page).input_value())  # where the map's switches left the page (the map is its control)
+    samples["layer_switch_s"] = [_layer_switch(page, layer) for layer in range(start + 1, start + 1 + 2 * repeats)]
     result = {"head_switch_ms": _median_ms(samples["head_switch_s"]),
               "layer_switch_ms": _median_ms(samples["layer_switch_s"])}
     for name, measured in in_browser.items():
@@ -334,7 +354,7 @@ def browser_latency(repeats: int, n_tokens: int = 64, long_tokens: int = 0, app_
             switches = _switches(page, repeats, has_component)
             long = None
             if long_tokens:
-                page.locator(".st-key-layer input[type='range']").focus()
+                layer_slider(page).focus()
                 asked = rerun_mark(page)
                 for _ in range(2 * repeats):  # back to layer 0, as on the short prompt
                     page.keyboard.press("ArrowLeft")
