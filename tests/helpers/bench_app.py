@@ -8,11 +8,11 @@ Server side, through Streamlit's AppTest (the page script run in this process, n
 layer switch on a cached trace, and a new 64-token prompt to every figure of the Attention page. In a
 real browser (``streamlit run`` + headless chromium, the browser-test harness): process start to the
 first drawn figure with the weights already cached, a new 64-token prompt to every figure drawn, a head
-switch through the Head box (a round trip: the page reruns) and in the head maps component (in the
-browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the click event to the frame
+switch by the page (a round trip: a click on the map's head bar until the views below follow it; the
+Head box of a revision that has one) and in the head maps component alone (in the browser: ``in_browser_head_switch_ms`` from Python, ``..._paint_ms`` from the click event to the frame
 after the repaint, measured by the page), a layer switch in the component (↓: in the browser when every
-layer is in the page, else the layer's maps fetched by a rerun of the maps' fragment alone) and by the
-page's slider (its arrow key, a round trip); with ``--long-tokens N`` the same switches on an N-token
+layer is in the page, else the layer's maps brought by the page's rerun) and by the page's slider (its
+arrow key until the views below follow, a round trip); with ``--long-tokens N`` the same switches on an N-token
 prompt; and every page of the app (app/app_pages) opened at the default prompt with the model loaded, to
 its last figure drawn, two ways: by its link in the sidebar of the tab already open, as a reader does
 (``in_app_pages``, the target), and cold, in a new tab of a new browser context (``pages``: an empty HTTP
@@ -300,7 +300,7 @@ def _layer_switch(page, layer: int) -> float:
 
 
 def _switches(page, repeats: int, has_component: bool) -> dict:
-    """Head switches (the Head box, then the component) and layer switches on the prompt shown."""
+    """Head switches (round trips, then the component's paints) and layer switches on the prompt shown."""
     config = _config()
     heads = _cycle(config.n_heads, 2 * repeats)
     samples = {"head_switch_s": [_page_head_switch(page, h) for h in heads]}
@@ -513,7 +513,7 @@ def _browser_line(name: str, found: dict) -> str:
 
 
 def _switch_line(found: dict) -> str:
-    line = (f"round trips: head switch (Head box) {found['head_switch_ms']} ms · layer switch (slider) "
+    line = (f"round trips: head switch (the page follows) {found['head_switch_ms']} ms · layer switch (slider) "
             f"{found['layer_switch_ms']} ms")
     for name in ("head_switch", "layer_switch"):
         if f"in_browser_{name}_ms" in found:

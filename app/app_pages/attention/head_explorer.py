@@ -22,7 +22,7 @@ from txviz.analysis.heads.metrics import METRICS
 
 @st.fragment
 def head_explorer(view) -> None:
-    """A fragment, so the layer slider's arrow keys, a click on the grid or a new query token rerun these
+    """A fragment, so a head picked on the map, a click on the grid or a new query token rerun these
     charts, not the whole page."""
     left, right = st.columns([2, 3], gap="medium")
     with left:
