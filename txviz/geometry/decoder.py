@@ -50,6 +50,7 @@ def read_moe(fields: Fields, traits: Traits, n_layers: int) -> Moe | None:
     dense = fields.raw.get("mlp_only_layers") or []
     if not isinstance(dense, list) or not all(isinstance(i, int) for i in dense):
         raise GeometryError("config.json: mlp_only_layers must be a list of layer numbers")
+    dense = set(dense)  # a list as long as the file allows, looked up once per layer
     layers = tuple(i not in dense and (i + 1) % step == 0 for i in range(n_layers))
     return Moe(layers, fields.count("num_experts"), fields.count("num_experts_per_tok"),
                fields.count("moe_intermediate_size"),

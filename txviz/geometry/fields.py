@@ -1,13 +1,38 @@
 """Reading numbers out of a Hugging Face config.json dict, strictly: each field under any of its
-common spellings, checked (a whole number in range, not a bool, not text), and every missing one
-remembered so that a refusal names them all at once instead of the first."""
+common spellings, checked (a whole number in range, not a bool, not text, and no larger than any real
+model's: txviz.config.SIZE_BOUNDS, so that a hostile ``num_hidden_layers: 1e9`` is refused before any
+per-layer work), and every missing one remembered so that a refusal names them all at once instead of
+the first."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from txviz.config import SIZE_BOUNDS
+
 MAX_COUNT = (1 << 31) - 1  # no width, layer count or vocabulary is anywhere near this
+
+# Each count's ceiling: the bound of the ModelConfig field it plays (txviz.config.SIZE_BOUNDS).
+# Counts of layers (a window's first layer, a MoE step) are bounded like the layers themselves.
+BOUNDED_AS: dict[str, str] = {
+    "num_hidden_layers": "n_layers", "max_window_layers": "n_layers", "first_k_dense_replace": "n_layers",
+    "moe_layer_freq": "n_layers", "decoder_sparse_step": "n_layers", "sliding_window_pattern": "n_layers",
+    "num_ln_in_parallel_attn": "n_layers",
+    "hidden_size": "d_model", "kv_lora_rank": "d_model", "q_lora_rank": "d_model",
+    "num_attention_heads": "n_heads", "num_key_value_heads": "n_kv_heads", "kv_n_heads": "n_kv_heads",
+    "head_dim": "head_dim", "qk_nope_head_dim": "head_dim", "qk_rope_head_dim": "head_dim", "v_head_dim": "head_dim",
+    "intermediate_size": "ffn_hidden", "moe_intermediate_size": "ffn_hidden",
+    "shared_expert_intermediate_size": "ffn_hidden",
+    "vocab_size": "vocab_size", "max_position_embeddings": "max_seq_len", "sliding_window": "max_seq_len",
+    "num_experts": "n_experts", "num_local_experts": "n_experts", "n_routed_experts": "n_experts",
+    "n_shared_experts": "n_experts", "num_experts_per_tok": "top_k",
+}
+
+
+def largest(name: str) -> int:
+    """The largest value a count named ``name`` (its canonical spelling) may take."""
+    return SIZE_BOUNDS[BOUNDED_AS[name]] if name in BOUNDED_AS else MAX_COUNT
 
 # The spellings families use for the same number (HF's attribute_map of each config class).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -50,11 +75,11 @@ class Fields:
                 self.missing.append(name)
                 return 1
             return default
-        return whole(key, value, minimum)
+        return whole(key, value, minimum, largest(name))
 
     def optional(self, name: str) -> int | None:
         key, value = self._lookup(name)
-        return None if value is None else whole(key, value, 1)
+        return None if value is None else whole(key, value, 1, largest(name))
 
     def flag(self, name: str, default: bool) -> bool:
         value = self.raw.get(name)
@@ -78,14 +103,16 @@ class Fields:
                                 f"needs: {names}")
 
 
-def whole(key: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int in [minimum, MAX_COUNT]; integral floats (4096.0) are accepted."""
+def whole(key: str, value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """``value`` as an int in [minimum, maximum]; integral floats (4096.0) are accepted."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise GeometryError(f"config.json: {key} must be a whole number, got {str(value)[:80]!r}")
-    if not minimum <= value <= MAX_COUNT:
-        raise GeometryError(f"config.json: {key} must be between {minimum} and {MAX_COUNT:,}, got {compact(value)}")
+    if value > maximum:
+        raise GeometryError(f"config.json: {key} = {compact(value)} is beyond any real model (at most {maximum:,})")
+    if not minimum <= value <= maximum:
+        raise GeometryError(f"config.json: {key} must be between {minimum} and {maximum:,}, got {compact(value)}")
     return value
 
 
