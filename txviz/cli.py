@@ -270,6 +270,10 @@ def cmd_memory(args) -> dict:
     model, origin, extras = _memory_model(args)
     seq = args.seq if args.seq is not None else model.max_context
     _check_memory_numbers(seq, args.batch, args.gpu_gib)
+    args.weight_dtype = args.weight_dtype or (memory.PUBLISHED if model.weight_format else "bf16")
+    if args.weight_dtype not in memory.weight_dtypes(model):
+        raise ValueError(f"--weight-dtype {args.weight_dtype!r}: this model publishes no quantization; "
+                         f"choose from {', '.join(memory.WEIGHT_DTYPES)}")
     result = {**origin, "model": model.name, "kind": model.kind, "source": model.source, **extras,
               "n_layers": model.n_layers, "n_heads": model.n_heads, "kv_heads": model.kv_heads,
               "head_dim": model.head_dim, "latent_dim": model.latent_dim, "rope_dim": model.rope_dim,
@@ -278,14 +282,20 @@ def cmd_memory(args) -> dict:
               "n_experts": model.n_experts, "experts_per_token": model.experts_per_token,
               "sliding_window": model.sliding_window, "window_layers": model.window_layers,
               "seq": seq, "batch": args.batch, "kv_dtype": args.kv_dtype, "weight_dtype": args.weight_dtype,
+              "weight_format": None if model.weight_format is None else {
+                  "scheme": model.weight_format.scheme, "bits_per_parameter": dict(model.weight_format.bits),
+                  "assumption": model.weight_format.assumption},
               "kv_bytes_per_token": memory.kv_bytes_per_token(model, args.kv_dtype),
+              "kv_bytes_per_token_past_windows": memory.kv_bytes_per_token_past_windows(model, args.kv_dtype),
               "kv_cache_bytes": memory.kv_cache_bytes(model, seq, args.batch, args.kv_dtype),
               "weight_bytes": memory.weight_bytes(model, args.weight_dtype),
               "kv_bytes_per_token_by_dtype": {d: memory.kv_bytes_per_token(model, d) for d in memory.KV_DTYPES},
-              "weight_bytes_by_dtype": {d: memory.weight_bytes(model, d) for d in memory.WEIGHT_DTYPES},
+              "weight_bytes_by_dtype": {d: memory.weight_bytes(model, d) for d in memory.weight_dtypes(model)},
               "flops_per_token": memory.flops_per_token(model, seq)}
-    if model.kind != "MLA":  # the MHA/GQA/MQA counterfactual: only the KV heads change
-        result["kinds"] = {kind: {"kv_heads": variant.kv_heads,
+    if model.kind != "MLA":  # the MHA/GQA/MQA what-if: the KV heads and the K/V projections serving them
+        result["kinds"] = {kind: {"kv_heads": variant.kv_heads, "n_params": variant.n_params,
+                                  "weight_bytes": memory.weight_bytes(variant, args.weight_dtype),
+                                  "flops_per_token": memory.flops_per_token(variant, seq),
                                   "kv_bytes_per_token": memory.kv_bytes_per_token(variant, args.kv_dtype)}
                            for kind, variant in memory.kind_variants(model).items()}
     settings = dict(batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
@@ -438,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=None,
                    help="interventions per batched forward call (default: txviz.causal.patching.DEFAULT_CHUNK, 16)")
     p.set_defaults(run=cmd_patch)
-    from txviz.analysis.kv.memory import KV_DTYPES, WEIGHT_DTYPES
+    from txviz.analysis.kv.memory import KV_DTYPES, PUBLISHED, WEIGHT_DTYPES
     p = command("memory", "KV cache and weight bytes of a preset or a config.json; what fits a GPU", model=False)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--preset", help="a published model (see --list)")
@@ -447,7 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: the model's context)")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
-    p.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
+    p.add_argument("--weight-dtype", choices=(PUBLISHED, *WEIGHT_DTYPES), default=None,
+                   help=f"weights' format (default: {PUBLISHED!r}, the config's quantization_config, where it "
+                        "gives one; else bf16)")
     p.add_argument("--gpu-gib", type=float, default=None,
                    help="GPU memory: report the longest context whose weights + KV cache + activations fit "
                         "(\"fits\", as the app's calculator) and, KV only, \"max_context\"")

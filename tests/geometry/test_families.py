@@ -52,6 +52,10 @@ CASES = {
     "cohere": (pub.COMMAND_R_V01, "MHA", 40 * 2 * 64 * 128 * BF16,  # one bias-free LayerNorm per layer, tied
                256000 * 8192 + 8192 + 40 * (4 * 8192 * 8192 + 3 * 8192 * 22528 + 8192)),
     "deepseek_v3": (pub.DEEPSEEK_V3, "MLA", 61 * (512 + 64) * BF16, 671_026_404_352),  # txviz's preset, "671B"
+    # "116.83B": the published count (116,829,156,672) less the routers' biases and attention sinks, 36 × (128 + 64)
+    "gpt_oss": (pub.GPT_OSS_120B, "GQA", 36 * 2 * 8 * 64 * BF16,
+                2 * 201088 * 2880 + 2880 + 36 * (2 * 2880 + 2880 * 4096 + 4096 + 2 * (2880 * 512 + 512)
+                                                 + 4096 * 2880 + 2880 + 2880 * 128 + 128 * (3 * 2880 * 2880 + 3 * 2880))),
     "deepseek_v2": (pub.DEEPSEEK_V2_LITE, "MLA", 27 * (512 + 64) * BF16, 15_706_484_224),  # V2-Lite "15.7B"
 }
 

@@ -133,11 +133,18 @@ def test_flops_equal_the_moe_pages_count_for_models_txviz_runs(config):
         assert memory.flops_per_token(model_of(config), context) == flops_per_token(read_hf_config(config), context)
 
 
-def test_mha_gqa_mqa_counterfactual_changes_only_the_kv_heads():
-    variants = memory.kind_variants(model_of(pub.FALCON_40B))
-    assert {kind: memory.kv_bytes_per_token(m) for kind, m in variants.items()} == {
-        "MHA": 60 * 2 * 128 * 64 * BF16, "GQA": 60 * 2 * 8 * 64 * BF16, "MQA": 60 * 2 * 1 * 64 * BF16}
-    assert {m.n_params for m in variants.values()} == {read_geometry(pub.FALCON_40B).n_params}
+@pytest.mark.parametrize("config,key", [(pub.FALCON_40B, "num_kv_heads"), (hf.LLAMA_3_8B, "num_key_value_heads"),
+                                        (hf.QWEN2_7B, "num_key_value_heads"), (hf.MIXTRAL_8X7B, "num_key_value_heads")])
+def test_the_mha_gqa_mqa_what_if_is_the_config_with_that_many_kv_heads(config, key):
+    """The what-if changes the K/V projections with the heads: its parameters, active parameters, weight
+    bytes, FLOPs and activations are those of the same config.json read with that many KV heads (Qwen2's
+    K/V biases included), not the original model's."""
+    for kind, variant in memory.kind_variants(model_of(config)).items():
+        rewritten = model_of({**config, key: variant.kv_heads})
+        for field in ("n_params", "active_params", "unmultiplied_params", "param_groups"):
+            assert getattr(variant, field) == getattr(rewritten, field), (kind, field)
+        assert memory.flops_per_token(variant, 4096) == memory.flops_per_token(rewritten, 4096)
+        assert memory.memory_bill(variant, 4096) == memory.memory_bill(rewritten, 4096)
 
 
 def test_the_per_layer_cache_equals_the_calculators_for_every_windowed_family():

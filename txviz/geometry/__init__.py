@@ -7,10 +7,13 @@ Families (txviz.geometry.families): llama, mistral, mixtral, qwen2, qwen2_moe, q
 gemma2, gemma3_text (and gemma3 with a nested text_config), phi, phi3, falcon, gpt2, gpt_neox, gptj,
 bloom, mpt, olmo, olmo2, starcoder2, cohere; deepseek_v2 / deepseek_v3 (MLA, txviz.geometry.mla). Any
 other model_type is read by the generic rule (txviz.geometry.generic), whose assumptions come back in
-``Geometry.assumptions``. Bad or missing numbers raise ``GeometryError`` (a ValueError) naming them.
+``Geometry.assumptions``. A published ``quantization_config`` (fp8, mxfp4, bitsandbytes, GPTQ, AWQ) gives
+``Geometry.weight_format`` (txviz.geometry.quantization). Bad or missing numbers raise ``GeometryError`` (a ValueError) naming them.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from txviz.geometry.decoder import read_decoder
 from txviz.geometry.families import CONFIG_DEFAULTS, KNOWN_TYPES, MLA_TYPES, TRAITS, TYPE_ALIASES
@@ -18,6 +21,7 @@ from txviz.geometry.fields import Fields, GeometryError, architectures, text_par
 from txviz.geometry.generic import read_generic
 from txviz.geometry.geometry import Geometry
 from txviz.geometry.mla import read_mla
+from txviz.geometry.quantization import read_quantization
 
 __all__ = ["Geometry", "GeometryError", "KNOWN_TYPES", "read_config", "read_geometry", "model_type_of"]
 
@@ -39,15 +43,14 @@ def read_geometry(raw: dict) -> Geometry:
     model_type = model_type_of(raw)
     fields = Fields({**CONFIG_DEFAULTS.get(model_type, {}), **text_part(raw)}, model_type)
     if model_type in MLA_TYPES:
-        return read_mla(fields, model_type)
-    if model_type in TRAITS:
+        geometry = read_mla(fields, model_type)
+    elif model_type in TRAITS:
         geometry = read_decoder(fields, TRAITS[model_type], model_type)
     else:
         geometry = read_generic(fields, model_type)
-    if "vision_config" in raw:
-        from dataclasses import replace
-        geometry = replace(geometry, notes=geometry.notes + ("the vision tower is not counted: text model only",))
-    return geometry
+    weight_format, unread = read_quantization(raw)
+    notes = ("the vision tower is not counted: text model only",) if "vision_config" in raw else ()
+    return replace(geometry, weight_format=weight_format, notes=geometry.notes + notes + ((unread,) if unread else ()))
 
 
 def read_config(source) -> Geometry:

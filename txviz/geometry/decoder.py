@@ -78,34 +78,35 @@ def qk_norm_params(fields: Fields, traits: Traits, shape: Shape) -> int:
 
 def _embeddings(tally: params.Tally, fields: Fields, traits: Traits, shape: Shape) -> None:
     table = shape.vocab_size * shape.d_model
-    tally.add(table, multiplied=shape.tied)  # a tied table is also the output head: it is multiplied
+    tally.add(table, "embeddings", multiplied=shape.tied)  # a tied table is also the output head: it is multiplied
     if traits.learned_positions:
         if shape.max_context is None:
             fields.missing.append("max_position_embeddings")
             fields.check()
-        tally.add(shape.max_context * shape.d_model, multiplied=False)
+        tally.add(shape.max_context * shape.d_model, "embeddings", multiplied=False)
     if traits.embedding_norm:
-        tally.add(params.norm(traits.norm, shape.d_model), multiplied=False)
+        tally.add(params.norm(traits.norm, shape.d_model), "small", multiplied=False)
 
 
 def _output(tally: params.Tally, traits: Traits, shape: Shape) -> None:
-    tally.add(params.norm(traits.norm, shape.d_model), multiplied=False)
+    tally.add(params.norm(traits.norm, shape.d_model), "small", multiplied=False)
     if not shape.tied:
-        tally.add(shape.d_model * shape.vocab_size)
+        tally.add(shape.d_model * shape.vocab_size, "embeddings")
     if traits.lm_head_bias:
-        tally.add(shape.vocab_size, multiplied=False)
+        tally.add(shape.vocab_size, "small", multiplied=False)
 
 
 def _ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: int, gated: bool,
          bias: bool) -> int:
     """Adds one layer's FFN; returns the hidden width a token runs through."""
     if moe is None or not moe.layers[layer]:
-        tally.biased(*(params.mlp(d, dense_width, gated=gated, bias=b) for b in (bias, False)))
+        tally.biased(*(params.mlp(d, dense_width, gated=gated, bias=b) for b in (bias, False)), "mlp")
         return dense_width
-    tally.add(params.linear(d, moe.n_experts))  # the router
+    tally.add(params.linear(d, moe.n_experts), "router")
     tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=gated, bias=bias), moe.used)  # no family biases them
     if moe.shared_width:  # Qwen2-MoE: one shared expert and its sigmoid gate
-        tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=False) + params.linear(d, 1))
+        tally.add(params.mlp(d, moe.shared_width, gated=gated, bias=False), "mlp")
+        tally.add(params.linear(d, 1), "router")
     return moe.used * moe.width + moe.shared_width
 
 
@@ -122,8 +123,8 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
     _embeddings(tally, fields, traits, shape)
     widths = []
     for layer in range(shape.n_layers):
-        tally.add(norms, multiplied=False)
-        tally.biased(*attention)
+        tally.add(norms, "small", multiplied=False)
+        tally.biased(*attention, "attention")
         widths.append(_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias))
     _output(tally, traits, shape)
     n = shape.n_layers
@@ -137,4 +138,4 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
         tied_embeddings=shape.tied, max_context=shape.max_context,
         n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
         shared_experts=int(bool(moe and moe.shared_width)), moe_layers=sum(moe.layers) if moe else 0,
-        assumptions=assumptions)
+        kv_bias=qkv_bias, param_groups=tuple(tally.groups.items()), assumptions=assumptions)

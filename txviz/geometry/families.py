@@ -62,6 +62,9 @@ TRAITS: dict[str, Traits] = {
     "starcoder2": Traits(norm="layernorm", qkv_bias=("use_bias", True), mlp_bias=("use_bias", True), gated=False,
                          tied_default=True, windows="all"),
     "cohere": Traits(norm="layernorm_nobias", norms_per_layer=1, tied_default=True),  # qk norm: use_qk_norm
+    # gpt-oss: biased experts, windows per layer_types; its routers' biases and per-head attention sinks
+    # (under 10,000 parameters in all) are not counted
+    "gpt_oss": Traits(mlp_bias=(None, True), windows="all", moe="mixtral"),
 }
 
 # Other names the same families go by in published configs.

@@ -37,6 +37,10 @@ class Geometry:
     experts_per_token: int = 0
     shared_experts: int = 0  # experts every token runs besides the routed ones (DeepSeek, Qwen2-MoE)
     moe_layers: int = 0
+    kv_bias: bool = False  # K and V projections carry biases (a what-if with more KV heads adds them too)
+    # parameters per group (txviz.geometry.params.GROUPS), summing to n_params: what a quantization scheme covers
+    param_groups: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    weight_format: object = field(default=None, compare=False)  # the published quantization (txviz.geometry.quantization)
     assumptions: tuple[str, ...] = field(default=(), compare=False)  # what a generic reading assumed
     notes: tuple[str, ...] = field(default=(), compare=False)  # what is left out (a vision tower...)
 

@@ -50,20 +50,21 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
     f.check()
     tied = f.flag("tie_word_embeddings", False)
     tally = params.Tally()
-    tally.add(vocab * d, multiplied=tied)
+    tally.add(vocab * d, "embeddings", multiplied=tied)
     widths = []
     for is_moe in moe:
-        tally.add(2 * d + norms, multiplied=False)
-        tally.add(attention)
+        tally.add(2 * d + norms, "small", multiplied=False)
+        tally.add(attention, "attention")
         if is_moe:
-            tally.add(experts * d + params.mlp(d, shared * width, gated=True, bias=False))  # router, shared
+            tally.add(experts * d, "router")
+            tally.add(params.mlp(d, shared * width, gated=True, bias=False), "mlp")  # the shared experts
             tally.experts(experts, params.mlp(d, width, gated=True, bias=False), used)
             widths.append((used + shared) * width)
         else:
-            tally.add(params.mlp(d, dense, gated=True, bias=False))
+            tally.add(params.mlp(d, dense, gated=True, bias=False), "mlp")
             widths.append(dense)
-    tally.add(d, multiplied=False)
-    tally.add(0 if tied else vocab * d)
+    tally.add(d, "small", multiplied=False)
+    tally.add(0 if tied else vocab * d, "embeddings")
     return Geometry(
         model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n,
         d_model=d, vocab_size=vocab, n_heads=heads, kv_heads=(heads,) * n, head_dims=(dims["v_head_dim"],) * n,
@@ -72,4 +73,5 @@ def read_mla(f: Fields, model_type: str) -> Geometry:
         max_context=f.optional("max_position_embeddings"),
         latent_dim=dims["latent_dim"], rope_dim=dims["rope_dim"], qk_head_dim=dims["qk_head_dim"],
         n_experts=experts, experts_per_token=used, shared_experts=shared, moe_layers=sum(moe),
+        param_groups=tuple(tally.groups.items()),
         notes=("multi-token-prediction layers not counted",) if f.raw.get("num_nextn_predict_layers") else ())

@@ -31,6 +31,7 @@ from txviz.model.kv_cache import kv_elements_per_token_layer
 Kind = Literal["MHA", "GQA", "MQA", "MLA"]
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}  # ideal: no scales
 WEIGHT_DTYPES = tuple(DTYPE_BYTES)
+PUBLISHED = "as published"  # a weight "dtype": the checkpoint's own quantization (MemoryModel.weight_format)
 KV_DTYPES = tuple(dtype for dtype in DTYPE_BYTES if dtype != "int8")  # int8 is offered for weights only
 GIB = 1 << 30
 
@@ -65,6 +66,9 @@ class MemoryModel:
     n_experts: int = 0  # routed experts per MoE layer (0: dense)
     experts_per_token: int = 0
     assumptions: tuple[str, ...] = ()  # what reading a config of an unknown family assumed
+    kv_bias: bool = False  # K and V projections carry biases
+    param_groups: tuple[tuple[str, int], ...] = ()  # per txviz.geometry.params.GROUPS (configs only)
+    weight_format: object = None  # the published quantization (txviz.geometry.quantization.WeightFormat)
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
@@ -116,7 +120,7 @@ class MemoryModel:
                    window_layers=sum(w is not None for w in config.layer_windows),  # Gemma 2/3: some layers
                    max_context=config.max_seq_len, source=config.source or "computed from its ModelConfig",
                    d_model=config.d_model, vocab_size=config.vocab_size,
-                   ffn_width=config.ffn_hidden * (config.top_k if config.is_moe else 1))
+                   ffn_width=config.ffn_hidden * (config.top_k if config.is_moe else 1), kv_bias=config.qkv_bias)
 
     @classmethod
     def from_geometry(cls, geometry, name: str, source: str) -> "MemoryModel":
@@ -135,7 +139,8 @@ class MemoryModel:
                    d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
                    unmultiplied_params=geometry.unmultiplied_params, qk_head_dim=geometry.qk_head_dim,
                    n_experts=geometry.n_experts, experts_per_token=geometry.experts_per_token,
-                   assumptions=geometry.assumptions)
+                   assumptions=geometry.assumptions, kv_bias=geometry.kv_bias, param_groups=geometry.param_groups,
+                   weight_format=geometry.weight_format)
 
     @classmethod
     def from_config_json(cls, data: bytes, filename: str = "config.json") -> "MemoryModel":
@@ -235,6 +240,13 @@ def kv_bytes_per_token(spec: Spec, kv_dtype: str = "bf16") -> int:
     return _bytes(model.n_layers * model.kv_elements_per_token_layer, kv_dtype)
 
 
+def kv_bytes_per_token_past_windows(spec: Spec, kv_dtype: str = "bf16") -> int:
+    """Bytes one token adds once every window is full: only the layers without a window still grow (0
+    when every layer has one; ``kv_bytes_per_token`` when none has)."""
+    model = as_memory_model(spec)
+    return _bytes((model.n_layers - model.n_window_layers) * model.kv_elements_per_token_layer, kv_dtype)
+
+
 def kv_cache_bytes(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
     """Bytes of the cache holding ``tokens`` tokens for each of ``batch`` sequences."""
     model = as_memory_model(spec)
@@ -245,8 +257,19 @@ def kv_cache_bytes(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf1
     return _bytes(kept * batch * model.kv_elements_per_token_layer, kv_dtype)
 
 
+def weight_dtypes(spec: Spec) -> tuple[str, ...]:
+    """The weight formats offered for a model: its published one first, when its config gives one."""
+    return ((PUBLISHED,) if as_memory_model(spec).weight_format else ()) + WEIGHT_DTYPES
+
+
 def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
-    return _bytes(as_memory_model(spec).n_params, weight_dtype)
+    """All parameters in ``weight_dtype``; ``PUBLISHED``: each group at its published format's bits."""
+    model = as_memory_model(spec)
+    if weight_dtype == PUBLISHED:
+        if model.weight_format is None:
+            raise ValueError(f"{model.name} gives no published quantization; choose from: {', '.join(WEIGHT_DTYPES)}")
+        return model.weight_format.bytes_of(dict(model.param_groups))
+    return _bytes(model.n_params, weight_dtype)
 
 
 def flops_per_token(spec: Spec, context: int) -> int:
@@ -359,7 +382,8 @@ def kv_vs_batch(spec: Spec, batches: Sequence[int], *, tokens: int, kv_dtype: st
 
 
 def kind_variants(spec: Spec, gqa_kv_heads: int | None = None) -> dict[str, MemoryModel]:
-    """The same model with MHA, GQA and MQA caches (only kv_heads changes). GQA keeps the model's own
+    """The same model with MHA, GQA and MQA attention: the KV heads and the K/V projections that
+    serve them (``with_kv_heads``). GQA keeps the model's own
     kv_heads if it has GQA, else ``gqa_kv_heads`` or the divisor of n_heads nearest n_heads/4;
     it is left out when n_heads has no divisor between 1 and n_heads (e.g. Falcon's 71)."""
     model = as_memory_model(spec)
@@ -370,8 +394,25 @@ def kind_variants(spec: Spec, gqa_kv_heads: int | None = None) -> dict[str, Memo
     gqa = model.kv_heads if model.kind == "GQA" else gqa_kv_heads or (
         min(middle, key=lambda d: abs(d - h / 4)) if middle else None)
     counts = {"MHA": h, "GQA": gqa, "MQA": 1}
-    return {kind: replace(model, kv_heads=n, name=f"{model.name} as {kind} ({n} KV heads)")
+    return {kind: with_kv_heads(model, n, f"{model.name} as {kind} ({n} KV heads)")
             for kind, n in counts.items() if n is not None}
+
+
+def with_kv_heads(model: MemoryModel, kv_heads: int, name: str) -> MemoryModel:
+    """The model with ``kv_heads`` KV heads, and the K and V projections (d_model × kv_heads·head_dim
+    each, per layer, and their biases) that many heads need: parameters, weight bytes, FLOPs and
+    activations all follow, not only the cache."""
+    extra = kv_heads - model.kv_heads
+    weights = model.n_layers * 2 * model.d_model * model.head_dim * extra
+    biases = model.n_layers * 2 * model.head_dim * extra if model.kv_bias else 0
+    groups = dict(model.param_groups)
+    if groups:
+        groups["attention"] += weights
+        groups["small"] += biases
+    active = None if model.active_params is None else model.active_params + weights + biases
+    return replace(model, kv_heads=kv_heads, name=name, n_params=model.n_params + weights + biases,
+                   active_params=active, unmultiplied_params=model.unmultiplied_params + biases,
+                   param_groups=tuple(groups.items()))
 
 
 # ---- the whole bill: weights + KV cache + activations ---------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 PRESETS: dict[str, dict] = {
     "gpt2": dict(
-        name="GPT-2 (124M)", n_layers=12, n_heads=12, kv_heads=12, head_dim=64,
+        name="GPT-2 (124M)", n_layers=12, n_heads=12, kv_heads=12, head_dim=64, kv_bias=True,
         d_model=768, ffn_width=3072, vocab_size=50257,
         unmultiplied_params=1024 * 768 + (2 * 12 + 1) * 2 * 768 + 12 * (3 * 768 + 768 + 3072 + 768), n_params=124_439_808, max_context=1024,
         source="openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024 "
@@ -84,7 +84,7 @@ PRESETS: dict[str, dict] = {
                "8 experts of intermediate 14336, 2 per token, no sliding window, context 32768 "
                "(Jiang et al. 2024); GQA; all experts stay in memory, 2 run per token"),
     "qwen2.5-7b": dict(
-        name="Qwen2.5 7B", n_layers=28, n_heads=28, kv_heads=4, head_dim=128,
+        name="Qwen2.5 7B", n_layers=28, n_heads=28, kv_heads=4, head_dim=128, kv_bias=True,
         d_model=3584, ffn_width=18944, vocab_size=152064,
         unmultiplied_params=152064 * 3584 + (2 * 28 + 1) * 3584 + 28 * (3584 + 2 * 512), n_params=7_615_616_512, max_context=131072,
         source="Qwen/Qwen2.5-7B config.json: 28 layers, hidden 3584, 28 heads, 4 KV heads, "
