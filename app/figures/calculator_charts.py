@@ -38,7 +38,7 @@ def kv_by_kind(variants: Mapping[str, memory.MemoryModel], lengths: Sequence[int
 
 
 def weights_by_dtype(model: memory.MemoryModel) -> go.Figure:
-    weights = {dtype: memory.weight_bytes(model, dtype) / memory.GIB for dtype in memory.WEIGHT_DTYPES}
+    weights = {dtype: memory.weight_bytes(model, dtype) / memory.GIB for dtype in memory.weight_dtypes(model)}
     return charts.bars(list(weights), np.array(list(weights.values())), title="Weights by dtype", y_title="GiB")
 
 

@@ -1,5 +1,5 @@
 """Widgets whose ranges come from the model or the limits, so they hold for any model and setting; text
-from outside (an uploaded file's names, a path) shown as written; counts in words ("1 KV head"); the warning for a prompt
+from outside (an uploaded file's names, a path) shown as written; counts in words ("1 KV head") and bytes as read ("4 B"); the warning for a prompt
 without the BOS its model's tokenizer always adds."""
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ def plain(text: str) -> str:
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, singular for one: "1 KV head", "8 KV heads"."""
     return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+def byte_size(n: int) -> str:
+    """A byte count as read: whole bytes below a KiB ("4 B", not "0.0 KiB"), else KiB to one decimal."""
+    return f"{n:,} B" if n < 1024 else f"{n / 1024:,.1f} KiB"
 
 
 def missing_bos_warning(tokenizer, bos: str) -> None:

@@ -8,7 +8,7 @@ import streamlit as st
 from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import calculator_charts
-from app.ui.widgets import plain
+from app.ui.widgets import byte_size, counted, plain
 from txviz.analysis.kv import memory, presets
 from txviz.analysis.kv.fit import chosen_kind, fit
 
@@ -29,13 +29,16 @@ def draw() -> None:
     st.caption(describe(spec))
     if spec.assumptions:
         st.warning("Read by txviz's generic rule, which assumed: " + plain("; ".join(spec.assumptions)) + ".")
-    settings, gpu_gib = serving_settings()
+    settings, gpu_gib = serving_settings(spec, identity)
+    if settings["weight_dtype"] == memory.PUBLISHED:
+        st.info(plain(spec.weight_format.assumption))
     variants = attention_kinds(spec)
     follow("mem_kind", identity, chosen_kind(None, variants, spec.kind))
     kind = chosen_kind(st.segmented_control("Attention kind", list(variants), key="mem_kind",
                                             help="Starts at the model's own kind whenever the model changes."),
                        variants, spec.kind)
     selected, lengths = variants[kind], memory.context_lengths(int(spec.max_context or 131072))
+    what_if(spec, selected, kind)
     st.plotly_chart(calculator_charts.bill(selected, kind, lengths, settings, gpu_gib), key="mem_total")
     bill_numbers(selected, kind, lengths, settings, gpu_gib)
     st.plotly_chart(calculator_charts.kv_by_kind(variants, lengths, settings["batch"], settings["kv_dtype"]),
@@ -46,10 +49,21 @@ def draw() -> None:
                                                      settings["weight_dtype"]), key="mem_batch_chart")
 
 
-def serving_settings() -> tuple[dict, float]:
+def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, ...]:
+    """The weight formats offered for ``spec``. A model published quantized opens at its published format;
+    another keeps the dtype chosen before, unless that was the previous model's published one."""
+    offered = memory.weight_dtypes(spec)
+    kept = st.session_state.get("mem_weight_dtype")
+    if spec.weight_format is not None or kept not in offered:
+        follow("mem_weight_dtype", identity, offered[0] if spec.weight_format is not None else "bf16")
+    return offered
+
+
+def serving_settings(spec: memory.MemoryModel, identity: str) -> tuple[dict, float]:
     """(the memory functions' settings, the GPU's GiB) from one row of widgets."""
     c1, c2, c3, c4, c5 = st.columns(5)
-    weight_dtype = c1.selectbox("Weights dtype", memory.WEIGHT_DTYPES, key="mem_weight_dtype")
+    weight_dtype = c1.selectbox("Weights dtype", follow_weight_format(spec, identity), key="mem_weight_dtype",
+                                help="'as published': the config's quantization_config, tensor group by group.")
     kv_dtype = c2.selectbox("KV dtype", memory.KV_DTYPES, key="mem_kv_dtype")
     batch = int(c3.number_input("Batch", 1, 1024, key="mem_batch"))
     gpu_gib = float(c4.number_input("GPU memory (GiB)", 1.0, 2048.0, key="mem_gpu"))
@@ -67,9 +81,29 @@ def attention_kinds(spec: memory.MemoryModel) -> dict[str, memory.MemoryModel]:
         return {spec.kind: spec}
 
 
+def kv_rates(column, selected: memory.MemoryModel, kind: str, kv_dtype: str) -> None:
+    """KV bytes a token adds while the windows fill, and past them (only the global layers still grow)."""
+    column.metric(f"KV bytes per token ({kind})", byte_size(memory.kv_bytes_per_token(selected, kv_dtype)))
+    if selected.n_window_layers:
+        growing = selected.n_layers - selected.n_window_layers
+        column.metric(f"Past {selected.sliding_window:,} tokens, per token",
+                      byte_size(memory.kv_bytes_per_token_past_windows(selected, kv_dtype)),
+                      help=f"Once every window is full, only the {counted(growing, 'layer')} of {selected.n_layers} "
+                           "without one keep growing.")
+
+
+def what_if(spec: memory.MemoryModel, selected: memory.MemoryModel, kind: str) -> None:
+    """Say what another attention kind changes besides the cache: the K/V projections' parameters."""
+    extra = selected.n_params - spec.n_params
+    if extra:
+        st.caption(f"As {kind} ({counted(selected.kv_heads, 'KV head')}) the model has {selected.n_params / 1e9:,.2f} B "
+                   f"parameters: {extra / 1e9:+,.2f} B in the K and V projections, which the weights, FLOPs and "
+                   "the fit below include.")
+
+
 def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], settings: dict, gpu_gib: float) -> None:
     a, b, c = st.columns(3)
-    a.metric(f"KV bytes per token ({kind})", f"{memory.kv_bytes_per_token(selected, settings['kv_dtype']) / 1024:,.1f} KiB")
+    kv_rates(a, selected, kind, settings["kv_dtype"])
     summary = fit(selected, lengths, gpu_gib, **settings)
     longest, at, total = summary.longest, summary.at, summary.bill
     b.metric("Longest context that fits (all three)",

@@ -48,7 +48,9 @@ def describe(spec: memory.MemoryModel) -> str:
     experts = (f", {spec.n_experts} experts, {spec.experts_per_token} per token ({spec.n_params / 1e9:,.1f} B "
                f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
                if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
-    return (f"**{plain(spec.name)}** — {spec.kind}: {spec.n_layers} layers, {spec.n_heads} query heads, "
+    published = f", published as {spec.weight_format.scheme}" if spec.weight_format else ""
+    return (f"**{plain(spec.name)}** — {spec.kind}: {counted(spec.n_layers, 'layer')}, "
+            f"{counted(spec.n_heads, 'query head')}, "
             f"{counted(spec.kv_heads, 'KV head')}, head_dim {spec.head_dim}, d_model {spec.d_model}"
-            f"{windows}{latent}{experts}"
+            f"{windows}{latent}{experts}{published}"
             + (f". Source: {plain(spec.source)}" if spec.source else "."))

@@ -9,7 +9,8 @@ from typing import Mapping, Sequence
 
 import torch
 
-from txviz.analysis.kv.memory import count_active_params, count_params, kind_variants, kv_bytes_per_token
+from txviz.analysis.kv.memory import (count_active_params, count_params, kind_variants, kv_bytes_per_token,
+                                      kv_bytes_per_token_past_windows)
 from txviz.analysis.moe.routing import flops_per_token
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.analysis.tradeoffs.formulas import REFERENCES, LossEstimate, loss_estimate, paired_difference
@@ -68,11 +69,18 @@ def sparse_over_dense(dense: ModelConfig, sparse: ModelConfig, context: int = 40
             flops_per_token(sparse, context) / flops_per_token(dense, context))
 
 
-def attention_kind_rows(config: ModelConfig, dtype: str) -> list[dict]:
-    """The model as MHA, GQA and MQA: KV heads and KV bytes per token in ``dtype``; ValueError where the
-    kinds do not apply (an MLA cache)."""
-    return [{"kind": kind, "KV heads": model.kv_heads, f"KV bytes/token ({dtype})": kv_bytes_per_token(model, dtype)}
-            for kind, model in kind_variants(config).items()]
+def attention_kind_rows(config, dtype: str) -> list[dict]:
+    """The model (a ModelConfig or a MemoryModel) as MHA, GQA and MQA: KV heads, parameters (the K/V
+    projections follow the heads), the window, and KV bytes per token in ``dtype`` while the windows fill
+    and past them; ValueError where the kinds do not apply (an MLA cache)."""
+    rows = []
+    for kind, model in kind_variants(config).items():
+        window = (f"{model.sliding_window:,} on {model.n_window_layers} of {model.n_layers} layers"
+                  if model.n_window_layers else "none")
+        rows.append({"kind": kind, "KV heads": model.kv_heads, "params": model.n_params, "window": window,
+                     f"KV bytes/token ({dtype})": kv_bytes_per_token(model, dtype),
+                     f"KV bytes/token past the window ({dtype})": kv_bytes_per_token_past_windows(model, dtype)})
+    return rows
 
 
 def context_memory_mib(config: ModelConfig, lengths: Sequence[int], score_bytes: Sequence[int],
