@@ -28,6 +28,11 @@ def byte_size(n: int) -> str:
     return f"{n:,} B" if n < 1024 else f"{n / 1024:,.1f} KiB"
 
 
+def limit_text(n_bytes: int) -> str:
+    """An upload limit as a label says it: in MiB from one MiB up ("1 MiB"), else in KiB."""
+    return f"{n_bytes / 2**20:g} MiB" if n_bytes >= 2**20 else f"{n_bytes / 1024:g} KiB"
+
+
 def missing_bos_warning(tokenizer, bos: str) -> None:
     """Warn when the sidebar puts nothing before the prompt of a model whose own tokenizer always starts
     with BOS (Gemma): it never saw text without it in training."""

@@ -130,7 +130,7 @@ def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
         mark = rerun_mark(page)
         upload.set_input_files(str(tmp_path / name))
         wait_idle(page, timeout_ms=60_000, since=mark)  # the rerun this file asked for, once it was sent
-        page.wait_for_function("() => document.body.innerText.includes('Could not read that config.json')",
+        page.wait_for_function(f"() => document.body.innerText.includes('Could not read {name}')",
                                timeout=60_000, polling=POLL_MS)
         assert page.locator(ERROR).count() == 0, name
         assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
@@ -140,6 +140,11 @@ def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
     page.wait_for_selector(IDLE)
+    # the refused file is never sent: the error left on screen names the file it is about, and the limit
+    # is in the box's label, not only in the hover on the refused file's mark
+    alerts = " ".join(page.locator("[data-testid='stAlert']").all_inner_texts())
+    assert "Could not read array.json" in alerts and "huge.json" not in alerts
+    assert "(at most 1 MiB)" in page.locator(".st-key-mem_upload").inner_text()
 
 
 SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"

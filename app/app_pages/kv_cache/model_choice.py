@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.ui.widgets import counted, plain
+from app.ui.widgets import counted, limit_text, plain
 from txviz.analysis.kv import memory, presets
 from txviz.loading.errors import ModelLoadError
 
@@ -23,7 +23,8 @@ def model_choice() -> tuple[memory.MemoryModel, str] | None:
     if st.radio("Model from", (PRESET, UPLOAD), key="mem_source", horizontal=True) == PRESET:
         chosen = PRESET_BY_NAME[st.selectbox("Preset", list(PRESET_BY_NAME), key="mem_preset")]
         return memory.preset(chosen), f"preset:{chosen}"
-    upload = st.file_uploader("A Hugging Face config.json", type=["json"], key="mem_upload",
+    upload = st.file_uploader(f"A Hugging Face config.json (at most {limit_text(max_config)})", type=["json"],
+                              key="mem_upload",
                               max_upload_size=max(1, -(-max_config // 2**20)),
                               help=f"Any causal LM's config.json: {FAMILIES}; another family is read by a "
                                    f"generic rule that says what it assumed. At most {max_config:,} bytes.")
@@ -33,7 +34,8 @@ def model_choice() -> tuple[memory.MemoryModel, str] | None:
     try:
         return memory.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
     except (ModelLoadError, ValueError) as error:
-        st.error(f"Could not read that config.json: {plain(error)}")
+        # named: a larger file the browser refuses later leaves this one, and this error, in place
+        st.error(f"Could not read {plain(upload.name)}: {plain(error)}")
         return None
 
 

@@ -10,7 +10,7 @@ from app.app_pages.tradeoffs.real_kinds import real_and_zoo
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
-from app.ui.widgets import counted, plain
+from app.ui.widgets import counted, limit_text, plain
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
 from txviz.analysis.kv.memory import MemoryModel
@@ -52,7 +52,8 @@ def kv_noise(done: list[dict]) -> None:
 def any_config() -> None:
     """The same table for any causal LM's config.json (txviz.geometry reads it; no weights needed)."""
     max_config = cache.limits().max_config_bytes
-    upload = st.file_uploader("…or for any model's config.json", type=["json"], key="to_kinds_upload",
+    upload = st.file_uploader(f"…or for any model's config.json (at most {limit_text(max_config)})", type=["json"],
+                              key="to_kinds_upload",
                               max_upload_size=max(1, -(-max_config // 2**20)),
                               help="Any Hugging Face causal LM: the memory calculator on the KV cache page "
                                    "takes the same files.")
@@ -61,7 +62,7 @@ def any_config() -> None:
     try:
         model = MemoryModel.from_config_json(upload.getvalue(), upload.name)
     except ValueError as error:
-        st.error(f"Could not read that config.json: {plain(error)}")  # names and values from the upload
+        st.error(f"Could not read {plain(upload.name)}: {plain(error)}")  # names and values from the upload
         return
     for assumption in model.assumptions:
         st.warning(plain(assumption))

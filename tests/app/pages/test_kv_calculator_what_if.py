@@ -99,3 +99,13 @@ def test_the_tradeoffs_kinds_table_has_the_window_and_the_rate_past_it():
         assert row["KV bytes/token (bf16)"] == 62 * 2 * kv_heads * 128 * 2
         assert row["KV bytes/token past the window (bf16)"] == 10 * 2 * kv_heads * 128 * 2
         assert row["params"] == n_params + 62 * 2 * 5376 * 128 * (kv_heads - 16)
+
+
+def test_an_unreadable_upload_is_named_and_the_size_limit_is_in_the_label():
+    """A larger file the browser refuses is never sent, so the error of the file before stays on screen:
+    it names that file, and the limit is in the label instead of only in a hover."""
+    at = calculator({"mem_source": "Your config.json"})
+    uploader = next(u for u in at.get("file_uploader") if u.key == "mem_upload")
+    assert uploader.label.endswith("(at most 1 MiB)")
+    uploader.set_value(("broken.json", b"{not json", "application/json")).run()
+    assert [e.value.split(":")[0] for e in at.error] == ["Could not read broken\\.json"]
