@@ -13,12 +13,12 @@ from txviz.geometry import read_geometry
 CONFIG_OF_PRESET = {
     "gpt2": hf.GPT2_SMALL, "smollm2-135m": hf.SMOLLM2_135M, "llama-2-7b": hf.LLAMA_2_7B, "llama-3-8b": hf.LLAMA_3_8B,
     "mistral-7b-v0.1": hf.MISTRAL_7B_V01, "mixtral-8x7b": hf.MIXTRAL_8X7B, "qwen2.5-7b": hf.QWEN2_7B,
-    "gemma-2-9b": pub.GEMMA_2_9B, "falcon-7b": pub.FALCON_7B, "deepseek-v3": pub.DEEPSEEK_V3,
+    "gemma-2-9b": pub.GEMMA_2_9B, "falcon-7b": pub.FALCON_7B, "deepseek-v3": pub.DEEPSEEK_V3_FP8,
     "gemma-3-270m": pub.GEMMA_3_270M, "qwen3-30b-a3b": pub.QWEN3_30B_A3B,
 }
 FIELDS = ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params", "latent_dim", "rope_dim", "sliding_window",
           "window_layers", "max_context", "d_model", "ffn_width", "vocab_size", "unmultiplied_params", "qk_head_dim",
-          "n_experts", "experts_per_token", "kind")
+          "n_experts", "experts_per_token", "kind", "kv_bias")
 
 
 @pytest.mark.parametrize("key", sorted(CONFIG_OF_PRESET))
@@ -28,3 +28,6 @@ def test_preset_equals_its_config_read_by_geometry(key):
     assert {f: getattr(published, f) for f in FIELDS} == {f: getattr(read, f) for f in FIELDS}
     assert (published.active_params or published.n_params) == read.active_params
     assert memory.flops_per_token(published, 4096) == memory.flops_per_token(read, 4096)
+    assert memory.weight_dtypes(published) == memory.weight_dtypes(read)  # a quantized checkpoint is offered as such
+    if read.weight_format is not None:
+        assert published.param_groups == read.param_groups and published.weight_format == read.weight_format

@@ -48,7 +48,7 @@ def read_geometry(raw: dict) -> Geometry:
         geometry = read_decoder(fields, TRAITS[model_type], model_type)
     else:
         geometry = read_generic(fields, model_type)
-    weight_format, unread = read_quantization(raw)
+    weight_format, unread = read_quantization(raw, dict(geometry.param_groups))
     notes = ("the vision tower is not counted: text model only",) if "vision_config" in raw else ()
     return replace(geometry, weight_format=weight_format, notes=geometry.notes + notes + ((unread,) if unread else ()))
 

@@ -97,8 +97,9 @@ SCHEMES = {"fp8": _fp8, "mxfp4": _mxfp4, "bitsandbytes": _bitsandbytes,
            "gptq": lambda c: _grouped(c, "gptq"), "awq": lambda c: _grouped(c, "awq")}
 
 
-def read_quantization(raw: dict) -> tuple[WeightFormat | None, str | None]:
-    """(the weights' published format or None, a note when a quantization_config is there but not read)."""
+def read_quantization(raw: dict, groups: Mapping[str, int]) -> tuple[WeightFormat | None, str | None]:
+    """(the weights' published format or None, a note when a quantization_config is there but not read);
+    ``groups``: the model's parameters per group, so that its assumption names only groups it has."""
     config = raw.get("quantization_config")
     if config is None:
         return None, None
@@ -113,8 +114,8 @@ def read_quantization(raw: dict) -> tuple[WeightFormat | None, str | None]:
     scheme, bits, detail = found
     dtype = raw.get("torch_dtype", raw.get("dtype", "bfloat16"))
     rest = FLOAT_BITS.get(dtype if isinstance(dtype, str) else "", 16)
-    quantized = [GROUP_WORDS[g] for g in GROUP_WORDS if g in bits]
-    kept = [GROUP_WORDS[g] for g in GROUP_WORDS if g not in bits]
+    quantized = [GROUP_WORDS[g] for g in GROUP_WORDS if g in bits and groups.get(g)]
+    kept = [GROUP_WORDS[g] for g in GROUP_WORDS if g not in bits and groups.get(g)]
     rest_name = dtype if dtype in FLOAT_BITS else "bfloat16"
     assumption = (f"Published as {scheme}: {', '.join(quantized)} quantized ({detail}); "
                   f"{', '.join(kept)} stay {rest_name}.")

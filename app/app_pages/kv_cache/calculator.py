@@ -21,7 +21,8 @@ def draw() -> None:
     st.markdown(
         "What serving a model takes: its **weights**, the **KV cache** of every sequence in the batch, and the "
         "**activations** of a forward pass, against your GPU. **MHA** gives every query head its own K and V; "
-        "**GQA** lets a group of query heads share one; **MQA** shares one among all: only the KV heads change.")
+        "**GQA** lets a group of query heads share one; **MQA** shares one among all: the cache and the K and V "
+        "projections change with the KV heads, the rest of the model stays.")
     chosen = model_choice()
     if chosen is None:
         return

@@ -175,7 +175,14 @@ def as_memory_model(spec: Spec) -> MemoryModel:
 def preset(name: str) -> MemoryModel:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}")
-    return MemoryModel(**PRESETS[name])
+    fields = dict(PRESETS[name])
+    published = fields.pop("quantization_config", None)
+    if published is not None:
+        from txviz.geometry.quantization import read_quantization
+
+        fields["weight_format"] = read_quantization({"quantization_config": published},
+                                                    dict(fields["param_groups"]))[0]
+    return MemoryModel(**fields)
 
 
 def list_presets() -> list[dict]:

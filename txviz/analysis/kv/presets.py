@@ -9,6 +9,9 @@ is in tests/helpers, are held equal to txviz.geometry's reading of that config (
 ``unmultiplied_params`` (looked-up embedding tables, norm weights, biases) are left out of FLOPs per
 token; ``qk_head_dim`` is DeepSeek's query·key width (128 + 64 RoPE).
 ``max_context`` is the config's ``max_position_embeddings``.
+A model whose weights are published quantized (DeepSeek-V3 in fp8) carries its ``quantization_config``
+and its parameters per group (embeddings, attention, dense MLP and shared experts, routed experts,
+routers, norms: txviz.geometry.params.GROUPS), so that the calculator sizes it as published.
 ``d_model``, ``ffn_width`` and ``vocab_size`` (hidden_size, intermediate_size, vocab_size) size the
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
 14336, DeepSeek-V3's 8 routed + 1 shared expert of 2048 (= its dense layers' 18432).
@@ -114,6 +117,12 @@ PRESETS: dict[str, dict] = {
         name="DeepSeek-V3", n_layers=61, n_heads=128, kv_heads=128, head_dim=128,
         d_model=7168, ffn_width=18432, vocab_size=129280,
         latent_dim=512, rope_dim=64,
+        quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]},  # weights published in fp8
+        param_groups=(("embeddings", 2 * 129280 * 7168),
+                      ("attention", 61 * (7168 * 1536 + 1536 * 128 * 192 + 7168 * (512 + 64) + 512 * 128 * 256
+                                          + 128 * 128 * 7168)),
+                      ("mlp", 3 * 3 * 7168 * 18432 + 58 * 3 * 7168 * 2048), ("experts", 58 * 256 * 3 * 7168 * 2048),
+                      ("router", 58 * 256 * 7168), ("small", 61 * (2 * 7168 + 1536 + 512) + 7168)),
         qk_head_dim=128 + 64, n_experts=256, experts_per_token=8,
         unmultiplied_params=129280 * 7168 + 61 * (2 * 7168 + 1536 + 512) + 7168, n_params=671_026_404_352, active_params=37_552_282_624, max_context=163840,
         source="deepseek-ai/DeepSeek-V3 config.json: 61 layers, 128 heads, kv_lora_rank 512, "
