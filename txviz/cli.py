@@ -305,6 +305,8 @@ def cmd_memory(args) -> dict:
                       "activations": bill.activations, "total": bill.total, "prefill_chunk": args.prefill_chunk}
     notes = [] if not model.max_context or seq <= model.max_context else \
         [f"--seq {seq:,} is longer than the {model.max_context:,} tokens the model was built for"]
+    if args.weight_dtype == memory.PUBLISHED:  # what stays unquantized is an assumption the reader should see
+        notes.append(model.weight_format.assumption)
     if args.gpu_gib is not None:
         result["fits"] = _fits(model, args.gpu_gib, settings)
         notes.append(result["fits"]["note"])

@@ -85,6 +85,7 @@ def test_the_cli_sizes_published_weights_by_default(capsys, tmp_path):
     assert out["weight_dtype"] == memory.PUBLISHED and out["weight_format"]["scheme"] == "mxfp4"
     assert out["weight_bytes"] == out["weight_bytes_by_dtype"][memory.PUBLISHED] < 61.5 * GIB
     assert out["fits"]["longest_tokens"] != 0
+    assert out["weight_format"]["assumption"] in out["notes"]
     assert cli.main(["memory", "--config", str(path), "--weight-dtype", "bf16", "--gpu-gib", "80", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["fits"]["longest_tokens"] == 0
     path.write_text(json.dumps(hf.LLAMA_3_8B))
