@@ -84,6 +84,7 @@ def test_a_tiny_model_is_said_in_bytes_and_singular_counts():
     at = upload(calculator({"mem_source": "Your config.json"}), SPECK)
     assert metrics(at)["KV bytes per token (MHA)"] == "4 B"
     assert "MHA: 1 layer, 1 query head, 1 KV head" in captions(at)
+    assert "1 layer × 1" in captions(at) and "1 layers" not in captions(at)  # in the name given to the upload
 
 
 def test_the_tradeoffs_kinds_table_has_the_window_and_the_rate_past_it():

@@ -157,8 +157,8 @@ class MemoryModel:
         named = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1]
         stem = PurePath(filename).stem
         named = named or ("" if stem.lower() in ("config", "") else stem)
-        size = (f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params, "
-                f"{geometry.n_layers} layers × {geometry.d_model}")
+        size = (f"{geometry.architecture}, {params_text(geometry.n_params)} params, "
+                f"{geometry.n_layers} layer{'s' * (geometry.n_layers != 1)} × {geometry.d_model}")
         source = f"uploaded file {filename}" + (f" ({raw['_name_or_path']})" if named and raw.get("_name_or_path")
                                                  else "")
         notes = "".join(f"; {note}" for note in geometry.notes)  # what the count leaves out (a vision tower)
@@ -166,6 +166,11 @@ class MemoryModel:
 
 
 Spec = MemoryModel | ModelConfig
+
+
+def params_text(n: int) -> str:
+    """A parameter count as read: billions to two decimals, millions to one, else the count itself."""
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n:,}"
 
 
 def as_memory_model(spec: Spec) -> MemoryModel:
@@ -358,7 +363,8 @@ def _fit_note(model: MemoryModel, weights: int, free: int, tokens: int | None, b
                 f"though each layer sees only its window{trained}.")
     windows = ""
     if model.n_window_layers and tokens > model.sliding_window:
-        windows = f" ({model.n_window_layers} of {model.n_layers} layers keep only {model.sliding_window:,})"
+        windows = (f" ({model.n_window_layers} of {model.n_layers} layer{'s' * (model.n_layers != 1)} keep"
+                   f"{'s' * (model.n_window_layers == 1)} only {model.sliding_window:,})")
     return (f"Weights take {weights / GIB:.1f} GiB; the {free / GIB:.1f} GiB left hold {tokens:,} tokens "
             f"per sequence of {kv_dtype} KV cache for a batch of {batch}{windows}{trained}.")
 
