@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
-from app.app_pages.kv_cache.widget_state import follow
+from app.app_pages.kv_cache.widget_state import follow, follow_if
 from app.figures import calculator_charts
 from app.ui.widgets import byte_size, counted, plain
 from txviz.analysis.kv import memory, presets
@@ -53,10 +53,8 @@ def draw() -> None:
 def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, ...]:
     """The weight formats offered for ``spec``. A model published quantized opens at its published format;
     another keeps the dtype chosen before, unless that was the previous model's published one."""
-    offered = memory.weight_dtypes(spec)
-    kept = st.session_state.get("mem_weight_dtype")
-    if spec.weight_format is not None or kept not in offered:
-        follow("mem_weight_dtype", identity, offered[0] if spec.weight_format is not None else "bf16")
+    offered, own = memory.weight_dtypes(spec), spec.weight_format is not None
+    follow_if("mem_weight_dtype", identity, offered[0] if own else "bf16", offered, own)
     return offered
 
 

@@ -15,6 +15,13 @@ def follow(key: str, identity: str, default) -> None:
         st.session_state[owner] = identity
 
 
+def follow_if(key: str, identity: str, default, offered, own: bool) -> None:
+    """``follow`` for a choice among ``offered``: a model with a choice of its ``own`` starts at ``default``
+    whenever the model changes; another keeps what was chosen while it is still offered."""
+    if own or st.session_state.get(key) not in offered:
+        follow(key, identity, default)
+
+
 def keep_alive(defaults: dict) -> None:
     """Fill the page's settings once and keep them while another tab is open (Streamlit forgets the value
     of a widget that a run does not draw). Draw these widgets without a default: the value is here."""

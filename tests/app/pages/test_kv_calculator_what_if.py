@@ -110,3 +110,14 @@ def test_an_unreadable_upload_is_named_and_the_size_limit_is_in_the_label():
     assert uploader.label.endswith("(at most 1 MiB)")
     uploader.set_value(("broken.json", b"{not json", "application/json")).run()
     assert [e.value.split(":")[0] for e in at.error] == ["Could not read broken\\.json"]
+
+
+def test_a_chosen_weight_dtype_survives_a_model_change_unless_the_new_model_is_published_quantized():
+    from txviz.analysis.kv.presets import PRESETS
+
+    at = calculator()
+    widget(at, "selectbox", "mem_weight_dtype").set_value("int4").run()
+    for key, expected in (("mistral-7b-v0.1", "int4"), ("deepseek-v3", "as published"), ("llama-3-8b", "bf16")):
+        widget(at, "selectbox", "mem_preset").set_value(PRESETS[key]["name"]).run()
+        no_errors(at)
+        assert widget(at, "selectbox", "mem_weight_dtype").value == expected, key
