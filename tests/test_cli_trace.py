@@ -92,3 +92,13 @@ def test_bos_defaults_to_the_app_s_sink_and_auto_follows_the_model_s_own_tokeniz
     assert _bos("auto", gemma_like) == "bos"
     assert _bos("auto", SimpleNamespace(adds_bos=True, bos_id=None)) == "none"  # nothing to prepend
     assert [_bos(choice, gemma_like) for choice in ("none", "bos", "sink")] == ["none", "bos", "sink"]
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n"])
+def test_an_empty_prompt_is_refused_as_the_app_refuses_it(capsys, monkeypatch, prompt):
+    from txviz import cli
+
+    loads = []
+    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    assert main(["trace", "--prompt", prompt, "--model", MODEL, "--json"]) == 2
+    assert "prompt is empty" in json.loads(capsys.readouterr().out)["error"] and not loads

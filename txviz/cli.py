@@ -90,7 +90,7 @@ def cmd_trace(args) -> dict:
     from txviz.capture.trace import trace
     from txviz import limits
     settings = limits.current()
-    limits.check_prompt_chars(len(args.prompt), settings)  # the app's limits, before anything is loaded
+    _check_text(args.prompt, "prompt", settings)  # the app's limits, before anything is loaded
     loaded = _load(args)
     config, element = loaded.config, loaded.dtype.itemsize
     args.bos = _bos(args.bos, loaded.tokenizer)
@@ -173,9 +173,14 @@ def _check_context(n_prompt: int, n_new: int, context: int) -> None:
 
 def cmd_coref(args) -> dict:
     from txviz.analysis.coref.ranking import BUILTIN_PATH, evaluate, parse_cases
+    from txviz import limits
+    settings = limits.current()
     path = args.data or BUILTIN_PATH
     cases = parse_cases(path)  # a bad file fails here, before the model loads
+    for number, case in enumerate(cases, start=1):
+        _check_text(case.text, f"text of case {number}", settings)
     loaded = _load(args)
+    _check_coref_budget(loaded, cases, args.bos, settings)
     started = time.perf_counter()
     result = {**evaluate(loaded, cases, bos=args.bos), "data": str(path)}
     result["seconds"] = round(time.perf_counter() - started, 3)
@@ -194,31 +199,74 @@ def cmd_coref(args) -> dict:
 
 def cmd_patch(args) -> dict:
     """Which heads cause the answer: DLA, mean ablation and patching from the corrupt prompt per head
-    (txviz.causal.report)."""
-    from txviz.causal.patching import DEFAULT_CHUNK
-    from txviz.causal.report import patch_report
+    (txviz.causal.report), refused first, as the app's causal run is, above the limits or the budget."""
+    from txviz.causal.cost import pair_estimate
+    from txviz.causal.patching import DEFAULT_CHUNK, check_same_length
+    from txviz.causal.report import STEPS, patch_report
+    from txviz import limits
+    settings = limits.current()
     chunk_size = DEFAULT_CHUNK if args.chunk_size is None else args.chunk_size
-    if chunk_size < 1:
-        raise ValueError(f"--chunk-size must be positive, got {chunk_size}")
+    _check_text(args.clean, "clean prompt", settings)
+    _check_text(args.corrupt, "corrupt prompt", settings)
     loaded = _load(args)
     if loaded.tokenizer is None:
         raise ValueError("this model has no tokenizer: patch needs text")
+    clean, corrupt = (loaded.tokenizer.encode(text, bos=args.bos).ids for text in (args.clean, args.corrupt))
+    for ids in (clean, corrupt):
+        limits.check_prompt_tokens(len(ids), loaded.config, settings)
+    check_same_length(torch.tensor(clean), torch.tensor(corrupt))
     candidates = None if args.candidates is None else args.candidates.split(",")
+    estimate = limits.check_budget(pair_estimate(loaded.config, clean, corrupt, element_bytes=loaded.dtype.itemsize,
+                                                 gflops=settings.gflops, grid=args.grid, margins=bool(candidates),
+                                                 chunk_size=chunk_size), settings)
+    progress = None if args.json or estimate.seconds < 5 else \
+        lambda done, total: _progress(done / total, STEPS[done] if done < len(STEPS) else "done")
     started = time.perf_counter()
     result = patch_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
                           bos=args.bos, candidates=candidates, pronoun=args.pronoun, grid=args.grid,
-                          top_k=args.top, chunk_size=chunk_size)
-    result = {"model": loaded.source, **result, "seconds": round(time.perf_counter() - started, 3)}
+                          top_k=args.top, chunk_size=chunk_size, progress=progress)
+    result = {"model": loaded.source, **result, "estimate": {"bytes": estimate.bytes,
+                                                             "seconds": round(estimate.seconds, 2)},
+              "seconds": round(time.perf_counter() - started, 3)}
     if not args.json:
         _print_patch(result, args.top)
     return result
+
+
+def _check_text(text: str, label: str, settings) -> None:
+    """A prompt the app would take: not empty (the app refuses one: there is nothing to read) and within
+    TXVIZ_MAX_PROMPT_CHARS, checked before the model loads."""
+    from txviz import limits
+    if not text.strip():
+        raise ValueError(f"the {label} is empty: give the text to run")
+    limits.check_prompt_chars(len(text), settings)
+
+
+def _check_coref_budget(loaded, cases, bos: str, settings) -> None:
+    """The app's check of the coreference set (app/services/heads.py): every case within the token limit
+    and the model's context, and one pass per case keeping every map of the longest within the budget."""
+    from txviz import limits
+    lengths = [len(loaded.tokenizer.encode(case.text, bos=bos).ids) for case in cases]
+    for length in lengths:
+        limits.check_prompt_tokens(length, loaded.config, settings)
+    one = limits.trace_estimate(loaded.config, max(lengths), ("attn_probs",), element_bytes=loaded.dtype.itemsize,
+                                gflops=settings.gflops)
+    limits.check_budget(limits.Estimate(f"scoring every head on {len(cases)} sentences", one.bytes,
+                                        one.seconds * len(cases)), settings)
 
 
 def _round(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _scored(word: dict) -> str:
+    """" trophy", or " suit" of " suit" + "case": the token a word is scored by, and the word's tokens."""
+    pieces = word.get("of") or [word["text"]]
+    return f"{word['text']!r}" + ("" if len(pieces) < 2 else f" (the first of {' + '.join(map(repr, pieces))})")
+
+
 def _print_patch(result: dict, top: int) -> None:
+    print(f"scored by first tokens: answer {_scored(result['answer_token'])}, wrong {_scored(result['wrong_token'])}")
     print(f"logit diff {result['answer_token']['text']!r} − {result['wrong_token']['text']!r}: "
           f"clean {result['clean_logit_diff']:+.3f}, corrupt {result['corrupt_logit_diff']:+.3f}")
     print("layer  head  patching  ablation     dla")
@@ -434,20 +482,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("coref", "rank heads by pronoun→antecedent attention on labeled sentences")
     p.add_argument("--data", default=None, help="JSONL of cases (default: the built-in agreement set)")
     p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to each sentence")
-    p.add_argument("--top", type=int, default=10, help="heads to print without --json")
+    p.add_argument("--top", type=_positive, default=10, help="heads to print without --json (at least 1)")
     p.set_defaults(run=cmd_coref)
     p = command("patch", "which heads cause the answer: DLA, ablation and patching on a prompt pair")
     p.add_argument("--clean", required=True, help="the prompt whose answer is explained")
     p.add_argument("--corrupt", required=True, help="its counterfactual, of the same token length")
-    p.add_argument("--answer", required=True, help="the word the clean prompt should name (scored by its first token)")
-    p.add_argument("--wrong", required=True, help="the word it is compared with (scored by its first token)")
+    p.add_argument("--answer", required=True,
+                   help="the word the clean prompt should name, e.g. trophy: scored, as in the app, by its first "
+                        "token after a space (' trophy'); the output names that token")
+    p.add_argument("--wrong", required=True, help="the word it is compared with, e.g. suitcase (scored the same way)")
     p.add_argument("--bos", choices=["none", "bos", "sink"], default="sink", help="token prepended to both prompts")
     p.add_argument("--candidates", default=None,
                    help="comma-separated candidate words: adds each head's attention margin from --pronoun")
     p.add_argument("--pronoun", default="it", help="the word whose attention row --candidates scores")
     p.add_argument("--grid", action="store_true", help="also patch the residual stream per (layer, position)")
-    p.add_argument("--top", type=int, default=10, help="heads printed without --json; k of the top-k agreement")
-    p.add_argument("--chunk-size", type=int, default=None,
+    p.add_argument("--top", type=_positive, default=10,
+                   help="heads printed without --json; k of the top-k agreement (at least 1)")
+    p.add_argument("--chunk-size", type=_positive, default=None,
                    help="interventions per batched forward call (default: txviz.causal.patching.DEFAULT_CHUNK, 16)")
     p.set_defaults(run=cmd_patch)
     from txviz.analysis.kv.memory import KV_DTYPES, PUBLISHED, WEIGHT_DTYPES

@@ -85,7 +85,7 @@ def prepare(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limit
     if problem:
         raise PromptError(problem)
     try:
-        tokens = answer_tokens(loaded.tokenizer, " " + request.answer.strip(), " " + request.wrong.strip())
+        tokens = answer_tokens(loaded.tokenizer, request.answer, request.wrong)  # each read as after a space
     except ValueError as error:
         raise PromptError(str(error)) from None
     return clean, corrupt, tokens
@@ -93,17 +93,11 @@ def prepare(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limit
 
 def estimate(loaded: LoadedModel, clean_ids, corrupt_ids, settings: limits_.Limits,
              chunk_size: int = DEFAULT_CHUNK) -> limits_.Estimate:
-    """What the run of this pair takes, or PromptError when the limits refuse it: its work counted as the
-    sweeps will run it (txviz.causal.cost: each chunk of variants from the first layer and token it
-    changes), in forward passes of one prompt, and a chunk of ``chunk_size`` rows held at once."""
-    config, n_tokens = loaded.config, len(clean_ids)
-    one = limits_.trace_estimate(config, max(n_tokens, 1), ("logits",), element_bytes=loaded.dtype.itemsize,
-                                 gflops=settings.gflops)
-    passes = cost.pair_passes(config.n_layers, config.n_heads, clean_ids, corrupt_ids, grid=True,
-                              chunk_size=chunk_size)
-    what = (f"the work of {passes:,.0f} forward passes of {n_tokens} tokens (variants batched {chunk_size} at a "
-            "time, each from the first layer and token it changes)")
-    return within_budget(limits_.Estimate(what, one.bytes * chunk_size, one.seconds * passes), settings)
+    """What the run of this pair takes, or PromptError when the limits refuse it: the estimate
+    ``txviz patch`` checks too (txviz.causal.cost.pair_estimate: each chunk of variants counted from the
+    first layer and token it changes, in forward passes of one prompt)."""
+    return within_budget(cost.pair_estimate(loaded.config, clean_ids, corrupt_ids, element_bytes=loaded.dtype.itemsize,
+                                            gflops=settings.gflops, grid=True, chunk_size=chunk_size), settings)
 
 
 def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,

@@ -57,3 +57,55 @@ def test_without_candidates_the_margin_is_null(capsys):
 def test_clear_errors(capsys, args, message):
     code, out = run(capsys, "--clean", CLEAN, *args)
     assert code == 2 and message in out["error"]
+
+
+@pytest.mark.parametrize("env, value, named", [
+    ("TXVIZ_MAX_PROMPT_CHARS", "20", "TXVIZ_MAX_PROMPT_CHARS"),
+    ("TXVIZ_MAX_TOKENS", "5", "TXVIZ_MAX_TOKENS"),
+    ("TXVIZ_MEMORY_BUDGET", "64KiB", "TXVIZ_MEMORY_BUDGET"),
+])
+def test_patch_applies_the_app_s_limits_before_any_pass(capsys, monkeypatch, env, value, named):
+    from txviz.causal import report
+
+    ran = []
+    monkeypatch.setattr(report, "measure_pair", lambda *a, **k: ran.append(1))
+    monkeypatch.setenv(env, value)
+    code, out = run(capsys, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary", "--wrong", "John")
+    assert code == 2 and out["type"] == "LimitExceeded" and named in out["error"] and not ran
+
+
+def test_patch_reports_the_estimate_the_app_s_causal_run_checks(capsys):
+    from app.services.causal import estimate
+    from txviz import limits
+    from txviz.loading import load
+
+    code, out = run(capsys, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary", "--wrong", "John",
+                    "--candidates", "Mary,John", "--grid")  # the app's run: margins and the residual grid
+    loaded = load(MODEL)
+    ids = [loaded.tokenizer.encode(text, bos="sink").ids for text in (CLEAN, CORRUPT)]
+    app = estimate(loaded, *ids, limits.current())
+    assert code == 0 and out["estimate"] == {"bytes": app.bytes, "seconds": round(app.seconds, 2)}
+
+
+@pytest.mark.parametrize("flag, value", [("--top", "-5"), ("--top", "0"), ("--chunk-size", "0"), ("--top", "x")])
+def test_counts_are_refused_when_the_command_line_is_read(capsys, monkeypatch, flag, value):
+    loads = []
+    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["patch", "--model", MODEL, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary",
+                  "--wrong", "John", flag, value])
+    assert refused.value.code == 2 and flag in capsys.readouterr().err and not loads
+
+
+def test_an_empty_prompt_is_refused_before_the_model_loads(capsys, monkeypatch):
+    loads = []
+    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    code, out = run(capsys, "--clean", "  ", "--corrupt", CORRUPT, "--answer", "Mary", "--wrong", "John")
+    assert code == 2 and "clean prompt is empty" in out["error"] and not loads
+
+
+def test_the_text_output_names_the_tokens_scored(capsys):
+    assert cli.main(["patch", "--model", MODEL, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary",
+                     "--wrong", "John", "--top", "3"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "scored by first tokens: answer 'Mary', wrong 'John'"

@@ -83,3 +83,25 @@ def pair_passes(n_layers: int, n_heads: int, clean_ids: Sequence[int], corrupt_i
               + (grid_sweep(n_layers, clean_ids, corrupt_ids, chunk_size) if grid else 0))
     steps = ["shared", "dla"] + ["attribution"] * attribution + ["margins"] * margins
     return sweeps / (n_layers * n_tokens) + sum(PAIR_PASSES[step] for step in steps)
+
+
+def pair_estimate(config, clean_ids: Sequence[int], corrupt_ids: Sequence[int], *, element_bytes: int = 4,
+                  gflops: float, grid: bool = True, attribution: bool = True, margins: bool = True,
+                  chunk_size: int = DEFAULT_CHUNK):
+    """What measure_pair takes on this pair, as a txviz.limits.Estimate: its work (``pair_passes``) in
+    forward passes of one prompt, and the larger of a chunk of ``chunk_size`` rows held at once (each
+    keeping its logits) and the attention margins' one trace keeping every map. The app's causal run and
+    ``txviz patch`` check this one estimate against the same budget."""
+    from txviz import limits
+
+    n_tokens = max(len(list(clean_ids)), 1)
+    one = limits.trace_estimate(config, n_tokens, ("logits",), element_bytes=element_bytes, gflops=gflops)
+    held = one.bytes * chunk_size
+    if margins:
+        held = max(held, limits.trace_estimate(config, n_tokens, ("attn_probs",), element_bytes=element_bytes,
+                                               gflops=gflops).bytes)
+    passes = pair_passes(config.n_layers, config.n_heads, clean_ids, corrupt_ids, grid=grid, attribution=attribution,
+                         margins=margins, chunk_size=chunk_size)
+    what = (f"the work of {passes:,.0f} forward passes of {n_tokens} tokens (variants batched {chunk_size} at a "
+            "time, each from the first layer and token it changes)")
+    return limits.Estimate(what, int(held), one.seconds * passes)

@@ -152,14 +152,15 @@ def _head_rows(dla, ablation, patching, margins, estimate) -> list[dict]:
 
 def patch_report(model, tokenizer, clean: str, corrupt: str, answer: str, wrong: str, *, bos: str = "none",
                  candidates: Sequence[str] | None = None, pronoun: str = "it", attribution: bool = True,
-                 grid: bool = False, top_k: int = 10, chunk_size: int = DEFAULT_CHUNK) -> dict:
+                 grid: bool = False, top_k: int = 10, chunk_size: int = DEFAULT_CHUNK,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
     clean_enc, corrupt_enc = _encode(tokenizer, clean, bos, "clean"), _encode(tokenizer, corrupt, bos, "corrupt")
     tokens = answer_tokens(tokenizer, answer, wrong)
     clean_ids, corrupt_ids = torch.tensor(list(clean_enc.ids)), torch.tensor(list(corrupt_enc.ids))
     margin_of = ((lambda: attention_margins(model, clean_enc, clean, pronoun, candidates, answer)) if candidates
                  else (lambda: None))
     results = measure_pair(model, clean_ids, corrupt_ids, tokens.answer_id, tokens.wrong_id, margins=margin_of,
-                           attribution=attribution, grid=grid, chunk_size=chunk_size)
+                           attribution=attribution, grid=grid, chunk_size=chunk_size, progress=progress)
     dla, patching, ablation = results["dla"], results["patching"], results["ablation"]
     margins, estimate = results["margins"], results["attribution"]
     report = {"clean_logit_diff": dla.total, "corrupt_logit_diff": results["corrupt_diff"],

@@ -267,7 +267,8 @@ def test_cli_coref_table_respects_top(tiny_cli, capsys):
 
 
 @pytest.mark.parametrize("content, message", [("{not json\n", "line 1: malformed JSON"),
-                                              (line(answer="Sue") + "\n", "line 1: answer 'Sue'")])
+                                              (line(answer="Sue") + "\n", "line 1: answer 'Sue'"),
+                                              ("[" * 200_000 + "]" * 200_000 + "\n", "line 1: the JSON is nested too deeply")])
 def test_cli_coref_bad_file_exits_2(tiny_cli, capsys, tmp_path, content, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
@@ -276,6 +277,28 @@ def test_cli_coref_bad_file_exits_2(tiny_cli, capsys, tmp_path, content, message
     assert message in error["error"] and error["type"] == "CorefDataError"
     assert cli.main(["coref", "--data", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such coreference data file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env, value, loaded", [("TXVIZ_MAX_PROMPT_CHARS", "20", False), ("TXVIZ_MAX_TOKENS", "5", True),
+                                               ("TXVIZ_MEMORY_BUDGET", "4KiB", True)])
+def test_cli_coref_applies_the_app_s_limits(tiny, capsys, monkeypatch, env, value, loaded):
+    from txviz.analysis.coref import ranking
+
+    loads, ran = [], []
+    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args) or tiny)
+    monkeypatch.setattr(ranking, "case_margins", lambda *a, **k: ran.append(1))
+    monkeypatch.setenv(env, value)
+    assert cli.main(["coref", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)
+    assert error["type"] == "LimitExceeded" and env in error["error"]
+    assert bool(loads) == loaded and not ran  # characters are counted before the model loads
+
+
+@pytest.mark.parametrize("top", ["-5", "0"])
+def test_cli_coref_top_is_refused_when_the_command_line_is_read(tiny_cli, capsys, top):
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["coref", "--top", top])
+    assert refused.value.code == 2 and "--top" in capsys.readouterr().err
 
 
 # ---- the default model (SmolLM2-135M-Instruct) -----------------------------------------------------

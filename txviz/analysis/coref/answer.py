@@ -179,9 +179,17 @@ class Answer:
         return len(set(self.token_ids)) < len(self.token_ids)
 
 
+def as_next_word(word: str) -> str:
+    """``word`` as the model would name it next in a sentence, after a space: "trophy", " trophy" and
+    "trophy " all become " trophy". The one rule for every word whose probability or logit is read (the
+    candidates here, the answer and wrong words of txviz.causal): in a byte-level vocabulary "trophy"
+    without its space starts with another token ("su" of "suitcase" instead of " suit")."""
+    return " " + word.strip()
+
+
 def first_tokens(tokenizer, words: Sequence[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Each word's first token as it would follow a space (" trophy"), with no BOS."""
-    encodings = [tokenizer.encode(" " + word, bos="none") for word in words]
+    """Each word's first token as it would follow a space (``as_next_word``: " trophy"), with no BOS."""
+    encodings = [tokenizer.encode(as_next_word(word), bos="none") for word in words]
     if any(not e.ids for e in encodings):
         raise ValueError("a candidate has no token in this vocabulary")
     return tuple(e.ids[0] for e in encodings), tuple(_token_name(tokenizer, e.ids[0]) for e in encodings)

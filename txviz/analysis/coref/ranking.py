@@ -119,6 +119,8 @@ def _case_from_line(line: str) -> CorefCase:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise CorefDataError(f"malformed JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:  # a case is one flat object: arrays or objects nested thousands deep are no case
+        raise CorefDataError("the JSON is nested too deeply to be a case (one object of strings)") from None
     if not isinstance(record, dict):
         raise CorefDataError(f"expected a JSON object, got {type(record).__name__}")
     missing = [f for f in REQUIRED_FIELDS if f not in record]
