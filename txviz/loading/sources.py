@@ -161,6 +161,14 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+def _regular(path: Path) -> bool:
+    """A regular file (a link to one counts): the only thing a loader can read as weights."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def discover(roots: list[Path] | None = None, *, max_depth: int = 3) -> list[ModelSource]:
     """Loadable models under the roots (not following symlinks out of them: a linked file or
     directory whose target lies outside its root is not listed, as ``confine`` would refuse it)."""
@@ -174,10 +182,11 @@ def discover(roots: list[Path] | None = None, *, max_depth: int = 3) -> list[Mod
             if depth >= max_depth:
                 dirnames[:] = []
             here = Path(dirpath)
-            if "config.json" in filenames and any(f.endswith(".safetensors") for f in filenames) \
-                    and all(_inside(here / f, root) for f in filenames if f == "config.json" or f.endswith(".safetensors")):
+            files = [f for f in filenames if _regular(here / f)]  # a FIFO or socket named *.gguf is no model
+            if "config.json" in files and any(f.endswith(".safetensors") for f in files) \
+                    and all(_inside(here / f, root) for f in files if f == "config.json" or f.endswith(".safetensors")):
                 found[str(here)] = ModelSource(f"{here.name} ({here.parent})", str(here))
-            for name in filenames:
+            for name in files:
                 if name.endswith(".gguf") and _inside(here / name, root):
                     found[str(here / name)] = ModelSource(f"{name} ({here})", str(here / name))
     return sorted(found.values(), key=lambda s: s.label)
