@@ -90,7 +90,9 @@ def test_methods_that_would_not_fit_are_skipped_with_the_estimate(monkeypatch):
 
 
 @pytest.mark.parametrize("flag, value", [("--tokens", "-5"), ("--tokens", "0"), ("--repeats", "0"),
-                                         ("--decode-tokens", "0"), ("--threads", "-1"), ("--tokens", "x")])
+                                         ("--decode-tokens", "0"), ("--threads", "-1"), ("--tokens", "x"),
+                                         ("--tokens", "1000000000"), ("--tokens", "1e9"),
+                                         ("--tokens", "131073")])
 def test_bad_counts_are_refused_at_parse_time(capsys, monkeypatch, flag, value):
     monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("bench ran"))
     with pytest.raises(SystemExit) as exit_:
@@ -107,6 +109,31 @@ def test_explicit_counts_are_honoured_under_quick(monkeypatch):
     assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == ([16], 2, 3)
     cli.main(["bench", "--quick"])
     assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == (bench.QUICK_TOKENS, 1, 8)
+
+
+@pytest.mark.parametrize("argv, model", [([], None), (["--model", "default"], "default"),
+                                         (["--model", "smollm2-135m"], "default")])
+def test_quick_runs_the_named_model(monkeypatch, argv, model):
+    handed = {}
+    monkeypatch.setattr(bench, "run", lambda tokens, **options: handed.update(options) or {})
+    monkeypatch.setattr(bench, "markdown", lambda result: "")
+    assert cli.main(["bench", "--quick", *argv]) == 0
+    assert handed["model"] == model and handed["quick"]  # None: the tiny random model
+
+
+def test_quick_names_the_model_it_ran(monkeypatch, tmp_path):
+    sources = []
+
+    def spawn(job):
+        sources.append(job["source"])
+        raise RuntimeError("stop after the first job")
+
+    monkeypatch.setattr(bench, "_spawn", spawn)
+    monkeypatch.setattr(bench, "_tiny_checkpoint", lambda directory: "tiny")
+    for model, expected in ((None, "tiny"), ("default", "default"), (str(tmp_path), str(tmp_path))):
+        with pytest.raises(RuntimeError):
+            bench.run((16,), quick=True, model=model)
+        assert sources.pop() == expected
 
 
 def test_a_quick_result_is_not_judged_against_the_real_model_s_targets():

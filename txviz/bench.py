@@ -66,7 +66,7 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
     """Run every configuration in fresh worker processes and return the ``--json`` result."""
     say = progress or (lambda message: None)
     with tempfile.TemporaryDirectory(prefix="txviz-bench-") as scratch:
-        source = _tiny_checkpoint(Path(scratch)) if quick else (model or "default")
+        source = model or (_tiny_checkpoint(Path(scratch)) if quick else "default")  # quick: tiny unless named
         hf = hf and _has_transformers()
         base = {"source": source, "threads": threads, "hf": hf}
         results = []
@@ -94,7 +94,7 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
             results.append(row)
         say(f"decoding {decode_tokens} tokens: txviz vs transformers generate ({repeats} repeats)")
         decode = _spawn({**base, "kind": "decode", "new_tokens": decode_tokens, "repeats": repeats})
-    return {"model": "tiny random llama" if quick else (model or "default"), "quick": quick, "threads": timing["threads"],
+    return {"model": model or ("tiny random llama" if quick else "default"), "quick": quick, "threads": timing["threads"],
             "repeats": repeats, "results": results, "decode": decode,
             "machine": {"cpus": _cpu_count(), "load_average": _load_average()}}
 

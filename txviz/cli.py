@@ -400,15 +400,25 @@ def _bench_model(model: str | None) -> str | None:
     return source
 
 
-def _positive(text: str) -> int:
-    """argparse type: a whole number of at least 1 (a count of tokens, repeats or threads), refused at parse time."""
+def _positive(text: str, most: int | None = None) -> int:
+    """argparse type: a whole number of at least 1 (a count of tokens, repeats or threads) and at most
+    ``most``, refused at parse time."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if most is not None and value > most:
+        raise argparse.ArgumentTypeError(f"must be at most {most:,}, got {value:,}")
     return value
+
+
+MAX_BENCH_TOKENS = 1 << 17  # 131,072: four times the longest context of a known model (Gemma 3 270M, 32,768)
+
+
+def _bench_tokens(text: str) -> int:
+    return _positive(text, MAX_BENCH_TOKENS)
 
 
 def cmd_bench(args) -> dict:
@@ -419,13 +429,15 @@ def cmd_bench(args) -> dict:
     decode_tokens = args.decode_tokens if args.decode_tokens is not None else (8 if args.quick else 32)
     options = dict(repeats=repeats, quick=args.quick, threads=args.threads, decode_tokens=decode_tokens, hf=not args.no_hf,
                    progress=lambda m: print(m, file=sys.stderr, flush=True))
+    # --quick runs a tiny random model unless a model is named: then that one, the default included
+    source = (lambda name: _bench_model(name) or "default") if args.quick else _bench_model
     if args.models:  # several models side by side in one run
         from txviz.bench_models import markdown_models, run_models
-        result = run_models({name: _bench_model(name) for name in args.models}, tokens, run=bench.run, **options)
+        result = run_models({name: source(name) for name in args.models}, tokens, run=bench.run, **options)
         if not args.json:
             print(markdown_models(result))
         return result
-    args.model = _bench_model(args.model)
+    args.model = None if args.model is None else source(args.model)
     result = bench.run(tokens, model=args.model, **options)
     if not args.json:
         print(bench.markdown(result))
@@ -520,12 +532,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokens prefilled at a time: activations stop growing there (default: the whole prompt)")
     p.set_defaults(run=cmd_memory)
     p = command("bench", "time plain forward vs trace vs transformers, peak memory, decode tokens/s", model=False)
-    p.add_argument("--tokens", type=_positive, nargs="+", default=None,
-                   help="prompt lengths, each at least 1 (default 64 256 1024 4096 8192; --quick: 64)")
+    p.add_argument("--tokens", type=_bench_tokens, nargs="+", default=None,
+                   help=f"prompt lengths, each 1..{MAX_BENCH_TOKENS:,} (default 64 256 1024 4096 8192; --quick: 64)")
     p.add_argument("--repeats", type=_positive, default=None,
                    help="runs per method, at least 1; medians are reported (default 3; --quick: 1)")
     p.add_argument("--quick", action="store_true",
-                   help="a seconds-long smoke run on a tiny random model (its targets are not judged)")
+                   help="a seconds-long smoke run (64 tokens, one repeat) on a tiny random model, or on --model "
+                        "when one is named (its targets are not judged)")
     p.add_argument("--threads", type=_positive, default=None, help="torch threads in the workers (default: torch's)")
     p.add_argument("--decode-tokens", type=_positive, default=None,
                    help="new tokens per generation, at least 1 (default 32; --quick: 8)")
