@@ -181,6 +181,8 @@ def render() -> None:
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
             + (f" · **{n_tokens:,} tokens**" if n_tokens is not None else ""))
+        if loaded.metadata.get("weights_note"):  # e.g. a full disk: the model runs, loads are slower
+            st.caption(plain(loaded.metadata["weights_note"]))
 
 
 def _use_sample(text: str) -> None:

@@ -217,6 +217,8 @@ def test_a_full_disk_runs_from_the_gguf_in_memory_and_says_why(home, tiny_gguf, 
     with pytest.warns(UserWarning, match="running from the GGUF in memory.*the disk is full"):
         loaded = fetch.load_gguf_cached(tiny_gguf, device="cpu")
     assert loaded.metadata["weights_from"] == str(tiny_gguf) and loaded.tokenizer.encode("the 42").ids
+    note = loaded.metadata["weights_note"]  # said beside the model, for the app's visitors: no paths
+    assert "the disk is full" in note and str(home) not in note
     assert sorted(p.name for p in home.iterdir()) == []  # neither a copy nor a partial one left behind
     monkeypatch.undo()  # room again: the next load keeps its copy
     monkeypatch.setenv("TXVIZ_HOME", str(home))

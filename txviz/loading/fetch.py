@@ -35,6 +35,7 @@ import time
 import uuid
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 from urllib.parse import urlparse
@@ -319,9 +320,18 @@ def read_dequantized_copy(gguf_path: Path) -> tuple[GGUFHeader, dict[str, torch.
         return None
 
 
-def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str, torch.Tensor]) -> Path | None:
-    """The float32 copy written whole beside the cache, or None with a warning saying why (the model then
-    runs from the GGUF read into memory): a read-only or full disk costs speed, not correctness, and no
+class CopyNotKept(Exception):
+    """The float32 copy could not be written; the message says why and what it costs (with the path, for
+    a log), ``note`` the same without the server's paths (for a visitor)."""
+
+    def __init__(self, message: str, note: str):
+        super().__init__(message)
+        self.note = note
+
+
+def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str, torch.Tensor]) -> Path:
+    """The float32 copy written whole beside the cache, else CopyNotKept saying why (the model then runs
+    from the GGUF read into memory): a read-only or full disk costs speed, not correctness, and no
     partial copy is left behind. safetensors reports a failed write as its own SafetensorError, not an
     OSError, so any failure of the writer is caught here."""
     from safetensors.torch import save_file
@@ -337,8 +347,9 @@ def write_dequantized_copy(gguf_path: Path, header: GGUFHeader, state: dict[str,
         _verified_copies.add(_copy_version(copy))  # its checksum is of the weights just written
         return copy
     except Exception as exc:  # noqa: BLE001 -- OSError, safetensors' SafetensorError, anything the writer raises
-        warnings.warn(copy_failure(copy, exc), stacklevel=2)
-        return None
+        why = "the disk is full" if disk_is_full(exc) else "it could not be written"
+        raise CopyNotKept(copy_failure(copy, exc), f"Running from the GGUF in memory: the float32 copy that makes "
+                          f"loads fast was not kept ({why}).") from exc
     finally:
         partial.unlink(missing_ok=True)
 
@@ -379,7 +390,11 @@ def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch
     _report(progress, 0.6, "building the model")
     loaded = assemble(header, state, device=device, dtype=dtype)
     _report(progress, 0.8, "keeping a float32 copy for faster loads")  # only of a model that builds
-    write_dequantized_copy(gguf_path, header, state)
+    try:
+        write_dequantized_copy(gguf_path, header, state)
+    except CopyNotKept as failure:  # said on stderr and beside the model (the app's sidebar shows it)
+        warnings.warn(str(failure), stacklevel=2)
+        loaded = replace(loaded, metadata={**loaded.metadata, "weights_note": failure.note})
     _report(progress, 1.0, "model ready")
     return loaded
 
