@@ -46,3 +46,15 @@ def test_cli_patch_on_the_trophy_pair(default_model, causal_memo, monkeypatch, c
     assert len(out["heads"]) == 270 and all(h["attention_margin"] is not None for h in out["heads"])
     assert out["attribution_agreement"]["k"] == 10
     assert len(out["residual_grid"]) == 30 and {len(row) for row in out["residual_grid"]} == {24}
+
+
+def test_cli_patch_reads_words_typed_without_a_space_as_the_app_does(default_model, causal_memo, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_load", lambda args: default_model)
+    scored = []
+    for answer, wrong in ((ANSWER, WRONG), (ANSWER.strip(), WRONG.strip())):  # " trophy", then "trophy"
+        assert cli.main(["patch", "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", answer, "--wrong", wrong,
+                         "--candidates", "trophy,suitcase", "--grid", "--json"]) == 0
+        scored.append(json.loads(capsys.readouterr().out))
+    spaced, typed = scored
+    assert typed["answer_token"] == spaced["answer_token"] and typed["wrong_token"]["of"] == [" suit", "case"]
+    assert typed["clean_logit_diff"] == spaced["clean_logit_diff"]
