@@ -84,3 +84,22 @@ def test_a_broken_file_is_listed_with_its_reason_and_a_good_one_still_loads(tmp_
     assert "claims" in reason and "not a readable GGUF file" in reason
     assert at.sidebar.selectbox(key="model_choice").value.startswith("good.gguf")
     assert any(plain("good.gguf") in c.value and "2 layers" in c.value for c in at.sidebar.caption)
+
+
+def test_a_model_running_without_its_float32_copy_says_why(monkeypatch):
+    """A full disk (txviz.loading.fetch: the copy not kept) leaves a note beside the model; the sidebar shows it."""
+    from dataclasses import replace
+
+    import streamlit as st
+
+    from app.services import models
+
+    note = "Running from the GGUF in memory: the float32 copy that makes loads fast was not kept (the disk is full)."
+    load = models.load_model
+    monkeypatch.setattr(models, "load_model",
+                        lambda source: replace(load(source), metadata={**load(source).metadata, "weights_note": note}))
+    st.cache_resource.clear()  # a model loaded before, without the note, must not be reused
+    at = app_on(str(SHIPPED_ZOO / "alibi"), sample_text(3)).run()
+    no_errors(at)
+    assert plain(note) in [caption.value for caption in at.sidebar.caption]  # as text: escaped Markdown
+    st.cache_resource.clear()
