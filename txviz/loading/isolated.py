@@ -13,6 +13,9 @@ not when it is spawned: the limit is for the work on the input, and starting an 
 imports takes 0.1 s on a quiet machine but over 1 s at load 13, which refused a 41-character text (its
 limit 1 s) before a byte of it was read. The start has its own bound, STARTUP_SECONDS, and no input.
 
+Workers run at most a few at a time per process, within one memory budget for all of them
+(txviz.loading.worker_gate): a worker's own cap bounds nothing when every session starts one.
+
 Every way the child can fail comes back as ``IsolatedError`` with a one-line reason: past the deadline,
 out of memory, killed by a signal, a crash, or the worker's own refusal (``{"error": ...}``).
 """
@@ -25,14 +28,17 @@ import select
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from txviz.loading.worker_gate import GateBusy, process_gate
 
 WORKERS = Path(__file__).with_name("workers")
 
 
 class IsolatedError(Exception):
-    """The isolated work failed; ``kind`` is timeout, memory, killed, crash or refused."""
+    """The isolated work failed; ``kind`` is timeout, memory, killed, crash, refused or busy (every worker
+    slot of the process stayed taken)."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -57,10 +63,19 @@ READY = b"\n"  # the child's first byte on stdout (workers/_serve.py); JSON allo
 
 
 def run_worker(name: str, request: dict, limits: Limits = Limits()) -> dict:
-    """Send ``request`` to the worker script ``workers/<name>.py`` and return its JSON reply."""
+    """Send ``request`` to the worker script ``workers/<name>.py`` and return its JSON reply. The worker
+    runs once the process's gate (txviz.loading.worker_gate) has a slot and its memory free."""
     script = WORKERS / f"{name}.py"
     if not (name.isidentifier() and not name.startswith("_") and script.is_file()):  # no "../", no _serve
         raise ValueError(f"no isolated worker named {name!r}")
+    try:
+        with process_gate().hold(limits.memory_bytes, STARTUP_SECONDS) as memory_bytes:
+            return _run(script, request, replace(limits, memory_bytes=memory_bytes))
+    except GateBusy as busy:
+        raise IsolatedError("busy", str(busy)) from None
+
+
+def _run(script: Path, request: dict, limits: Limits) -> dict:
     payload = json.dumps({"limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": limits.seconds + 1},
                           "request": request})
     with subprocess.Popen([sys.executable, "-I", str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
