@@ -13,6 +13,7 @@ or head never reruns the model. A result that depends on the limits has them in 
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -61,14 +62,20 @@ __all__ = [  # what the pages call
     "MOE_VARIANTS", "VALIDATION_WINDOWS", "trained", "zoo_path", "zoo_model", "validation_windows", "zoo_routing",
     "zoo_text_trace", "zoo_window_losses", "first_story", "measured", "measure",
     # texts too long for a link (app/ui/state.py)
-    "long_texts", "LONG_TEXT_CHARS",
+    "long_texts", "LONG_TEXT_BYTES",
 ]
 
 SCALING_STORE_BYTES = 64 << 20  # per-token losses under RoPE scalings kept for every session (8 KB each at 2048 tokens)
 LONG_TRACE_SECONDS = 2.0  # estimated time above which a trace shows a progress bar, layer by layer
 
 
-LONG_TEXT_CHARS = 32_000_000  # what the server keeps of texts too long for a link, all sessions together
+LONG_TEXT_BYTES = 32 << 20  # what the server keeps of texts too long for a link, all sessions together
+
+
+def _text_bytes(text: str) -> int:
+    """The memory a kept text takes: Python stores one to four bytes per character (four as soon as one
+    character is outside the Basic Multilingual Plane), so a count of characters under-counts up to 4×."""
+    return sys.getsizeof(text)
 
 
 def _one(_value) -> int:
@@ -83,7 +90,7 @@ SHARED_STORES: dict[str, tuple[Callable[[], int], Callable[[object], int]]] = {
     "generations": (lambda: 8, _one),  # greedy, so deterministic: the cache-growth view of a prompt
     "layer_sharing": (lambda: 8, _one),
     "measurements": (lambda: 64, _one),  # the tradeoffs page's runs on this machine
-    "long_texts": (lambda: LONG_TEXT_CHARS, len),
+    "long_texts": (lambda: LONG_TEXT_BYTES, _text_bytes),
     "causal": (lambda: 16, _one),  # the Heads page's causal reports: grids of a few thousand numbers each  # link values too long for a URL, by id (app/ui/state.py)
 }
 

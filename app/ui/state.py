@@ -94,7 +94,7 @@ def _id_of(value: str) -> str:
 
 def long_values():
     """The server's one store of texts too long for a link, by id, shared by every session (the least
-    recently used go first past cache.LONG_TEXT_CHARS)."""
+    recently used go first past cache.LONG_TEXT_BYTES of memory)."""
     return cache.long_texts()
 
 

@@ -127,3 +127,21 @@ def test_every_streamlit_cache_lives_in_app_cache():
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
                  if re.match(r"\s*@st\.cache_(data|resource)\b", line)]
     assert not decorated, decorated
+
+
+def test_the_long_link_store_is_bounded_in_bytes_of_memory():
+    """Texts too long for a link are kept by id (app/ui/state.py) within cache.LONG_TEXT_BYTES of memory: a
+    text of emoji takes four bytes a character, so counting characters kept four times the budget."""
+    import sys
+
+    from app.services.byte_cache import ByteBudgetCache
+
+    budget, size_of = cache.SHARED_STORES["long_texts"]
+    store = ByteBudgetCache(budget(), size_of=size_of)
+    chars = cache.LONG_TEXT_BYTES // 8  # each text: 1/8 of the budget in characters, 1/2 of it in memory
+    for i in range(6):
+        store.get(f"id{i}", lambda i=i: chr(0x1F600 + i) * chars)
+    kept = [value for value, _ in store._values.values()]
+    assert kept[-1][0] == chr(0x1F600 + 5)  # the newest stays
+    assert sum(sys.getsizeof(text) for text in kept) <= cache.LONG_TEXT_BYTES
+    assert store.get("short", lambda: "ascii" * 10) == "ascii" * 10  # and a short one still fits beside
