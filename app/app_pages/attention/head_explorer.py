@@ -61,10 +61,17 @@ def _steps(view, layer: int, head: int) -> None:
 
 def _download(view, layer: int, head: int) -> None:
     with_map = view.plan is None  # a long prompt's map would be hundreds of megabytes of JSON
-    traced = view.traced
     st.download_button(  # data is a function: the JSON is written when the button is pressed, not on every rerun
         "Download this trace (JSON: tokens, every head's metrics" + (", this head's map)" if with_map else ")"),
-        lambda: export.trace_json(model=view.source, prompt=view.prompt, bos=view.bos, ids=traced.ids,
-                                  tokens=traced.tokens, offsets=traced.offsets, head_rows=head_rows(view.table),
-                                  maps={(layer, head): traced.trace.attn(layer, head)} if with_map else {}),
+        lambda: _trace_json(view, layer, head, with_map),
         file_name=f"txviz-trace-L{layer}H{head}.json", mime="application/json", key="download_trace", on_click="ignore")
+
+
+def _trace_json(view, layer: int, head: int, with_map: bool) -> str:
+    """The download's JSON. Streamlit keeps the button's function for as long as it keeps the session (and,
+    for a session it drops without closing, until app/ui/departed.py releases it): the function holds the
+    view, whose trace is held weakly, never the trace itself."""
+    traced = view.traced
+    return export.trace_json(model=view.source, prompt=view.prompt, bos=view.bos, ids=traced.ids,
+                             tokens=traced.tokens, offsets=traced.offsets, head_rows=head_rows(view.table),
+                             maps={(layer, head): traced.trace.attn(layer, head)} if with_map else {})
