@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app import cache  # noqa: E402
-from app.ui import sidebar, state  # noqa: E402
+from app.ui import server_files, sidebar, state  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
@@ -21,6 +21,7 @@ try:
 except LimitError as error:  # the operator's settings, not the visitor's input: say which and stop
     st.error(f"txviz is misconfigured: {error}")
     st.stop()
+server_files.guard(cache.limits().max_config_bytes)  # what departed sessions left on the server, and uploads' caps
 state.init()
 
 ATTENTION = st.Page("app_pages/attention/page.py", title="Attention", icon=":material/grid_on:", url_path="attention")

@@ -5,6 +5,8 @@ leave behind stays within the budgets the operator set.
   (TXVIZ_TRACE_CACHE_BYTES), not a trace per visitor. Their sessions stay stored for far longer than the
   test (as a real server's do for two minutes, and longer than that for Streamlit's download functions),
   so anything a session held of its trace would show here.
+- The upload route refuses a file over the app's 1 MiB cap, and a session that sends many files keeps
+  only its newest few (app/ui/server_files.py).
 
 The RSS numbers are printed; run with ``-s`` to see them.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from tests.helpers.ws_session import ws_session
+from tests.helpers.ws_session import upload, uploaded_bytes, ws_session
 
 pytestmark = [pytest.mark.default_model]
 
@@ -67,3 +69,15 @@ def test_visitors_who_leave_keep_the_server_within_its_trace_store(app_server):
     # the store was full before: a trace held per session would add ~24 MiB per visitor (~145 MiB here)
     assert growth < TRACE_STORE, f"the server grew by {growth / MIB:.0f} MiB over {N_VISITORS} visitors"
 
+
+def test_the_upload_route_refuses_a_file_over_the_cap_and_a_session_keeps_its_newest(app_server):
+    from app.ui.server_files import UPLOADS_PER_SESSION
+
+    with ws_session(app_server, "kv-cache") as (run, rerun):
+        assert upload(app_server, run.session_id, b"{" + b" " * MIB + b"}") == 413  # over 1 MiB: refused
+        before = uploaded_bytes(app_server)
+        file = b"{" + b" " * (900 << 10) + b"}"
+        assert all(upload(app_server, run.session_id, file) == 204 for _ in range(12))
+        assert not rerun().exceptions
+        held = uploaded_bytes(app_server) - before
+    assert held <= UPLOADS_PER_SESSION * len(file), f"the session's uploads hold {held / MIB:.1f} MiB"
