@@ -87,3 +87,30 @@ def test_the_view_fetches_its_trace_again_once_the_store_dropped_it(monkeypatch)
     assert held() is None  # the view did not keep it alive
     assert view.traced is again and fetched == [("default", "a prompt", "sink")]
     assert view.traced is again and len(fetched) == 1  # fetched once, then held weakly again
+
+
+def test_the_download_of_a_dropped_trace_is_the_prompts_own(one_trace_store):
+    """The download button's function outlives the run that drew it; once the store has dropped its trace
+    it writes the JSON of that same prompt (fetched again), not of whatever the store holds now."""
+    import json
+
+    from app import cache
+    from app.app_pages.attention.head_explorer import _trace_json
+    from app.app_pages.attention.view import AttentionView
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    source, first, other = str(SHIPPED_ZOO / "base"), "Mary had a red kite.", "Tom saw a big dog."
+    traced, plan = cache.get_attention_trace(source, first, "sink")
+    table = cache.get_head_table(source, first, "sink")
+    expected = traced.trace.attn(1, 2).numpy().copy()
+    view = AttentionView.of(source, first, "sink", cache.get_model(source), traced, plan, list(traced.tokens), table)
+    held = weakref.ref(traced)
+    del traced
+    cache.get_attention_trace(source, other, "sink")  # the store (one trace) now holds the other prompt's
+    gc.collect()
+    assert held() is None
+    document = json.loads(_trace_json(view, 1, 2, with_map=True))
+    assert document["prompt"] == first and "".join(t["text"] for t in document["tokens"]).endswith("kite.")
+    (drawn,) = document["attention"]
+    assert (drawn["layer"], drawn["head"]) == (1, 2)
+    assert drawn["weights"] == [[round(float(w), 6) for w in row] for row in expected.tolist()]
