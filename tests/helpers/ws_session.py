@@ -63,7 +63,8 @@ def ws_session(url: str, page: str = "attention", query: str = "", timeout: floa
 
 def upload(url: str, session_id: str, data: bytes, name: str = "config.json") -> int:
     """PUT ``data`` to the upload route as a file of ``session_id`` (the server's XSRF check off); the HTTP
-    status."""
+    status, or 0 when the server closed the connection while the body was still being sent (a refusal on
+    the Content-Length alone, for a body larger than its socket buffers)."""
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
             "Content-Type: application/json\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
@@ -74,6 +75,10 @@ def upload(url: str, session_id: str, data: bytes, name: str = "config.json") ->
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, (ConnectionResetError, BrokenPipeError)):
+            return 0
+        raise
 
 
 def uploaded_bytes(url: str) -> int:
