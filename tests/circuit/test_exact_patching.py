@@ -48,7 +48,7 @@ def test_batched_patches_are_the_same_runs_one_by_one():
     together = patched_metric(pair, ~circuits, chunk=4)
     alone = torch.cat([patched_metric(pair, ~c[None], chunk=1) for c in circuits])
     assert_close(together, alone, atol=1e-5, rtol=0)
-    assert together[0] != together[1]  # the circuits differ in what they measure
+    assert len({round(v, 4) for v in together.tolist()}) >= 3  # the circuits differ in what they measure
 
 
 def _head_write(model, activations, head: int) -> torch.Tensor:

@@ -40,16 +40,18 @@ def _scores(pair: CircuitPair, inputs, grads) -> torch.Tensor:
     for (rows, tensor), grad in zip(inputs, grads):
         grad = grad.sum(0)  # (R, T, d) or (T, d)
         grad = grad if grad.dim() == 3 else grad[None]
+        first = max(grad.shape[1] - change.shape[1] + pair.same_until, 0)  # earlier outputs do not change
         n = graph.targets[rows.start].n_sources
-        diffs = change[:n, -grad.shape[1]:]  # the logits read the last position only
-        scores[rows, :n] = torch.einsum("rtd,ntd->rn", grad.float(), diffs.float())
+        diffs = change[:n, change.shape[1] - grad.shape[1] + first:]  # the logits read the last position only
+        scores[rows, :n] = torch.einsum("rtd,ntd->rn", grad[:, first:].float(), diffs.float())
     return scores
 
 
 def _gradient_scores(pair: CircuitPair, patch: torch.Tensor | None) -> torch.Tensor:
     with torch.enable_grad():
         run = run_graph(pair.model, pair.graph, pair.clean_ids, patch=patch,
-                        corrupt=None if patch is None else pair.corrupt.outputs, keep_inputs=True)
+                        corrupt=None if patch is None else pair.corrupt.outputs, keep_inputs=True,
+                        same_until=pair.same_until)
         tensors = [tensor for _, tensor in run.inputs]
         grads = torch.autograd.grad(pair.metric(run.logits).sum(), tensors)
     return _scores(pair, run.inputs, grads)

@@ -36,6 +36,13 @@ class CircuitPair:
         self.graph = CircuitGraph(model.config)
 
     @cached_property
+    def same_until(self) -> int:
+        """The first position where the prompts differ: every node's output before it is the same in
+        both runs (causal attention), so patching changes nothing there."""
+        differs = (self.clean_ids != self.corrupt_ids)[0]
+        return int(differs.int().argmax()) if bool(differs.any()) else self.clean_ids.shape[1]
+
+    @cached_property
     def clean(self) -> GraphRun:
         with torch.no_grad():
             return run_graph(self.model, self.graph, self.clean_ids, keep_outputs=True)

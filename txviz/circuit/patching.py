@@ -33,7 +33,8 @@ def patched_metric(pair: CircuitPair, patch: torch.Tensor, chunk: int = CHUNK) -
     for start in range(0, patch.shape[0], chunk):
         rows = patch[start:start + chunk] & pair.graph.valid if patch.dtype == torch.bool \
             else patch[start:start + chunk] * pair.graph.valid
-        run = run_graph(pair.model, pair.graph, pair.clean_ids, patch=rows, corrupt=pair.corrupt.outputs)
+        run = run_graph(pair.model, pair.graph, pair.clean_ids, patch=rows, corrupt=pair.corrupt.outputs,
+                        same_until=pair.same_until)
         values.append(pair.metric(run.logits))
     return torch.cat(values)
 

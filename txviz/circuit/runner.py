@@ -41,41 +41,57 @@ class GraphRun:
 
 
 class _Patch:
-    """ε (B, targets, sources) and the running list of (out − corrupt) blocks it multiplies."""
+    """ε (B, targets, sources) and the (out − corrupt) blocks it multiplies, one block per computed
+    group of sources (the embeddings, a layer's heads, an MLP)."""
 
-    def __init__(self, patch: torch.Tensor | None, corrupt: torch.Tensor | None, dtype: torch.dtype):
+    def __init__(self, patch: torch.Tensor | None, corrupt: torch.Tensor | None, dtype: torch.dtype,
+                 first: int = 0):
+        self.first = first  # positions before it are the same in both runs: no difference to patch in
         self.active = patch is not None and bool(patch.any())
         if self.active and corrupt is None:
             raise ValueError("a patch needs the corrupt run's outputs (corrupt=)")
         self.patch = None if patch is None else patch.to(dtype)
         self.corrupt = None if corrupt is None else corrupt.reshape(-1, *corrupt.shape[-3:])[0]  # (N, T, d)
-        self.blocks: list[torch.Tensor] = []
+        self.blocks: list[tuple[int, torch.Tensor]] = []  # (first source, (B, P, T, d))
         self.n = 0
 
     def add(self, outputs: torch.Tensor) -> None:
         """Sources n, n+1, … have these outputs (B, P, T, d)."""
         if self.active:
-            self.blocks.append(outputs - self.corrupt[self.n:self.n + outputs.shape[1]])
+            self.blocks.append((self.n, outputs - self.corrupt[self.n:self.n + outputs.shape[1]]))
         self.n += outputs.shape[1]
 
     def delta(self, rows: slice, n_sources: int, last_only: bool = False) -> torch.Tensor | None:
-        """(B, R, T, d): Σ_u ε[v, u]·(out_u − corrupt_u) for the target rows, or None where ε is 0."""
+        """(B, R, T, d): Σ_u ε[v, u]·(out_u − corrupt_u) for the target rows, or None where ε is 0.
+        Block by block, skipping blocks of no patched edge (EAP-IG patches only the embeddings')."""
         if not self.active:
             return None
         weights = self.patch[:, rows, :n_sources]  # (B, R, n)
-        if not bool(weights.any()):
-            return None
-        diffs = torch.cat(self.blocks, dim=1)[:, :n_sources]  # (B, n, T, d)
-        if last_only:
-            diffs = diffs[:, :, -1:]
-        b, n, t, d = diffs.shape
-        return torch.bmm(weights, diffs.reshape(b, n, t * d)).view(b, weights.shape[1], t, d)
+        used = weights.any(dim=1).any(dim=0)  # (n,)
+        total = None
+        for start, block in self.blocks:
+            stop = start + block.shape[1]
+            if stop > n_sources or not bool(used[start:stop].any()):
+                continue
+            block = block[:, :, -1:] if last_only else block[:, :, self.first:]
+            b, p, t, d = block.shape
+            if total is None:  # the first block's product, then the others added in place (no copies)
+                total = torch.bmm(weights[:, :, start:stop], block.reshape(b, p, t * d))
+            else:
+                total.baddbmm_(weights[:, :, start:stop], block.reshape(b, p, t * d))
+        return None if total is None else total.view(b, -1, t, d)
 
 
 def _minus(x: torch.Tensor, delta: torch.Tensor | None) -> torch.Tensor:
     """A target's input: a tensor of its own (a view where nothing is patched), so the gradient taken
-    at it is the target's alone and not the residual stream's, which other nodes read too."""
-    return x.view_as(x) if delta is None else x - delta
+    at it is the target's alone and not the residual stream's, which other nodes read too. ``delta``
+    covers the last positions only where the first ones are the same in both runs."""
+    if delta is None:
+        return x.view_as(x)
+    first = x.shape[-2] - delta.shape[-2]
+    if first == 0:
+        return x - delta
+    return torch.cat([x[..., :first, :].expand(*delta.shape[:-2], first, -1), x[..., first:, :] - delta], dim=-2)
 
 
 def embed_output(model, ids: torch.Tensor) -> torch.Tensor:
@@ -131,14 +147,16 @@ def final_logits(model, x: torch.Tensor) -> torch.Tensor:
 
 def run_graph(model, graph: CircuitGraph, ids: torch.Tensor, *, patch: torch.Tensor | None = None,
               corrupt: torch.Tensor | None = None, keep_outputs: bool = False,
-              keep_inputs: bool = False) -> GraphRun:
+              keep_inputs: bool = False, same_until: int = 0) -> GraphRun:
     """One run of ``ids`` (1, T) with ``patch`` (B, targets, sources) of edges from ``corrupt`` (1, sources,
     T, d), the corrupt run's outputs; B runs side by side (B = 1 without a patch). ``keep_inputs``: each
-    target's input tensor, to differentiate the metric by (txviz.circuit.eap)."""
+    target's input tensor, to differentiate the metric by (txviz.circuit.eap). ``same_until``: the
+    positions before it hold the same tokens in both prompts, so (causal attention) the same outputs:
+    the differences patched in are computed from there on only."""
     ids = model.check_ids(ids)
     n_rows = 1 if patch is None else patch.shape[0]
     x = embed_output(model, ids).expand(n_rows, -1, -1)  # (B, T, d)
-    patched = _Patch(patch, corrupt, x.dtype)
+    patched = _Patch(patch, corrupt, x.dtype, min(same_until, ids.shape[1] - 1))
     patched.add(x[:, None])
     outputs, inputs = [x[:, None]], []
     positions = torch.arange(ids.shape[1], device=ids.device)
