@@ -114,3 +114,10 @@ def test_the_smallest_circuit_is_the_first_size_that_reaches_the_target():
     bracket_low = max(p["edges"] for p in curve if p["edges"] < next(q["edges"] for q in curve if q["faithfulness"] >= 0.9))
     between = faithfulness_curve(pair, scores, range(bracket_low, n))
     assert all(p["faithfulness"] < 0.9 for p in between)  # none of the bracket's smaller sizes reaches it
+
+
+def test_faithfulness_of_a_pair_that_scores_the_same_is_refused():
+    model, pair = _pair("mha")
+    same = CircuitPair(model, pair.clean_ids, pair.clean_ids, LogitDiff(3, 5))
+    with pytest.raises(ValueError, match="undefined"):
+        faithfulness(same, same.graph.valid)

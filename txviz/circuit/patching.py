@@ -42,6 +42,9 @@ def patched_metric(pair: CircuitPair, patch: torch.Tensor, chunk: int = CHUNK) -
 def faithfulness(pair: CircuitPair, circuits: torch.Tensor, chunk: int = CHUNK) -> torch.Tensor:
     """(B,) the faithfulness of each circuit (B, targets, sources) bool: its edges clean, all others patched."""
     circuits = circuits[None] if circuits.dim() == 2 else circuits
+    if pair.clean_metric == pair.corrupt_metric:
+        raise ValueError(f"the clean and corrupt runs both score {pair.clean_metric:.6g}: no behaviour to restore, "
+                         "so faithfulness is undefined (pick a corrupt prompt that changes the answer)")
     metric = patched_metric(pair, pair.graph.valid & ~circuits, chunk)
     return (metric - pair.corrupt_metric) / (pair.clean_metric - pair.corrupt_metric)
 
