@@ -8,7 +8,7 @@ from torch.testing import assert_close
 
 from tests.helpers.circuit_variants import CIRCUIT_VARIANTS
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
-from txviz.circuit.eap import eap, eap_ig
+from txviz.circuit.eap import eap, eap_ig, ig_rows
 from txviz.circuit.metric import LogitDiff, LogProb
 from txviz.circuit.pair import CircuitPair
 from txviz.circuit.patching import patched_metric
@@ -76,3 +76,11 @@ def test_the_model_keeps_nothing():
     assert all(p.grad is None for p in model.parameters())
     assert set(vars(model)) == attributes
     assert all(torch.equal(before[name], t) for name, t in model.state_dict().items())
+
+
+def test_longer_prompts_run_fewer_steps_at_once():
+    """A SmolLM2-sized graph: the 24-token pair's five steps fit one backward, 64 tokens do not."""
+    config = tiny_config(vocab_size=100, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, ffn_hidden=64)
+    assert ig_rows(config, 24, 5) == 5
+    assert 1 <= ig_rows(config, 64, 5) < 5
+    assert ig_rows(config, 4096, 5) == 1
