@@ -12,7 +12,10 @@ with Q_u node u's part of the query and K_u' node u''s part of the key (a "bias"
 projections' and LayerNorm's biases). RoPE is a fixed rotation per position, so it is applied to each
 part. The pairs add up to the model's own score exactly (the frozen scales are the run's scales); what
 freezing approximates is the meaning of one pair: it is the pair's share at this run's scales, not what
-removing a node would change, since removing it would change the norms' scales too. A soft-capped model
+removing a node would change, since removing it would change the norms' scales too. Measured on the
+trophy sentence (query "it", key "trophy", a spread of heads, each head's two largest query-side nodes):
+the frozen share missed the exact effect of removing the node by a median 15% on SmolLM2 and 40% on
+Gemma 3 270M, by many times where a node's exact effect is small. A soft-capped model
 (Gemma 2) caps the score after this sum: ``score`` is the sum, ``capped_score`` the model's capped number;
 ALiBi's bias and the mask come after both. The scores of the top pairs say which upstream heads built the
 query and the key that meet (Elhage et al. 2021's Q- and K-composition, read off one attention edge).
