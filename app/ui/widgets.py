@@ -18,6 +18,16 @@ def plain(text: str) -> str:
     return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
 
 
+def percent_change(fraction: float, *, lower_is_better: bool = False) -> dict:
+    """``st.metric``'s delta arguments for a relative change: "+12%" coloured by whether the change is
+    good; a change that reads 0% gets no arrow and no colour ("+0%" in red with an up arrow alarms over
+    nothing)."""
+    text = f"{fraction * 100:+.0f}%"
+    if text in ("+0%", "-0%"):
+        return {"delta": "0% (no change)", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": text, "delta_color": "inverse" if lower_is_better else "normal"}
+
+
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, singular for one: "1 KV head", "8 KV heads"."""
     return f"{n:,} {noun}{'s' * (n != 1)}"
