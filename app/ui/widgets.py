@@ -28,6 +28,20 @@ def percent_change(fraction: float, *, lower_is_better: bool = False) -> dict:
     return {"delta": text, "delta_color": "inverse" if lower_is_better else "normal"}
 
 
+def clip_words(text: str, limit: int, *, keep: str = "start") -> str:
+    """``text`` shortened to about ``limit`` characters at a word boundary, "…" where it was cut: its
+    start (``keep="start"``) or its end (``keep="end"``) kept, never half a word."""
+    if len(text) <= limit:
+        return text
+    if keep == "end":
+        part = text[-(limit + 1):]
+        space = part.find(" ")
+        return "…" + (part[space + 1:] if 0 <= space < len(part) - 1 else text[-limit:]).lstrip()
+    part = text[:limit + 1]
+    space = part.rfind(" ")
+    return (part[:space] if space > 0 else text[:limit]).rstrip() + "…"
+
+
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, singular for one: "1 KV head", "8 KV heads"."""
     return f"{n:,} {noun}{'s' * (n != 1)}"

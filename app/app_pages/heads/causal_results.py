@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import causal_charts
+from app.ui.widgets import clip_words
 from txviz.causal.attribution import correlation_text
 from txviz.causal.flip import answer_flip, no_flip_message
 
@@ -53,7 +54,8 @@ def _logit_diffs(report: dict, request) -> None:
     first.metric(f"Logit difference “{a}” − “{w}”, sentence", f"{report['clean_logit_diff']:+.3f}")
     second.metric("…on the counterfactual", f"{report['corrupt_logit_diff']:+.3f}")
     prefers = lambda diff: request.answer if diff > 0 else request.wrong  # noqa: E731
-    st.caption(f"Measured at the last token of “…{request.clean[-40:]}” and of “…{request.corrupt[-40:]}”, "
+    st.caption(f"Measured at the last token of “{clip_words(request.clean, 40, keep='end')}” and of "
+               f"“{clip_words(request.corrupt, 40, keep='end')}”, "
                f"each word by its first token (“{a}”, “{w}”); positive means {request.answer} is preferred. "
                f"The model prefers **{prefers(report['clean_logit_diff'])}** on the sentence and "
                f"**{prefers(report['corrupt_logit_diff'])}** on the counterfactual.")

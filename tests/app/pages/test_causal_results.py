@@ -5,6 +5,8 @@ correlation is shown with the digits it needs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.app_pages.heads import causal_results
@@ -79,6 +81,9 @@ def test_a_counterfactual_that_leaves_the_answer_is_said_first_and_the_ranking_i
                for c in captions)
 
     request = at.session_state["_causal_last_run"]
+    measured = next(c.value for c in at.caption if c.value.startswith("Measured at the last token of"))
+    shown = re.match(r"Measured at the last token of “…(.*?)”", measured).group(1)
+    assert request.clean.endswith(" " + shown)  # whole words: cut at a space, not inside a word
     corrupt_key = next(w.key for w in at.text_input if w.key and w.key.startswith("causal_corrupt_"))
     flipping = request.corrupt[:request.corrupt.index(". ") + 2] + FLIPPING_END
     at.text_input(key=corrupt_key).input(flipping).run()
