@@ -48,6 +48,6 @@ def quality(report) -> None:
     m1.metric("KV cache (measured)", f"{report.kv_bytes_variant / 2**20:.2f} MiB",
               **percent_change(report.kv_bytes_variant / report.kv_bytes_original - 1, lower_is_better=True))
     m2.metric("Perplexity", f"{report.perplexity_variant:.2f}", delta=f"original {report.perplexity_original:.2f}",
-              delta_color="off")
+              delta_color="off", delta_arrow="off")  # a reference value, not a change: no arrow
     m3.metric("Top-1 agreement", f"{report.top1_agreement * 100:.1f}%")
     m4.metric("Mean KL(original‖variant)", f"{report.mean_kl:.3g} nats")

@@ -1,6 +1,7 @@
 """The sharing tab's measured KV cache against the original: a smaller cache is a green drop, and the
 model's own KV heads (no change) get a neutral "0% (no change)" with no arrow, not a red "+0%" with an
-up arrow; on the zoo's tiny base model (2 KV heads)."""
+up arrow, and the original's perplexity beside the variant's is a reference with no arrow; on the zoo's
+tiny base model (2 KV heads)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def test_no_change_is_neutral_and_a_smaller_cache_is_a_green_drop():
     same = cache_metric(at).proto
     assert same.delta == "0% (no change)"
     assert (same.color, same.direction) == (MetricProto.MetricColor.GRAY, MetricProto.MetricDirection.NONE)
+    perplexity = next(m for m in at.metric if m.label == "Perplexity").proto
+    assert perplexity.delta.startswith("original ") and perplexity.direction == MetricProto.MetricDirection.NONE
     at.segmented_control(key="live_kv").set_value(1).run()  # MQA: half the cache
     no_errors(at)
     smaller = cache_metric(at).proto
