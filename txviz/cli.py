@@ -266,6 +266,12 @@ def _scored(word: dict) -> str:
 
 
 def _print_patch(result: dict, top: int) -> None:
+    from txviz.causal.attribution import correlation_text
+    from txviz.causal.flip import no_flip_message
+    warning = no_flip_message(result["answer_flip"], repr(result["answer_token"]["text"]),
+                              repr(result["wrong_token"]["text"]))
+    if warning:  # first, before any ranking: the heads below are no finding about the answer
+        print(f"NOT A FINDING. {warning}")
     print(f"scored by first tokens: answer {_scored(result['answer_token'])}, wrong {_scored(result['wrong_token'])}")
     print(f"logit diff {result['answer_token']['text']!r} − {result['wrong_token']['text']!r}: "
           f"clean {result['clean_logit_diff']:+.3f}, corrupt {result['corrupt_logit_diff']:+.3f}")
@@ -275,8 +281,8 @@ def _print_patch(result: dict, top: int) -> None:
     for label, key in (("attribution patching", "attribution_agreement"), ("attention margin", "margin_patching_agreement")):
         if key in result:
             figures = result[key]
-            print(f"{label} vs exact patching: spearman {_round(figures['spearman'])}, top-{figures['k']} overlap "
-                  f"{_round(figures['top_k_overlap'])}")
+            print(f"{label} vs exact patching: spearman {correlation_text(figures['spearman'], 3)}, "
+                  f"top-{figures['k']} overlap {_round(figures['top_k_overlap'])}")
 
 
 MAX_GPU_GIB, MAX_SEQ, MAX_BATCH = 1 << 20, 1 << 40, 1 << 20  # a PiB of GPU; beyond any real context or batch

@@ -46,7 +46,8 @@ def expert_map(expert_ids: np.ndarray, gates: np.ndarray, tokens: list[str], n_e
 
 
 def expert_load_bars(load: np.ndarray, *, layers: list[int] | None = None, title: str = "") -> go.Figure:
-    """(L, E) share of the assignments per expert, grouped by layer; the dotted line is an even share."""
+    """(L, E) share of the assignments per expert, grouped by layer; the dotted line (in the legend) is an
+    even share."""
     load = np.asarray(load, dtype=float)
     n_layers, n_experts = load.shape
     layers = layers if layers is not None else list(range(n_layers))
@@ -54,9 +55,12 @@ def expert_load_bars(load: np.ndarray, *, layers: list[int] | None = None, title
     fig = go.Figure([go.Bar(x=x, y=load[:, e], name=f"expert {e}", marker_color=EXPERT_COLORS[e % len(EXPERT_COLORS)],
                             hovertemplate="%{x}, expert " + str(e) + ": %{y:.1%}<extra></extra>")
                      for e in range(n_experts)])
-    fig.add_hline(y=1 / n_experts, line_dash="dot", line_color="black", annotation_text="even share",
-                  annotation_position="top right")
-    fig.update_layout(title=title, barmode="group", height=340, margin=dict(l=10, r=10, t=40, b=10),
+    even = 1 / n_experts
+    fig.add_hline(y=even, line_dash="dot", line_color="black")
+    # named in the legend, not by a label on the line: in a narrow column the label ran under the bars
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(dash="dot", color="black"),
+                             name=f"even share (1/{n_experts} = {even:.0%})", hoverinfo="skip"))
+    fig.update_layout(title=title, barmode="group", height=400, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", y=-0.2))
     fig.update_yaxes(title="share of assignments", tickformat=".0%", range=[0, 1])
     return fig
@@ -98,7 +102,7 @@ def grouped_bars(categories: list[str], series: dict[str, list], *, title: str =
     """One group of bars per category, one bar per named series; None values are left out."""
     fig = go.Figure([go.Bar(x=list(categories), y=[np.nan if v is None else float(v) for v in values], name=name)
                      for name, values in series.items()])
-    fig.update_layout(title=title, barmode="group", height=340, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(title=title, barmode="group", height=400, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", y=-0.2))
     fig.update_yaxes(title=y_title)
     return fig

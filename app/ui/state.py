@@ -182,6 +182,11 @@ def reset_on_change(key: str, inputs: Any) -> None:
     st.session_state[marker] = inputs
 
 
+def use_prompt_as(key: str) -> None:
+    """Put the sidebar's prompt into ``key`` (a button's callback: it runs before the widgets are drawn)."""
+    st.session_state[key] = get("prompt")
+
+
 def clamp_head(n_layers: int, n_heads: int) -> None:
     """Keep the shared layer and head inside the loaded model (a URL may say layer=-5 or head=99).
     Call before the layer/head widgets are drawn."""

@@ -18,6 +18,30 @@ def plain(text: str) -> str:
     return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
 
 
+def percent_change(fraction: float, *, lower_is_better: bool = False) -> dict:
+    """``st.metric``'s delta arguments for a relative change: "+12%" coloured by whether the change is
+    good; a change that reads 0% gets no arrow and no colour ("+0%" in red with an up arrow alarms over
+    nothing)."""
+    text = f"{fraction * 100:+.0f}%"
+    if text in ("+0%", "-0%"):
+        return {"delta": "0% (no change)", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": text, "delta_color": "inverse" if lower_is_better else "normal"}
+
+
+def clip_words(text: str, limit: int, *, keep: str = "start") -> str:
+    """``text`` shortened to about ``limit`` characters at a word boundary, "…" where it was cut: its
+    start (``keep="start"``) or its end (``keep="end"``) kept, never half a word."""
+    if len(text) <= limit:
+        return text
+    if keep == "end":
+        part = text[-(limit + 1):]
+        space = part.find(" ")
+        return "…" + (part[space + 1:] if 0 <= space < len(part) - 1 else text[-limit:]).lstrip()
+    part = text[:limit + 1]
+    space = part.rfind(" ")
+    return (part[:space] if space > 0 else text[:limit]).rstrip() + "…"
+
+
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, singular for one: "1 KV head", "8 KV heads"."""
     return f"{n:,} {noun}{'s' * (n != 1)}"

@@ -107,5 +107,7 @@ def test_an_empty_prompt_is_refused_before_the_model_loads(capsys, monkeypatch):
 def test_the_text_output_names_the_tokens_scored(capsys):
     assert cli.main(["patch", "--model", MODEL, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary",
                      "--wrong", "John", "--top", "3"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    assert first == "scored by first tokens: answer 'Mary', wrong 'John'"
+    lines = capsys.readouterr().out.splitlines()  # after the no-flip warning, when there is one (it comes first)
+    scored = next(line for line in lines if line.startswith("scored by"))
+    assert scored == "scored by first tokens: answer 'Mary', wrong 'John'"
+    assert lines.index(scored) < lines.index("layer  head  patching  ablation     dla")

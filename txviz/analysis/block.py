@@ -79,10 +79,11 @@ def block_equation(config) -> str:
     if config.sandwich_norm:  # Gemma 2/3 normalize each sublayer's output again before adding it
         attn, ffn_post = rf"{norm}'\big({attn}\big)", rf"{norm}''\big({ffn}\big)"
     if config.parallel_block:  # GPT-NeoX: both sublayers read x
-        return (rf"y = x + {attn} + {ffn_post},\quad \hat h={norm}_2(x),"
-                rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
-    return (rf"h = x + {attn},\qquad y = h + {ffn_post},\quad \hat h={norm}(h),"
-            rf"\qquad {_LATEX_NORM_DEF[config.norm]}")
+        lines = [rf"y = x + {attn} + {ffn_post},", rf"\hat h={norm}_2(x),"]
+    else:
+        lines = [rf"h = x + {attn},", rf"y = h + {ffn_post},\quad \hat h={norm}(h),"]
+    # one line per part: on one line the norm's definition ran past the page's width (1440 px screens)
+    return r"\begin{gathered}" + r" \\ ".join([*lines, _LATEX_NORM_DEF[config.norm]]) + r"\end{gathered}"
 
 
 def attention_terms(config) -> str:

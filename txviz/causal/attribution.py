@@ -11,6 +11,8 @@ activation, so it misjudges heads whose effect saturates (attention patterns, La
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from txviz.causal.activations import Activations, GradientProbe, run_with_activations
@@ -57,3 +59,19 @@ def agreement(estimate: torch.Tensor, exact: torch.Tensor, k: int = 10) -> dict:
     top_b = set(b.abs().topk(k).indices.tolist())
     return {"pearson": _pearson(a, b), "spearman": _pearson(_ranks(a), _ranks(b)), "k": k,
             "top_k_overlap": len(top_a & top_b) / k if k else None}
+
+
+def correlation_text(value: float | None, digits: int = 2) -> str:
+    """A correlation as text with as many decimals as it takes (from ``digits``) not to read as a value it
+    does not have: 0.996 is "+0.996", never "+1.00", and 0.004 never "+0.00". "undefined" for None."""
+    if value is None:
+        return "undefined"
+    if min(abs(value), abs(abs(value) - 1)) < 1e-12:  # float noise of an exact 0 or ±1 (identical ranks)
+        return f"{round(value):+.{digits}f}"
+    for places in range(digits, 7):
+        text = f"{value:+.{places}f}"
+        if float(text) == value or abs(float(text)) not in (0.0, 1.0):
+            return text
+    if abs(value) < 0.5:  # closer to 0 than a millionth: in powers of ten
+        return f"{value:+.2g}"
+    return f"{math.copysign(math.floor(abs(value) * 1e6) / 1e6, value):+.6f}"  # within a millionth of ±1: cut down

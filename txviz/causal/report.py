@@ -3,7 +3,8 @@
 For a clean prompt, its counterfactual (same token length) and two words: the logit difference of
 both runs, direct logit attribution (txviz.causal.dla), and per head the effect of mean ablation and of
 patching from the corrupt run (txviz.causal.patching), beside the attention margin when candidates are
-given (txviz.causal.margins). Optionally the attribution-patching estimate and its agreement with exact
+given (txviz.causal.margins), and whether the counterfactual flips the answer at all
+(txviz.causal.flip: a ranking by patching means little when it does not). Optionally the attribution-patching estimate and its agreement with exact
 patching (txviz.causal.attribution), and the residual grid (txviz.causal.residual).
 
 A seam for test sessions: with ``TXVIZ_CAUSAL_MEMO`` naming a folder, ``measure_pair`` keeps its results
@@ -23,6 +24,7 @@ import torch
 
 from txviz.causal.attribution import agreement, attribution_patching
 from txviz.causal.dla import LogitAttribution, direct_logit_attribution
+from txviz.causal.flip import answer_flip
 from txviz.causal.margins import attention_margins
 from txviz.causal.metric import answer_tokens
 from txviz.causal.pair_runs import PairRuns
@@ -164,6 +166,7 @@ def patch_report(model, tokenizer, clean: str, corrupt: str, answer: str, wrong:
     dla, patching, ablation = results["dla"], results["patching"], results["ablation"]
     margins, estimate = results["margins"], results["attribution"]
     report = {"clean_logit_diff": dla.total, "corrupt_logit_diff": results["corrupt_diff"],
+              "answer_flip": answer_flip(dla.total, results["corrupt_diff"]),
               "embed_dla": dla.embed, "bias_dla": dla.bias, **tokens.to_dict(), "bos": bos,
               "n_tokens": len(clean_ids), "clean_tokens": list(clean_enc.tokens),
               "corrupt_tokens": list(corrupt_enc.tokens),

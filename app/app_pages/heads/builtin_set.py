@@ -28,7 +28,7 @@ def builtin_section(source: str, config, bos: str) -> None:
     m1, m2, m3 = st.columns(3)
     best = result["heads"][0]
     m1.metric("Best head", f"L{best['layer']} H{best['head']}", f"accuracy {best['accuracy']:.1%}",
-              delta_color="off")
+              delta_color="off", delta_arrow="off")  # its score, not a change: no arrow
     m2.metric("Nearest-candidate baseline", f"{result['baselines']['nearest']:.1%}")
     m3.metric("First-candidate baseline", f"{result['baselines']['first']:.1%}")
     accuracy = head_grid(((row["layer"], row["head"], row["accuracy"]) for row in result["heads"]),

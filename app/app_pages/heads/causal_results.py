@@ -8,6 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import causal_charts
+from app.ui.widgets import clip_words
+from txviz.causal.attribution import correlation_text
+from txviz.causal.flip import answer_flip, no_flip_message
 
 GRIDS = {"patching": "Patching effect (from the counterfactual)",
          "margin": "Attention margin at the pronoun (looks at the answer)",
@@ -16,6 +19,10 @@ GRIDS = {"patching": "Patching effect (from the counterfactual)",
 
 
 def show(report: dict, request) -> None:
+    flip = answer_flip(report["clean_logit_diff"], report["corrupt_logit_diff"])
+    warning = no_flip_message(flip, request.answer, request.wrong)
+    if warning:  # first: everything ranked below is no finding about the answer
+        st.warning(f"**Not a finding.** {warning}", icon=":material/block:")
     _logit_diffs(report, request)
     _agreement(report)
     left, right = st.columns(2)
@@ -30,7 +37,10 @@ def show(report: dict, request) -> None:
     st.markdown("**Every head**, sorted by the size of its patching effect (click a column to sort by it):")
     st.dataframe(table, hide_index=True, key="causal_table", height=320)
     top = ", ".join(f"{row.head_name} ({row.patching:+.3f})" for row in table.head(10).itertuples())
-    st.caption(f"Top heads by patching: {top}.")
+    if warning:
+        st.caption(f"Largest patching effects (they move the logit difference; the answer does not flip): {top}.")
+    else:
+        st.caption(f"Top heads by patching: {top}.")
     st.plotly_chart(causal_charts.residual_patching(report["residual_grid"], report["clean_tokens"]),
                     key="causal_residual")
     st.caption("Each cell: the clean run with the residual stream entering that layer at that token taken from the "
@@ -44,7 +54,8 @@ def _logit_diffs(report: dict, request) -> None:
     first.metric(f"Logit difference “{a}” − “{w}”, sentence", f"{report['clean_logit_diff']:+.3f}")
     second.metric("…on the counterfactual", f"{report['corrupt_logit_diff']:+.3f}")
     prefers = lambda diff: request.answer if diff > 0 else request.wrong  # noqa: E731
-    st.caption(f"Measured at the last token of “…{request.clean[-40:]}” and of “…{request.corrupt[-40:]}”, "
+    st.caption(f"Measured at the last token of “{clip_words(request.clean, 40, keep='end')}” and of "
+               f"“{clip_words(request.corrupt, 40, keep='end')}”, "
                f"each word by its first token (“{a}”, “{w}”); positive means {request.answer} is preferred. "
                f"The model prefers **{prefers(report['clean_logit_diff'])}** on the sentence and "
                f"**{prefers(report['corrupt_logit_diff'])}** on the counterfactual.")
@@ -53,7 +64,7 @@ def _logit_diffs(report: dict, request) -> None:
 def _figure(agreement: dict | None) -> str:
     if agreement is None:
         return "not available"
-    rho = "undefined" if agreement["spearman"] is None else f"{agreement['spearman']:+.2f}"
+    rho = correlation_text(agreement["spearman"])
     overlap = round(agreement["top_k_overlap"] * agreement["k"])
     return f"rank correlation (Spearman) {rho}, top-{agreement['k']} overlap {overlap}/{agreement['k']}"
 

@@ -8,10 +8,11 @@ import streamlit as st
 from app import cache
 from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
                                          suggest_deciding_word, suggest_pronoun)
-from txviz.analysis.coref.marks import (MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice, mark_key,
-                                        marks_text, read_marks)
+from txviz.analysis.coref.marks import (MAX_CHARS, MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice,
+                                        mark_key, markable, marks_text, read_marks)
 
 
 def coref_tab(source: str, loaded, bos: str) -> None:
@@ -22,7 +23,8 @@ def coref_tab(source: str, loaded, bos: str) -> None:
         "token's attention reaches only the words *before* it.")
     st.latex(r"\text{margin}(\text{head}) = \sum_{j\in\text{answer}} A_{qj}"
              r" - \max_{c\neq\text{answer}} \sum_{j\in c} A_{qj}")
-    text = st.text_input("Sentence (press Enter)", key="coref_text", max_chars=300)
+    _offer_sidebar_prompt()
+    text = st.text_input("Sentence (press Enter)", key="coref_text", max_chars=MAX_CHARS)
     words = sentence_words(text)
     if len(words) < MIN_WORDS:
         st.info("Write a sentence with a pronoun and at least two candidate words before it.")
@@ -48,6 +50,17 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     model_answer.model_answer(traced, loaded.tokenizer, names, marks.completion)
     ranking.rank_heads(loaded, text, traced, spans, names, row, marks.candidates)
     causal_test.causal_section(source, bos, text, words, marks)
+
+
+def _offer_sidebar_prompt() -> None:
+    """The prompt typed in the sidebar, offered as the sentence when it has a pronoun to mark and is not
+    the sentence already."""
+    prompt = state.get("prompt")
+    if prompt == state.get("coref_text") or not markable(prompt):
+        return
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    left.caption(f"Your prompt in the sidebar has a pronoun: “{plain(prompt)}”")
+    right.button("Mark it here", key="coref_use_prompt", on_click=state.use_prompt_as, args=("coref_text",))
 
 
 def _mark_words(text: str, words) -> Marks | None:

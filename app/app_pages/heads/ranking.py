@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.figures import charts
+from app.figures import causal_charts, charts
 from app.ui import state
 from txviz.analysis.coref.ranking import score_heads, word_token_spans
 from txviz.analysis.coref.answer import query_row
@@ -66,8 +66,8 @@ def _show_ranking(loaded, traced, scores, names: list[str], target: int, row: in
                 f"*{query}* (token #{row}) on *{names[target]}*. Best heads first:")
     st.dataframe(rows[:15], hide_index=True, key="coref_ranking")
     grid = head_grid(((s.layer, s.head, s.margin) for s in scores), loaded.config.n_layers, loaded.config.n_heads)
-    st.plotly_chart(charts.metric_heatmap(grid, title=f"Margin for {names[target]!r} from {query!r}, every head",
-                                          zmin=None), key="coref_grid")
+    st.plotly_chart(causal_charts.effect_grid(grid, title=f"Margin for {names[target]!r} from {query!r}, every head",
+                                              unit="margin"), key="coref_grid")  # signed: zero is white
     columns = st.columns(3)
     for column, s in zip(columns, scores[:3]):
         figure = charts.attention_heatmap(traced.trace.attn(s.layer, s.head).numpy(), tokens, tokens,

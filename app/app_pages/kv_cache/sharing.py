@@ -8,7 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache import layer_sweep
 from app.app_pages.kv_cache.widget_state import follow
-from app.ui.widgets import plain
+from app.ui.widgets import percent_change, plain
 from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
 
 DEFAULTS = {"live_tokens": 256}  # kept across tab visits by page.keep_alive
@@ -46,8 +46,8 @@ def quality(report) -> None:
     """The variant's measured cache and quality against the original model (a kv_sharing.QualityReport)."""
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("KV cache (measured)", f"{report.kv_bytes_variant / 2**20:.2f} MiB",
-              delta=f"{(report.kv_bytes_variant / report.kv_bytes_original - 1) * 100:+.0f}%", delta_color="inverse")
+              **percent_change(report.kv_bytes_variant / report.kv_bytes_original - 1, lower_is_better=True))
     m2.metric("Perplexity", f"{report.perplexity_variant:.2f}", delta=f"original {report.perplexity_original:.2f}",
-              delta_color="off")
+              delta_color="off", delta_arrow="off")  # a reference value, not a change: no arrow
     m3.metric("Top-1 agreement", f"{report.top1_agreement * 100:.1f}%")
     m4.metric("Mean KL(original‖variant)", f"{report.mean_kl:.3g} nats")

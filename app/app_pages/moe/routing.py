@@ -72,8 +72,9 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
     left, right = st.columns([3, 2])
     left.plotly_chart(tradeoff_charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
                                         routing.gates.permute(1, 0, 2).numpy(), tokens, routing.n_experts,
-                                        layers=list(routing.layers), title=f"{html.escape(name)}: best expert per token and layer "
-                                        "(hover: every chosen expert, with its gate)"), key="moe_map")
+                                        layers=list(routing.layers),
+                                        title=f"{html.escape(name)}: best expert per token and layer"), key="moe_map")
+    left.caption("Hover a cell: every expert the token was sent to in that layer, with its gate.")
     last = len(routing.layers) - 1
     layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")
     right.plotly_chart(tradeoff_charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,

@@ -69,12 +69,23 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
 
 
 def say_stopped(stopped: tuple) -> None:
-    """What the run a Stop click ended left: how many scalings it scored, kept for the next run."""
+    """What the run a Stop click ended left: the scalings it scored (kept), and what a new run does."""
     kinds, at_factor = pos.SCALING_KINDS, cache.scaling_losses_kept(*stopped)
     _, text, factor, _ = stopped
-    st.info(f"Stopped after {len(at_factor)} of {len(kinds)} scalings (factor {factor:g}, '{text}'): "
-            + (f"{', '.join(at_factor)} {'is' if len(at_factor) == 1 else 'are'} kept, so scoring again does only "
-               f"the other {len(kinds) - len(at_factor)}." if at_factor else "none was finished, so nothing was kept."))
+    rest = [kind for kind in kinds if kind not in at_factor]
+    what = f"Scoring '{text}' at factor {factor:g} was stopped (the Stop button)"
+    if not at_factor:
+        st.info(f"{what} before its first scaling was scored: nothing was kept. A new run scores all "
+                f"{len(kinds)} scalings.")
+        return
+    st.info(f"{what} after {len(at_factor)} of the {len(kinds)} scalings: {_named(at_factor)} "
+            f"{'was' if len(at_factor) == 1 else 'were'} scored and kept. A new run scores only the other "
+            f"{len(rest)}: {_named(rest)}.")
+
+
+def _named(kinds) -> str:
+    """Scaling kinds in quotes, "none" said as no scaling (read bare, "none is kept" says nothing was)."""
+    return ", ".join(f"“{kind}” (no scaling)" if kind == "none" else f"“{kind}”" for kind in kinds)
 
 
 def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) -> None:

@@ -21,9 +21,18 @@ def test_expert_map_colours_the_best_expert_and_hovers_every_choice():
 def test_expert_load_bars_one_trace_per_expert_and_an_even_line():
     load = np.array([[0.7, 0.1, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25]])
     fig = tradeoff_charts.expert_load_bars(load)
-    assert len(fig.data) == 4 and list(fig.data[0].y) == [0.7, 0.25]
-    assert list(fig.data[0].x) == ["layer 0", "layer 1"]
+    bars = [trace for trace in fig.data if trace.type == "bar"]
+    assert len(bars) == 4 and list(bars[0].y) == [0.7, 0.25]
+    assert list(bars[0].x) == ["layer 0", "layer 1"]
     assert fig.layout.shapes[0].y0 == 0.25
+
+
+def test_the_even_share_is_named_in_the_legend_not_on_the_line():
+    """A label on the line ran under the bars (and past the plot) in a narrow column; the legend has room."""
+    fig = tradeoff_charts.expert_load_bars(np.full((3, 8), 1 / 8))
+    assert not fig.layout.annotations
+    [even] = [trace for trace in fig.data if trace.type == "scatter"]
+    assert even.name == "even share (1/8 = 12%)" and even.line.dash == fig.layout.shapes[0].line.dash == "dot"
 
 
 def test_histograms_labelled_points_and_grouped_bars():

@@ -67,7 +67,7 @@ def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
     body = texts(at)
     assert "on the sentence and" in body and "on the counterfactual." in body
     assert "Looks at the answer vs moves the answer" in body and "top-10 overlap" in body
-    assert "Attribution patching vs exact patching" in body and "Top heads by patching: L" in body
+    assert "Attribution patching vs exact patching" in body and "Largest patching effects (" in body  # no flip
     table = at.dataframe[-1].value
     assert len(table) == 16 and list(table["patching rank"])[:3] == [1, 2, 3]
     assert (table["patching"].abs().diff().dropna() <= 1e-9).all()  # sorted by the size of the effect

@@ -216,6 +216,7 @@ def test_ranking_for_another_answer_and_the_builtin_set(app, monkeypatch):
     assert metrics["Nearest-candidate baseline"] == "50.0%"
     best = next(m for m in at.metric if m.label == "Best head")
     assert float(best.proto.delta.split()[-1].rstrip("%")) > 80.0
+    assert best.proto.direction == best.proto.MetricDirection.NONE  # its score, not a change: no arrow
     [(bos, result)] = evaluated  # computed once, for the sidebar's default: the sink token
     assert bos == "sink" and best.value == f"L{result['heads'][0]['layer']} H{result['heads'][0]['head']}"
     assert_default_model_has_coreference_heads(result)

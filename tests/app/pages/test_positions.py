@@ -117,8 +117,9 @@ def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_on
     at.run()
     no_errors(at)
     said = " ".join(i.value for i in at.info)
-    assert "Stopped after 2 of 5 scalings (factor 8" in said
-    assert "none, linear are kept, so scoring again does only the other 3." in said
+    assert "Scoring '" in said and "at factor 8 was stopped (the Stop button) after 2 of the 5 scalings" in said
+    assert "“none” (no scaling), “linear” were scored and kept." in said
+    assert "A new run scores only the other 3: “ntk”, “yarn”, “llama3”." in said
     assert at.button(key="rope_scaling_run").label.startswith("Score the text under the other 3 scalings (≈ ")
     assert not has_chart(at, "rope_scaling_loss")
     at.button(key="rope_scaling_run").click().run()
@@ -127,7 +128,19 @@ def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_on
     losses = next(d.value for d in at.dataframe if "scaling" in d.value.columns)
     assert list(losses["scaling"]) == ["none", "linear", "ntk", "yarn", "llama3"]
     at.run()
-    assert has_chart(at, "rope_scaling_loss") and not any("Stopped after" in i.value for i in at.info)  # said once
+    assert has_chart(at, "rope_scaling_loss") and not any("was stopped" in i.value for i in at.info)  # said once
+
+
+def test_a_scaling_run_stopped_before_its_first_scaling_says_nothing_was_kept():
+    at = positions_page("base", "RoPE scaling")
+    at.select_slider(key="rope_factor").set_value(8.0).run()
+    at.select_slider(key="rope_text_tokens").set_value(256).run()  # a run no other test scores
+    at.session_state["_rope_running"] = (at.session_state["model"], at.selectbox(key="rope_text").value, 8.0, 256)
+    at.run()
+    no_errors(at)
+    said = " ".join(i.value for i in at.info)
+    assert "was stopped (the Stop button) before its first scaling was scored: nothing was kept." in said
+    assert "A new run scores all 5 scalings." in said and "none" not in said.replace("nothing", "")
 
 
 def test_alibi_model_shows_its_measured_bias_with_and_without_it_and_no_rope():

@@ -14,12 +14,21 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from txviz.analysis.coref.answer import QUERY_KINDS
+from txviz.analysis.coref.answer import QUERY_KINDS, sentence_words, suggest_pronoun
 
 MARK_NAMES = ("pronoun", "candidates", "deciding", "completion", "swap", "query", "target")
 MARK_PREFIXES = tuple(f"coref_{name}_" for name in MARK_NAMES)
 MIN_WORDS = 3  # a pronoun and two candidates
 MAX_WORDS = 60  # three strips of clickable words: beyond this they stop being readable
+MAX_CHARS = 300  # the sentence box's limit
+
+
+def markable(text: str) -> bool:
+    """Whether ``text`` can be marked as it stands: within the sentence box's limits, with a pronoun that
+    has at least two words before it (its candidates)."""
+    words = sentence_words(text)
+    pronoun = suggest_pronoun(words)
+    return len(text) <= MAX_CHARS and MIN_WORDS <= len(words) <= MAX_WORDS and pronoun is not None and pronoun >= 2
 
 
 def digest(*parts) -> str:
