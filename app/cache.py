@@ -13,7 +13,9 @@ or head never reruns the model. A result that depends on the limits has them in 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import time
 from typing import Callable
 
 import numpy as np
@@ -21,7 +23,8 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app.services import causal, generation, heads, kv_sharing, models, positions, prompts, texts, traces, zoo
+from app.services import (causal, generation, heads, kv_sharing, models, positions, prompts, run_time, texts, traces,
+                          zoo)
 from app.services.byte_cache import ByteBudgetCache
 from app.services.causal import CausalRequest
 from app.services.prompts import PromptError, dropped_characters
@@ -46,7 +49,7 @@ __all__ = [  # what the pages call
     "PromptTrace", "get_trace", "attention_plan", "get_attention_trace", "get_head_table", "get_map_overview",
     "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
     # heads
-    "get_induction_scores", "get_coref_evaluation",
+    "get_induction_scores", "coref_kept", "coref_seconds", "get_coref_evaluation",
     "head_maps_blob",
     # the real models side by side (issue 15)
     "long_cache", "kind_rows",
@@ -90,8 +93,10 @@ SHARED_STORES: dict[str, tuple[Callable[[], int], Callable[[object], int]]] = {
     "generations": (lambda: 8, _one),  # greedy, so deterministic: the cache-growth view of a prompt
     "layer_sharing": (lambda: 8, _one),
     "measurements": (lambda: 64, _one),  # the tradeoffs page's runs on this machine
-    "long_texts": (lambda: LONG_TEXT_BYTES, _text_bytes),
-    "causal": (lambda: 16, _one),  # the Heads page's causal reports: grids of a few thousand numbers each  # link values too long for a URL, by id (app/ui/state.py)
+    "long_texts": (lambda: LONG_TEXT_BYTES, _text_bytes),  # link values too long for a URL, by id (app/ui/state.py)
+    "coref": (lambda: 8, _one),  # the built-in set scored: a (layers × heads) table per model and BOS policy
+    "causal": (lambda: 16, _one),  # the Heads page's causal reports: grids of a few thousand numbers each
+    "run_ratios": (lambda: 16, _one),  # (kind, model) → the last runs' time against their passes timed alone
 }
 
 
@@ -221,25 +226,68 @@ def _induction_scores(_loaded: LoadedModel, source: str, length: int, seed: int)
     return heads.induction_scores(_loaded, length, seed)
 
 
-def get_coref_evaluation(source: str, bos: str) -> dict:
-    """Every head scored on the built-in coreference set; budget-checked on every call."""
+def coref_kept(source: str, bos: str) -> dict | None:
+    """Every head scored on the built-in set, if any session has run it for this model and BOS policy, else None."""
+    return _shared("coref").peek((source, bos))[1]
+
+
+def coref_seconds(source: str, bos: str) -> float:
+    """How long scoring the built-in set takes here now (app/services/run_time.py)."""
     loaded = get_model(source)
-    heads.check_coref(loaded, bos, limits())
-    return _coref_evaluation(loaded, source, bos)
+    return _run_seconds("coref", source, _coref_longest(loaded, source, bos), heads.coref_passes())
 
 
-@st.cache_resource(show_spinner="Scoring every head on the built-in coreference set…", max_entries=4)
-def _coref_evaluation(_loaded: LoadedModel, source: str, bos: str) -> dict:
-    return heads.coref_evaluation(_loaded, bos)
+def get_coref_evaluation(source: str, bos: str, progress=None) -> dict:
+    """Every head scored on the built-in coreference set (budget-checked first), once for every session,
+    ``progress(fraction, message)`` drawing the caller's bar after each batch."""
+    loaded = get_model(source)
+    longest = _coref_longest(loaded, source, bos)
+    heads.check_coref(loaded, bos, limits(), longest=longest)
+    return _shared("coref").get((source, bos), _timed("coref", source, longest, heads.coref_passes(),
+                                                      lambda: heads.coref_evaluation(loaded, bos, progress)))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _coref_longest(_loaded: LoadedModel, source: str, bos: str) -> int:
+    """The built-in set's longest sentence in tokens: tokenized once per model and policy, not on every rerun."""
+    return heads.coref_longest(_loaded, bos)
+
+
+# ---- how long a run takes here, now -------------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=60)
+def _one_pass_seconds(_loaded: LoadedModel, source: str, n_tokens: int) -> float:
+    """One plain forward of ``n_tokens`` timed at most once a minute per model and length: it follows the
+    machine's load without a timing on every rerun."""
+    return run_time.one_pass_seconds(_loaded, n_tokens)
+
+
+def _run_seconds(kind: str, source: str, n_tokens: int, passes: float) -> float:
+    ratio = run_time.ratio(_shared("run_ratios").peek((kind, source))[1], kind)
+    return passes * _one_pass_seconds(get_model(source), source, n_tokens) * ratio
+
+
+def _timed(kind: str, source: str, n_tokens: int, passes: float, compute: Callable[[], object]) -> Callable[[], object]:
+    """``compute`` that, once it has finished, keeps its time against its passes timed alone for later estimates."""
+    def run():
+        one_pass = _one_pass_seconds(get_model(source), source, n_tokens)
+        started = time.perf_counter()
+        result = compute()
+        seconds = time.perf_counter() - started
+        _shared("run_ratios").update((kind, source), lambda kept: run_time.kept_ratios(kept, seconds, passes, one_pass))
+        return result
+
+    return run
 
 
 # ---- which heads cause the answer (issue 13) ----------------------------------------------------------
 def causal_estimate(source: str, request: CausalRequest) -> limits_.Estimate:
-    """What the causal run of ``request`` would take, or PromptError (unequal token lengths, a word
-    the vocabulary lacks, a budget too small) saying what to change."""
+    """What the causal run of ``request`` would take, its time measured here now (app/services/run_time.py),
+    or PromptError (unequal token lengths, a word the vocabulary lacks, a budget too small) saying what to change."""
     loaded, settings = get_model(source), limits()
     clean, corrupt, _ = causal.prepare(loaded, request, settings)
-    return causal.estimate(loaded, clean.ids, corrupt.ids, settings)
+    checked = causal.estimate(loaded, clean.ids, corrupt.ids, settings)  # the limits hold the counted work
+    seconds = _run_seconds("causal", source, len(clean.ids), causal.passes(loaded, clean.ids, corrupt.ids))
+    return dataclasses.replace(checked, seconds=seconds)
 
 
 def causal_kept(source: str, request: CausalRequest) -> dict | None:
@@ -249,10 +297,12 @@ def causal_kept(source: str, request: CausalRequest) -> dict | None:
 
 def get_causal_report(source: str, request: CausalRequest, progress=None) -> dict:
     """Run (once for every session, keyed by model, texts, words and limits) the causal report,
-    ``progress(done, total)`` drawing the caller's bar."""
+    ``progress(fraction, message)`` drawing the caller's bar after each step and batch."""
     loaded, settings = get_model(source), limits()
-    return _shared("causal").get((source, request, settings),
-                                 lambda: causal.run(loaded, request, settings, progress))
+    clean, corrupt, _ = causal.prepare(loaded, request, settings)
+    compute = _timed("causal", source, len(clean.ids), causal.passes(loaded, clean.ids, corrupt.ids),
+                     lambda: causal.run(loaded, request, settings, progress))
+    return _shared("causal").get((source, request, settings), compute)
 
 
 # ---- positions --------------------------------------------------------------------------------------

@@ -19,11 +19,12 @@ import torch
 from app.services.prompts import PromptError, encode, within_budget
 from app.services.threads import threads_for_this_run
 from txviz import limits as limits_
+from txviz.batches import between_batches
 from txviz.causal import agreement, answer_tokens, cost
 from txviz.analysis.coref.answer import CONTRASTS, GENDER_SWAP, swap_gender
 from txviz.causal.margins import attention_margins
 from txviz.causal.patching import DEFAULT_CHUNK
-from txviz.causal.report import STEPS, measure_pair  # noqa: F401  (STEPS: the progress bar's steps)
+from txviz.causal.report import STEPS, measure_pair
 from txviz.loading.loaded import LoadedModel
 
 
@@ -100,17 +101,40 @@ def estimate(loaded: LoadedModel, clean_ids, corrupt_ids, settings: limits_.Limi
                                             gflops=settings.gflops, grid=True, chunk_size=chunk_size), settings)
 
 
+def passes(loaded: LoadedModel, clean_ids, corrupt_ids, chunk_size: int = DEFAULT_CHUNK) -> float:
+    """The run's work in forward passes of one prompt (txviz.causal.cost), as ``run`` does it."""
+    config = loaded.config
+    return cost.pair_passes(config.n_layers, config.n_heads, clean_ids, corrupt_ids, grid=True, chunk_size=chunk_size)
+
+
 def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
-        progress: Callable[[int, int], None] | None = None) -> dict:
-    """The causal report of ``request`` (the keys of ``patch_report`` with the residual grid), each step
-    reported as ``progress(done, len(STEPS))``."""
+        progress: Callable[[float, str], None] | None = None) -> dict:
+    """The causal report of ``request`` (the keys of ``patch_report`` with the residual grid), reported
+    after each step and each batch of variants as ``progress(fraction done, "step k of 6 (name), batch i of n")``."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
     estimate(loaded, clean.ids, corrupt.ids, settings)
-    with threads_for_this_run():  # ~290 passes' work: one thread while the machine is oversubscribed
+    on_step, on_batch = _reporters(progress or (lambda fraction, message: None))
+    with threads_for_this_run(), between_batches(on_batch):  # the cores free now, decided again every batch
         results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
                                tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
-                               grid=True, progress=progress)
+                               grid=True, progress=on_step)
     return _report(results, clean, corrupt, tokens, request.top_k)
+
+
+def _reporters(progress: Callable[[float, str], None]):
+    """(measure_pair's per-step callback, the per-batch hook), both reporting to ``progress``."""
+    step = [0]
+
+    def on_step(done: int, total: int) -> None:
+        step[0] = done
+        progress(done / total, f"step {min(done + 1, total)} of {total} ({STEPS[min(done, total - 1)]})"
+                 if done < total else "done")
+
+    def on_batch(done: int, total: int) -> None:
+        n = len(STEPS)
+        progress((step[0] + done / total) / n, f"step {step[0] + 1} of {n} ({STEPS[step[0]]}), batch {done} of {total}")
+
+    return on_step, on_batch
 
 
 def _margins(model, encoding, request: CausalRequest) -> torch.Tensor | None:

@@ -13,8 +13,10 @@ store on this server, which forgets it when the server restarts (the page then s
 from __future__ import annotations
 
 import hashlib
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
 import streamlit as st
@@ -198,3 +200,41 @@ def set_head(layer: int, head: int) -> None:
     """Select a head from a click elsewhere (before the layer/head widgets are drawn)."""
     st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
     sync_url()  # the app synced the URL before this page ran: keep the link to the view current
+
+
+# ---- a long run with its own Stop ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoppableRun:
+    """A run started by a click that a Stop button (any click, or Streamlit's own Stop) ends between two
+    batches. Streamlit ends a script that has a new click waiting at its next call of st.*, which the
+    run's progress bar makes after every batch; ``running`` marks the session while the run is under way
+    and what it has done, so the next run of the page can say where it stopped (``stopped``)."""
+
+    name: str  # the session keys' prefix, one per kind of run
+
+    def stopped(self) -> dict | None:
+        """Where the last run of this kind stopped ({"fraction", "message", "seconds"}), once; None when it finished."""
+        return st.session_state.pop(f"_{self.name}_running", None)
+
+    @contextmanager
+    def running(self, what: str, estimate_s: float | None = None) -> Iterator[Callable[[float, str], None]]:
+        """A Stop button and a bar ``what: message, N s so far (about M s left)``; yields ``progress(fraction, message)``."""
+        st.button("Stop", key=f"{self.name}_stop", help="Ends the run after the batch under way.")
+        bar = st.progress(0.0, text=f"{what}…")
+        marker, started = f"_{self.name}_running", time.perf_counter()
+        st.session_state[marker] = {"fraction": 0.0, "message": "starting", "seconds": 0.0}
+
+        def progress(fraction: float, message: str) -> None:
+            seconds, fraction = time.perf_counter() - started, min(max(fraction, 0.0), 1.0)
+            st.session_state[marker] = {"fraction": fraction, "message": message, "seconds": seconds}
+            left = "" if estimate_s is None else f", about {max(estimate_s - seconds, 0.0):.0f} s left"
+            bar.progress(fraction, text=f"{what}: {message}, {seconds:.0f} s so far{left}")
+
+        try:
+            yield progress
+        except Exception:  # the run failed: nothing was stopped. A stop is Streamlit's control exception, a
+            st.session_state.pop(marker, None)  # BaseException raised out of ``progress``: it leaves the marker
+            bar.empty()
+            raise
+        st.session_state.pop(marker, None)
+        bar.empty()

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import torch
 
+from txviz.batches import batch_done
 from txviz.causal.activations import Activations, run_with_activations
 from txviz.causal.intervention import Intervention, Replace, Value
 from txviz.causal.metric import logit_diff
@@ -55,6 +56,7 @@ def run_variants(model, ids: torch.Tensor, variants: Sequence[Sequence[Replace]]
         rows = edited[start:start + chunk_size]
         logits = _resume_chunk(model, clean, [variants[n] for n in rows], source, ids.shape[-1])
         results[rows] = logit_diff(logits, answer_id, wrong_id).float().cpu()
+        batch_done(start // chunk_size + 1, -(-len(edited) // chunk_size))
     return results
 
 

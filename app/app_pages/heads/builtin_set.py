@@ -6,8 +6,12 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
+from app.ui.state import StoppableRun
 from app.ui.widgets import missing_bos_warning
 from txviz.analysis.coref.table import head_grid
+from txviz.limits import format_seconds
+
+RUN = StoppableRun("coref_set")
 
 
 def builtin_section(source: str, config, bos: str) -> None:
@@ -16,14 +20,10 @@ def builtin_section(source: str, config, bos: str) -> None:
                 "nearest candidate, or the first, scores exactly 50%. A head is right when the answer gets more "
                 "attention from the pronoun than any other candidate (Clark et al. 2019).")
     prepended_note(cache.get_model(source).tokenizer, bos)
-    if st.button("Score every head on the built-in set", key="coref_builtin"):
-        st.session_state["coref_builtin_done"] = True
-    if not st.session_state.get("coref_builtin_done"):
-        return
-    try:
-        result = cache.get_coref_evaluation(source, bos)
-    except ValueError as error:  # e.g. a BOS policy this model's tokenizer has no token for
-        st.warning(f"Cannot score the built-in set: {error}")
+    result = cache.coref_kept(source, bos)  # scored by any session for this model and policy: shown at no cost
+    if result is None:
+        result = _run_button(source, bos)
+    if result is None:
         return
     m1, m2, m3 = st.columns(3)
     best = result["heads"][0]
@@ -36,6 +36,25 @@ def builtin_section(source: str, config, bos: str) -> None:
     st.plotly_chart(charts.metric_heatmap(accuracy, title=f"Accuracy on {result['n_cases']} cases", zmax=1),
                     key="coref_accuracy")
     st.dataframe(result["heads"][:10], hide_index=True, key="coref_builtin_table")
+
+
+def _run_button(source: str, bos: str) -> dict | None:
+    """The button, and the scoring under a bar with its own Stop; None until it is pressed (a model or
+    policy switch never scores the set by itself: each pair is scored on its own click)."""
+    stopped = RUN.stopped()
+    if stopped is not None:
+        st.info(f"Stopped after {stopped['seconds']:.0f} s, at {stopped['message']} ({stopped['fraction']:.0%} of the "
+                "sentences). Nothing of it was kept: the accuracies need every sentence. Score again to see them.")
+    seconds = cache.coref_seconds(source, bos)
+    st.caption(f"About {format_seconds(seconds)} here now: every sentence runs once, up to its pronoun.")
+    if not st.button("Score every head on the built-in set", key="coref_builtin"):
+        return None
+    try:
+        with RUN.running("Scoring every head on the built-in set", seconds) as progress:
+            return cache.get_coref_evaluation(source, bos, progress)
+    except ValueError as error:  # e.g. a BOS policy this model's tokenizer has no token for
+        st.warning(f"Cannot score the built-in set: {error}")
+        return None
 
 
 def prepended_note(tokenizer, bos: str) -> None:

@@ -15,10 +15,11 @@ import streamlit as st
 from app import cache
 from app.app_pages.heads import causal_results
 from app.services.causal import propose_counterfactual
-from app.ui.progress import step_bar
+from app.ui.state import StoppableRun
 from txviz.analysis.coref.marks import Marks, digest
 
 LAST_RUN = "_causal_last_run"  # this session's last request run: says when the inputs moved on from it
+RUN = StoppableRun("causal")
 
 
 def causal_section(source: str, bos: str, text: str, words, marks: Marks) -> None:
@@ -68,7 +69,11 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
 
 
 def _run_button(source: str, request: cache.CausalRequest) -> dict | None:
-    """The estimate and the button; a run under a progress bar, or None until it is pressed."""
+    """The estimate and the button; a run under a progress bar with its own Stop, or None until it is pressed."""
+    stopped = RUN.stopped()
+    if stopped is not None:
+        st.info(f"Stopped after {stopped['seconds']:.0f} s, at {stopped['message']} ({stopped['fraction']:.0%} of "
+                "the work). Nothing of it was kept: the report needs every step. Run the test again to measure.")
     try:
         estimate = cache.causal_estimate(source, request)
     except cache.PromptError as error:
@@ -80,5 +85,5 @@ def _run_button(source: str, request: cache.CausalRequest) -> dict | None:
     st.caption(f"It takes {estimate.describe()}.")
     if not st.button("Run the causal test", key="causal_run", type="primary"):
         return None
-    with step_bar("Patching and ablating every head", unit="step") as progress:
+    with RUN.running("Patching and ablating every head", estimate.seconds) as progress:
         return cache.get_causal_report(source, request, progress)

@@ -50,6 +50,12 @@ def show_benchmark(result, budget: int) -> None:
                                                   "one score matrix (analytic)": table["one score matrix MiB (analytic)"]},
                                 log_x=True, log_y=True, mode="lines+markers", title="Peak memory during the call",
                                 x_title="tokens", y_title="MiB"), key="to_flash_memory")
+    runs = max(len(r.sdpa_runs) for r in result)
+    notes = tables.noise_notes(result)
+    st.caption(f"Time: the median of {runs} runs of each, naive and SDPA called in turn so that a busy moment "
+               "slows both; the table gives the fastest and slowest run. "
+               + ("; ".join(notes).capitalize() + "." if notes else
+                  "At every length the two methods' runs are apart, and each method's runs grow with the length."))
     st.caption(f"Memory: {result[0].memory_method}, output included. Same outputs at every length "
                "(torch.testing.assert_close). Naive runs are skipped where three score matrices would exceed "
                f"the memory budget ({budget / 2**30:.1f} GiB). {torch.get_num_threads()} CPU threads.")

@@ -204,6 +204,18 @@ def test_batches_group_by_length_within_the_budget():
     assert list(_batches([10, 200, 12], batch_size=16)) == [[0, 2], [1]]  # 3 · 200² > MAX_BATCH_CELLS
 
 
+def test_evaluate_reports_each_batch_to_the_hook(tiny):
+    from txviz.batches import batch_done, between_batches
+
+    seen, outer = [], []
+    with between_batches(lambda done, total: outer.append(done)), between_batches(lambda *a: seen.append(a)):
+        evaluate(tiny, builtin_cases()[::8], batch_size=4)
+    batch_done(1, 1)  # outside the block: nobody is called
+    n = len(seen)
+    assert n == len(list(_batches([1] * 30, 4))) and seen == [(i, n) for i in range(1, n + 1)]
+    assert outer == list(range(1, n + 1))  # the outer hook is called too
+
+
 def test_evaluate_batching_changes_nothing(tiny):
     """Right padding is invisible to a causal model's real rows."""
     cases = builtin_cases()[::12]

@@ -5,13 +5,14 @@ the zoo's files read into rows."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 import torch
 from torch.testing import assert_close
 
 from tests.helpers.tiny import random_decoder, tiny_config
-from txviz.analysis.tradeoffs import timing
+from txviz.analysis.tradeoffs import tables, timing
 from txviz.analysis.tradeoffs import formulas as tr
 from txviz.analysis.kv.memory import count_params
 from txviz.analysis.moe.routing import ffn_flops_per_token
@@ -232,3 +233,30 @@ def test_a_depth_sweep_keeps_a_per_layer_pattern_by_its_period():
     for shape in equal_budget_shapes(config, [4, 12, 24]):
         assert len(shape.layer_types) == shape.n_layers
         assert shape.layer_types == layer_pattern(config.layer_types, shape.n_layers)
+
+
+def test_naive_and_sdpa_are_timed_in_turn_and_every_run_is_kept(monkeypatch):
+    calls = []
+    monkeypatch.setattr(timing, "naive_attention", lambda q, k, v: calls.append("naive") or q)
+    monkeypatch.setattr(timing, "sdpa_attention", lambda q, k, v: calls.append("sdpa") or q)
+    monkeypatch.setattr(timing, "peak_bytes", lambda fn, device: (fn(), 1, "stub"))
+    monkeypatch.setattr(timing.torch.testing, "assert_close", lambda *a, **k: None)
+    [row] = timing.attention_benchmark([8], n_heads=1, head_dim=4, repeats=4)
+    assert calls[2:] == ["naive", "sdpa"] * 4  # after the two memory runs: alternated, so load meets both
+    assert len(row.naive_runs) == len(row.sdpa_runs) == 4
+    assert row.naive_s == statistics.median(row.naive_runs) and row.sdpa_s == statistics.median(row.sdpa_runs)
+
+
+def test_noise_decides_where_the_runs_of_the_two_methods_overlap():
+    def row(tokens, naive, sdpa):
+        return timing.AttentionTiming(tokens, statistics.median(sdpa), 1, 1, statistics.median(naive), 1, 0.0, "m",
+                                      tuple(naive), tuple(sdpa))
+
+    apart, overlapping = row(512, [0.070, 0.074, 0.080], [0.010, 0.011, 0.012]), row(1024, [0.055, 0.061, 0.090],
+                                                                                      [0.040, 0.050, 0.058])
+    assert not apart.noise_decides and overlapping.noise_decides
+    assert not timing.AttentionTiming(8, 0.01, 1, 1, None, None, None, "m", (), (0.01,)).noise_decides  # naive skipped
+    notes = tables.noise_notes([apart, overlapping])
+    assert any("1,024 tokens naive and SDPA" in n for n in notes)
+    assert any(n.startswith("naive at 1,024 tokens has a run as fast as one at 512") for n in notes)  # 55 ms < 80 ms
+    assert not tables.noise_notes([apart, row(1024, [0.300, 0.310, 0.320], [0.030, 0.031, 0.032])])

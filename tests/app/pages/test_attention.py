@@ -151,15 +151,15 @@ def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(m
 
     from app.services import threads
 
-    assert threads.threads_for_load(2, load=1.2, cpus=2) == 2
-    assert threads.threads_for_load(2, load=2.0, cpus=2) == threads.threads_for_load(4, load=9.5, cpus=2) == 1
+    assert threads.threads_for_load(2, busy=0.0, cpus=2) == 2
+    assert threads.threads_for_load(2, busy=1.0, cpus=2) == threads.threads_for_load(4, busy=9.5, cpus=2) == 1
     seen = []
-    for load in (9.5, 0.1):
-        monkeypatch.setattr(threads.os, "getloadavg", lambda load=load: (load, load, load))
+    for busy in (9.5, 0.0):
+        monkeypatch.setattr(threads, "others_running", lambda busy=busy: busy)
         with threads.threads_for_this_run():
             seen.append(torch.get_num_threads())
         assert torch.get_num_threads() == threads.PROCESS_THREADS  # the process's own count again
-    assert seen == [1, threads.threads_for_load(threads.PROCESS_THREADS, 0.1, threads.os.cpu_count())]
+    assert seen == [1, threads.threads_for_load(threads.PROCESS_THREADS, 0.0, threads.os.cpu_count())]
 
 
 def test_the_layer_profile_is_each_layers_mean_over_its_heads_and_follows_a_new_prompt(new_app):

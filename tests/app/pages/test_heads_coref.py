@@ -200,7 +200,7 @@ def test_ranking_for_another_answer_and_the_builtin_set(app, monkeypatch):
     evaluated = []
     evaluate = heads.coref_evaluation
     monkeypatch.setattr(heads, "coref_evaluation",
-                        lambda loaded, bos: evaluated.append((bos, evaluate(loaded, bos))) or evaluated[-1][1])
+                        lambda loaded, bos, progress=None: evaluated.append((bos, evaluate(loaded, bos, progress))) or evaluated[-1][1])
     at = heads_page(app)
     ranking = at.dataframe[0].value
     assert len(ranking) == 15 and list(ranking.columns[:4]) == ["layer", "head", "margin", "predicts"]

@@ -92,12 +92,12 @@ def test_the_estimate_counts_the_work_the_sweeps_run(tiny):
 
 
 def test_the_report_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
-    """~1300 forward passes: under load (1-minute load ≥ cores) the causal report runs on one torch thread,
+    """~1300 forward passes: under load (other processes running on every core) the causal report runs on one torch thread,
     as the page's trace does (app.services.threads), and the process's count is restored after."""
     from app.services import causal, threads
 
     seen = []
-    monkeypatch.setattr(threads.os, "getloadavg", lambda: (99.0, 99.0, 99.0))
+    monkeypatch.setattr(threads, "others_running", lambda: 99.0)
     monkeypatch.setattr(causal, "measure_pair", lambda *a, **k: seen.append(torch.get_num_threads()) or {})
     monkeypatch.setattr(causal, "_report", lambda results, *a: results)
     monkeypatch.setattr(causal, "prepare", lambda *a: (SimpleNamespace(ids=[1, 2]), SimpleNamespace(ids=[1, 3]),

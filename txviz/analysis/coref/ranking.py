@@ -30,6 +30,8 @@ from typing import Iterable, Sequence
 
 import torch
 
+from txviz.batches import batch_done
+
 BUILTIN_PATH = Path(__file__).resolve().parents[3] / "assets" / "coref" / "agreement.jsonl"
 REQUIRED_FIELDS = ("text", "pronoun", "candidates", "answer")
 OPTIONAL_FIELDS = ("pronoun_occurrence", "kind")
@@ -300,7 +302,8 @@ def _pronoun_masses(model, encodings, spans, batch_size: int) -> Iterable[tuple[
     from txviz.capture.trace import trace
 
     lengths = [s.pronoun_row + 1 for s in spans]  # what each case runs: its tokens up to the pronoun's
-    for batch in _batches(lengths, batch_size):
+    batches = list(_batches(lengths, batch_size))
+    for done, batch in enumerate(batches, start=1):
         ids = torch.zeros(len(batch), max(lengths[i] for i in batch), dtype=torch.long)  # (B, T), 0-padded
         for b, i in enumerate(batch):
             ids[b, :lengths[i]] = torch.as_tensor(list(encodings[i].ids)[:lengths[i]])
@@ -308,6 +311,7 @@ def _pronoun_masses(model, encodings, spans, batch_size: int) -> Iterable[tuple[
         for b, i in enumerate(batch):
             row = spans[i].pronoun_row  # the last real row: its keys are the case's tokens 0..row
             yield i, _row_masses(probs[:, b, :, row, :row + 1], spans[i].candidates)
+        batch_done(done, len(batches))
 
 
 def case_margins(source, cases: Sequence[CorefCase], *, bos: str = "sink", batch_size: int = 16) -> torch.Tensor:

@@ -106,12 +106,33 @@ def benchmark_table(result: Sequence[AttentionTiming]) -> dict[str, list]:
     def mib_or_none(nbytes):
         return None if nbytes is None else nbytes / MIB
 
+    def runs_range(runs):
+        return f"{min(runs) * 1e3:.3g}–{max(runs) * 1e3:.3g}" if runs else None
+
     return {"tokens": [r.tokens for r in result], "naive ms": [ms_or_none(r.naive_s) for r in result],
-            "SDPA ms": [r.sdpa_s * 1e3 for r in result], "speedup": [r.speedup for r in result],
+            "naive fastest–slowest ms": [runs_range(r.naive_runs) for r in result],
+            "SDPA ms": [r.sdpa_s * 1e3 for r in result],
+            "SDPA fastest–slowest ms": [runs_range(r.sdpa_runs) for r in result],
+            "speedup": [r.speedup for r in result],
+            "noise decides": [r.noise_decides for r in result],
             "naive peak MiB": [mib_or_none(r.naive_peak_bytes) for r in result],
             "SDPA peak MiB": [r.sdpa_peak_bytes / MIB for r in result],
             "one score matrix MiB (analytic)": [r.score_matrix_bytes / MIB for r in result],
             "max |naive − SDPA|": [r.max_abs_diff for r in result]}
+
+
+def noise_notes(result: Sequence[AttentionTiming]) -> list[str]:
+    """Where the runs' spread, not the method or the length, decides a comparison: a length where naive and
+    SDPA's runs overlap, and a longer length whose runs reach below the shorter one's (a time that went down
+    as the work grew)."""
+    notes = [f"at {r.tokens:,} tokens naive and SDPA's runs overlap: noise decides which is faster"
+             for r in result if r.noise_decides]
+    for method, runs in (("naive", lambda r: r.naive_runs), ("SDPA", lambda r: r.sdpa_runs)):
+        for short, long in zip(result, result[1:]):
+            if runs(short) and runs(long) and min(runs(long)) <= max(runs(short)):
+                notes.append(f"{method} at {long.tokens:,} tokens has a run as fast as one at {short.tokens:,}: "
+                             "the difference between these two lengths is within the noise")
+    return notes
 
 
 def reading_lengths(cap: int) -> list[int]:

@@ -96,10 +96,23 @@ def timed(fn: Callable[[], torch.Tensor], repeats: int, device: torch.device) ->
     return statistics.median(times), result
 
 
+def alternated(first: Callable[[], torch.Tensor] | None, second: Callable[[], torch.Tensor], repeats: int,
+               device: torch.device) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(every call's seconds of ``first``, of ``second``), the two called in turn ``repeats`` times, so a busy
+    moment of the machine slows both rather than one; ``first`` None: only ``second``."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(max(1, repeats)):
+        for fn, kept in ((first, times[0]), (second, times[1])):
+            if fn is not None:
+                kept.append(timed(fn, 1, device)[0])
+    return tuple(times[0]), tuple(times[1])
+
+
 @dataclass(frozen=True)
 class AttentionTiming:
-    """One sequence length: naive vs SDPA. The naive fields are None where it was skipped (its score
-    matrices would not fit in ``max_naive_bytes``)."""
+    """One sequence length: naive vs SDPA, each the median of its runs (``naive_runs``, ``sdpa_runs``:
+    every run's seconds). The naive fields are None where it was skipped (its score matrices would not
+    fit in ``max_naive_bytes``)."""
 
     tokens: int
     sdpa_s: float
@@ -109,21 +122,32 @@ class AttentionTiming:
     naive_peak_bytes: int | None
     max_abs_diff: float | None  # between the two outputs
     memory_method: str
+    naive_runs: tuple[float, ...] = ()
+    sdpa_runs: tuple[float, ...] = ()
 
     @property
     def speedup(self) -> float | None:
         return None if self.naive_s is None else self.naive_s / self.sdpa_s
 
+    @property
+    def noise_decides(self) -> bool:
+        """True when the slowest run of the faster method reaches the fastest of the other: runs this far
+        apart do not say which one is faster at this length."""
+        if not self.naive_runs or not self.sdpa_runs:
+            return False
+        return max(self.naive_runs) >= min(self.sdpa_runs) and max(self.sdpa_runs) >= min(self.naive_runs)
+
     def to_dict(self) -> dict:
-        return {**self.__dict__, "speedup": self.speedup}
+        return {**self.__dict__, "speedup": self.speedup, "noise_decides": self.noise_decides}
 
 
 def attention_benchmark(lengths: Sequence[int], n_heads: int, head_dim: int, *, batch: int = 1,
-                        dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", repeats: int = 3,
+                        dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", repeats: int = 5,
                         max_naive_bytes: int | None = None, seed: int = 0,
                         progress: Progress | None = None) -> list[AttentionTiming]:
-    """Time and peak memory of naive attention and SDPA on random (B, H, T, D) inputs, for each T.
-    Raises AssertionError if the two outputs differ beyond float tolerance."""
+    """Time and peak memory of naive attention and SDPA on random (B, H, T, D) inputs, for each T: each
+    called ``repeats`` times in turn, every run's time kept. Raises AssertionError if the two outputs
+    differ beyond float tolerance."""
     device = torch.device(device)
     element = torch.empty((), dtype=dtype).element_size()
     tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
@@ -143,9 +167,11 @@ def attention_benchmark(lengths: Sequence[int], n_heads: int, head_dim: int, *, 
             torch.testing.assert_close(fused, plain, **tolerance)
             diff = float((fused.float() - plain.float()).abs().max())
             del plain
-            naive_s, _ = timed(lambda: naive_attention(q, k, v), repeats, device)
-        sdpa_s, _ = timed(lambda: sdpa_attention(q, k, v), repeats, device)
-        rows.append(AttentionTiming(tokens, sdpa_s, fused_peak, scores, naive_s, naive_peak, diff, method))
+        naive_runs, sdpa_runs = alternated((lambda: naive_attention(q, k, v)) if run_naive else None,
+                                           lambda: sdpa_attention(q, k, v), repeats, device)
+        naive_s = statistics.median(naive_runs) if naive_runs else None
+        rows.append(AttentionTiming(tokens, statistics.median(sdpa_runs), fused_peak, scores, naive_s, naive_peak, diff,
+                                    method, naive_runs, sdpa_runs))
     if progress:
         progress(1.0, "done")
     return rows
