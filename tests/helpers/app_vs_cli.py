@@ -60,11 +60,15 @@ def _app_side(what: str, model: str) -> dict:
         request = cache.CausalRequest(clean, corrupt, answer, wrong, ("trophy", "suitcase"), "it", "sink")
         out = {"clean": clean, "corrupt": corrupt, "answer": answer, "wrong": wrong,
                "estimate_s": round(cache.causal_estimate(model, request).seconds, 1)}
+    elif hasattr(cache, "coref_seconds"):  # an older app shows no estimate for the set
+        out["estimate_s"] = round(cache.coref_seconds(model, "sink"), 1)
     started = time.perf_counter()
     at.button(key=key).click().run()
     out["seconds"] = round(time.perf_counter() - started, 2)
     assert not at.exception, [e.value for e in at.exception]
     assert at.metric, "the run drew no result"
+    if "run_ratios" in getattr(cache, "SHARED_STORES", {}):  # what the next estimate learns from this run
+        out["ratio"] = cache._shared("run_ratios").peek((what, model))[1]
     return out
 
 
@@ -124,7 +128,8 @@ def main(argv=None) -> None:
                 row = {"what": what, "model": args.model, "repeat": repeat, "extra_load": args.load,
                        "app_s": app["seconds"], "cli_s": cli["seconds"], "cli_wall_s": cli["wall_s"],
                        "app_over_cli": round(app["seconds"] / cli["seconds"], 2),
-                       "estimate_s": app.get("estimate_s"), "before": before, "after": _load_now()}
+                       "estimate_s": app.get("estimate_s"), "ratio": app.get("ratio"), "before": before,
+                       "after": _load_now()}
                 rows.append(row)
                 if not args.json:
                     estimate = "" if row["estimate_s"] is None else f", estimate {row['estimate_s']} s"
