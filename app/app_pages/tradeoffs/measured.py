@@ -54,11 +54,15 @@ def show_benchmark(result, budget: int) -> None:
     notes = tables.noise_notes(result)
     st.caption(f"Time: the median of {runs} runs of each, naive and SDPA called in turn so that a busy moment "
                "slows both; the table gives the fastest and slowest run. "
-               + ("; ".join(notes).capitalize() + "." if notes else
+               + (_sentence("; ".join(notes)) if notes else
                   "At every length the two methods' runs are apart, and each method's runs grow with the length."))
     st.caption(f"Memory: {result[0].memory_method}, output included. Same outputs at every length "
                "(torch.testing.assert_close). Naive runs are skipped where three score matrices would exceed "
                f"the memory budget ({budget / 2**30:.1f} GiB). {torch.get_num_threads()} CPU threads.")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
 
 
 def parallel_vs_sequential(view: TradeoffsView) -> None:

@@ -34,7 +34,7 @@ def test_flash_attention_is_measured_on_a_click_and_kept():
     for method in ("naive", "SDPA"):  # every length repeated: its fastest and slowest run around the median
         for median, spread in zip(flash[f"{method} ms"], flash[f"{method} fastest–slowest ms"]):
             fastest, slowest = map(float, spread.split("–"))
-            assert fastest <= float(f"{median:.3g}") <= slowest
+            assert fastest <= median * 1.01 and median <= slowest * 1.01  # shown to 3 digits
     assert flash["noise decides"].dtype == bool and any("the median of 5 runs" in c.value for c in at.caption)
     again = tradeoffs_tab("FlashAttention")  # another session, no click: the measurement is kept
     again.select_slider(key="to_flash_max").set_value(512).run()

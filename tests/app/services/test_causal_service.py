@@ -56,10 +56,15 @@ def test_the_run_is_budget_checked(tiny):
         causal.run(tiny, REQUEST, limits_.Limits(memory_budget_bytes=1000))
 
 
-def test_the_report_matches_the_library_and_reports_every_step(tiny):
+def test_the_report_matches_the_library_and_reports_every_step_and_batch(tiny):
     steps = []
-    report = causal.run(tiny, REQUEST, limits_.Limits(), lambda done, total: steps.append((done, total)))
-    assert steps[0] == (0, len(causal.STEPS)) and steps[-1] == (len(causal.STEPS), len(causal.STEPS))
+    report = causal.run(tiny, REQUEST, limits_.Limits(), lambda fraction, message: steps.append((fraction, message)))
+    n = len(causal.STEPS)
+    assert steps[0] == (0.0, f"step 1 of {n} (direct logit attribution)") and steps[-1] == (1.0, "done")
+    batches = [message for _, message in steps if "batch" in message]
+    assert f"step 2 of {n} (patching every head), batch 1 of " in batches[0]  # the sweeps report each chunk
+    assert any(m.startswith(f"step 3 of {n} (ablating every head), batch") for m in batches)
+    assert [f for f, _ in steps] == sorted(f for f, _ in steps)  # the bar only moves forward
     tokens = answer_tokens(tiny.tokenizer, " Mary", " John")
     ids = [torch.tensor(tiny.tokenizer.encode(t, bos="none").ids) for t in (REQUEST.clean, REQUEST.corrupt)]
     expected = patch_heads(tiny.model, *ids, tokens.answer_id, tokens.wrong_id).numpy()

@@ -106,8 +106,11 @@ def benchmark_table(result: Sequence[AttentionTiming]) -> dict[str, list]:
     def mib_or_none(nbytes):
         return None if nbytes is None else nbytes / MIB
 
+    def ms(seconds: float) -> str:
+        return f"{seconds * 1e3:.0f}" if seconds >= 0.1 else f"{seconds * 1e3:.3g}"
+
     def runs_range(runs):
-        return f"{min(runs) * 1e3:.3g}–{max(runs) * 1e3:.3g}" if runs else None
+        return f"{ms(min(runs))}–{ms(max(runs))}" if runs else None
 
     return {"tokens": [r.tokens for r in result], "naive ms": [ms_or_none(r.naive_s) for r in result],
             "naive fastest–slowest ms": [runs_range(r.naive_runs) for r in result],
