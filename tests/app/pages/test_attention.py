@@ -156,6 +156,7 @@ def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(m
     seen = []
     for busy in (9.5, 0.0):
         monkeypatch.setattr(threads, "others_running", lambda busy=busy: busy)
+        monkeypatch.setattr(threads.os, "getloadavg", lambda busy=busy: (busy, busy, busy))
         with threads.threads_for_this_run():
             seen.append(torch.get_num_threads())
         assert torch.get_num_threads() == threads.PROCESS_THREADS  # the process's own count again

@@ -81,6 +81,7 @@ def test_the_thread_count_follows_the_load_batch_by_batch(monkeypatch):
 
     busy = iter([0.0, 3.0, 0.0])
     monkeypatch.setattr(threads, "others_running", lambda: next(busy))
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.0, 2.0, 2.0))  # no more than this process's own work
     monkeypatch.setattr(threads, "PROCESS_THREADS", 2)
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
     seen = []
@@ -102,3 +103,14 @@ def test_the_load_counts_other_processes_only(monkeypatch):
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # a minute of this process's own work
     assert threads.others_running() == 0.0  # median of 0, 0, 2
 
+
+
+@pytest.mark.parametrize("minute, expected", [(2.0, 2), (9.0, 1)])
+def test_a_free_moment_under_sustained_load_keeps_one_thread(monkeypatch, minute, expected):
+    """The run queue may show a free core for a moment on a busy machine: the last minute's load beyond
+    this process's own threads still counts (2.0 on 2 cores: only this process's own work)."""
+    monkeypatch.setattr(threads, "others_running", lambda: 0.0)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (minute, minute, minute))
+    monkeypatch.setattr(threads, "PROCESS_THREADS", 2)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    assert threads.threads_now() == expected
