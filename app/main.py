@@ -12,14 +12,14 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app import cache  # noqa: E402
-from app.ui import server_files, sidebar, state  # noqa: E402
+from app.ui import errors, server_files, sidebar, state  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
 try:
     cache.limits()
 except LimitError as error:  # the operator's settings, not the visitor's input: say which and stop
-    st.error(f"txviz is misconfigured: {error}")
+    st.error(f"txviz is misconfigured: {plain(error)}")
     st.stop()
 server_files.guard(cache.limits().max_config_bytes)  # what departed sessions left on the server, and uploads' caps
 state.init()
@@ -55,10 +55,16 @@ PAGES = {
 navigation = st.navigation(PAGES)
 if navigation is HOME:
     _to_attention()
-sidebar.render()
-state.sync_url()
-note = state.url_note()
-if note:
-    st.sidebar.caption(note)
-navigation.run()
-state.sync_url()  # what the page's own widgets chose in this run (the Heads page's marks) is in the link now
+
+
+def _sidebar_and_page() -> None:
+    sidebar.render()
+    state.sync_url()
+    note = state.url_note()
+    if note:
+        st.sidebar.caption(note)
+    navigation.run()
+    state.sync_url()  # what the page's own widgets chose in this run (the Heads page's marks) is in the link now
+
+
+errors.guarded(_sidebar_and_page)

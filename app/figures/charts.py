@@ -9,14 +9,23 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from txviz.loading.token_text import visible_controls
+
 MASKED_COLOR = "#d9d9d9"  # cells the causal mask hides
 SCALE = "Blues"
 GRID_SCALE = "Viridis"  # the head grid's metric colours
 
 
 def token_labels(tokens: list[str]) -> list[str]:
-    """Unique axis labels: plotly merges equal category names, so prefix the position."""
-    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+    """Unique axis labels: plotly merges equal category names, so prefix the position. Plotly reads tags
+    in every label, title and hover (``<a href>`` becomes a link, ``<b>`` bold), so each token's ``&``,
+    ``<`` and ``>`` are entities, which plotly shows as the characters."""
+    return [f"{i}:{plotly_text(t)}" for i, t in enumerate(tokens)]
+
+
+def plotly_text(text) -> str:
+    """``text`` as written in a plotly label or title: its tags and entities shown, not applied."""
+    return html.escape(str(text), quote=False)
 
 
 _labels = token_labels
@@ -207,7 +216,7 @@ def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
 
 TOKEN_STRIP_CSS = (".txviz-strip{line-height:2.1;overflow-y:auto;padding:2px;border:1px solid #e9ecef;border-radius:6px}"
                    ".txviz-strip span{display:inline-block;margin:2px;padding:2px 5px;border-radius:4px;"
-                   "background:#e7f5ff;font-family:monospace;font-size:13px;white-space:pre}"
+                   "background:#e7f5ff;font-family:monospace;font-size:13px;white-space:pre;unicode-bidi:isolate}"
                    ".txviz-strip span.s{background:#ffd8a8}.txviz-strip span.h{background:#fff3bf}"
                    ".txviz-strip sub{color:#868e96}")
 
@@ -222,7 +231,7 @@ def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[i
     boxes = []
     for i, (token, is_special) in enumerate(zip(tokens, special)):
         kind = " class=s" if is_special else (" class=h" if i in highlight else "")
-        text = html.escape(token.replace(" ", "␣").replace("\n", "↵")) or "∅"
+        text = html.escape(visible_controls(token).replace(" ", "␣").replace("\n", "↵")) or "∅"
         title = html.escape(titles[i] if titles is not None else f"token {i}", quote=True)
         boxes.append(f"<span{kind} title=\"{title}\"><sub>{i}</sub>&nbsp;{text}</span>")
     height = f" style='max-height:{int(max_height_px)}px'" if max_height_px else ""

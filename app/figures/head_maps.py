@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import struct
 
@@ -110,4 +111,4 @@ def _plain(values) -> list:
     """An axis's labels as a list: plotly writes a numeric array as {"dtype", "bdata"} (base64)."""
     if isinstance(values, dict) and "bdata" in values:
         return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
-    return list(values)
+    return [html.unescape(v) if isinstance(v, str) else v for v in values]  # the canvas writes text, not tags

@@ -158,8 +158,8 @@ def render() -> None:
                      help="Shared by every page and kept in the URL.")
         st.radio("Before the prompt", list(state.BOS_POLICIES), key="bos", horizontal=True,
                  format_func=lambda p: {"sink": "sink token", "none": "nothing", "bos": "BOS"}[p],
-                 help="Without a first token to park attention on, the first word absorbs it (an attention sink). "
-                      + "; ".join(f"{k}: {v}" for k, v in state.BOS_POLICIES.items()))
+                 help=plain("Without a first token to park attention on, the first word absorbs it (an attention sink). "
+                            + "; ".join(f"{k}: {v}" for k, v in state.BOS_POLICIES.items())))
         _pick_model()
         loaded = _load_model()
         if loaded is None:
@@ -170,7 +170,7 @@ def render() -> None:
             n_tokens = len(encoding.ids)
             note = cache.dropped_characters(encoding)
             if note:
-                st.warning(note)
+                st.warning(plain(note))
             _warn_unknown(loaded, encoding)
         except cache.PromptError:
             pass
@@ -201,7 +201,7 @@ def _warn_unknown(loaded, encoding) -> None:
     shown = ", ".join(dict.fromkeys(w.strip() for w in words))
     unknown_token = getattr(loaded.tokenizer.backend.model, "unk_token", UNKNOWN)
     st.warning(f"**{len(words)} of {len(encoding.ids)} tokens are unknown** to this model's vocabulary and became "
-               f"`{unknown_token}`: {shown[:200]}. Repeated unknowns look like repeated tokens, which inflates "
+               f"“{plain(unknown_token)}”: {plain(shown[:200])}. Repeated unknowns look like repeated tokens, which inflates "
                "duplicate-token and induction scores.")
     sample = sample_text(st.session_state.get("sample_index", 0))
     if not unknown_words(loaded.tokenizer.backend, sample):
@@ -232,6 +232,6 @@ def prompt_trace(capture: tuple[str, ...] = ("attn_probs",), layers: tuple[int, 
     try:
         traced = cache.get_trace(source, state.get("prompt"), state.get("bos"), capture, layers)
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         st.stop()
     return source, loaded, traced

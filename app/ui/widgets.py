@@ -4,18 +4,29 @@ without the BOS its model's tokenizer always adds."""
 
 from __future__ import annotations
 
+import re
 import string
 
 import streamlit as st
 
+from txviz.loading.token_text import visible_controls
+
 MARKDOWN_SIGNS = frozenset(string.punctuation)  # CommonMark lets a backslash escape every ASCII punctuation sign
+# GitHub's autolinks are found in the text after escapes are undone (remark-gfm rewrites the parsed text,
+# as Streamlit's Markdown does): "http\\:\\/\\/x" is still "http://x" there and becomes a link. A word joiner
+# (U+2060, invisible, no line break) inside each trigger keeps it from matching.
+WORD_JOINER = "\u2060"
+AUTOLINK_TRIGGERS = re.compile(r"(?<=:)(?=//)|(?i:(?<=www))(?=\.)|(?<=@)")
 
 
 def plain(text: str) -> str:
     """``text`` as written inside Markdown: every ASCII punctuation sign escaped, so ``*``/``_`` emphasis,
-    ``[links](...)``, HTML, entities, ``:red[...]`` directives and bare ``http://`` or ``www.`` autolinks
-    stay text; a line break becomes a space (it would start a list or heading)."""
-    return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in str(text))
+    ``[links](...)``, HTML, entities and ``:red[...]`` directives stay text; a word joiner inside each
+    ``://``, ``www.`` and ``@``, so a bare ``http://``, ``www.`` or e-mail address is no autolink; a line
+    break becomes a space (it would start a list or heading); a bidirectional control character is shown
+    as its escape (it would reorder the words after it)."""
+    text = AUTOLINK_TRIGGERS.sub(WORD_JOINER, visible_controls(str(text)))
+    return "".join(f"\\{c}" if c in MARKDOWN_SIGNS else " " if c in "\r\n" else c for c in text)
 
 
 def percent_change(fraction: float, *, lower_is_better: bool = False) -> dict:

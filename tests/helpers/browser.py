@@ -21,7 +21,8 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 # a figure drawn: plotly's own svg in an st.plotly_chart, or the canvas of the Attention page's head maps
 # component (app/components/head_maps: its drawHeatmap creates the canvas when it first paints)
 CHART = ":is([data-testid='stPlotlyChart'] .js-plotly-plot .main-svg, .txviz-head-plot canvas)"
-ERROR = "[data-testid='stException']"
+# an exception, or what app/ui/errors.py shows a visitor in its place (the traceback goes to the log)
+ERROR = "[data-testid='stException'], [data-testid='stAlert']:has-text('Something went wrong (id')"
 # How often a wait_for_function checks its condition. Playwright's default (every animation frame) keeps
 # chromium painting at 60 Hz for the whole wait: 1.2-1.9 CPU s per 10 s of waiting on the Heads page,
 # against 0.2-0.4 s polled every 100 ms (measured 2026-12-02 at load 7-8), CPU the server then lacks.

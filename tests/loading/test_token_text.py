@@ -79,3 +79,16 @@ def test_byte_fallback_tokens_are_put_back_together():
     pieces = [tok.token_bytes(i) for i in encoding.ids]
     assert pieces == [b"a", *(bytes([byte]) for byte in SMILE)]
     assert [t.text for t in readable_tokens(pieces, encoding.special)] == ["a", CONTINUES, CONTINUES, CONTINUES, "😀"]
+
+
+def test_bidi_controls_are_shown_as_escapes():
+    """A token that is a bidirectional control (U+202E reverses what follows) is shown as its escape, so the
+    tokens drawn after it keep their order; its bytes stay its own."""
+    pieces = [b"a", "\u202e".encode(), "x\u2067".encode(), b"bc", "\u200f".encode()]
+    shown = readable_tokens(pieces)
+    assert [t.text for t in shown] == ["a", "\\u202e", "x\\u2067", "bc", "\\u200f"]
+    assert [t.raw for t in shown] == pieces
+
+
+def test_other_characters_are_kept():
+    assert [t.text for t in readable_tokens(["é".encode(), "שלום".encode()])] == ["é", "שלום"]

@@ -15,6 +15,7 @@ and refuses it unless it lies inside one of them, and, for a directory, unless e
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,17 +129,18 @@ def confine(path: str | Path, roots: list[Path] | None = None) -> Path:
         resolved = Path(text).expanduser().resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long, ~user that does not exist
         raise ModelLoadError(f"cannot resolve the model path {text[:200]!r}: {exc}") from None
-    if not _within(resolved, roots):
-        listed = ", ".join(str(r) for r in roots)
-        raise ModelLoadError(f"{text[:200]} is outside the allowed model directories ({listed}); "
+    if not _within(resolved, roots):  # which directories are allowed is the operator's business: logged only
+        logging.getLogger(__name__).warning("refused %r: the allowed model directories are %s", text[:200],
+                                            ", ".join(str(r) for r in roots))
+        raise ModelLoadError(f"{text[:200]} is outside the allowed model directories; "
                              "add its directory to TXVIZ_MODEL_DIRS to allow it")
     try:
         if not resolved.exists():
-            raise ModelLoadError(f"no such file or directory: {str(resolved)[:300]}")
+            raise ModelLoadError(f"no such file or directory: {text[:200]}")
         if resolved.is_dir():  # the files a loader opens there (config, weights, tokenizer) must not link out
             for entry in resolved.iterdir():
                 if not _within(entry.resolve(), roots):
-                    raise ModelLoadError(f"{entry} links outside the allowed model directories")
+                    raise ModelLoadError(f"{entry.name} links outside the allowed model directories")
     except OSError as exc:  # a name too long for the OS, no permission
         raise ModelLoadError(f"cannot use the model path {text[:200]!r}: {exc.strerror or exc}") from None
     return resolved

@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 CONTINUES = "…"  # shown where a token ends inside a character that a later token completes
+# Invisible characters that reorder the text after them (embeddings, overrides, isolates, marks): written
+# as they are, one token's "\u202e" would reverse every token drawn after it. They are shown as escapes.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with each bidirectional control character written as its ``\\u....`` escape."""
+    return "".join(f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text)
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,7 @@ def _characters(data: bytes) -> list[tuple[int, int, str]]:
             out.append((pos, pos + 1, f"\\x{data[pos]:02x}"))
             pos += 1
         else:
-            out.append((pos, pos + length, text))
+            out.append((pos, pos + length, visible_controls(text)))
             pos += length
     return out
 
@@ -109,6 +117,6 @@ def readable_tokens(pieces: Sequence[bytes], special: Sequence[bool] | None = No
             out += _run_texts(pieces[run_start:i], run_start)
             if i < len(pieces):
                 label = special_text[i] if special_text is not None else pieces[i].decode("utf-8", "backslashreplace")
-                out.append(TokenText(label, pieces[i]))
+                out.append(TokenText(visible_controls(label), pieces[i]))
             run_start = i + 1
     return out

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import big_maps, causal_charts
+from app.ui.widgets import plain
 from txviz.analysis.heads.metrics import hide_sink
 
 
@@ -33,7 +34,7 @@ def _draw_pair(view, second: str, layer: int, head: int, hide: bool) -> None:
     try:
         other = cache.get_trace(view.source, second, view.bos)
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return
     if other.n_tokens != view.n:
         st.warning(f"The prompt has {view.n} tokens and the second prompt {other.n_tokens}: the maps are compared "

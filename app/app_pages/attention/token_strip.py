@@ -7,6 +7,7 @@ import torch
 
 from app.figures import charts
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.loading.token_text import readable_tokens
 
 STRIP_OPEN_TOKENS = 200  # a longer prompt's token strip starts folded
@@ -30,7 +31,7 @@ def token_strip(shown, traced, config, bos: str) -> None:
             st.markdown(strip, unsafe_allow_html=True)
     st.caption(f"{n:,} tokens · the whole model ran once in {traced.seconds * 1000:,.0f} ms and every "
                f"{config.n_layers} × {config.n_heads} map below comes from that run. "
-               f"Policy before the prompt: **{state.describe_bos(bos, shown[0].text if shown else None)}** (sidebar).")
+               f"Policy before the prompt: **{plain(state.describe_bos(bos, shown[0].text if shown else None))}** (sidebar).")
 
 
 def capture_plan_note(loaded, n: int, plan) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 from app import cache
 from app.figures import charts
 from app.ui.state import StoppableRun
-from app.ui.widgets import missing_bos_warning
+from app.ui.widgets import missing_bos_warning, plain
 from txviz.analysis.coref.table import head_grid
 from txviz.limits import format_seconds
 
@@ -53,7 +53,7 @@ def _run_button(source: str, bos: str) -> dict | None:
         with RUN.running("Scoring every head on the built-in set", seconds) as progress:
             return cache.get_coref_evaluation(source, bos, progress)
     except ValueError as error:  # e.g. a BOS policy this model's tokenizer has no token for
-        st.warning(f"Cannot score the built-in set: {error}")
+        st.warning(f"Cannot score the built-in set: {plain(error)}")
         return None
 
 
@@ -62,5 +62,5 @@ def prepended_note(tokenizer, bos: str) -> None:
     <|endoftext|> (its BOS is a chat marker); Gemma's sink is its <bos>, which its own tokenizer always
     prepends, so "nothing" feeds Gemma text it never saw in training."""
     token = {"sink": tokenizer.sink_token, "bos": tokenizer.bos_token}.get(bos)
-    st.caption(f"Before each sentence: {f'`{token}`' if token else 'nothing'} (the sidebar's choice).")
+    st.caption(f"Before each sentence: {f'“{plain(token)}”' if token else 'nothing'} (the sidebar's choice).")
     missing_bos_warning(tokenizer, bos)

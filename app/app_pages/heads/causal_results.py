@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app.figures import causal_charts
-from app.ui.widgets import clip_words
+from app.ui.widgets import clip_words, plain
 from txviz.causal.attribution import correlation_text
 from txviz.causal.flip import answer_flip, no_flip_message
 
@@ -22,7 +22,7 @@ def show(report: dict, request) -> None:
     flip = answer_flip(report["clean_logit_diff"], report["corrupt_logit_diff"])
     warning = no_flip_message(flip, request.answer, request.wrong)
     if warning:  # first: everything ranked below is no finding about the answer
-        st.warning(f"**Not a finding.** {warning}", icon=":material/block:")
+        st.warning(f"**Not a finding.** {plain(warning)}", icon=":material/block:")
     _logit_diffs(report, request)
     _agreement(report)
     left, right = st.columns(2)
@@ -36,7 +36,7 @@ def show(report: dict, request) -> None:
     table = head_table(report)
     st.markdown("**Every head**, sorted by the size of its patching effect (click a column to sort by it):")
     st.dataframe(table, hide_index=True, key="causal_table", height=320)
-    top = ", ".join(f"{row.head_name} ({row.patching:+.3f})" for row in table.head(10).itertuples())
+    top = ", ".join(f"{plain(row.head_name)} ({row.patching:+.3f})" for row in table.head(10).itertuples())
     if warning:
         st.caption(f"Largest patching effects (they move the logit difference; the answer does not flip): {top}.")
     else:
@@ -51,12 +51,12 @@ def show(report: dict, request) -> None:
 def _logit_diffs(report: dict, request) -> None:
     a, w = report["answer_token"]["text"], report["wrong_token"]["text"]
     first, second = st.columns(2)
-    first.metric(f"Logit difference “{a}” − “{w}”, sentence", f"{report['clean_logit_diff']:+.3f}")
+    first.metric(f"Logit difference “{plain(a)}” − “{plain(w)}”, sentence", f"{report['clean_logit_diff']:+.3f}")
     second.metric("…on the counterfactual", f"{report['corrupt_logit_diff']:+.3f}")
-    prefers = lambda diff: request.answer if diff > 0 else request.wrong  # noqa: E731
-    st.caption(f"Measured at the last token of “{clip_words(request.clean, 40, keep='end')}” and of "
-               f"“{clip_words(request.corrupt, 40, keep='end')}”, "
-               f"each word by its first token (“{a}”, “{w}”); positive means {request.answer} is preferred. "
+    prefers = lambda diff: plain(request.answer if diff > 0 else request.wrong)  # noqa: E731
+    st.caption(f"Measured at the last token of “{plain(clip_words(request.clean, 40, keep='end'))}” and of "
+               f"“{plain(clip_words(request.corrupt, 40, keep='end'))}”, "
+               f"each word by its first token (“{plain(a)}”, “{plain(w)}”); positive means {plain(request.answer)} is preferred. "
                f"The model prefers **{prefers(report['clean_logit_diff'])}** on the sentence and "
                f"**{prefers(report['corrupt_logit_diff'])}** on the counterfactual.")
 

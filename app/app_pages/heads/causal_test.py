@@ -16,6 +16,7 @@ from app import cache
 from app.app_pages.heads import causal_results
 from app.services.causal import propose_counterfactual
 from app.ui.state import StoppableRun
+from app.ui.widgets import plain
 from txviz.analysis.coref.marks import Marks, digest
 
 LAST_RUN = "_causal_last_run"  # this session's last request run: says when the inputs moved on from it
@@ -51,7 +52,7 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
     proposed, how = propose_counterfactual(clean, deciding, (names[0], names[1]), words[marks.pronoun].text)
     st.text_input("Sentence + completion (the clean prompt)", value=clean, disabled=True,
                   key=f"causal_clean_{digest(clean)}")
-    corrupt = st.text_input(f"Counterfactual (proposed: {how}; edit it, same token count)", value=proposed,
+    corrupt = st.text_input(f"Counterfactual (proposed: {plain(how)}; edit it, same token count)", value=proposed,
                             key=f"causal_corrupt_{digest(clean)}", max_chars=400)
     left, right = st.columns(2)
     answer = left.selectbox("Answer: the candidate right for the sentence", names,
@@ -77,7 +78,7 @@ def _run_button(source: str, request: cache.CausalRequest) -> dict | None:
     try:
         estimate = cache.causal_estimate(source, request)
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return None
     last = st.session_state.get(LAST_RUN)
     if last is not None and last != request and last.clean == request.clean:

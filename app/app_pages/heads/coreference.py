@@ -32,7 +32,7 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     try:
         cache.encode(source, text, bos)  # the server's limits, before anything is drawn or run
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return
     if len(words) > MAX_WORDS:
         st.warning(f"This text has {len(words)} words: marking works on a sentence or two, at most {MAX_WORDS} "
@@ -73,7 +73,7 @@ def _mark_words(text: str, words) -> Marks | None:
     deciding_default = suggest_deciding_word(words, pronoun_default, text)
     suggested = (pronoun_default, sorted(candidate_default), deciding_default)
     linked = read_marks(state.get("coref_marks"), len(words)) or suggested
-    label = lambda i: words[i].text  # noqa: E731
+    label = lambda i: plain(words[i].text)  # noqa: E731
     options = range(len(words))
     pronoun = st.pills("Pronoun: click it", options, default=linked[0], format_func=label,
                        key=mark_key("pronoun", text))
@@ -87,12 +87,12 @@ def _mark_words(text: str, words) -> Marks | None:
     try:
         candidates = check_choice(pronoun, candidates)
     except ValueError as problem:
-        st.info(str(problem))
+        st.info(plain(problem))
         return None
     try:
         check_before_pronoun(words, pronoun, candidates)
     except ValueError as problem:  # nothing is ranked, asked or tested on these marks
-        st.warning(f"Cannot rank with these choices: {problem}")
+        st.warning(f"Cannot rank with these choices: {plain(problem)}")
         return None
     suggested_completion = default_completion(text, words, pronoun_default, candidate_default)
     linked_completion = state.get("coref_completion")

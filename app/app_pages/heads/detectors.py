@@ -9,6 +9,7 @@ import torch
 from app import cache
 from app.figures import charts
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.analysis.heads.detectors import offset_pattern, pattern_scores, token_pattern, unknown_token_ids
 from txviz.analysis.heads.metrics import duplicate_pattern, ignored_positions
 
@@ -31,7 +32,7 @@ def _duplicate_token(column, table, traced, tokenizer, tokens: list[str]) -> Non
     unknown_at = ignored_positions(ids, unknown).nonzero().flatten().tolist()
     n_unknown = len(unknown_at)
     if n_unknown:
-        st.caption(f"{n_unknown} of {len(ids)} tokens are the unknown token `{tokens[unknown_at[0]]}`: they are left "
+        st.caption(f"{n_unknown} of {len(ids)} tokens are the unknown token “{plain(tokens[unknown_at[0]])}”: they are left "
                    "out of duplicate-token and induction (here and in the Attention page's head table), since two "
                    "unknowns are usually two different words, not a repeat.")
     if duplicate_pattern(ids, unknown).any():
@@ -50,7 +51,7 @@ def _induction(column, source: str, config) -> None:
     try:
         induction = cache.get_induction_scores(source, int(length), 0)
     except cache.PromptError as error:  # over the memory budget
-        column.warning(str(error))
+        column.warning(plain(error))
         return
     column.plotly_chart(charts.metric_heatmap(induction, title=f"Induction (random {length}-token sequence, repeated)",
                                               zmax=1), key="det_ind")
@@ -74,4 +75,4 @@ def _own_pattern(traced, tokens: list[str]) -> None:
         st.info("This pattern matches nothing in the prompt.")
         return
     scores = pattern_scores(traced.trace["attn_probs"][:, 0], pattern).numpy()
-    st.plotly_chart(charts.metric_heatmap(scores, title=f"Mass on {label}", zmax=1), key="det_custom")
+    st.plotly_chart(charts.metric_heatmap(scores, title=charts.plotly_text(f"Mass on {label}"), zmax=1), key="det_custom")

@@ -8,6 +8,7 @@ import streamlit as st
 from app import cache
 from app.figures import causal_charts, charts
 from app.ui import state
+from app.ui.widgets import plain
 from txviz.analysis.coref.ranking import score_heads, word_token_spans
 from txviz.analysis.coref.answer import query_row
 from txviz.analysis.coref.marks import Marks, mark_key
@@ -24,7 +25,7 @@ def read_rows(source: str, bos: str, text: str, words, marks: Marks):
     try:
         traced = cache.get_trace(source, text + marks.completion, bos, capture=("attn_probs", "logits"))
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return None
     st.caption(f"The model ran once on these {traced.n_tokens} tokens ({traced.seconds:.2f} s), kept for this sentence "
                "and completion: marking other words only re-reads its attention.")
@@ -37,7 +38,7 @@ def read_rows(source: str, bos: str, text: str, words, marks: Marks):
         row = query_row(kind, traced.offsets, traced.special, pronoun=(pronoun.start, pronoun.end),
                         deciding=None if deciding is None else (words[deciding].start, words[deciding].end))
     except ValueError as error:
-        st.warning(f"Cannot rank with these choices: {error}")
+        st.warning(f"Cannot rank with these choices: {plain(error)}")
         return None
     return traced, spans, row
 
@@ -46,14 +47,14 @@ def rank_heads(loaded, text: str, traced, spans, names: list[str], row: int, can
     """The answer to rank for (a link's, by the candidate's word index, else the first), then every
     head's margin for it."""
     linked = state.get("coref_answer")
-    target = st.radio("Rank the heads for the answer", range(len(names)), format_func=names.__getitem__,
+    target = st.radio("Rank the heads for the answer", range(len(names)), format_func=lambda k: plain(names[k]),
                       index=candidates.index(linked) if linked in candidates else 0,
                       horizontal=True, key=mark_key("target", text, names))
     state.put("coref_answer", -1 if int(target) == 0 else candidates[int(target)])
     try:
         scores = score_heads(traced.trace["attn_probs"][:, 0], row, spans, target=int(target))
     except ValueError as error:
-        st.warning(f"Cannot rank with these choices: {error}")
+        st.warning(f"Cannot rank with these choices: {plain(error)}")
         return
     _show_ranking(loaded, traced, scores, names, int(target), row)
 
@@ -63,10 +64,10 @@ def _show_ranking(loaded, traced, scores, names: list[str], target: int, row: in
     tokens = cache.display_tokens(loaded, traced)  # labels: split characters shown whole
     query = tokens[row].strip() or tokens[row]
     st.markdown(f"**{count_predicting(rows, names[target])} of {len(rows)} heads** put the most attention from "
-                f"*{query}* (token #{row}) on *{names[target]}*. Best heads first:")
+                f"*{plain(query)}* (token #{row}) on *{plain(names[target])}*. Best heads first:")
     st.dataframe(rows[:15], hide_index=True, key="coref_ranking")
     grid = head_grid(((s.layer, s.head, s.margin) for s in scores), loaded.config.n_layers, loaded.config.n_heads)
-    st.plotly_chart(causal_charts.effect_grid(grid, title=f"Margin for {names[target]!r} from {query!r}, every head",
+    st.plotly_chart(causal_charts.effect_grid(grid, title=charts.plotly_text(f"Margin for {names[target]!r} from {query!r}, every head"),
                                               unit="margin"), key="coref_grid")  # signed: zero is white
     columns = st.columns(3)
     for column, s in zip(columns, scores[:3]):

@@ -9,7 +9,7 @@ from app import cache
 from app.app_pages.kv_cache.widget_state import within
 from app.figures import charts
 from app.ui import state
-from app.ui.widgets import bounded_slider
+from app.ui.widgets import bounded_slider, plain
 from txviz import limits
 from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
 
@@ -61,7 +61,7 @@ def measure(source, prompt: str, bos: str, n_speed: int, made_on: tuple) -> None
                                               on_step=timing_step, stop_at_eos=False)
         st.session_state["kv_speed_measured"] = {"made_on": made_on, "runs": runs}
     except ValueError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
     speed_bar.empty()
 
 

@@ -76,7 +76,7 @@ def attention_kinds(spec: memory.MemoryModel) -> dict[str, memory.MemoryModel]:
     try:
         return memory.kind_variants(spec)
     except ValueError as error:  # MLA caches a latent: compare it with the other presets instead
-        st.info(str(error))
+        st.info(plain(error))
         return {spec.kind: spec}
 
 

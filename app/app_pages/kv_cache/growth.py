@@ -31,7 +31,7 @@ def draw(source, loaded) -> None:
             on_step=lambda step: bar.progress((step.index + 1) / n_new, text=f"token {step.index + 1} of at most {n_new}"))
     except ValueError as error:  # the prompt (empty, too long, over the budget): the other tabs still work
         bar.empty()
-        st.warning(str(error))
+        st.warning(plain(error))
         return
     bar.empty()
     st.markdown(f"**Generated:** {plain(loaded.tokenizer.decode(list(result.new_ids), skip_special=True))}")

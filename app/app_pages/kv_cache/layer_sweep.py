@@ -10,6 +10,7 @@ from app import cache
 from app.app_pages.kv_cache.widget_state import follow
 from app.figures import charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
+from app.ui.widgets import plain
 from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
 
 
@@ -46,7 +47,7 @@ def run(slot, source, config, target: int, text_name: str, text_tokens: int, use
     try:
         first, last = cache.layer_sharing_step_seconds(source, target, text_name, text_tokens)
     except ValueError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return None
     estimate = sweep_seconds(config, first, last)
     slot.caption(f"About **{estimate:.0f} s** here, {steps} steps over {used_tokens} tokens: a step runs the layers "
@@ -65,7 +66,7 @@ def run(slot, source, config, target: int, text_name: str, text_tokens: int, use
     try:
         sweep = cache.get_layer_sharing(source, target, text_name, text_tokens, progress=progress)
     except ValueError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         sweep = None
     st.session_state.pop("_layers_running", None)
     bar.empty()

@@ -28,7 +28,7 @@ def draw(source, loaded) -> None:
     try:
         report = cache.get_kv_counterfactual(source, n_kv, text_name, int(text_tokens))
     except cache.PromptError as error:  # over the memory budget: say so
-        st.warning(str(error))
+        st.warning(plain(error))
         return
     used = report.n_predictions + 1  # the text's tokens that were run (each but the last predicts the next)
     if used < text_tokens:  # finding 8 of QA2: Gemma reads the shipped text as 987 tokens, the zoo holds 128

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.positions.view import PositionsView
+from app.ui.widgets import plain
 from txviz.analysis.positions import measured as pos
 
 WHAT_THE_SCHEME_DOES = {
@@ -25,4 +26,4 @@ def permutation_tab(view: PositionsView) -> None:
     checks = cache.get_permutation_check(view.source, view.prompt, view.bos)
     st.dataframe(pos.permutation_rows(checks), hide_index=True)
     order = next(iter(checks.values()))[2].tolist()
-    st.caption("Shuffled order: " + " ".join(view.tokens[i] for i in order))
+    st.caption("Shuffled order: " + plain(" ".join(view.tokens[i] for i in order)))

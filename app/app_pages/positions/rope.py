@@ -63,8 +63,9 @@ def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
     rotated = slice(0, config.rope_dims)  # partial rotary (GPT-NeoX): the other dimensions pass unrotated
     q_vec = qk.get("q", layer)[0, head, token, rotated]
     path = pos.pair_trajectory(q_vec, inv_freq, pair, torch.arange(span)).numpy()
-    st.plotly_chart(charts.rotation_path(path, title=f"Layer {layer} head {head}: pair {pair} of q({tokens[token]!r}) "
-                                                 f"placed at positions 0…{span - 1}"), key="rope_path")
+    st.plotly_chart(charts.rotation_path(path, title=charts.plotly_text(
+        f"Layer {layer} head {head}: pair {pair} of q({tokens[token]!r}) placed at positions 0…{span - 1}")),
+                    key="rope_path")
     st.subheader("Only the distance matters")
     key_token = st.selectbox("Key token", range(len(tokens)), index=max(0, len(tokens) - 3),
                              format_func=lambda i: labels[i], key="rope_key_token")

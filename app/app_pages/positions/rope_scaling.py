@@ -9,6 +9,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
+from app.ui.widgets import plain
 from txviz import limits as limits_
 from txviz.analysis.positions import measured as pos
 
@@ -55,7 +56,7 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
         cache.check_passes(view.loaded, n, len(missing), f"scoring {n} tokens under {len(missing)} scalings")
         step, how = cache.scaling_step_seconds(view.source, n)
     except cache.PromptError as error:
-        st.warning(str(error))
+        st.warning(plain(error))
         return None
     estimate = limits_.format_seconds(step * len(missing))
     what = f"the other {len(missing)} scalings" if kept else f"{len(kinds)} scalings"
@@ -101,7 +102,7 @@ def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) 
             left = limits_.format_seconds(step * (len(missing) - done))
             bar.progress(done / len(missing), text=f"{kind} scored ({done} of {len(missing)}); about {left} left")
     except cache.PromptError as error:  # over the memory budget
-        st.warning(str(error))
+        st.warning(plain(error))
     st.session_state.pop(RUNNING, None)
     bar.empty()
 

@@ -24,7 +24,7 @@ def attention_kinds(view: TradeoffsView) -> None:
     try:
         st.dataframe(tables.attention_kind_rows(view.config, view.dtype_name), hide_index=True)
     except ValueError as error:
-        st.info(str(error))
+        st.info(plain(error))
     any_config()
     real_and_zoo()
     st.subheader("Measured in the zoo")
@@ -71,5 +71,5 @@ def any_config() -> None:
     try:
         st.dataframe(tables.attention_kind_rows(model, "bf16"), hide_index=True)
     except ValueError as error:  # MLA caches a latent: no per-head kinds to toggle
-        st.info(f"{error}: it keeps {model.latent_dim + model.rope_dim} numbers per token and layer.")
+        st.info(f"{plain(error)}: it keeps {model.latent_dim + model.rope_dim} numbers per token and layer.")
 

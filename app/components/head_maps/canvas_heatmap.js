@@ -171,9 +171,13 @@ function formatZ(z, format) {
   return fixed ? z.toFixed(Number(fixed[1])) : String(z);
 }
 
+// The template's lines with its fields filled in one pass by a function: a token's own "$&", "$$", "%{y}"
+// or "<br>" stays as written (a replacement string would expand "$" patterns, and a second pass would fill
+// a field the token spelled out).
 function hoverText(template, x, y, z) {
-  return template.replace(/<extra>.*?<\/extra>/g, "").replace(/%\{x\}/g, x).replace(/%\{y\}/g, y)
-    .replace(/%\{z(:[^}]*)?\}/g, (_, format) => formatZ(z, format || "")).split("<br>");
+  const field = (_, name, format) => (name === "x" ? String(x) : name === "y" ? String(y) : formatZ(z, format || ""));
+  return template.replace(/<extra>.*?<\/extra>/g, "").split("<br>")
+    .map((line) => line.replace(/%\{([xyz])(:[^}]*)?\}/g, field));
 }
 
 // The cell under the pointer, or null (outside the cells, or a masked one: plotly's hoverongaps false).
