@@ -13,6 +13,7 @@ import streamlit as st  # noqa: E402
 
 from app import cache  # noqa: E402
 from app.ui import errors, server_files, sidebar, state  # noqa: E402
+from app.ui.widgets import plain  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
 st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")

@@ -37,6 +37,8 @@ def pytest_configure(config):
         home = _FRESH_HOME = tempfile.mkdtemp(prefix="txviz-test-home-")
     os.environ["TXVIZ_HOME"] = home
     os.environ.pop("TXVIZ_DEFAULT_GGUF", None)  # the fetch itself is under test
+    # .streamlit/config.toml hides every exception's message from visitors; a failing test shows it
+    os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
     config.pluginmanager.register(_WorkerGroups(), "txviz-worker-groups")
     if _runs_tests(config):
         _one_torch_thread()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.apptest import aim_at, assert_opened, page_path
+from tests.helpers.apptest import aim_at, assert_opened, page_path, shown
 from tests.helpers.hf_reference import needs_transformers
 from gguf import GGMLQuantizationType as Q
 
@@ -77,7 +77,7 @@ def no_exception(at) -> None:
 
 
 def texts(elements) -> str:
-    return "\n".join(e.value for e in elements)
+    return shown("\n".join(e.value for e in elements))
 
 
 # ---- prompts ------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -99,11 +100,16 @@ def decode(array) -> np.ndarray:
 
 
 def texts(at) -> str:
-    """Every markdown, caption, subheader, warning and info on the page, joined."""
+    """Every markdown, caption, subheader, warning and info on the page, joined, as a reader sees them."""
     parts = []
     for kind in ("markdown", "caption", "subheader", "warning", "info", "latex"):
         parts.extend(str(e.value) for e in at.get(kind))
-    return "\n".join(parts)
+    return shown("\n".join(parts))
+
+
+def shown(markdown: str) -> str:
+    """Markdown source as its text reads: the escapes of ``widgets.plain`` undone, its word joiners left out."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 
 def no_errors(at) -> None:
