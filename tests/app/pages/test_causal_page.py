@@ -5,6 +5,7 @@ logit differences must equal those of a plain forward."""
 
 from __future__ import annotations
 
+import html
 
 import numpy as np
 
@@ -74,7 +75,8 @@ def test_the_test_runs_on_a_button_and_shows_every_part(tiny_app):
     request = at.session_state["_causal_last_run"]
     tokens = load(zoo_path("base_long"), device="cpu").tokenizer.encode(request.clean, bos=request.bos).tokens
     grid = chart(at, "causal_residual")["data"][0]
-    assert grid["x"] == [f"{i}:{t}" for i, t in enumerate(tokens)]  # one column per token, labelled
+    # one column per token, labelled; "<" and ">" as entities, which plotly shows as the characters
+    assert grid["x"] == [f"{i}:{html.escape(t, quote=False)}" for i, t in enumerate(tokens)]
     assert decode(grid["z"]).shape == (4, len(tokens))  # base_long's 4 layers
     assert "deciding word's column" not in body and "where the two prompts differ" in body  # none is marked
     assert "not yet seen the deciding word" not in body and "cannot depend on anything said after it" in body

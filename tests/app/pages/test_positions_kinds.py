@@ -49,7 +49,7 @@ def test_the_angle_table_follows_the_layers_base(gemma_home, layer, theta):
     np.testing.assert_allclose(waves[1], 2 * math.pi * theta ** (2 / 32), rtol=1e-4)
 
 
-@pytest.mark.parametrize("bos, token, warned", [("sink", "`<bos>`", False), ("none", "nothing", True)])
+@pytest.mark.parametrize("bos, token, warned", [("sink", "“<bos>”", False), ("none", "nothing", True)])
 def test_builtin_coref_set_says_what_gemma_gets_before_each_sentence(gemma_home, bos, token, warned):
     at = aim_at(app_on("gemma3-270m", PROMPT), "heads")
     at.query_params["bos"] = bos  # as a link carries it

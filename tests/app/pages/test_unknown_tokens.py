@@ -71,6 +71,6 @@ def test_the_heads_page_says_unknowns_were_left_out_and_scores_without_them():
     at = open_at("heads", str(SHIPPED_ZOO / "base"), prompt)
     no_errors(at)
     said = texts(at)
-    assert "tokens are the unknown token `<|unk|>`: they are left out of duplicate-token and induction" in said
+    assert "tokens are the unknown token “<|unk|>”: they are left out of duplicate-token and induction" in said
     assert "no token repeats in this prompt (unknown tokens aside)" in said
     assert not has_chart(at, "det_dup")  # before: a duplicate-token grid scored on the unknowns alone
