@@ -1,5 +1,5 @@
-"""A long prompt's T×T attention map as a figure: pooled to at most MAX_MAP_CELLS² cells (block max or
-mean, one band of rows at a time) or cut to a region, never sent cell by cell. Pure, no Streamlit."""
+"""A long prompt's T×T attention map as a figure: pooled to at most MAX_MAP_CELLS² cells (the block
+maxima of txviz.capture.pooling) or cut to a region, never sent cell by cell. Pure, no Streamlit."""
 
 from __future__ import annotations
 
@@ -7,54 +7,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures.charts import MASKED_COLOR, SCALE
+from txviz.capture.pooling import MAX_MAP_CELLS, pool_attention
 
 
-MAX_MAP_CELLS = 256
-
-
-def pool_attention(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max") -> tuple[np.ndarray, int]:
-    """A causal (T, S) map → (⌈T/b⌉, ⌈S/b⌉) cells of b×b tokens, b = ⌈max(T, S)/max_cells⌉. Each cell
-    is the max (or mean) of the visible weights of its block (key ≤ query); NaN where the whole block
-    lies in the future. Works one band of b rows at a time, so an 8192² map needs no second copy."""
-    t, s = probs.shape
-    return pool_attention_rows(lambda start, stop: probs[start:stop], t, s, max_cells=max_cells, reduce=reduce)
-
-
-def pool_attention_rows(rows_of, t: int, s: int, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max",
-                        chunk_bands: int = 64) -> tuple[np.ndarray, int]:
-    """``pool_attention`` of a (T, S) map that is never whole: ``rows_of(start, stop)`` gives rows
-    start…stop−1 (e.g. rebuilt from q/k), asked for ``chunk_bands`` bands of b rows at a time."""
-    if reduce not in ("max", "mean"):
-        raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
-    block = max(1, -(-max(t, s) // max_cells))
-    n_cols = -(-s // block)
-    pooled = np.full((-(-t // block), n_cols), np.nan, dtype=np.float32)
-    key = np.arange(n_cols * block)
-    chunk_rows = block * chunk_bands
-    for chunk_start in range(0, t, chunk_rows):
-        chunk = np.asarray(rows_of(chunk_start, min(chunk_start + chunk_rows, t)), dtype=np.float32)
-        for start in range(chunk_start, chunk_start + chunk.shape[0], block):
-            rows = np.full((block, n_cols * block), np.nan, dtype=np.float32)
-            rows[: min(block, t - start), :s] = chunk[start - chunk_start:start - chunk_start + block]
-            rows[key[None, :] > np.arange(start, start + block)[:, None]] = np.nan  # the future
-            cells = rows.reshape(block, n_cols, block).transpose(1, 0, 2).reshape(n_cols, -1)  # (cols, b·b)
-            visible = np.isfinite(cells)
-            count = visible.sum(axis=1)
-            if reduce == "max":
-                value = np.where(visible, cells, -np.inf).max(axis=1)
-            else:
-                value = np.where(visible, cells, 0.0).sum(axis=1) / np.maximum(count, 1)
-            pooled[start // block] = np.where(count > 0, value, np.nan)
-    return pooled, block
-
-
-def attention_overview(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, reduce: str = "max",
-                       title: str = "") -> go.Figure:
-    """One head's whole (T, S) map at ≤ max_cells × max_cells cells (block max or mean), labelled by
-    token position; the block size is in the title and the hover."""
+def attention_overview(probs: np.ndarray, *, max_cells: int = MAX_MAP_CELLS, title: str = "") -> go.Figure:
+    """One head's whole (T, S) map at ≤ max_cells × max_cells cells (block max), labelled by token
+    position; the block size is in the title and the hover."""
     probs = np.asarray(probs, dtype=np.float32)
-    pooled, block = pool_attention(probs, max_cells=max_cells, reduce=reduce)
-    return pooled_attention(pooled, block, probs.shape[0], reduce=reduce, title=title)
+    pooled, block = pool_attention(probs, max_cells=max_cells)
+    return pooled_attention(pooled, block, probs.shape[0], title=title)
 
 
 def color_cap(pooled: np.ndarray) -> float:
@@ -64,8 +25,8 @@ def color_cap(pooled: np.ndarray) -> float:
     return top if top > 0 else (float(finite.max()) if finite.size and finite.max() > 0 else 1.0)
 
 
-def pooled_attention(pooled: np.ndarray, block: int, n_tokens: int, *, reduce: str = "max", title: str = "") -> go.Figure:
-    """A map already pooled by ``pool_attention`` (cells of ``block`` × ``block`` tokens) as a heatmap.
+def pooled_attention(pooled: np.ndarray, block: int, n_tokens: int, *, title: str = "") -> go.Figure:
+    """A map already pooled by txviz.capture.pooling (cells of ``block`` × ``block`` tokens) as a heatmap.
     The colour saturates at the 99th percentile of the cells: a sink column near 1 would otherwise
     leave everything else white (the hover shows every cell's value)."""
     rows, cols = np.arange(pooled.shape[0]) * block, np.arange(pooled.shape[1]) * block
@@ -73,9 +34,9 @@ def pooled_attention(pooled: np.ndarray, block: int, n_tokens: int, *, reduce: s
     top = color_cap(pooled)
     fig = go.Figure(go.Heatmap(
         z=pooled, x=cols, y=rows, colorscale=SCALE, zmin=0, zmax=top, hoverongaps=False,
-        colorbar=dict(title=f"{reduce}<br>(capped at<br>{top:.2f})"),
-        hovertemplate=f"queries from %{{y}}<br>keys from %{{x}}<br>{reduce} over {unit}: %{{z:.4f}}<extra></extra>"))
-    fig.update_layout(title=f"{title} · each cell = {unit} ({reduce})" if title else f"each cell = {unit} ({reduce})",
+        colorbar=dict(title=f"max<br>(capped at<br>{top:.2f})"),
+        hovertemplate=f"queries from %{{y}}<br>keys from %{{x}}<br>max over {unit}: %{{z:.4f}}<extra></extra>"))
+    fig.update_layout(title=f"{title} · each cell = {unit} (max)" if title else f"each cell = {unit} (max)",
                       plot_bgcolor=MASKED_COLOR, height=min(900, 260 + 3 * pooled.shape[0]),
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed", title="query position (attends from)")

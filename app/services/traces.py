@@ -19,6 +19,7 @@ from txviz import limits as limits_
 from txviz.analysis.heads.metrics import head_table as heads_table, hide_sink, metrics_table
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
+from txviz.capture.pooling import pool_attention_rows, pool_maps
 from txviz.capture.trace import CaptureError, Trace, trace
 from txviz.loading.loaded import LoadedModel
 from txviz.model import InputError
@@ -125,13 +126,12 @@ def head_metric_grid(table: pd.DataFrame, metric: str) -> np.ndarray:
 
 
 def map_overview(traced: PromptTrace, layer: int, head: int, hide: bool) -> tuple[np.ndarray, int]:
-    """One head's map pooled to at most MAX_MAP_CELLS² cells (block max), built a band of rows at a
-    time: an 8192² map is never whole."""
-    from app.figures.big_maps import pool_attention_rows
+    """One head's map pooled to at most MAX_MAP_CELLS² cells (block max, txviz.capture.pooling), built a
+    band of rows at a time: an 8192² map is never whole."""
 
-    def rows_of(start: int, stop: int) -> np.ndarray:
+    def rows_of(start: int, stop: int) -> torch.Tensor:
         rows = traced.trace.attn(layer, head, rows=slice(start, stop))
-        return (hide_sink(rows) if hide else rows).numpy()
+        return hide_sink(rows) if hide else rows
 
     return pool_attention_rows(rows_of, traced.n_tokens, traced.n_tokens)
 
@@ -150,7 +150,7 @@ def layers_maps(traced: PromptTrace, layers: tuple[int, ...], n_heads: int, hide
                 max_cells: int) -> tuple[np.ndarray, int]:
     """Every head's map of ``layers`` as a page draws them, compact: (layers, heads, rows, cols) float16,
     NaN where the causal mask hides the future; every cell up to ``max_cells`` tokens, past that each
-    head pooled to at most max_cells² cells (block max, as ``map_overview`` and big_maps.pool_attention).
+    head pooled to at most max_cells² cells (block max, txviz.capture.pooling, as ``map_overview``).
     Returns the maps and the block size (1: every cell). float16 keeps ~3 significant digits.
     Stored maps go through each step as one tensor of every layer asked for, on one torch thread while
     the machine is oversubscribed: 30 layers one by one were 90 small ops (0.7 s at load 8, where each
@@ -163,22 +163,9 @@ def layers_maps(traced: PromptTrace, layers: tuple[int, ...], n_heads: int, hide
         else:
             probs = torch.stack([torch.stack([tr.attn(layer, head) for head in range(n_heads)]) for layer in layers]).float()
         probs = hide_sink(probs) if hide else probs
-        future = torch.ones(n, n, dtype=torch.bool).triu(1)
         if n <= max_cells:
+            future = torch.ones(n, n, dtype=torch.bool).triu(1)
             return probs.masked_fill(future, float("nan")).half().numpy(), 1
-        pooled = [block_max(maps.masked_fill(future, 0.0), max_cells) for maps in probs]
-        return np.stack([maps for maps, _ in pooled]), pooled[0][1]
+        pooled = [pool_maps(maps, max_cells) for maps in probs]  # every head of a layer in one max-pooling call
+        return np.stack([maps.half().numpy() for maps, _ in pooled]), pooled[0][1]
 
-
-def block_max(maps: torch.Tensor, max_cells: int) -> tuple[np.ndarray, int]:
-    """(heads, T, T) causal weights, 0 in the future → (heads, ⌈T/b⌉, ⌈T/b⌉) float16 block maxima, NaN
-    for the blocks wholly in the future (those above the diagonal), b = ⌈T/max_cells⌉:
-    big_maps.pool_attention of every head in one max-pooling call (its band-by-band loop took 0.2–0.9 s
-    for a layer of 1024 tokens under load). Weights are ≥ 0, so the future's zeros never win a block
-    that has a visible weight."""
-    t = maps.shape[-1]
-    block = -(-t // max_cells)
-    padded = torch.nn.functional.pad(maps, (0, -t % block, 0, -t % block))  # whole blocks
-    pooled = torch.nn.functional.max_pool2d(padded[:, None], block)[:, 0]
-    future = torch.ones(pooled.shape[-2:], dtype=torch.bool).triu(1)
-    return pooled.masked_fill(future, float("nan")).half().numpy(), block

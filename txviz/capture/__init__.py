@@ -7,6 +7,7 @@ only what was asked for (txviz.model.recording names the interface the model cal
     summaries.py  per-head metrics per query row, computed block by block during the pass
     maps.py       how stored maps are kept (fp16, lower triangle), and any map rebuilt from q and k
     cost.py       what a capture request would store and cost, and the request that fits a budget
+    pooling.py    a long map pooled to a few hundred cells a side (block maxima of visible weights)
 """
 
 from txviz.capture.cost import CaptureCost, CapturePlan, capture_cost, choose_capture

@@ -1,4 +1,5 @@
-"""Big-map chart builders: a long prompt's map is pooled to at most 256×256 cells or cut to a region."""
+"""Big-map chart builders: a long prompt's map is drawn pooled to at most 256×256 cells (the pooling
+itself: tests/capture/test_pooling.py) or cut to a region."""
 
 from __future__ import annotations
 
@@ -14,27 +15,6 @@ def causal_map(t: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     probs = np.tril(rng.random((t, t), dtype=np.float32))
     return probs / probs.sum(axis=1, keepdims=True)
-
-
-def brute_force_pool(probs: np.ndarray, block: int, reduce: str) -> np.ndarray:
-    t, s = probs.shape
-    out = np.full((-(-t // block), -(-s // block)), np.nan, dtype=np.float32)
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            cells = [probs[q, k] for q in range(i * block, min(t, (i + 1) * block))
-                     for k in range(j * block, min(s, (j + 1) * block)) if k <= q]
-            if cells:
-                out[i, j] = max(cells) if reduce == "max" else np.mean(cells)
-    return out
-
-
-@pytest.mark.parametrize("reduce", ["max", "mean"])
-@pytest.mark.parametrize("t,max_cells,block", [(10, 4, 3), (12, 4, 3), (5, 256, 1)])
-def test_pooling_takes_the_max_or_mean_of_visible_weights(reduce, t, max_cells, block):
-    probs = causal_map(t)
-    pooled, got_block = big_maps.pool_attention(probs, max_cells=max_cells, reduce=reduce)
-    assert got_block == block
-    np.testing.assert_allclose(pooled, brute_force_pool(probs, block, reduce), rtol=1e-6, equal_nan=True)
 
 
 def test_overview_of_a_4096_map_sends_at_most_256_squared_cells():
@@ -72,18 +52,9 @@ def test_overview_colour_saturates_at_the_99th_percentile_so_a_sink_does_not_was
     assert fig.data[0].zmax < 0.5 and np.nanmax(z) == 1.0  # the sink is still there, at the top of the scale
 
 
-@pytest.mark.parametrize("t,chunk_bands", [(1000, 1), (1000, 3), (777, 64), (40, 2)])
-def test_pooling_rows_band_by_band_equals_pooling_the_whole_map(t, chunk_bands):
-    probs = causal_map(t, seed=t)
-    asked = []
+def test_the_overview_draws_the_pooled_cells_bit_for_bit():
+    from txviz.capture.pooling import pool_attention
 
-    def rows_of(start, stop):
-        asked.append((start, stop))
-        return probs[start:stop]
-
-    pooled, block = big_maps.pool_attention_rows(rows_of, t, t, chunk_bands=chunk_bands, max_cells=64)
-    whole, whole_block = big_maps.pool_attention(probs, max_cells=64)
-    assert block == whole_block
-    np.testing.assert_array_equal(pooled, whole)
-    assert asked[0][0] == 0 and asked[-1][1] == t and all(b - a <= block * chunk_bands for a, b in asked)
-    assert all(a2 == b1 for (_, b1), (a2, _) in zip(asked, asked[1:]))  # every row once, in order
+    probs = causal_map(700, seed=3)
+    z = np.asarray(big_maps.attention_overview(probs).data[0].z)
+    assert z.tobytes() == pool_attention(probs)[0].tobytes()

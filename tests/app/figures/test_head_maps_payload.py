@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from app.figures import big_maps
+from txviz.capture.pooling import pool_attention
 from app.figures.head_maps import (ALL_LAYERS_BYTES, MAX_BLOB_BYTES, layers_to_send, maps_blob, prompt_id, read_blob,
                                    view_data)
 
@@ -48,8 +49,8 @@ def test_the_view_has_the_page_head_and_a_figure_with_no_z():
 
 def test_a_pooled_layer_keeps_the_builders_title_and_its_colour_cap():
     n = 600
-    pooled = [big_maps.pool_attention(p)[0] for p in causal_maps(2, n)]
-    block = big_maps.pool_attention(causal_maps(1, n)[0])[1]
+    pooled = [pool_attention(p)[0] for p in causal_maps(2, n)]
+    block = pool_attention(causal_maps(1, n)[0])[1]
     maps = np.stack(pooled)[None].astype(np.float16)
     header, _ = read_blob(maps_blob(maps, block, prompt="p", layers=[7], titles=[["head 0", "head 1"]],
                                     captions=[["", ""]]))

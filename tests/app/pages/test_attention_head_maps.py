@@ -114,18 +114,3 @@ def test_the_plain_chart_is_a_lazy_fallback_for_the_page_head(zoo_base):
     assert "head 2" in plain["layout"]["title"]["text"]
     z = decode(plain["data"][0]["z"]).astype(float)
     np.testing.assert_allclose(np.nan_to_num(z), np.nan_to_num(layer_maps(at)[2]), rtol=1e-3, atol=1e-4)
-
-
-@pytest.mark.parametrize("n", [300, 1024, 1030])
-def test_a_long_layer_is_pooled_in_one_pass_as_the_plain_pooled_chart_pools_it(n):
-    from app.figures.big_maps import pool_attention
-    from app.services.traces import block_max
-
-    rng = np.random.default_rng(n)
-    probs = rng.random((2, n, n)).astype(np.float32)
-    probs[:, np.triu(np.ones((n, n), dtype=bool), k=1)] = 0.0  # what softmax leaves in the future
-    probs[:, 7, :5] = 0.0  # a visible zero
-    pooled, block = block_max(torch.from_numpy(probs), 256)
-    expected = [pool_attention(p) for p in probs]
-    assert block == expected[0][1] and block > 1
-    np.testing.assert_array_equal(pooled, np.stack([e[0] for e in expected]).astype(np.float16))

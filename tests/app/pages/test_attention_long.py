@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from app.figures.big_maps import pool_attention
+from txviz.capture.pooling import pool_attention
 from tests.helpers.apptest import MAIN, chart, decode, no_errors
 from txviz.analysis.heads.metrics import head_table, hide_sink
 from txviz.capture.cost import SUMMARY_CAPTURE, capture_cost, choose_capture

@@ -56,6 +56,23 @@ def test_the_map_overview_of_a_short_prompt_is_the_map_itself(traced):
     assert not np.allclose(hidden[causal], pooled[causal])
 
 
+@pytest.mark.parametrize("hide", [False, True])
+def test_the_page_maps_are_pooled_by_the_one_rule_bit_for_bit(traced, hide):
+    from txviz.analysis.heads.metrics import hide_sink
+    from txviz.capture.pooling import pool_attention
+
+    maps, block = traces.layers_maps(traced, (0, 2), 4, hide, max_cells=5)  # pooled: more tokens than 5 cells
+    assert block > 1
+    for i, layer in enumerate((0, 2)):
+        for head in range(4):
+            probs = traced.trace.attn(layer, head)
+            expected, expected_block = pool_attention((hide_sink(probs) if hide else probs).numpy(), max_cells=5)
+            assert expected_block == block and maps[i, head].tobytes() == expected.astype(np.float16).tobytes()
+    overview, one = traces.map_overview(traced, 2, 3, hide)
+    probs = traced.trace.attn(2, 3)
+    assert one == 1 and overview.tobytes() == pool_attention((hide_sink(probs) if hide else probs).numpy())[0].tobytes()
+
+
 def test_readable_tokens_label_every_token(tiny, traced):
     labels = traces.display_tokens(tiny, traced)
     assert len(labels) == traced.n_tokens and labels[2:5] == list(traced.tokens[2:5])
