@@ -489,7 +489,7 @@ def kind_rows(fetched: tuple, zoo: tuple, long_tokens: int) -> list[dict]:
 
 @st.cache_data(show_spinner=False, max_entries=40)
 def head_maps_blob(_build: Callable[[], bytes], prompt_id: str, layers: tuple[int, ...]) -> bytes:
-    """The Attention page's head maps blob (app/figures/head_maps.py), built once per prompt id (model,
+    """The Attention page's head maps blob (app/components/head_maps/payload.py), built once per prompt id (model,
     prompt, sink, hide) and layers: the same bytes on every rerun, which Streamlit then sends as a
     reference to the browser's copy. 40 entries: every layer of a long prompt (30 on SmolLM2) and more."""
     return _build()

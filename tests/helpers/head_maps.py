@@ -29,7 +29,7 @@ def head_maps_blob(at) -> bytes:
 
 def head_maps_data(at) -> dict:
     """The view and the blob's header together: layer, head, figure, layers sent, shape, titles, zmax."""
-    from app.figures.head_maps import read_blob
+    from app.components.head_maps.payload import read_blob
 
     header, _ = read_blob(head_maps_blob(at))
     return {**head_maps_view(at), **header}
@@ -38,7 +38,7 @@ def head_maps_data(at) -> dict:
 def layer_maps(at, layer: int | None = None) -> np.ndarray:
     """(heads, rows, cols) float32 of ``layer`` (None: the page's) as the browser decodes them; NaN where
     the future is masked."""
-    from app.figures.head_maps import read_blob
+    from app.components.head_maps.payload import read_blob
 
     header, maps = read_blob(head_maps_blob(at))
     layer = head_maps_view(at)["layer"] if layer is None else layer

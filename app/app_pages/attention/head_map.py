@@ -6,7 +6,7 @@ head the reader stops on; past the budget the page's layer, and its neighbours p
 the maps' own fragment. A long prompt's maps are rebuilt one head at a time: there the page's own Layer
 slider and Head box are the control, and the map is drawn pooled, with an exact region of the page's
 head. The plain chart stays as a lazy fallback. What the component gets is assembled in
-app/services/head_maps.py."""
+app/components/head_maps/build.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import streamlit as st
 
 from app import cache
 from app.components.head_maps import head_maps_blob, head_maps_view
+from app.components.head_maps.build import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.figures import big_maps, charts
-from app.services.head_maps import component_view, head_title, layers_blob, maps_plan, metrics_line
 from app.ui import state
 from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.heads.metrics import hide_sink

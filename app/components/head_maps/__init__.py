@@ -6,7 +6,7 @@ page's selection follows it (the grid's highlight, the head view, the step by st
 the page never shows two heads at once and has one Layer control, not two.
 
 Two mounts of one ``st.components.v2`` component (plain JavaScript in the page itself, no iframe, no
-build step; app/figures/head_maps.py builds both parts):
+build step; payload.py beside it says what both parts hold, build.py builds them from the page's view):
 
 - the view (``key``): the page's layer and head and the figure, a few kilobytes, mounted where the rest
   of the head's views are, so a pick reruns them with it (``on_pick``);

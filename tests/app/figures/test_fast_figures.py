@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from app.figures import charts
-from app.figures.head_maps import view_data
+from app.components.head_maps.payload import view_data
 
 RNG = np.random.default_rng(0)
 TOKENS = [f"t{i}" for i in range(40)]

@@ -78,7 +78,7 @@ def test_the_maps_message_is_the_same_on_every_rerun_and_only_the_view_moves(zoo
 
 
 def test_past_the_byte_budget_only_the_page_layer_is_sent(zoo_base, monkeypatch):
-    from app.figures import head_maps
+    from app.components.head_maps import payload as head_maps
 
     source, loaded = zoo_base
     monkeypatch.setattr(head_maps, "ALL_LAYERS_BYTES", 1)

@@ -1,15 +1,15 @@
 """What the Attention page's head maps component gets, assembled from the page's view (a prompt's trace,
 its head table, its tokens): which prompt id the browser files the maps under, whether every layer
 goes in one blob, a blob of some layers' maps with each head's title and metrics line, and the small
-view (app/figures/head_maps.py says what both parts hold; app/components/head_maps what the browser
-does with them). No Streamlit: the page caches the blob and mounts the component."""
+view (payload.py beside it says what both parts hold; __init__.py mounts them, and the scripts say what
+the browser does with them). No Streamlit: the page caches the blob and mounts the component."""
 
 from __future__ import annotations
 
-from app.figures import big_maps
-from app.figures.head_maps import all_layers_fit, maps_blob, prompt_id, view_data
+from app.components.head_maps.payload import all_layers_fit, maps_blob, prompt_id, view_data
 from app.services.traces import layers_maps
 from txviz.analysis.heads.metrics import METRICS
+from txviz.capture.pooling import MAX_MAP_CELLS
 
 
 def head_title(config, layer: int, head: int) -> str:
@@ -29,7 +29,7 @@ def metrics_of(row: dict) -> str:
 
 def drawn_rows(view) -> int:
     """Rows (and columns) of each map as the browser draws it: every token, or pooled past MAX_MAP_CELLS."""
-    return min(view.n, big_maps.MAX_MAP_CELLS)
+    return min(view.n, MAX_MAP_CELLS)
 
 
 def maps_plan(view, hide: bool) -> tuple[str, bool]:
@@ -42,7 +42,7 @@ def maps_plan(view, hide: bool) -> tuple[str, bool]:
 def layers_blob(view, hide: bool, layers: tuple[int, ...], prompt: str) -> bytes:
     """The layers' maps as the component gets them (the page keeps them in app.cache.head_maps_blob)."""
     config, n_heads = view.config, view.config.n_heads
-    maps, block = layers_maps(view.traced, layers, n_heads, hide, max_cells=big_maps.MAX_MAP_CELLS)
+    maps, block = layers_maps(view.traced, layers, n_heads, hide, max_cells=MAX_MAP_CELLS)
     rows = {(int(r["layer"]), int(r["head"])): r for r in view.table.to_dict("records")}
     return maps_blob(maps, block, prompt=prompt, layers=list(layers),
                      titles=[[head_title(config, layer, h) for h in range(n_heads)] for layer in layers],

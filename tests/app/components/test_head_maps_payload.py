@@ -1,4 +1,4 @@
-"""The head maps component's two parts (app/figures/head_maps.py): the maps blob round-trips through
+"""The head maps component's two parts (app/components/head_maps/payload.py): the maps blob round-trips through
 float16 with each layer and head's title and colour cap, the view carries a figure with no z whose hover
 says the weight is rounded, a pooled layer keeps the builder's title, and the byte budget decides
 whether every layer goes in one blob."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.components.head_maps.payload import (ALL_LAYERS_BYTES, MAX_BLOB_BYTES, layers_to_send, maps_blob, prompt_id,
+                                              read_blob, view_data)
 from app.figures import big_maps
 from txviz.capture.pooling import pool_attention
-from app.figures.head_maps import (ALL_LAYERS_BYTES, MAX_BLOB_BYTES, layers_to_send, maps_blob, prompt_id, read_blob,
-                                   view_data)
 
 
 def causal_maps(n_heads: int, n: int, seed: int = 0) -> np.ndarray:
