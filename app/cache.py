@@ -43,7 +43,8 @@ from txviz.loading.loaded import LoadedModel
 
 __all__ = [  # what the pages call
     # model, limits, prompt
-    "get_model", "display_name", "limits", "encode", "dropped_characters", "within_budget", "check_passes",
+    "get_model", "zoo_description", "display_name", "limits", "encode", "dropped_characters", "within_budget",
+    "check_passes",
     "PromptError",
     # traces and their views
     "PromptTrace", "get_trace", "attention_plan", "get_attention_trace", "get_head_table", "get_map_overview",
@@ -130,6 +131,13 @@ def limits() -> limits_.Limits:
 def get_model(source: str) -> LoadedModel:
     """The default model, or a path confined to the allowed model directories (whatever the URL says)."""
     return models.load_model(source)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def zoo_description(path: str, version: int) -> str:
+    """A zoo directory's description in the sidebar's model picker, once per ``version`` of its
+    config.json (app/services/models.py)."""
+    return models.describe_zoo(path)
 
 
 def encode(source: str, prompt: str, bos: str, *, n_new: int = 0, long: bool = False):

@@ -1,12 +1,22 @@
-"""The model a session looks at: a known model by name ("default" is SmolLM2, "gemma3-270m" …, see
-txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model directories."""
+"""The models a session can look at: a known model by name ("default" is SmolLM2, "gemma3-270m" …, see
+txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model directories; and the
+catalog the sidebar offers (the known models, then every model discovered in those directories, a broken
+file listed with its reason, never offered)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Callable
+
+from txviz.lab.zoo import describe
 from txviz.loading import fetch, load, preflight
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.sources import DEFAULT_SOURCE, KNOWN_MODELS, confine
+from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, confine, discover
+from txviz.loading.zoo import is_txviz_dir
+
+Describe = Callable[[str, int], str]  # (a zoo directory, the version of its config.json) -> its one-line description
 
 
 def is_known(source: str) -> bool:
@@ -25,3 +35,62 @@ def load_model(source: str) -> LoadedModel:
     return load(path)
 
 
+def known_options() -> dict[str, str]:
+    """label → source of the known models fetched from PyPI (the default first, named "default")."""
+    return {(f"{m.display_name} (default)" if m.name == DEFAULT_MODEL_NAME else m.display_name):
+            (DEFAULT_SOURCE if m.name == DEFAULT_MODEL_NAME else m.name) for m in KNOWN_MODELS.values()}
+
+
+def known_files() -> set[Path]:
+    """The known models' own .gguf files (fetched into the cache, or TXVIZ_DEFAULT_GGUF), resolved."""
+    candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [os.environ.get("TXVIZ_DEFAULT_GGUF")]
+    known = set()
+    for candidate in candidates:
+        try:
+            if candidate:
+                known.add(Path(candidate).resolve())
+        except OSError:
+            pass
+    return known
+
+
+def is_known_file(path: str, known: set[Path]) -> bool:
+    """A known model's own .gguf: listed once, by its name."""
+    try:
+        return Path(path).resolve() in known
+    except OSError:
+        return False
+
+
+def describe_zoo(path: str) -> str:
+    """A zoo directory's one-line description (it parses and checks the whole config.json: 13 zoo models
+    took ~12 ms of every rerun of every page, so the app keeps it per version of that file)."""
+    return describe(Path(path))
+
+
+def label(source: ModelSource, describe_dir: Describe) -> str:
+    """A zoo variant's one-line description (``describe_dir(path, version of its config.json)``), else the
+    discovered label."""
+    if not is_txviz_dir(source.path):
+        return source.label
+    config = Path(source.path) / "config.json"
+    try:
+        return describe_dir(source.path, config.stat().st_mtime_ns)
+    except (ModelLoadError, OSError):
+        return source.label
+
+
+def model_options(describe_dir: Describe) -> tuple[dict[str, str], dict[str, str]]:
+    """(label → source of the models offered, label → reason of the files found broken). Discovered files
+    are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
+    a broken one is listed with its reason, never offered for a one-click load."""
+    options, broken = known_options(), {}
+    known = known_files()
+    sources = [source for source in discover() if not is_known_file(source.path, known)]
+    verdicts = preflight.problems([source.path for source in sources], wait=False)  # never wait on another session
+    for source in sources:
+        if verdicts[source.path]:
+            broken[source.label] = verdicts[source.path]
+        else:
+            options.setdefault(label(source, describe_dir), source.path)
+    return options, broken

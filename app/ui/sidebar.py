@@ -3,9 +3,7 @@ prompt, BOS/sink policy, and what is loaded."""
 
 from __future__ import annotations
 
-import functools
 import os
-from pathlib import Path
 
 import streamlit as st
 
@@ -15,79 +13,10 @@ from app.ui import state
 from app.ui.widgets import counted, plain
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
-from txviz.lab.zoo import describe
-from txviz.loading import preflight
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, discover, known_model
-from txviz.loading.zoo import is_txviz_dir
+from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, known_model
 
 CUSTOM = "Path…"
-
-
-def _known_options() -> dict[str, str]:
-    """label → source of the known models fetched from PyPI (the default first, named "default")."""
-    return {(f"{m.display_name} (default)" if m.name == DEFAULT_MODEL_NAME else m.display_name):
-            (DEFAULT_SOURCE if m.name == DEFAULT_MODEL_NAME else m.name) for m in KNOWN_MODELS.values()}
-
-
-DEFAULT_LABEL = next(iter(_known_options()))
-
-
-def _known_files() -> set[Path]:
-    """The known models' own .gguf files (fetched into the cache, or TXVIZ_DEFAULT_GGUF), resolved."""
-    from txviz.loading import fetch
-
-    candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [os.environ.get("TXVIZ_DEFAULT_GGUF")]
-    known = set()
-    for candidate in candidates:
-        try:
-            if candidate:
-                known.add(Path(candidate).resolve())
-        except OSError:
-            pass
-    return known
-
-
-def _is_known_file(path: str, known: set[Path]) -> bool:
-    """A known model's own .gguf: listed once, by its name."""
-    try:
-        return Path(path).resolve() in known
-    except OSError:
-        return False
-
-
-def _label(source) -> str:
-    """A zoo variant's one-line description (from its config.json), else the discovered label."""
-    if not is_txviz_dir(source.path):
-        return source.label
-    config = Path(source.path) / "config.json"
-    try:
-        return _described(source.path, config.stat().st_mtime_ns)
-    except (ModelLoadError, OSError):
-        return source.label
-
-
-@functools.lru_cache(maxsize=256)
-def _described(path: str, _version: int) -> str:
-    """``describe`` of a zoo directory, once per version of its config.json (it parses and checks the
-    whole config: 13 zoo models took ~12 ms of every rerun of every page)."""
-    return describe(Path(path))
-
-
-def _model_options() -> tuple[dict[str, str], dict[str, str]]:
-    """(label → source of the models offered, label → reason of the files found broken). Discovered files
-    are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
-    a broken one is listed with its reason, never offered for a one-click load."""
-    options, broken = _known_options(), {}
-    known = _known_files()
-    sources = [source for source in discover() if not _is_known_file(source.path, known)]
-    verdicts = preflight.problems([source.path for source in sources], wait=False)  # never wait on another session
-    for source in sources:
-        if verdicts[source.path]:
-            broken[source.label] = verdicts[source.path]
-        else:
-            options.setdefault(_label(source), source.path)
-    return options, broken
 
 
 def _show_broken(broken: dict[str, str]) -> None:
@@ -99,7 +28,7 @@ def _show_broken(broken: dict[str, str]) -> None:
 
 
 def _pick_model() -> None:
-    options, broken = _model_options()
+    options, broken = models.model_options(cache.zoo_description)
     labels = list(options) + [CUSTOM]
     if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
         st.session_state["model"] = DEFAULT_SOURCE
