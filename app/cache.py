@@ -1,6 +1,7 @@
 """Everything the app keeps between reruns, in one place: every ``st.cache_resource``/``st.cache_data``
 and every store shared by every session, over the computations in app/services (which never import
-Streamlit). The pages call these by name.
+Streamlit). The pages call these by name; what is not kept (a service's types, errors and plain
+helpers) they import from the service itself.
 
 Each wrapper resolves the model once (``get_model``, one per source), reads the limits once (TXVIZ_*
 environment variables, overridden by Streamlit secrets) and hands both to a service. Results kept for
@@ -27,10 +28,8 @@ from app.services import (causal, generation, heads, kv_sharing, models, positio
                           zoo)
 from app.services.byte_cache import ByteBudgetCache
 from app.services.causal import CausalRequest
-from app.services.prompts import PromptError, dropped_characters
-from app.services.texts import TEXTS_DIR, shipped_text_ids, shipped_texts
-from app.services.traces import PromptTrace, display_tokens, head_metric_grid
-from app.services.zoo import MOE_VARIANTS, VALIDATION_WINDOWS, first_story, trained, zoo_path
+from app.services.traces import PromptTrace
+from app.services.zoo import VALIDATION_WINDOWS
 from app.ui.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
@@ -38,33 +37,28 @@ from txviz.capture.maps import MapStorage
 from txviz.analysis.kv.kinds import kind_row
 from txviz.analysis.kv.long import LongCache, measure_long_cache
 from txviz.config import ModelConfig
-from txviz.loading.display_name import display_name
 from txviz.loading.loaded import LoadedModel
 
 __all__ = [  # what the pages call
     # model, limits, prompt
-    "get_model", "zoo_description", "display_name", "limits", "encode", "dropped_characters", "within_budget",
-    "check_passes",
-    "PromptError",
+    "get_model", "zoo_description", "limits", "encode", "within_budget", "check_passes",
     # traces and their views
-    "PromptTrace", "get_trace", "attention_plan", "get_attention_trace", "get_head_table", "get_map_overview",
-    "head_metric_grid", "display_tokens", "LONG_TRACE_SECONDS",
+    "get_trace", "attention_plan", "get_attention_trace", "get_head_table", "get_map_overview", "LONG_TRACE_SECONDS",
     # heads
     "get_induction_scores", "coref_kept", "coref_seconds", "get_coref_evaluation",
     "head_maps_blob",
     # the real models side by side (issue 15)
     "long_cache", "kind_rows",
     # which heads cause the answer (issue 13)
-    "CausalRequest", "causal_estimate", "causal_kept", "get_causal_report",
+    "causal_estimate", "causal_kept", "get_causal_report",
     # positions
-    "shipped_texts", "shipped_text_ids", "TEXTS_DIR", "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
+    "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
     "forward_speed", "get_permutation_check", "SCALING_STORE_BYTES",
     # KV cache
     "get_generation", "get_kv_counterfactual", "layer_sharing_result", "layer_sharing_step_seconds",
     "get_layer_sharing",
     # the zoo and the measurements kept once run
-    "MOE_VARIANTS", "VALIDATION_WINDOWS", "trained", "zoo_path", "zoo_model", "validation_windows", "zoo_routing",
-    "zoo_text_trace", "zoo_window_losses", "first_story", "measured", "measure",
+    "zoo_model", "validation_windows", "zoo_routing", "zoo_text_trace", "zoo_window_losses", "measured", "measure",
     # texts too long for a link (app/ui/state.py)
     "long_texts", "LONG_TEXT_BYTES",
 ]

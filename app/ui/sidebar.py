@@ -9,10 +9,12 @@ import streamlit as st
 
 from app import cache
 from app.services import models
+from app.services.prompts import PromptError, dropped_characters
 from app.ui import state
 from app.ui.widgets import counted, plain
 from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
+from txviz.loading.display_name import display_name
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, known_model
 
@@ -97,15 +99,15 @@ def render() -> None:
         try:
             encoding = cache.encode(state.get("model"), state.get("prompt"), state.get("bos"), long=True)
             n_tokens = len(encoding.ids)
-            note = cache.dropped_characters(encoding)
+            note = dropped_characters(encoding)
             if note:
                 st.warning(plain(note))
             _warn_unknown(loaded, encoding)
-        except cache.PromptError:
+        except PromptError:
             pass
         config = loaded.config
         st.caption(
-            f"**{plain(cache.display_name(loaded))}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
+            f"**{plain(display_name(loaded))}** · {loaded.format} · {loaded.n_params / 1e6:.1f} M params  \n"
             f"{config.n_layers} layers · {config.n_heads} heads · {counted(config.n_kv_heads, 'KV head')} "
             f"({config.attention_kind}) · d={config.d_model}  \n"
             f"device **{loaded.device}** · dtype **{str(loaded.dtype).removeprefix('torch.')}**"
@@ -160,7 +162,7 @@ def prompt_trace(capture: tuple[str, ...] = ("attn_probs",), layers: tuple[int, 
     source, loaded = current()
     try:
         traced = cache.get_trace(source, state.get("prompt"), state.get("bos"), capture, layers)
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         st.stop()
     return source, loaded, traced

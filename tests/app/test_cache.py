@@ -8,6 +8,8 @@ import pytest
 import streamlit as st
 
 from app import cache
+from app.services.prompts import PromptError
+from app.services.texts import shipped_text_ids, shipped_texts
 from app.services.zoo import first_story, zoo_path
 
 SOURCE = zoo_path("base_long")  # inside the shipped zoo: an allowed model directory
@@ -46,7 +48,7 @@ def test_each_view_of_a_trace_resolves_the_model_once(model_lookups, story):
     assert model_lookups == [SOURCE]
     cache.get_map_overview(SOURCE, story, "sink", 1, 2, False)
     cache.get_attention_trace(SOURCE, story, "sink")
-    cache.score_scaling(SOURCE, next(iter(cache.shipped_texts())), 2.0, 32, "linear")
+    cache.score_scaling(SOURCE, next(iter(shipped_texts())), 2.0, 32, "linear")
     assert model_lookups == [SOURCE] * 4
 
 
@@ -55,13 +57,13 @@ def test_a_trace_is_shared_and_not_served_under_tighter_limits(monkeypatch, stor
     assert cache.get_trace(SOURCE, story, "sink") is first
     assert cache.get_attention_trace(SOURCE, story, "sink") == (first, None)
     monkeypatch.setenv("TXVIZ_MEMORY_BUDGET", "1000")
-    with pytest.raises(cache.PromptError, match="TXVIZ_MEMORY_BUDGET"):
+    with pytest.raises(PromptError, match="TXVIZ_MEMORY_BUDGET"):
         cache.get_trace(SOURCE, story, "sink")
 
 
 def test_a_scored_scaling_is_kept_and_its_time_sets_the_estimate(story):
-    text = next(iter(cache.shipped_texts()))
-    n = len(cache.shipped_text_ids(cache.get_model(SOURCE), text, 32))
+    text = next(iter(shipped_texts()))
+    n = len(shipped_text_ids(cache.get_model(SOURCE), text, 32))
     assert cache.scaling_losses_kept(SOURCE, text, 2.0, 32) == {}
     _, how = cache.scaling_step_seconds(SOURCE, n)
     assert "a short forward of this model ran at" in how
@@ -88,7 +90,7 @@ def test_a_measurement_runs_once_with_a_progress_callback_and_is_kept():
 
 
 def test_a_sweep_is_kept_for_every_session():
-    text = next(iter(cache.shipped_texts()))
+    text = next(iter(shipped_texts()))
     assert cache.layer_sharing_result(SOURCE, 1, text, 24) is None
     told = []
     sweep = cache.get_layer_sharing(SOURCE, 1, text, 24, progress=lambda done, total: told.append(done))
@@ -115,6 +117,19 @@ def test_every_name_the_app_calls_on_cache_is_exported():
     assert {"get_model", "get_trace", "limits"} <= called  # the sidebar's calls are found
     assert called <= set(cache.__all__), called - set(cache.__all__)
     assert all(hasattr(cache, name) for name in cache.__all__)
+
+
+def test_app_cache_exports_only_what_it_defines():
+    """What the pages call on cache is kept there (a cache, a store, a wrapper over them, their budgets);
+    a service's types, errors and plain helpers are imported from the service, not passed through."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(cache.__file__).read_text(encoding="utf-8"))
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    defined |= {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+                if isinstance(target, ast.Name)}
+    assert set(cache.__all__) - defined == set()
 
 
 def test_every_streamlit_cache_lives_in_app_cache():

@@ -42,6 +42,7 @@ def _app_side(what: str, model: str) -> dict:
     from streamlit.testing.v1 import AppTest
 
     from app import cache
+    from app.services.causal import CausalRequest
 
     at = AppTest.from_file(str(Path.cwd() / "app" / "main.py"), default_timeout=900)
     at.query_params["coref_text"] = TROPHY  # a link with a sentence opens the Heads page on the Coreference tab
@@ -57,7 +58,7 @@ def _app_side(what: str, model: str) -> dict:
         corrupt = next(w.value for w in at.text_input if w.key and w.key.startswith("causal_corrupt_"))
         answer = next(w.value for w in at.selectbox if w.key and w.key.startswith("causal_answer_"))
         wrong = next(w.value for w in at.selectbox if w.key and w.key.startswith("causal_wrong_"))
-        request = cache.CausalRequest(clean, corrupt, answer, wrong, ("trophy", "suitcase"), "it", "sink")
+        request = CausalRequest(clean, corrupt, answer, wrong, ("trophy", "suitcase"), "it", "sink")
         out = {"clean": clean, "corrupt": corrupt, "answer": answer, "wrong": wrong,
                "estimate_s": round(cache.causal_estimate(model, request).seconds, 1)}
     elif hasattr(cache, "coref_seconds"):  # an older app shows no estimate for the set

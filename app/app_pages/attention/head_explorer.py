@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import cache
 from app.app_pages.attention.head_map import head_map
 from app.app_pages.attention.head_table import METRIC_HELP, head_rows
 from app.app_pages.attention.head_view import head_view, query_index
@@ -15,6 +14,7 @@ from app.app_pages.attention.step_by_step import step_by_step
 from app.components.head_grid import head_grid
 from app.figures import big_maps
 from app.figures.head_grid import grid_view
+from app.services.traces import head_metric_grid
 from app.ui import state
 from txviz.analysis.heads import export
 from txviz.analysis.heads.metrics import METRICS
@@ -39,7 +39,7 @@ def head_explorer(view) -> None:
 def _all_heads(table) -> None:
     st.subheader("All heads")
     metric = st.selectbox("Colour by", METRICS, key="grid_metric", format_func=lambda m: f"{m} — {METRIC_HELP[m]}")
-    grid = cache.head_metric_grid(table, metric)
+    grid = head_metric_grid(table, metric)
     head_grid(grid_view(grid, metric=metric, selected=(state.get("layer"), state.get("head"))), key="head_grid",
               on_pick=state.set_head)  # a callback: the layer and head widgets below are drawn with the pick
     undefined = " (grey: undefined for this prompt)." if np.isnan(grid).any() else "."

@@ -11,6 +11,7 @@ from app.app_pages.attention.layer_kinds import window_note
 from app.app_pages.attention.layer_profile import layer_profile
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
+from app.services.prompts import PromptError
 from app.ui import sidebar, state
 from app.ui.widgets import missing_bos_warning, plain
 from txviz.analysis.heads.metrics import METRICS
@@ -28,7 +29,7 @@ source, loaded = sidebar.current()
 prompt, bos = state.get("prompt"), state.get("bos")
 try:
     traced, plan = cache.get_attention_trace(source, prompt, bos)
-except cache.PromptError as error:
+except PromptError as error:
     st.warning(plain(error))
     st.stop()
 if len(traced.trace.layers) < loaded.config.n_layers:  # a budget too small for every layer keeps the leading ones

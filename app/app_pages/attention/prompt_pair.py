@@ -9,6 +9,8 @@ import streamlit as st
 
 from app import cache
 from app.figures import big_maps, causal_charts
+from app.services.prompts import PromptError
+from app.services.traces import display_tokens
 from app.ui.widgets import plain
 from txviz.analysis.heads.metrics import hide_sink
 
@@ -33,7 +35,7 @@ def prompt_pair(view, layer: int, head: int, hide: bool) -> None:
 def _draw_pair(view, second: str, layer: int, head: int, hide: bool) -> None:
     try:
         other = cache.get_trace(view.source, second, view.bos)
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         return
     if other.n_tokens != view.n:
@@ -43,7 +45,7 @@ def _draw_pair(view, second: str, layer: int, head: int, hide: bool) -> None:
     first_map, second_map = view.traced.trace.attn(layer, head), other.trace.attn(layer, head)
     if hide:
         first_map, second_map = hide_sink(first_map), hide_sink(second_map)
-    second_tokens = cache.display_tokens(view.loaded, other)
+    second_tokens = display_tokens(view.loaded, other)
     st.plotly_chart(causal_charts.pair_maps(first_map.numpy(), second_map.numpy(), view.tokens, second_tokens,
                                             title=f"Layer {layer}, head {head} on both prompts"), key="pair_maps")
     changed = [i for i, (a, b) in enumerate(zip(view.traced.ids, other.ids)) if a != b]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import cache
 from app.app_pages.block import lens, walkthrough
+from app.services.traces import display_tokens
 from app.ui import sidebar
 from txviz.analysis.block import block_equation
 
@@ -20,7 +20,7 @@ st.markdown(
 
 source, loaded, traced = sidebar.prompt_trace(capture=("resid",))
 st.latex(block_equation(loaded.config), help="This model's own norm and feed-forward network, read from its config.")
-tokens = cache.display_tokens(loaded, traced)  # labels: split characters shown whole
+tokens = display_tokens(loaded, traced)  # labels: split characters shown whole
 resid = traced.trace["resid"][:, 0]  # (L+1, T, d)
 
 walkthrough.draw(loaded, resid, tokens)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
+from app.services.prompts import PromptError
 from app.ui.widgets import plain
 from txviz.analysis.coref.ranking import word_token_spans
 from txviz.analysis.coref.answer import CONTRASTS, contrast_sentence, max_row_difference
@@ -37,7 +38,7 @@ def _measure_swap(source: str, bos: str, text: str, pronoun, word, swap: str) ->
     try:
         a, b = (cache.get_trace(source, t, bos) for t in (text, contrast_sentence(text, word, swap)))
         row, _ = word_token_spans(a.offsets, a.special, (pronoun.start, pronoun.end), [])
-    except (cache.PromptError, ValueError) as error:
+    except (PromptError, ValueError) as error:
         st.warning(f"Cannot compare: {plain(error)}")
         return
     if not same_prefix(a.ids, b.ids, row):

@@ -14,7 +14,8 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.heads import causal_results
-from app.services.causal import propose_counterfactual
+from app.services.causal import CausalRequest, propose_counterfactual
+from app.services.prompts import PromptError
 from app.ui.state import StoppableRun
 from app.ui.widgets import plain
 from txviz.analysis.coref.marks import Marks, digest
@@ -44,7 +45,7 @@ def causal_section(source: str, bos: str, text: str, words, marks: Marks) -> Non
         causal_results.show(kept, request)
 
 
-def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | None:
+def _request(bos: str, text: str, words, marks: Marks) -> CausalRequest | None:
     """The pair and the candidates from the widgets (keyed by the prompt), or None when unusable."""
     names = [words[i].text for i in marks.candidates]
     clean = text + marks.completion
@@ -66,10 +67,10 @@ def _request(bos: str, text: str, words, marks: Marks) -> cache.CausalRequest | 
     if not corrupt.strip() or corrupt == clean:
         st.info("Write a counterfactual that differs from the sentence (the same sentence has nothing to patch).")
         return None
-    return cache.CausalRequest(clean, corrupt, answer, wrong, tuple(names), words[marks.pronoun].text, bos)
+    return CausalRequest(clean, corrupt, answer, wrong, tuple(names), words[marks.pronoun].text, bos)
 
 
-def _run_button(source: str, request: cache.CausalRequest) -> dict | None:
+def _run_button(source: str, request: CausalRequest) -> dict | None:
     """The estimate and the button; a run under a progress bar with its own Stop, or None until it is pressed."""
     stopped = RUN.stopped()
     if stopped is not None:
@@ -77,7 +78,7 @@ def _run_button(source: str, request: cache.CausalRequest) -> dict | None:
                 "the work). Nothing of it was kept: the report needs every step. Run the test again to measure.")
     try:
         estimate = cache.causal_estimate(source, request)
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         return None
     last = st.session_state.get(LAST_RUN)

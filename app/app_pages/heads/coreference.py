@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
+from app.services.prompts import PromptError
 from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
@@ -31,7 +32,7 @@ def coref_tab(source: str, loaded, bos: str) -> None:
         return
     try:
         cache.encode(source, text, bos)  # the server's limits, before anything is drawn or run
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         return
     if len(words) > MAX_WORDS:

@@ -8,6 +8,8 @@ import torch
 
 from app import cache
 from app.figures import charts
+from app.services.prompts import PromptError
+from app.services.traces import display_tokens, head_metric_grid
 from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.heads.detectors import offset_pattern, pattern_scores, token_pattern, unknown_token_ids
@@ -15,13 +17,13 @@ from txviz.analysis.heads.metrics import duplicate_pattern, ignored_positions
 
 
 def detectors_tab(source: str, loaded, traced) -> None:
-    tokens = cache.display_tokens(loaded, traced)  # as the token strip shows them: the pattern matches those
+    tokens = display_tokens(loaded, traced)  # as the token strip shows them: the pattern matches those
     table = cache.get_head_table(source, state.get("prompt"), state.get("bos"))
     a, b = st.columns(2)
-    a.plotly_chart(charts.metric_heatmap(cache.head_metric_grid(table, "prev_token"),
+    a.plotly_chart(charts.metric_heatmap(head_metric_grid(table, "prev_token"),
                                          title="Previous-token (on your prompt)", zmax=1), key="det_prev")
     _duplicate_token(b, table, traced, loaded.tokenizer, tokens)
-    a.plotly_chart(charts.metric_heatmap(cache.head_metric_grid(table, "first_token_mass"),
+    a.plotly_chart(charts.metric_heatmap(head_metric_grid(table, "first_token_mass"),
                                          title="First-token sink (on your prompt)", zmax=1), key="det_sink")
     _induction(b, source, loaded.config)
     _own_pattern(traced, tokens)
@@ -36,7 +38,7 @@ def _duplicate_token(column, table, traced, tokenizer, tokens: list[str]) -> Non
                    "out of duplicate-token and induction (here and in the Attention page's head table), since two "
                    "unknowns are usually two different words, not a repeat.")
     if duplicate_pattern(ids, unknown).any():
-        column.plotly_chart(charts.metric_heatmap(cache.head_metric_grid(table, "duplicate_token"),
+        column.plotly_chart(charts.metric_heatmap(head_metric_grid(table, "duplicate_token"),
                                                   title="Duplicate-token (on your prompt)", zmax=1), key="det_dup")
     else:  # the score is a mean over rows with an earlier copy: none here, so every head's is undefined
         column.info(f"Duplicate-token: no token repeats in this prompt{' (unknown tokens aside)' if n_unknown else ''}"
@@ -50,7 +52,7 @@ def _induction(column, source: str, config) -> None:
                                  min(50, longest), key="ind_len")
     try:
         induction = cache.get_induction_scores(source, int(length), 0)
-    except cache.PromptError as error:  # over the memory budget
+    except PromptError as error:  # over the memory budget
         column.warning(plain(error))
         return
     column.plotly_chart(charts.metric_heatmap(induction, title=f"Induction (random {length}-token sequence, repeated)",

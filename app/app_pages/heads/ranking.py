@@ -7,6 +7,8 @@ import streamlit as st
 
 from app import cache
 from app.figures import causal_charts, charts
+from app.services.prompts import PromptError
+from app.services.traces import display_tokens
 from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.coref.ranking import score_heads, word_token_spans
@@ -24,7 +26,7 @@ def read_rows(source: str, bos: str, text: str, words, marks: Marks):
     which costs milliseconds. None (with a warning) when it cannot be read."""
     try:
         traced = cache.get_trace(source, text + marks.completion, bos, capture=("attn_probs", "logits"))
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         return None
     st.caption(f"The model ran once on these {traced.n_tokens} tokens ({traced.seconds:.2f} s), kept for this sentence "
@@ -61,7 +63,7 @@ def rank_heads(loaded, text: str, traced, spans, names: list[str], row: int, can
 
 def _show_ranking(loaded, traced, scores, names: list[str], target: int, row: int) -> None:
     rows = ranking_rows(scores, names)
-    tokens = cache.display_tokens(loaded, traced)  # labels: split characters shown whole
+    tokens = display_tokens(loaded, traced)  # labels: split characters shown whole
     query = tokens[row].strip() or tokens[row]
     st.markdown(f"**{count_predicting(rows, names[target])} of {len(rows)} heads** put the most attention from "
                 f"*{plain(query)}* (token #{row}) on *{plain(names[target])}*. Best heads first:")

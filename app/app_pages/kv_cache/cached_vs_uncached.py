@@ -8,6 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache.widget_state import within
 from app.figures import charts
+from app.services.prompts import PromptError
 from app.ui import state
 from app.ui.widgets import bounded_slider, plain
 from txviz import limits
@@ -69,7 +70,7 @@ def rough_time(source, loaded, prompt: str, bos: str, n_new: int) -> str:
     """', roughly N s here' from the FLOPs of both runs, or nothing for a prompt that cannot run."""
     try:
         n_prompt = len(cache.encode(source, prompt, bos).ids)
-    except cache.PromptError:
+    except PromptError:
         return ""
     seconds = both_runs_seconds(loaded.config, n_prompt, n_new, element_bytes=loaded.dtype.itemsize,
                                 gflops=cache.limits().gflops)

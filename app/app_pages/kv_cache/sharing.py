@@ -8,15 +8,18 @@ import streamlit as st
 from app import cache
 from app.app_pages.kv_cache import layer_sweep
 from app.app_pages.kv_cache.widget_state import follow
+from app.services.prompts import PromptError
+from app.services.texts import shipped_texts
 from app.ui.widgets import percent_change, plain
 from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
+from txviz.loading.display_name import display_name
 
 DEFAULTS = {"live_tokens": 256}  # kept across tab visits by page.keep_alive
 
 
 def draw(source, loaded) -> None:
     config = loaded.config
-    st.subheader(f"Live, on the loaded model ({plain(cache.display_name(loaded))})")
+    st.subheader(f"Live, on the loaded model ({plain(display_name(loaded))})")
     options = kv_head_options(config)
     follow("live_kv", source, config.n_kv_heads)
     n_kv = st.segmented_control("KV heads", list(options), key="live_kv",
@@ -24,10 +27,10 @@ def draw(source, loaded) -> None:
     n_kv = int(n_kv if n_kv in options else config.n_kv_heads)
     st.caption(describe_regrouping(config.n_kv_heads, n_kv))
     text_tokens = st.select_slider("Tokens of the shipped text", [128, 256, 512, 1000], key="live_tokens")
-    text_name = next(iter(cache.shipped_texts()))
+    text_name = next(iter(shipped_texts()))
     try:
         report = cache.get_kv_counterfactual(source, n_kv, text_name, int(text_tokens))
-    except cache.PromptError as error:  # over the memory budget: say so
+    except PromptError as error:  # over the memory budget: say so
         st.warning(plain(error))
         return
     used = report.n_predictions + 1  # the text's tokens that were run (each but the last predicts the next)

@@ -8,6 +8,7 @@ import streamlit as st
 from app import cache
 from app.app_pages.moe.view import MoeView
 from app.figures import charts, tradeoff_charts
+from app.services.zoo import trained
 from txviz.analysis.moe import routing as moe
 from txviz.analysis.moe import tables
 
@@ -22,7 +23,7 @@ def balance_tab(view: MoeView) -> None:
     kind = st.segmented_control("Routing", list(ROUTINGS), key="moe_pair", format_func=ROUTINGS.get)
     k = (kind or "top-1")[-1]
     pair = [f"moe_top{k}", f"moe_top{k}_balanced"]
-    present = cache.trained(pair)
+    present = trained(pair)
     missing = [name for name in pair if name not in present]
     if missing:
         st.info("Not trained yet: " + ", ".join(missing) + f" (`txviz lab train {' '.join(missing)}`).")
@@ -34,7 +35,7 @@ def findings() -> None:
     """Each routing's balanced-vs-unbalanced comparison in words, from the effective experts measured live."""
     for k in (1, 2):
         pair = [f"moe_top{k}", f"moe_top{k}_balanced"]
-        if cache.trained(pair) == pair:
+        if trained(pair) == pair:
             without, with_loss = (cache.zoo_routing(name) for name in pair)
             st.markdown("- " + moe.balance_finding(k, without.n_experts, without.effective_experts.tolist(),
                                                     with_loss.effective_experts.tolist()))

@@ -12,21 +12,23 @@ import streamlit as st
 from app import cache
 from app.app_pages.moe.view import MoeView
 from app.figures import tradeoff_charts
+from app.services.zoo import MOE_VARIANTS, first_story, trained
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.moe import routing as moe
 from txviz.analysis.moe import tables
 from txviz.analysis.tradeoffs.formulas import zoo_rows
+from txviz.loading.display_name import display_name
 
 
 def pick_variant(loaded) -> str | None:
     """The zoo variant the routing and cost tabs show while the loaded model is dense (chosen above the
     tabs, so both follow it whichever is open), or None: the loaded model is a MoE, or the zoo has none."""
-    trained = cache.trained(cache.MOE_VARIANTS)
-    if loaded.config.is_moe or not trained:
+    variants = trained(MOE_VARIANTS)
+    if loaded.config.is_moe or not variants:
         return None
-    about = {row["variant"]: row.get("about", "") for row in zoo_rows(cache.MOE_VARIANTS)}
-    return st.selectbox("Zoo variant", trained, key="moe_variant",
+    about = {row["variant"]: row.get("about", "") for row in zoo_rows(MOE_VARIANTS)}
+    return st.selectbox("Zoo variant", variants, key="moe_variant",
                         format_func=lambda name: f"{name} — {about.get(name, '').removeprefix('txviz lab zoo: ')}",
                         help="The loaded model has a dense FFN: the routing and cost tabs show this tiny MoE instead.")
 
@@ -44,7 +46,7 @@ def routed_text(view: MoeView):
         gates = "renormalized over the chosen" if config.router_norm == "topk" else "as the softmax gives them"
         st.caption(f"The loaded model routes each token to {config.top_k} of {config.n_experts} experts (gates {gates}).")
         _, _, traced = sidebar.prompt_trace(capture=moe.ROUTER_CAPTURES)
-        return cache.display_name(view.loaded), config, list(traced.tokens), traced.trace
+        return display_name(view.loaded), config, list(traced.tokens), traced.trace
     if view.variant is None:
         st.info("The loaded model has a dense FFN and the zoo has no trained MoE variant yet (`txviz lab train moe_top1`).")
         return None
@@ -52,7 +54,7 @@ def routed_text(view: MoeView):
                "on generated stories; open one in the sidebar to use it everywhere).")
     text_choice = st.radio("Text", ["held-out story", "sidebar prompt"], key="moe_text", horizontal=True,
                            help="The zoo's word-level vocabulary is its stories': other words become <|unk|>.")
-    text = cache.first_story() if text_choice == "held-out story" else state.get("prompt")
+    text = first_story() if text_choice == "held-out story" else state.get("prompt")
     tokens, tr = cache.zoo_text_trace(view.variant, text)
     unknown = sum(t == "<|unk|>" for t in tokens)
     if unknown:

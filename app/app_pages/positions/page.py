@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import cache
 from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_kinds, rope_scaling
 from app.app_pages.positions.view import PositionsView
+from app.services.traces import display_tokens
 from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.positions import measured as pos
 from txviz.analysis.positions.rope_kinds import has_two_rope_bases
+from txviz.loading.display_name import display_name
 
 SCHEMES = {
     "rope": ("**RoPE** rotates each pair of query/key dimensions by an angle proportional to the position, "
@@ -48,7 +49,7 @@ about, formula = SCHEMES[config.positions]
 if config.positions == "alibi":  # the slopes' exponent is the model's own (MPT sets alibi_bias_max)
     formula = formula % f"{config.alibi_bias_max:g}" + (r",\ h=1..H" if config.n_heads & (config.n_heads - 1) == 0 else
                                                          r"\ \text{(interleaved for H not a power of 2)}")
-st.markdown(f"Loaded: **{plain(cache.display_name(loaded))}**, position scheme **{SCHEME_NAMES[config.positions]}**"
+st.markdown(f"Loaded: **{plain(display_name(loaded))}**, position scheme **{SCHEME_NAMES[config.positions]}**"
             + (f" (θ base {config.rope_theta:g}"
                + (f" on global layers, {config.rope_local_theta:g} on local ones" if has_two_rope_bases(config) else "")
                + f", {config.rope_dims // 2} pairs per head"
@@ -64,7 +65,7 @@ else:
     head = int(c2.number_input("Head", 0, config.n_heads - 1, key="head"))
 state.sync_url()  # main.py synced the URL before the sidebar clamped layer and head into this model
 view = PositionsView(source, loaded, traced, state.get("prompt"), state.get("bos"),
-                     cache.display_tokens(loaded, traced), layer, head)  # tokens: split characters shown whole
+                     display_tokens(loaded, traced), layer, head)  # tokens: split characters shown whole
 
 names = pos.sections(config.positions)
 if has_two_rope_bases(config):  # Gemma 3: local layers rotate with their own base

@@ -9,6 +9,8 @@ import streamlit as st
 from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
+from app.services.prompts import PromptError
+from app.services.texts import shipped_text_ids, shipped_texts
 from app.ui.widgets import plain
 from txviz import limits as limits_
 from txviz.analysis.positions import measured as pos
@@ -28,7 +30,7 @@ def scaling_tab(view: PositionsView) -> None:
     st.plotly_chart(charts.lines(range(len(freqs["none"])), {k: (v / freqs["none"]).numpy() for k, v in freqs.items()},
                                  title="θ_i after scaling ÷ original θ_i", x_title="pair i", log_y=True),
                     key="rope_scaled_freqs")
-    texts = cache.shipped_texts()
+    texts = shipped_texts()
     if not texts:
         return
     c1, c2 = st.columns(2)
@@ -51,11 +53,11 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
         say_stopped(stopped)
     missing = [kind for kind in kinds if kind not in kept]
     _, text, _, max_tokens = run
-    n = len(cache.shipped_text_ids(view.loaded, text, max_tokens))
+    n = len(shipped_text_ids(view.loaded, text, max_tokens))
     try:  # a run the memory budget refuses is said before it is offered
         cache.check_passes(view.loaded, n, len(missing), f"scoring {n} tokens under {len(missing)} scalings")
         step, how = cache.scaling_step_seconds(view.source, n)
-    except cache.PromptError as error:
+    except PromptError as error:
         st.warning(plain(error))
         return None
     estimate = limits_.format_seconds(step * len(missing))
@@ -101,7 +103,7 @@ def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) 
             step, _ = cache.scaling_step_seconds(source, n_tokens)  # the step just measured
             left = limits_.format_seconds(step * (len(missing) - done))
             bar.progress(done / len(missing), text=f"{kind} scored ({done} of {len(missing)}); about {left} left")
-    except cache.PromptError as error:  # over the memory budget
+    except PromptError as error:  # over the memory budget
         st.warning(plain(error))
     st.session_state.pop(RUNNING, None)
     bar.empty()

@@ -7,12 +7,12 @@ import html
 
 import streamlit as st
 
-from app import cache
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import charts, tradeoff_charts
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
+from txviz.loading.display_name import display_name
 
 
 def depth_vs_width(view: TradeoffsView) -> None:
@@ -63,7 +63,7 @@ def dense_vs_moe(view: TradeoffsView) -> None:
              r"N_{\text{active}} = N_{\text{attn}} + k\,N_{\text{ffn}},\quad \text{FLOPs/token} \approx 2N_{\text{active}}")
     family = tr.expert_family(view.config, context=view.config.max_seq_len // 2)
     a, b = st.columns(2)
-    title = f"{html.escape(cache.display_name(view.loaded))}: capacity vs compute, top-{family[-1]['top_k']}"
+    title = f"{html.escape(display_name(view.loaded))}: capacity vs compute, top-{family[-1]['top_k']}"
     a.plotly_chart(tradeoff_charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
                                           [f"E={r['experts']}" for r in family], log_x=True, log_y=True, title=title,
                                           x_title="FLOPs per token", y_title="total parameters"), key="to_moe_family")

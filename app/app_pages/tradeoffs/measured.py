@@ -13,6 +13,7 @@ from app.figures import charts
 from app.ui.widgets import plain
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import timing
+from txviz.loading.display_name import display_name
 
 
 def flash_attention(view: TradeoffsView) -> None:
@@ -83,7 +84,7 @@ def parallel_vs_sequential(view: TradeoffsView) -> None:
                                "Reading in parallel and token by token…")
     if result is None:
         st.caption(f"Reads {len(lengths)} lengths up to {int(longest)} tokens both ways with "
-                   f"{plain(cache.display_name(view.loaded))}.")
+                   f"{plain(display_name(view.loaded))}.")
         return
     st.plotly_chart(charts.lines([r.tokens for r in result], tables.reading_times_ms(result), log_x=True, log_y=True,
                                  mode="lines+markers", title="Time to read T tokens", x_title="tokens T", y_title="ms"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import cache
 from app.app_pages.tradeoffs import attention_kinds, capacity, context, measured
 from app.app_pages.tradeoffs.view import TradeoffsView
+from app.services.zoo import trained
 from app.ui import sidebar
 from txviz.analysis.tradeoffs.tables import kv_dtype_name
 from txviz.loading.zoo import SHIPPED_ZOO, read_txviz_config
@@ -26,7 +26,7 @@ st.markdown(
 
 source, loaded = sidebar.current()
 view = TradeoffsView(source, loaded, kv_dtype_name(loaded.dtype.itemsize),
-                     read_txviz_config(SHIPPED_ZOO / "base") if cache.trained(["base"]) else None)
+                     read_txviz_config(SHIPPED_ZOO / "base") if trained(["base"]) else None)
 # only the open tab runs (the zoo's window losses, the model's shapes): a click on another reruns the page
 for tab, draw in zip(st.tabs(list(TABS), key="tradeoffs_tab", on_change="rerun"), TABS.values()):
     with tab:
