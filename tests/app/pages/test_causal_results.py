@@ -11,7 +11,7 @@ import pytest
 
 from app.app_pages.heads import causal_results
 from app.services.zoo import zoo_path
-from tests.helpers.apptest import app_on, no_errors, page_path
+from tests.helpers.apptest import app_on, no_errors, page_path, shown
 
 SENTENCE = "Mary gave the book to John because she was happy."  # words of the tiny model's stories
 FLIPPING_END = "She gave the book to a"  # after it the tiny model names "book", not "Mary"
@@ -55,7 +55,7 @@ def logit_diffs(at) -> tuple[float, float]:
 
 
 def no_flip_warnings(at) -> list[str]:
-    return [w.value for w in at.warning if "does not flip the answer" in w.value]
+    return [shown(w.value) for w in at.warning if "does not flip the answer" in shown(w.value)]
 
 
 def test_a_counterfactual_that_leaves_the_answer_is_said_first_and_the_ranking_is_no_finding():
@@ -81,9 +81,9 @@ def test_a_counterfactual_that_leaves_the_answer_is_said_first_and_the_ranking_i
                for c in captions)
 
     request = at.session_state["_causal_last_run"]
-    measured = next(c.value for c in at.caption if c.value.startswith("Measured at the last token of"))
-    shown = re.match(r"Measured at the last token of “…(.*?)”", measured).group(1)
-    assert request.clean.endswith(" " + shown)  # whole words: cut at a space, not inside a word
+    measured = next(shown(c.value) for c in at.caption if shown(c.value).startswith("Measured at the last token of"))
+    tail = re.match(r"Measured at the last token of “…(.*?)”", measured).group(1)
+    assert request.clean.endswith(" " + tail)  # whole words: cut at a space, not inside a word
     corrupt_key = next(w.key for w in at.text_input if w.key and w.key.startswith("causal_corrupt_"))
     flipping = request.corrupt[:request.corrupt.index(". ") + 2] + FLIPPING_END
     at.text_input(key=corrupt_key).input(flipping).run()
