@@ -63,7 +63,7 @@ def _row(tokens, plain, trace, hf=None, parts=None):
 
 
 def test_targets_say_met_or_missed_and_a_miss_says_what_bounds_it():
-    from txviz.bench_targets import judge
+    from txviz.bench.targets import judge
 
     parts = {"layer": 0, "tokens": 4096, "fused_s": 0.2, "traced_s": 0.6, "products_s": 0.2, "softmax_s": 0.15,
              "summaries_s": 0.25, "n_layers": 30}
@@ -137,7 +137,7 @@ def test_quick_names_the_model_it_ran(monkeypatch, tmp_path):
 
 
 def test_a_quick_result_is_not_judged_against_the_real_model_s_targets():
-    from txviz.bench_targets import judge
+    from txviz.bench.targets import judge
 
     parts = {"layer": 0, "tokens": 1024, "fused_s": 0.0001, "traced_s": 0.0002, "products_s": 0.0001,
              "softmax_s": 0.00005, "summaries_s": 0.00005, "n_layers": 2}
@@ -150,7 +150,7 @@ def test_a_quick_result_is_not_judged_against_the_real_model_s_targets():
 
 
 def test_a_layer_bound_above_the_measured_ratio_is_called_disturbed_not_a_bound():
-    from txviz.bench_attention import describe
+    from txviz.bench.attention import describe
 
     # QA2 finding 6's cold run: the layer's parts (another process) imply more than the whole measured excess
     cold = {"layer": 0, "tokens": 64, "fused_s": 0.0033, "traced_s": 0.00866, "products_s": 0.00654,

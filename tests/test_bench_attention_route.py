@@ -1,5 +1,5 @@
 """The route ``txviz bench`` times beside the traced path when a trace misses its target: the entropy from
-the fused kernel's own outputs (txviz.bench_attention.lse_route). Its time only means something if it
+the fused kernel's own outputs (txviz.bench.attention.lse_route). Its time only means something if it
 computes the right numbers, so they are held to the summaries' and the fused output here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from torch.testing import assert_close
 
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import trace
-from txviz.bench_attention import describe, lse_route
+from txviz.bench.attention import describe, lse_route
 from txviz.capture.summaries import METRICS
 
 

@@ -1,9 +1,9 @@
 """``txviz bench --models``: each model run by the same benchmark with the same options, its load average
-kept beside it, and one Markdown row per model and length (txviz.bench_models)."""
+kept beside it, and one Markdown row per model and length (txviz.bench.models)."""
 
 from __future__ import annotations
 
-from txviz.bench_models import markdown_models, run_models
+from txviz.bench.models import markdown_models, run_models
 
 
 def _row(tokens: int, plain: float, traced: float) -> dict:

@@ -76,7 +76,7 @@ def test_transformers_over_trace_is_the_quotient_of_two_workers_ratios():
     assert row["trace_over_plain"] == pytest.approx(1.1) and row["hf_over_plain"] == pytest.approx(2.0)
     assert row["hf_over_trace"] == pytest.approx(2.0 / 1.1, abs=1e-3)  # not 5.0 / 2.2
     assert row["minflt"] == {"plain": 10, "trace": 20, "hf": 300000, "plain_beside_hf": 3000}
-    from txviz.bench_targets import cpu_ratio
+    from txviz.bench.targets import cpu_ratio
     assert cpu_ratio(row, "hf", "trace") == pytest.approx(2.0 / 1.1)
     alone = bench._result_row(1024, bench._merge_timings(traced, None), {})
     assert alone["hf_over_trace"] is None and alone["trace_over_plain"] == pytest.approx(1.1)

@@ -438,7 +438,7 @@ def cmd_bench(args) -> dict:
     # --quick runs a tiny random model unless a model is named: then that one, the default included
     source = (lambda name: _bench_model(name) or "default") if args.quick else _bench_model
     if args.models:  # several models side by side in one run
-        from txviz.bench_models import markdown_models, run_models
+        from txviz.bench.models import markdown_models, run_models
         result = run_models({name: source(name) for name in args.models}, tokens, run=bench.run, **options)
         if not args.json:
             print(markdown_models(result))
@@ -574,6 +574,3 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

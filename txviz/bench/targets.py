@@ -1,5 +1,5 @@
 """The model-side targets of issue 14, judged on a ``txviz bench`` result: met, or missed with what
-bounds the miss (txviz.bench_attention's breakdown of one layer at that length).
+bounds the miss (txviz.bench.attention's breakdown of one layer at that length).
 
 Ratios are taken on CPU seconds (user + sys, medians of the repeats, two methods interleaved in one
 process): on a shared machine they move far less than wall time. trace / plain comes from the worker
@@ -55,7 +55,7 @@ def judge(result: dict) -> list[str]:
         lines.append(f"trace / plain forward at {row['tokens']} tokens: {ratio:.2f}× (target ≤ {TRACE_OVER_PLAIN_MAX}×) "
                      f"{verdict}")
         if verdict != "met" and row.get("attention_parts"):
-            from txviz.bench_attention import describe
+            from txviz.bench.attention import describe
             cpu = row.get("cpu_s", {})
             lines.append(f"  what bounds it: {describe(row['attention_parts'], cpu.get('plain'), cpu.get('trace'))}")
         if row["tokens"] == HF_TOKENS:

@@ -49,7 +49,7 @@ from typing import Callable
 
 import torch
 
-from txviz.bench_targets import BESIDE_HF, judge, ratios, trace_misses
+from txviz.bench.targets import BESIDE_HF, judge, ratios, trace_misses
 
 DEFAULT_TOKENS = (64, 256, 1024, 4096, 8192)
 QUICK_TOKENS = (64,)
@@ -87,7 +87,7 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
                     memory[method] = _spawn({**base, "kind": "memory", "ids": timing["ids"], "method": method})
             row = _result_row(n_tokens, timing, memory)
             if quick or trace_misses(row):  # say what bounds the miss (quick: so CI runs this code too)
-                say(f"{n_tokens} tokens: one attention layer timed by part (txviz.bench_attention)")
+                say(f"{n_tokens} tokens: one attention layer timed by part (txviz.bench.attention)")
                 # --quick's one repeat after one warm-up timed a cold kernel (QA2: fused 3.30 ms, 0.020 warm)
                 row["attention_parts"] = _spawn({**base, "kind": "attention", "ids": timing["ids"],
                                                  "repeats": max(repeats, ATTENTION_REPEATS) if quick else repeats})
@@ -181,7 +181,7 @@ def _worker(job: dict) -> dict:
 
 
 def _attention(job: dict) -> dict:
-    from txviz.bench_attention import attention_parts
+    from txviz.bench.attention import attention_parts
     return attention_parts(_load_ours(job["source"]).model, torch.tensor(job["ids"])[None], job["repeats"])
 
 
@@ -451,7 +451,7 @@ def _main_table(rows: list[dict]) -> list[str]:
 
 
 def _per_method_table(rows: list[dict], key: str) -> list[str]:
-    """One figure per method (``key``: cpu_s or best_s) and the ratios ``bench_targets.ratios`` takes."""
+    """One figure per method (``key``: cpu_s or best_s) and the ratios ``targets.ratios`` takes."""
     lines = ["| tokens | plain forward | txviz trace | plain beside HF | HF eager + attentions | trace / plain | "
              "HF / plain | HF / trace |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -495,6 +495,3 @@ def _main(job: dict) -> int:
     print(json.dumps(result))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(_main(json.loads(sys.argv[1])))
