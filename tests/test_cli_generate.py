@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from txviz.cli import _check_context, main
+from txviz.cli import main
+from txviz.cli.prompts import check_context
 from txviz.loading import load
 from txviz.loading.zoo import SHIPPED_ZOO
 
@@ -26,5 +27,5 @@ def test_too_many_new_tokens_names_max_new_tokens(capsys):
 def test_a_prompt_that_fills_the_context_says_shorten_the_prompt():
     with pytest.raises(ValueError, match=r"^The prompt has 8 tokens \+ 1 new = 9; the model's context is 8 tokens, "
                                          r"and the prompt alone fills it\. Shorten the prompt\.$"):
-        _check_context(8, 1, 8)
-    _check_context(7, 1, 8)  # exactly the context: fits
+        check_context(8, 1, 8)
+    check_context(7, 1, 8)  # exactly the context: fits

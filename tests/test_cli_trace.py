@@ -80,25 +80,25 @@ def test_a_plan_past_the_model_s_context_is_refused_like_the_run(capsys, monkeyp
 def test_bos_defaults_to_the_app_s_sink_and_auto_follows_the_model_s_own_tokenizer(capsys):
     from types import SimpleNamespace
 
-    from txviz.cli import _bos
+    from txviz.cli.prompts import resolve_bos
 
     # QA2 finding 7: the default was auto (nothing, for SmolLM2) where the app's sidebar prepends the sink token
     default = run(capsys)
     assert default["bos"] == "sink" and default["tokens"][0]["text"] == "<|endoftext|>"
     assert default["heads"] == run(capsys, "--bos", "sink")["heads"]
     assert run(capsys, "--bos", "auto")["bos"] == "none"  # the zoo's tokenizer, like SmolLM2's, prepends nothing
-    assert _bos("app", SimpleNamespace(sink_id=None)) == "none"  # no sink token: nothing, rather than an error
+    assert resolve_bos("app", SimpleNamespace(sink_id=None)) == "none"  # no sink token: nothing, rather than an error
     gemma_like = SimpleNamespace(adds_bos=True, bos_id=2)
-    assert _bos("auto", gemma_like) == "bos"
-    assert _bos("auto", SimpleNamespace(adds_bos=True, bos_id=None)) == "none"  # nothing to prepend
-    assert [_bos(choice, gemma_like) for choice in ("none", "bos", "sink")] == ["none", "bos", "sink"]
+    assert resolve_bos("auto", gemma_like) == "bos"
+    assert resolve_bos("auto", SimpleNamespace(adds_bos=True, bos_id=None)) == "none"  # nothing to prepend
+    assert [resolve_bos(choice, gemma_like) for choice in ("none", "bos", "sink")] == ["none", "bos", "sink"]
 
 
 @pytest.mark.parametrize("prompt", ["", "   \n"])
 def test_an_empty_prompt_is_refused_as_the_app_refuses_it(capsys, monkeypatch, prompt):
-    from txviz import cli
+    from txviz.cli import model_options
 
     loads = []
-    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    monkeypatch.setattr(model_options, "load_model", lambda args: loads.append(args))
     assert main(["trace", "--prompt", prompt, "--model", MODEL, "--json"]) == 2
     assert "prompt is empty" in json.loads(capsys.readouterr().out)["error"] and not loads

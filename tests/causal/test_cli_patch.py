@@ -8,6 +8,7 @@ import json
 import pytest
 
 from txviz import cli
+from txviz.cli import model_options
 from txviz.loading.zoo import SHIPPED_ZOO
 
 MODEL = str(SHIPPED_ZOO / "base_long")
@@ -90,7 +91,7 @@ def test_patch_reports_the_estimate_the_app_s_causal_run_checks(capsys):
 @pytest.mark.parametrize("flag, value", [("--top", "-5"), ("--top", "0"), ("--chunk-size", "0"), ("--top", "x")])
 def test_counts_are_refused_when_the_command_line_is_read(capsys, monkeypatch, flag, value):
     loads = []
-    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    monkeypatch.setattr(model_options, "load_model", lambda args: loads.append(args))
     with pytest.raises(SystemExit) as refused:
         cli.main(["patch", "--model", MODEL, "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", "Mary",
                   "--wrong", "John", flag, value])
@@ -99,7 +100,7 @@ def test_counts_are_refused_when_the_command_line_is_read(capsys, monkeypatch, f
 
 def test_an_empty_prompt_is_refused_before_the_model_loads(capsys, monkeypatch):
     loads = []
-    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args))
+    monkeypatch.setattr(model_options, "load_model", lambda args: loads.append(args))
     code, out = run(capsys, "--clean", "  ", "--corrupt", CORRUPT, "--answer", "Mary", "--wrong", "John")
     assert code == 2 and "clean prompt is empty" in out["error"] and not loads
 

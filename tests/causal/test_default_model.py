@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from txviz import cli
+from txviz.cli import model_options
 from txviz.causal.bench import TROPHY
 from txviz.causal.dla import direct_logit_attribution
 from txviz.causal.metric import answer_tokens
@@ -33,7 +34,7 @@ def test_cli_patch_on_the_trophy_pair(default_model, causal_memo, monkeypatch, c
         asked.append(args.model)
         return default_model
 
-    monkeypatch.setattr(cli, "_load", session_model)
+    monkeypatch.setattr(model_options, "load_model", session_model)
     assert cli.main(["patch", "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", ANSWER, "--wrong", WRONG,
                      "--candidates", "trophy,suitcase", "--grid", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -49,7 +50,7 @@ def test_cli_patch_on_the_trophy_pair(default_model, causal_memo, monkeypatch, c
 
 
 def test_cli_patch_reads_words_typed_without_a_space_as_the_app_does(default_model, causal_memo, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_load", lambda args: default_model)
+    monkeypatch.setattr(model_options, "load_model", lambda args: default_model)
     scored = []
     for answer, wrong in ((ANSWER, WRONG), (ANSWER.strip(), WRONG.strip())):  # " trophy", then "trophy"
         assert cli.main(["patch", "--clean", CLEAN, "--corrupt", CORRUPT, "--answer", answer, "--wrong", wrong,

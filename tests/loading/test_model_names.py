@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz import cli
+from txviz.cli.bench import bench_source
 from txviz.loading import fetch
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.fetch import ModelFetchError
@@ -103,9 +104,9 @@ def test_fetch_of_an_empty_name_fetches_nothing(capsys, home, monkeypatch, name)
 
 
 def test_bench_takes_a_known_name_as_its_fetched_file(home, gemma_stand_in):
-    assert cli._bench_source("gemma3-270m") == str(gemma_stand_in)
-    assert cli._bench_source(None) is None and cli._bench_source("default") is None  # bench's own default
-    assert cli._bench_source("some/dir") == "some/dir"
+    assert bench_source("gemma3-270m") == str(gemma_stand_in)
+    assert bench_source(None) is None and bench_source("default") is None  # bench's own default
+    assert bench_source("some/dir") == "some/dir"
 
 
 def test_the_library_loader_takes_a_known_name_and_a_path_wins_over_it(home, gemma_stand_in, tmp_path, monkeypatch):

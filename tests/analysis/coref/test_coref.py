@@ -9,6 +9,7 @@ import torch
 
 from tests.helpers.byte_tokenizer import SINK, ByteLevelTokenizer
 from txviz import cli
+from txviz.cli import model_options
 from txviz.analysis.coref import data as coref_data
 from txviz.analysis.coref.ranking import (BUILTIN_PATH, CorefCase, CorefDataError, _batches, answer_margin,
                                   baseline_accuracy, builtin_cases, evaluate, locate, parse_cases, rank_for_sentence,
@@ -256,7 +257,7 @@ def test_builtin_set_is_balanced_and_decidable_from_the_left():
 
 @pytest.fixture
 def tiny_cli(tiny, monkeypatch):
-    monkeypatch.setattr(cli, "_load", lambda args: tiny)
+    monkeypatch.setattr(model_options, "load_model", lambda args: tiny)
 
 
 def test_cli_coref_json(tiny_cli, capsys, tmp_path):
@@ -297,7 +298,7 @@ def test_cli_coref_applies_the_app_s_limits(tiny, capsys, monkeypatch, env, valu
     from txviz.analysis.coref import ranking
 
     loads, ran = [], []
-    monkeypatch.setattr(cli, "_load", lambda args: loads.append(args) or tiny)
+    monkeypatch.setattr(model_options, "load_model", lambda args: loads.append(args) or tiny)
     monkeypatch.setattr(ranking, "case_margins", lambda *a, **k: ran.append(1))
     monkeypatch.setenv(env, value)
     assert cli.main(["coref", "--json"]) == 2

@@ -1,0 +1,52 @@
+"""``txviz generate``: text generated with the KV cache, greedy or sampled, checked against the app's
+limits and the model's context before it runs."""
+
+from __future__ import annotations
+
+import torch
+
+from txviz.cli import model_options
+from txviz.cli.prompts import check_context, resolve_bos
+
+
+def register(command) -> None:
+    p = command("generate", "generate text with the KV cache")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    p.add_argument("--bos", choices=["auto", "none", "bos", "sink"], default="auto",
+                   help="token prepended to the prompt (default auto: as the model's own tokenizer does, as "
+                        "generation expects; the app's Attention views default to sink)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_generate)
+
+
+def cmd_generate(args) -> dict:
+    from txviz.generate import Sampling, generate
+    from txviz import limits
+    settings = limits.current()
+    limits.check_prompt_chars(len(args.prompt), settings)
+    loaded = model_options.load_model(args)
+    tokenizer = loaded.tokenizer
+    prompt = args.prompt
+    if args.chat:
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
+    args.bos = resolve_bos(args.bos, tokenizer)
+    ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
+    check_context(len(ids), max(0, args.max_new_tokens), loaded.config.max_seq_len)
+    limits.check_prompt_tokens(len(ids), loaded.config, settings, n_new=max(0, args.max_new_tokens))
+    if args.max_new_tokens >= 0:
+        limits.check_budget(limits.generation_estimate(loaded.config, len(ids), args.max_new_tokens,
+                                                       element_bytes=loaded.dtype.itemsize), limits.current())
+    sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    result = generate(loaded.model, ids, args.max_new_tokens, sampling=sampling, stop_ids=stop)
+    new_ids = list(result.new_ids)
+    text = tokenizer.decode(new_ids, skip_special=True)
+    if not args.json:
+        print(text)
+    return {"prompt": prompt, "text": text, "new_ids": new_ids,
+            "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
