@@ -219,7 +219,7 @@ def argvs(draw, junk):
 
 
 def _bench_parsed_only(tokens, *, repeats, decode_tokens, threads, **_) -> dict:
-    """Stands in for ``txviz.bench.run``: what the parser let through must be counts of at least 1."""
+    """Stands in for ``txviz.bench.runner.run``: what the parser let through must be counts of at least 1."""
     counts = [*tokens, repeats, decode_tokens] + ([] if threads is None else [threads])
     if not all(isinstance(n, int) and n >= 1 for n in counts):
         raise AssertionError(f"bench was handed {tokens}, {repeats}, {decode_tokens}, {threads}")
@@ -232,7 +232,7 @@ def test_any_argv_exits_0_or_2_with_a_message_never_a_traceback(junk, data, monk
     from txviz.cli import main
 
     monkeypatch.setenv("TXVIZ_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("txviz.bench.run", _bench_parsed_only)  # bench's parsing is under test, not its timing
+    monkeypatch.setattr("txviz.bench.runner.run", _bench_parsed_only)  # bench's parsing is under test, not its timing
     argv = data.draw(argvs(junk))
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -257,7 +257,7 @@ def test_bench_counts_below_1_never_reach_the_benchmark(flags, quick, monkeypatc
     """Finding 4 of QA2: ``--tokens -5`` crashed in a worker, ``--tokens 0`` failed after the workers started."""
     from txviz.cli import main
 
-    monkeypatch.setattr("txviz.bench.run", _bench_parsed_only)
+    monkeypatch.setattr("txviz.bench.runner.run", _bench_parsed_only)
     argv = ["bench", *(["--quick"] if quick else []), *[item for pair in flags for item in pair]]
     err = io.StringIO()
     try:

@@ -16,7 +16,7 @@ Left unchecked, and why:
 - the 93 MB wheel: pip's download is not kept once the GGUF is taken out of it;
 - timings (set-up and test-suite minutes, 17 s to the first heatmap, the Benchmarks paragraph): one-off
   measurements on a shared machine, said so in the README; ``txviz bench`` and ``python -m tests.helpers.bench_app``
-  measure them (tests/test_bench.py, tests/app/test_bench_app.py run both).
+  measure them (tests/bench/test_bench.py, tests/app/test_bench_app.py run both).
 """
 
 from __future__ import annotations

@@ -30,13 +30,13 @@ WORKER_RUNS: list[list[str]] = []
 
 @pytest.fixture
 def worker_in_a_fork(monkeypatch):
-    """The bench's worker (``python -m txviz.bench <job>``) run as ``__main__`` in a fork of this process:
+    """The bench's worker (``python -m txviz.bench.worker <job>``) run as ``__main__`` in a fork of this process:
     its job, answer and exit status are the real worker's, without a new interpreter importing torch again
     (~3 CPU s; tests/helpers/forked_module.py). Anything else ``subprocess.run`` is asked still runs."""
     real = subprocess.run
 
     def run(command, *args, **kwargs):
-        if list(command[:3]) != [sys.executable, "-m", "txviz.bench"]:
+        if list(command[:3]) != [sys.executable, "-m", "txviz.bench.worker"]:
             return real(command, *args, **kwargs)
         WORKER_RUNS.append(list(command))
         return run_module_in_a_fork(list(command))

@@ -21,7 +21,7 @@ path multiplies the scores out block by block. That is the bound this breakdown 
   needs every score anyway. Measured 2026-12-02 on SmolLM2's layer 5 (CPU ms, one thread, median of 5,
   load 3–6): at 1024 tokens fused 16.4, the route 34.0 (2.07×), the whole traced path with every summary
   24.9 (1.51×); at 4096 fused 237, the route 438 (1.85×), traced 386 (1.63×). ``lse_route``'s entropy
-  equals the summaries' (tests/test_bench_attention_route.py), so the time is that of the right numbers.
+  equals the summaries' (tests/bench/test_attention_route.py), so the time is that of the right numbers.
 
 Measured 2026-12-02 on one SmolLM2 layer, one thread, load average 5–7 (CPU ms): at 4096 tokens fused 200,
 traced 382 = products 211 + softmax 102 + the rest 70; at 8192 fused 833, traced 1687 = products 745 +

@@ -1,4 +1,4 @@
-"""``txviz bench --models A B …``: the same benchmark (txviz.bench.run) on several models in one run,
+"""``txviz bench --models A B …``: the same benchmark (txviz.bench.runner.run) on several models in one run,
 one after another with the same lengths, repeats and threads, and one table putting them side by side
 (trace and plain-forward time, their peak RSS) with the load average before and after each model, so
 the figures can be read against what else the machine was doing."""
@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from txviz.bench.runner import load_average
+
 
 def run_models(sources: dict[str, str | None], tokens, *, run: Callable[..., dict], **options) -> dict:
     """``sources``: display name → what ``run(model=…)`` takes (None: the default model). Each model's
     full result, plus the load average around it."""
-    from txviz.bench import _load_average
-
     results = []
     for name, source in sources.items():
-        before = _load_average()
+        before = load_average()
         result = run(tokens, model=source, **options)
-        results.append({"name": name, "load_average_before": before, "load_average_after": _load_average(),
+        results.append({"name": name, "load_average_before": before, "load_average_after": load_average(),
                         **result})
     return {"models": results}
 

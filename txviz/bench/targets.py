@@ -4,7 +4,7 @@ bounds the miss (txviz.bench.attention's breakdown of one layer at that length).
 Ratios are taken on CPU seconds (user + sys, medians of the repeats, two methods interleaved in one
 process): on a shared machine they move far less than wall time. trace / plain comes from the worker
 timing those two; transformers / plain from the worker timing transformers beside its own plain forward
-(``plain_beside_hf``); transformers / trace is their quotient (txviz.bench's docstring says why).
+(``plain_beside_hf``); transformers / trace is their quotient (txviz.bench.runner's docstring says why).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ HF_TOKENS = 1024  # ... at this length
 
 
 NOT_JUDGED = "not judged: the targets are for real models, and --quick runs a tiny random one"
-BESIDE_HF = "plain_beside_hf"  # txviz.bench's key for the plain forward timed beside transformers
+BESIDE_HF = "plain_beside_hf"  # txviz.bench.runner's key for the plain forward timed beside transformers
 
 
 def ratios(values: dict) -> dict[str, float | None]:

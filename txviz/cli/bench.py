@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 from txviz.cli.console import progress
 from txviz.cli.model_options import model_help
@@ -57,10 +58,12 @@ def bench_model(model: str | None) -> str | None:
     return source
 
 
-def cmd_bench(args) -> dict:
-    from txviz import bench
+def cmd_bench(args, *, run: Callable[..., dict] | None = None) -> dict:
+    """``run``: the benchmark (default txviz.bench.runner.run), given the lengths and every option."""
+    from txviz.bench import report, runner
+    run = run or runner.run
     # None: not given. Explicit values (at least 1, checked at parse time) are honoured, with or without --quick
-    tokens = args.tokens if args.tokens is not None else (bench.QUICK_TOKENS if args.quick else bench.DEFAULT_TOKENS)
+    tokens = args.tokens if args.tokens is not None else (runner.QUICK_TOKENS if args.quick else runner.DEFAULT_TOKENS)
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
     decode_tokens = args.decode_tokens if args.decode_tokens is not None else (8 if args.quick else 32)
     options = dict(repeats=repeats, quick=args.quick, threads=args.threads, decode_tokens=decode_tokens, hf=not args.no_hf,
@@ -69,12 +72,12 @@ def cmd_bench(args) -> dict:
     source = (lambda name: bench_model(name) or "default") if args.quick else bench_model
     if args.models:  # several models side by side in one run
         from txviz.bench.models import markdown_models, run_models
-        result = run_models({name: source(name) for name in args.models}, tokens, run=bench.run, **options)
+        result = run_models({name: source(name) for name in args.models}, tokens, run=run, **options)
         if not args.json:
             print(markdown_models(result))
         return result
     args.model = None if args.model is None else source(args.model)
-    result = bench.run(tokens, model=args.model, **options)
+    result = run(tokens, model=args.model, **options)
     if not args.json:
-        print(bench.markdown(result))
+        print(report.markdown(result))
     return result

@@ -2,11 +2,14 @@
 reference) on a tiny random Llama, so it cannot rot; and the memory guard that skips instead of crashing.
 
 The quick run's workers run in the test's process (each job and result through JSON, as between processes)
-except one, started as ``python -m txviz.bench JOB`` like all of them in a real run: that checks the worker
-entry point, and saves four interpreter starts importing torch and transformers (most of the run's time)."""
+except one, started as ``python -m txviz.bench.worker JOB`` like all of them in a real run: that checks the
+worker entry point, and saves four interpreter starts importing torch and transformers (most of the run's
+time). The benchmark takes where its jobs run (``spawn``) as a parameter, and the command takes the benchmark
+(``run``), so no test replaces a module's names."""
 
 from __future__ import annotations
 
+import functools
 import json
 from types import SimpleNamespace
 
@@ -14,24 +17,25 @@ import pytest
 
 from tests.helpers.expected import SMOLLM2_135M
 from tests.helpers.hf_reference import needs_transformers
-from txviz import bench, cli
+from txviz import cli
+from txviz.bench import report, runner, worker
+from txviz.cli.bench import cmd_bench
 
 
 @needs_transformers
-def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
+def test_quick_bench_runs_end_to_end():
     pytest.importorskip("transformers")
-    spawned, real_spawn, kinds = [], bench._spawn, {}
+    spawned, kinds = [], {}
 
     def spawn(job: dict) -> dict:
         kinds.setdefault(job["kind"], job)
         if job["kind"] == "memory" and job["method"] == "plain":  # the lightest worker: no transformers
             spawned.append(job)
-            return real_spawn(job)
-        return json.loads(json.dumps(bench._worker(json.loads(json.dumps(job)))))
+            return runner.spawn_worker(job)
+        return json.loads(json.dumps(worker.work(json.loads(json.dumps(job)))))
 
-    monkeypatch.setattr(bench, "_spawn", spawn)
-    assert cli.main(["bench", "--quick", "--json", "--threads", "1", "--decode-tokens", "4"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    args = cli.build_parser().parse_args(["bench", "--quick", "--json", "--threads", "1", "--decode-tokens", "4"])
+    result = json.loads(json.dumps(cmd_bench(args, run=functools.partial(runner.run, spawn=spawn))))
     (row,) = result["results"]
     assert row["tokens"] == 64 and row["skipped"] == {}
     for key in ("plain_forward_s", "trace_s", "hf_eager_attn_s", "peak_rss_mb", "plain_peak_rss_mb", "hf_peak_rss_mb"):
@@ -44,7 +48,7 @@ def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     decode = result["decode"]
     assert decode["new_tokens"] == 4 and decode["txviz_tok_s"] > 0 and decode["hf_tok_s"] > 0
     assert decode["same_tokens"] is True  # greedy on the same weights: the same continuation
-    table = bench.markdown(result)
+    table = report.markdown(result)
     assert table.startswith("| tokens |") and "| 64 |" in table and "same tokens: True" in table
     assert "HF / trace = (HF / plain) ÷ (trace / plain)" in table
     assert len(spawned) == 1  # one worker process, its result read back from its stdout
@@ -55,7 +59,7 @@ def test_quick_bench_runs_end_to_end(capsys, monkeypatch):
     # QA2 finding 6: a tiny random model is not judged against the real model's targets, and its layer
     # breakdown gets more than --quick's one repeat (one timed a cold kernel)
     assert result["quick"] is True and "not judged under --quick" in table and "MISSED" not in table
-    assert kinds["attention"]["repeats"] == bench.ATTENTION_REPEATS and kinds["timing"]["repeats"] == 1
+    assert kinds["attention"]["repeats"] == runner.ATTENTION_REPEATS and kinds["timing"]["repeats"] == 1
 
 
 def _row(tokens, plain, trace, hf=None, parts=None):
@@ -83,56 +87,55 @@ def test_methods_that_would_not_fit_are_skipped_with_the_estimate(monkeypatch):
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=20 * 2**30))
     loaded = SimpleNamespace(config=SMOLLM2_135M, n_params=134_515_008)
     job = {"tokens": 8192, "hf": True}
-    skipped = bench._skips(job, loaded)
+    skipped = worker.skips(job, loaded)
     assert set(skipped) == {"hf"} and "GiB available" in skipped["hf"]  # 72 GB of maps; the trace fits
-    assert bench._skips({**job, "tokens": 1024}, loaded) == {}
-    assert set(bench._skips({"tokens": 1024, "hf": False}, loaded)) == {"hf"}
+    assert worker.skips({**job, "tokens": 1024}, loaded) == {}
+    assert set(worker.skips({"tokens": 1024, "hf": False}, loaded)) == {"hf"}
 
 
 @pytest.mark.parametrize("flag, value", [("--tokens", "-5"), ("--tokens", "0"), ("--repeats", "0"),
                                          ("--decode-tokens", "0"), ("--threads", "-1"), ("--tokens", "x"),
                                          ("--tokens", "1000000000"), ("--tokens", "1e9"),
                                          ("--tokens", "131073")])
-def test_bad_counts_are_refused_at_parse_time(capsys, monkeypatch, flag, value):
-    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("bench ran"))
+def test_bad_counts_are_refused_at_parse_time(capsys, flag, value):
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["bench", "--quick", flag, value])
+        cli.build_parser().parse_args(["bench", "--quick", flag, value])
     assert exit_.value.code == 2
     assert f"argument {flag}:" in capsys.readouterr().err
 
 
-def test_explicit_counts_are_honoured_under_quick(monkeypatch):
+def _handed(argv: list[str]) -> dict:
+    """What ``txviz bench --json …`` hands the benchmark: its lengths and options."""
     handed = {}
-    monkeypatch.setattr(bench, "run", lambda tokens, **options: handed.update(options, tokens=tokens) or {})
-    monkeypatch.setattr(bench, "markdown", lambda result: "")
-    assert cli.main(["bench", "--quick", "--repeats", "2", "--decode-tokens", "3", "--tokens", "16"]) == 0
+    cmd_bench(cli.build_parser().parse_args(["bench", "--json", *argv]),
+              run=lambda tokens, **options: handed.update(options, tokens=tokens) or {})
+    return handed
+
+
+def test_explicit_counts_are_honoured_under_quick():
+    handed = _handed(["--quick", "--repeats", "2", "--decode-tokens", "3", "--tokens", "16"])
     assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == ([16], 2, 3)
-    cli.main(["bench", "--quick"])
-    assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == (bench.QUICK_TOKENS, 1, 8)
+    handed = _handed(["--quick"])
+    assert (handed["tokens"], handed["repeats"], handed["decode_tokens"]) == (runner.QUICK_TOKENS, 1, 8)
 
 
 @pytest.mark.parametrize("argv, model", [([], None), (["--model", "default"], "default"),
                                          (["--model", "smollm2-135m"], "default")])
-def test_quick_runs_the_named_model(monkeypatch, argv, model):
-    handed = {}
-    monkeypatch.setattr(bench, "run", lambda tokens, **options: handed.update(options) or {})
-    monkeypatch.setattr(bench, "markdown", lambda result: "")
-    assert cli.main(["bench", "--quick", *argv]) == 0
+def test_quick_runs_the_named_model(argv, model):
+    handed = _handed(["--quick", *argv])
     assert handed["model"] == model and handed["quick"]  # None: the tiny random model
 
 
-def test_quick_names_the_model_it_ran(monkeypatch, tmp_path):
+def test_quick_names_the_model_it_ran(tmp_path):
     sources = []
 
     def spawn(job):
         sources.append(job["source"])
         raise RuntimeError("stop after the first job")
 
-    monkeypatch.setattr(bench, "_spawn", spawn)
-    monkeypatch.setattr(bench, "_tiny_checkpoint", lambda directory: "tiny")
     for model, expected in ((None, "tiny"), ("default", "default"), (str(tmp_path), str(tmp_path))):
         with pytest.raises(RuntimeError):
-            bench.run((16,), quick=True, model=model)
+            runner.run((16,), quick=True, model=model, spawn=spawn, tiny_checkpoint=lambda directory: "tiny")
         assert sources.pop() == expected
 
 
