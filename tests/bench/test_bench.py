@@ -135,7 +135,7 @@ def test_quick_names_the_model_it_ran(tmp_path):
 
     for model, expected in ((None, "tiny"), ("default", "default"), (str(tmp_path), str(tmp_path))):
         with pytest.raises(RuntimeError):
-            runner.run((16,), quick=True, model=model, spawn=spawn, tiny_checkpoint=lambda directory: "tiny")
+            runner.run((16,), quick=True, model=model, hf=False, spawn=spawn, tiny_checkpoint=lambda directory: "tiny")
         assert sources.pop() == expected
 
 
