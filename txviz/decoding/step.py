@@ -41,7 +41,7 @@ class DecodingStep:
     forced: bool  # chosen by a branch rather than drawn
     tokens_computed: int  # tokens run through the model for this step (0: a branch's forced step)
     kv_bytes_per_layer: tuple[int, ...]  # the cache after this step's call: every token before ``position``
-    seconds: float
+    seconds: float = field(compare=False)  # two records of the same step differ only in time
     lens: LensReading | None = None
     # layer → (heads asked, position) weights of the query at position − 1 over positions 0..position − 1
     attention: Mapping[int, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
