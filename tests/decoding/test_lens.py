@@ -17,11 +17,13 @@ LENS_VARIANTS = {"deep": dict(n_layers=5, n_kv_heads=2), "sliding_window": dict(
 PROMPT = [7, 31, 2, 64, 11]
 
 
+@pytest.mark.parametrize("after_run", [False, True], ids=["each_step", "after_run"])
 @pytest.mark.parametrize("sampling", [Sampling(), Sampling(temperature=1.5, seed=4)], ids=["greedy", "sampled"])
 @pytest.mark.parametrize("variant", sorted(LENS_VARIANTS))
-def test_the_lens_strip_equals_the_logit_lens_of_the_full_sequence(variant, sampling):
+def test_the_lens_strip_equals_the_logit_lens_of_the_full_sequence(variant, sampling, after_run):
     model = random_decoder(tiny_config(**LENS_VARIANTS[variant]), seed=1)
-    run = decode(model, PROMPT, 12, sampling=sampling, record=StepRecordRequest(candidates=3, lens=True))
+    record = StepRecordRequest(candidates=3, lens=True, lens_after_run=after_run)
+    run = decode(model, PROMPT, 20, sampling=sampling, record=record)  # 20 steps: two products after the run
     lens = lens_of_sequence(model, list(run.ids[:-1]))  # (L+1, T, V): the query of step t is at position − 1
     for step in run.steps:
         logits = lens[:, step.query_position]  # (L+1, V)
@@ -44,6 +46,17 @@ def test_a_forced_step_reads_the_lens_of_its_own_token():
     logits = lens_of_sequence(model, list(run.ids[:forced.position]))[:, forced.query_position]
     assert list(forced.lens.ranks) == (1 + (logits > logits[:, choice:choice + 1]).sum(dim=-1)).tolist()
     assert forced.lens.ranks[-1] == 4
+
+
+def test_a_lens_read_after_the_run_is_missing_from_the_streamed_steps_only():
+    model = random_decoder(tiny_config(**LENS_VARIANTS["sliding_window"]), seed=1)
+    streamed = []
+    run = decode(model, PROMPT, 18, record=StepRecordRequest(lens=True, lens_after_run=True), on_step=streamed.append)
+    assert all(step.lens is None for step in streamed)
+    each_step = decode(model, PROMPT, 18, record=StepRecordRequest(lens=True))
+    assert [step.lens.ranks for step in run.steps] == [step.lens.ranks for step in each_step.steps]
+    forked = branch(model, run, 3, run.steps[3].candidates[1].id)
+    assert all(step.lens is not None for step in forked.steps)
 
 
 def test_no_lens_unless_asked():

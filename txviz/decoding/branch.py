@@ -50,7 +50,7 @@ def branch(model, run: Decoding, step: int, token: int, *, max_new_tokens: int |
     if token not in state.stop_ids:
         loop = StepLoop(model, run.sampling, run.request, state)
         more, stop_reason = loop.run(torch.tensor([[token]]), step + 1, total, on_step=on_step, should_stop=should_stop)
-        steps += more
+        steps += loop.read_lens(more)
     return Decoding(prompt_ids=run.prompt_ids, steps=run.steps[:step] + tuple(steps), sampling=run.sampling,
                     request=run.request, max_new_tokens=total, stop_reason=stop_reason,
                     cache_capacity_bytes=cache.nbytes, branched_at=step, reused_tokens=position, state=state)

@@ -19,10 +19,13 @@ from txviz.model import InputError
 class StepRecordRequest:
     """``candidates``: how many of the most probable tokens each step keeps (0: none).
     ``lens``: read the chosen token's rank through the logit lens after every layer.
+    ``lens_after_run``: read it for every step at once when the run ends (steps streamed before then
+    carry none; the run's steps do): the steps keep a plain step's pace, the reading costs less in all.
     ``attention_layers`` / ``attention_heads``: whose attention row to keep (heads None: every head)."""
 
     candidates: int = 10
     lens: bool = False
+    lens_after_run: bool = False
     attention_layers: tuple[int, ...] = ()
     attention_heads: tuple[int, ...] | None = None
 
@@ -32,6 +35,8 @@ class StepRecordRequest:
         object.__setattr__(self, "attention_layers", tuple(sorted(set(self.attention_layers))))
         if self.attention_heads is not None:
             object.__setattr__(self, "attention_heads", tuple(sorted(set(self.attention_heads))))
+        if self.lens_after_run and not self.lens:
+            raise InputError("lens_after_run reads the lens: ask for lens too")
 
     def check(self, config) -> None:
         """Raise an InputError naming any layer or head the model does not have."""

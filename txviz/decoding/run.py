@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Literal
 import torch
 
 from txviz.decoding.history import KVHistory
-from txviz.decoding.lens import lens_reading
+from txviz.decoding.lens import lens_reading, lens_readings
 from txviz.decoding.recorder import StepRecorder
 from txviz.decoding.request import StepRecordRequest
 from txviz.decoding.sampler_view import SamplerView, TokenText
@@ -112,8 +112,21 @@ class StepLoop:
             index=index, position=position, token=view.candidate(token), candidates=view.candidates(request.candidates),
             kept=view.kept, forced=False, tokens_computed=feed.shape[1],
             kv_bytes_per_layer=tuple(cache.used_nbytes_per_layer()), seconds=0.0,
-            lens=None if residuals is None else lens_reading(self.model, residuals, token), attention=recorder.rows)
+            lens=None if residuals is None or request.lens_after_run else lens_reading(self.model, residuals, token),
+            attention=recorder.rows)
         return _timed(step, time.perf_counter() - start)
+
+    def read_lens(self, steps: list[DecodingStep]) -> list[DecodingStep]:
+        """``steps`` with the lens read for those that wait for it (``lens_after_run``)."""
+        waiting = [i for i, step in enumerate(steps) if step.lens is None]
+        if not self.request.lens_after_run or not waiting:
+            return steps
+        residuals = torch.stack([self.state.residuals[steps[i].index] for i in waiting])  # (S, L+1, d)
+        readings = lens_readings(self.model, residuals, [steps[i].token.id for i in waiting])
+        done = list(steps)
+        for i, reading in zip(waiting, readings):
+            done[i] = replace(steps[i], lens=reading)
+        return done
 
 
 def _timed(step: DecodingStep, seconds: float) -> DecodingStep:
@@ -133,8 +146,9 @@ def decode(model, ids, max_new_tokens: int, *, sampling: Sampling = GREEDY,
     cache = KVCache(model.config, capacity, dtype=model.embed.weight.dtype, device=layer_devices(model))
     state = RunState(cache=cache, history=KVHistory.for_windows(model.config), residuals=[],
                      stop_ids=frozenset(int(token) for token in stop_ids), token_text=token_text)
-    steps, stop_reason = StepLoop(model, sampling, record, state).run(prompt, 0, max_new_tokens, on_step=on_step,
-                                                                     should_stop=should_stop)
+    loop = StepLoop(model, sampling, record, state)
+    steps, stop_reason = loop.run(prompt, 0, max_new_tokens, on_step=on_step, should_stop=should_stop)
+    steps = loop.read_lens(steps)
     return Decoding(prompt_ids=tuple(prompt[0].tolist()), steps=tuple(steps), sampling=sampling, request=record,
                     max_new_tokens=max_new_tokens, stop_reason=stop_reason, cache_capacity_bytes=cache.nbytes,
                     state=state)
