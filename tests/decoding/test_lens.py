@@ -23,7 +23,7 @@ PROMPT = [7, 31, 2, 64, 11]
 def test_the_lens_strip_equals_the_logit_lens_of_the_full_sequence(variant, sampling, after_run):
     model = random_decoder(tiny_config(**LENS_VARIANTS[variant]), seed=1)
     record = StepRecordRequest(candidates=3, lens=True, lens_after_run=after_run)
-    run = decode(model, PROMPT, 20, sampling=sampling, record=record)  # 20 steps: two products after the run
+    run = decode(model, PROMPT, 20, sampling=sampling, record=record)  # 20 steps: several products after the run
     lens = lens_of_sequence(model, list(run.ids[:-1]))  # (L+1, T, V): the query of step t is at position − 1
     for step in run.steps:
         logits = lens[:, step.query_position]  # (L+1, V)

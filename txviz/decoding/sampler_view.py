@@ -23,9 +23,8 @@ class SamplerView:
         self.sampling, self._text = sampling, token_text
         self.logits = logits[0].float()  # (V,)
         self.sampled = sampling_probs(logits, sampling)  # (1, V): what the draw uses
-        self._log_total = torch.logsumexp(self.logits, dim=-1)
-        tempered = self.logits if sampling.greedy else self.logits / sampling.temperature
-        self._tempered, self._log_tempered_total = tempered, torch.logsumexp(tempered, dim=-1)
+        self._probs = torch.softmax(self.logits, dim=-1)  # (V,)
+        self._tempered = self._probs if sampling.greedy else torch.softmax(self.logits / sampling.temperature, dim=-1)
 
     def draw(self, generator: torch.Generator | None) -> int:
         return int(draw_token(self.sampled, self.sampling, generator)[0])
@@ -44,13 +43,12 @@ class SamplerView:
 
     def candidate(self, token: int) -> Candidate:
         """The record of any one token, with its rank among all (1 + how many score above it)."""
-        rank = int((self.logits > self.logits[token]).sum()) + 1
+        rank = int((self.logits > self.logits[token]).sum(dtype=torch.int32)) + 1
         return self._records(torch.tensor([token], device=self.logits.device), ranks=[rank])[0]
 
     def _records(self, ids: torch.Tensor, ranks) -> tuple[Candidate, ...]:
-        probs = (self.logits[ids] - self._log_total).exp()
-        tempered = (self._tempered[ids] - self._log_tempered_total).exp()
-        columns = zip(ids.tolist(), ranks, probs.tolist(), tempered.tolist(), self.sampled[0, ids].tolist())
+        columns = zip(ids.tolist(), ranks, self._probs[ids].tolist(), self._tempered[ids].tolist(),
+                      self.sampled[0, ids].tolist())
         return tuple(Candidate(id=token, text=None if self._text is None else self._text(token), rank=rank,
                                prob=prob, prob_tempered=tempered_prob, prob_sampled=sampled)
                      for token, rank, prob, tempered_prob, sampled in columns)
