@@ -93,9 +93,10 @@ class StepLoop:
         return steps, "max_new_tokens"
 
     def step(self, feed: torch.Tensor, index: int) -> DecodingStep:
+        """Run ``feed`` (1, T) after the cache, draw the next token and record the step (timed whole)."""
         start = time.perf_counter()
         cache, request = self.state.cache, self.request
-        position = cache.seq_len + feed.shape[1]
+        position = cache.seq_len + feed.shape[1]  # where the drawn token lands
         recorder = StepRecorder(cache, feed.shape[1], attention_layers=request.attention_layers, heads=self._heads,
                                 lens=request.lens, history=self.state.history)
         if feed.shape[1] == 1:
@@ -108,13 +109,12 @@ class StepLoop:
         token = view.draw(self._generator)
         residuals = recorder.residuals() if request.lens else None
         self.state.residuals.append(residuals)
-        step = DecodingStep(
-            index=index, position=position, token=view.candidate(token), candidates=view.candidates(request.candidates),
-            kept=view.kept, forced=False, tokens_computed=feed.shape[1],
-            kv_bytes_per_layer=tuple(cache.used_nbytes_per_layer()), seconds=0.0,
-            lens=None if residuals is None or request.lens_after_run else lens_reading(self.model, residuals, token),
-            attention=recorder.rows)
-        return _timed(step, time.perf_counter() - start)
+        lens = None if residuals is None or request.lens_after_run else lens_reading(self.model, residuals, token)
+        chosen, candidates, kept = view.candidate(token), view.candidates(request.candidates), view.kept
+        kv_bytes = tuple(cache.used_nbytes_per_layer())
+        return DecodingStep(index=index, position=position, token=chosen, candidates=candidates, kept=kept,
+                            forced=False, tokens_computed=feed.shape[1], kv_bytes_per_layer=kv_bytes,
+                            seconds=time.perf_counter() - start, lens=lens, attention=recorder.rows)
 
     def read_lens(self, steps: list[DecodingStep]) -> list[DecodingStep]:
         """``steps`` with the lens read for those that wait for it (``lens_after_run``)."""
@@ -127,10 +127,6 @@ class StepLoop:
         for i, reading in zip(waiting, readings):
             done[i] = replace(steps[i], lens=reading)
         return done
-
-
-def _timed(step: DecodingStep, seconds: float) -> DecodingStep:
-    return replace(step, seconds=seconds)
 
 
 def decode(model, ids, max_new_tokens: int, *, sampling: Sampling = GREEDY,
