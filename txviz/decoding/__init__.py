@@ -9,6 +9,7 @@ that continue from any step reusing the cache.
     recorder.py      the recorder a step's forward call is handed (attention rows, residuals, keys/values)
     history.py       keys and values kept so a prefix's cache can be rebuilt (sliding layers overwrite theirs)
     run.py           decode(): the loop, and the Decoding it returns
+    export.py        a run as JSON-ready dicts, one per step
     branch.py        branch(): another candidate at step t, continued on the cache of the tokens before it
 """
 
