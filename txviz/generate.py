@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Literal
 
 import torch
+from torch.nn import functional as F
 
 from txviz.model import InputError, KVCache
 from txviz.model.placement import layer_devices
+from txviz.model.recording import NULL_RECORDER, RecorderProtocol
 
 
 # ---- sampling -----------------------------------------------------------------------------------
@@ -75,27 +77,43 @@ def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float |
     return logits
 
 
+def sampling_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """(B, V) logits → (B, V) the distribution the next token is drawn from: softmax of the logits
+    divided by the temperature, cut to top-k and top-p and renormalised (0 for cut tokens). Greedy
+    puts all the mass on the argmax."""
+    if sampling.greedy:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()
+    scaled = logits.float() / sampling.temperature
+    return torch.softmax(filter_logits(scaled, sampling.top_k, sampling.top_p), dim=-1)
+
+
+def draw_token(probs: torch.Tensor, sampling: Sampling, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(B, V) ``sampling_probs`` → (B,) token ids: the argmax when greedy, else one seeded draw."""
+    if sampling.greedy:
+        return probs.argmax(dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]
+
+
 def sample_token(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator | None = None) -> torch.Tensor:
     """(B, V) logits → (B,) token ids."""
     if sampling.greedy:
         return logits.argmax(dim=-1)
-    scaled = logits.float() / sampling.temperature
-    probs = torch.softmax(filter_logits(scaled, sampling.top_k, sampling.top_p), dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]
+    return draw_token(sampling_probs(logits, sampling), sampling, generator)
 
 
 # ---- one step -----------------------------------------------------------------------------------
-def prefill(model, ids, cache: KVCache) -> torch.Tensor:
-    """Run the prompt ids (B, T) through the model into ``cache``; return the last logits (B, V)."""
+def prefill(model, ids, cache: KVCache, record: RecorderProtocol = NULL_RECORDER) -> torch.Tensor:
+    """Run the prompt ids (B, T) through the model into ``cache``; return the last logits (B, V).
+    ``record`` sees the call (txviz.model.recording), as any forward call's recorder does."""
     with torch.inference_mode():
-        return model(ids, cache=cache, last_only=True)[:, -1]
+        return model(ids, cache=cache, record=record, last_only=True)[:, -1]
 
 
-def decode_one_token(model, token, cache: KVCache) -> torch.Tensor:
+def decode_one_token(model, token, cache: KVCache, record: RecorderProtocol = NULL_RECORDER) -> torch.Tensor:
     """Feed one token per sequence (an int, (B,) or (B, 1)) after the cached ones; return logits (B, V)."""
     token = torch.as_tensor(token, dtype=torch.long).reshape(-1, 1)  # (B, 1)
     with torch.inference_mode():
-        return model(token, cache=cache)[:, -1]
+        return model(token, cache=cache, record=record)[:, -1]
 
 
 # ---- records ------------------------------------------------------------------------------------
@@ -169,7 +187,8 @@ class _UncachedRun:
         return (0,) * self.model.config.n_layers
 
 
-def _check_request(model, ids, max_new_tokens: int) -> torch.Tensor:
+def check_request(model, ids, max_new_tokens: int) -> torch.Tensor:
+    """The prompt ids as (1, T), or an InputError saying why they and ``max_new_tokens`` cannot run."""
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise InputError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
     prompt = model.check_ids(ids)  # (B, T); empty, non-integer and out-of-vocabulary ids raise here
@@ -190,7 +209,7 @@ def generate(model, ids, max_new_tokens: int, *, sampling: Sampling = GREEDY, st
     with each Step as soon as its token is chosen. ``use_cache=False`` recomputes the full sequence
     every step instead of using the KV cache.
     """
-    prompt = _check_request(model, ids, max_new_tokens)
+    prompt = check_request(model, ids, max_new_tokens)
     stop = frozenset(int(token) for token in stop_ids)
     run = _CachedRun(model, prompt, max_new_tokens) if use_cache else _UncachedRun(model, prompt)
     generator = None
