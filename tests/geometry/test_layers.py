@@ -126,7 +126,7 @@ def test_flops_per_token_are_two_per_multiplied_weight_plus_attention():
 @pytest.mark.parametrize("config", [hf.SMOLLM2_135M, hf.LLAMA_3_8B, hf.MIXTRAL_8X7B, hf.QWEN2_7B, hf.GPT2_SMALL,
                                     hf.MISTRAL_7B_V01])
 def test_flops_equal_the_moe_pages_count_for_models_txviz_runs(config):
-    from txviz.analysis.moe.routing import flops_per_token
+    from txviz.model.counts import flops_per_token
     from txviz.loading.hf_config import read_hf_config
 
     for context in (0, 100, 5000):

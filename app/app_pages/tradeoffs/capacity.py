@@ -13,6 +13,7 @@ from app.figures import charts, tradeoff_charts
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
 from txviz.loading.display_name import display_name
+from txviz.model.counts import non_embedding_params
 
 
 def depth_vs_width(view: TradeoffsView) -> None:
@@ -30,7 +31,7 @@ def depth_vs_width(view: TradeoffsView) -> None:
     rows = tr.shape_rows(tr.equal_budget_shapes(shaped, depths), context=shaped.max_seq_len // 2,
                          kv_dtype=view.dtype_name if loaded_shapes else "fp32")
     a, b = st.columns(2)
-    title = f"Equal N = {tr.non_embedding_params(shaped):,}: FLOPs/token at {shaped.max_seq_len // 2:,} keys"
+    title = f"Equal N = {non_embedding_params(shaped):,}: FLOPs/token at {shaped.max_seq_len // 2:,} keys"
     a.plotly_chart(charts.lines(depths, {"FLOPs/token": [r["flops_per_token"] for r in rows]}, mode="lines+markers",
                                 title=title, x_title="layers", y_title="FLOPs per token"), key="to_depth_flops")
     b.plotly_chart(charts.lines(depths, {"KV bytes/token": [r["kv_bytes_per_token"] for r in rows]}, mode="lines+markers",

@@ -114,34 +114,7 @@ def test_kinds():
     assert kinds["falcon-7b"] == "MQA" and kinds["deepseek-v3"] == "MLA"
 
 
-# ---- parameters --------------------------------------------------------------------------------------
-PARAM_VARIANTS = {
-    **VARIANTS,
-    "untied_biases": dict(qkv_bias=True, out_bias=True, mlp_bias=True),
-    "qkv_bias_only": dict(n_kv_heads=2, qkv_bias=True),
-    "tied_rope": dict(tie_embeddings=True),
-    "learned_untied": dict(positions="learned", tie_embeddings=False),
-    "moe_biases_tied": dict(n_kv_heads=1, n_experts=3, top_k=1, mlp_bias=True, tie_embeddings=True),
-    "moe_gelu_biases": dict(n_experts=4, top_k=3, ffn="gelu_mlp", mlp_bias=True, norm="layernorm"),
-    "explicit_head_dim": dict(n_kv_heads=2, head_dim=12, out_bias=True),
-}
-
-
-def meta_decoder(config: ModelConfig) -> Decoder:
-    with torch.device("meta"):
-        return Decoder(config)
-
-
-@pytest.mark.parametrize("variant", sorted(PARAM_VARIANTS))
-def test_count_params_equals_a_real_decoder(variant):
-    config = tiny_config(**PARAM_VARIANTS[variant])
-    model = meta_decoder(config)
-    assert count_params(config) == sum(p.numel() for p in model.parameters())
-    idle_experts = sum(p.numel() for name, p in model.named_parameters()
-                       if ".experts." in name and int(name.split(".experts.")[1].split(".")[0]) >= config.top_k)
-    assert count_active_params(config) == count_params(config) - idle_experts
-
-
+# ---- parameters of published shapes -----------------------------------------------------------------
 def llama(layers, d, heads, kv, ffn, vocab, **extra) -> ModelConfig:
     return ModelConfig(vocab_size=vocab, d_model=d, n_layers=layers, n_heads=heads, n_kv_heads=kv, ffn_hidden=ffn,
                        **extra)
@@ -175,7 +148,9 @@ def test_preset_parameter_counts_match_their_shapes(name):
 
 
 def test_llama_2_7b_decoder_has_6_738_415_616_parameters():
-    assert sum(p.numel() for p in meta_decoder(PUBLISHED_SHAPES["llama-2-7b"]).parameters()) == 6_738_415_616
+    with torch.device("meta"):
+        decoder = Decoder(PUBLISHED_SHAPES["llama-2-7b"])
+    assert sum(p.numel() for p in decoder.parameters()) == 6_738_415_616
 
 
 @pytest.mark.parametrize("dtype,bytes_per_weight", [("fp32", 4), ("bf16", 2), ("fp8", 1), ("int8", 1), ("int4", 0.5)])

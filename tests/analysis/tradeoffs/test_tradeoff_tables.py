@@ -8,9 +8,10 @@ import torch
 
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
-from txviz.analysis.kv.memory import count_params, kv_bytes_per_token
+from txviz.analysis.kv.memory import kv_bytes_per_token
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.config import ModelConfig
+from txviz.model.counts import count_params
 
 SMOLLM2 = ModelConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, ffn_hidden=1536,
                       tie_embeddings=True, max_seq_len=8192)

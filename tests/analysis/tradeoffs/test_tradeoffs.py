@@ -14,10 +14,9 @@ from torch.testing import assert_close
 from tests.helpers.tiny import random_decoder, tiny_config
 from txviz.analysis.tradeoffs import tables, timing
 from txviz.analysis.tradeoffs import formulas as tr
-from txviz.analysis.kv.memory import count_params
-from txviz.analysis.moe.routing import ffn_flops_per_token
 from txviz.config import ModelConfig
 from txviz.loading.zoo import SHIPPED_ZOO, config_json
+from txviz.model.counts import count_params, ffn_flops_per_token, non_embedding_params
 
 ZOO_BASE = ModelConfig(vocab_size=208, d_model=64, n_layers=4, n_heads=4, n_kv_heads=2, ffn_hidden=128,
                        tie_embeddings=True, max_seq_len=128)
@@ -31,23 +30,23 @@ SHAPES = {"zoo base": ZOO_BASE, "smollm2": SMOLLM2, "mixtral-8x7b": tr.REFERENCE
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_equal_budget_shapes_really_have_equal_parameters(name):
     config = SHAPES[name]
-    budget = tr.non_embedding_params(config)
+    budget = non_embedding_params(config)
     depths = [max(1, config.n_layers // 4), config.n_layers // 2, config.n_layers, 2 * config.n_layers]
     shapes = tr.equal_budget_shapes(config, depths)
     assert [s.n_layers for s in shapes] == depths
     for shape in shapes:
         assert shape.d_model == shape.n_heads * shape.head_dim and shape.n_heads == config.n_heads
         # within one unit of ffn_hidden of the budget: ≤ 0.5 % at these sizes
-        assert abs(tr.non_embedding_params(shape) - budget) <= 0.005 * budget
+        assert abs(non_embedding_params(shape) - budget) <= 0.005 * budget
     same = shapes[2]
     assert (same.d_model, same.ffn_hidden) == (config.d_model, config.ffn_hidden)  # its own depth: itself
 
 
 def test_non_embedding_params_leave_out_the_tables():
     untied = ZOO_BASE.replace(tie_embeddings=False)
-    assert count_params(untied) - tr.non_embedding_params(untied) == 2 * 208 * 64
+    assert count_params(untied) - non_embedding_params(untied) == 2 * 208 * 64
     learned = ZOO_BASE.replace(positions="learned")
-    assert count_params(learned) - tr.non_embedding_params(learned) == 208 * 64 + 128 * 64
+    assert count_params(learned) - non_embedding_params(learned) == 208 * 64 + 128 * 64
 
 
 def test_shape_rows_kv_grows_with_depth_at_equal_budget():
@@ -167,7 +166,7 @@ def test_zoo_rows_read_config_and_eval_and_name_what_is_missing(tmp_path):
 def test_the_shipped_zoo_base_reads():
     row = tr.zoo_rows(["base"])[0]
     assert row["trained"] and row["n_experts"] == 0 and row["val_loss"] > 0
-    assert row["non_embedding_params"] == tr.non_embedding_params(row["config"])
+    assert row["non_embedding_params"] == non_embedding_params(row["config"])
 
 
 # ---- noise in the zoo's losses: the wording follows the numbers -------------------------------------

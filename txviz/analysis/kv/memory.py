@@ -26,6 +26,7 @@ from typing import Literal, Mapping, Sequence
 
 from txviz.analysis.kv.presets import PRESETS
 from txviz.config import ModelConfig
+from txviz.model.counts import count_active_params, count_params
 from txviz.model.kv_cache import kv_elements_per_token_layer
 
 Kind = Literal["MHA", "GQA", "MQA", "MLA"]
@@ -201,40 +202,6 @@ def list_presets() -> list[dict]:
     return rows
 
 
-# ---- parameters -----------------------------------------------------------------------------------
-def _expert_params(c: ModelConfig) -> int:
-    gated = c.ffn != "gelu_mlp"  # SwiGLU, GeGLU: gate, up, down | GELU MLP: up, down
-    matrices = 3 if gated else 2
-    bias = (2 * c.ffn_hidden + c.d_model if gated else c.ffn_hidden + c.d_model) if c.mlp_bias else 0
-    return matrices * c.d_model * c.ffn_hidden + bias
-
-
-def _attention_params(c: ModelConfig) -> int:
-    q_width, kv_width = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
-    weights = c.d_model * (q_width + 2 * kv_width) + q_width * c.d_model
-    return weights + (q_width + 2 * kv_width if c.qkv_bias else 0) + (c.d_model if c.out_bias else 0)
-
-
-def _params(c: ModelConfig, experts_used: int) -> int:
-    norm = c.d_model * (2 if c.norm == "layernorm" and c.norm_bias else 1)  # a LayerNorm's bias (not MPT's)
-    ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
-    qk_norms = 2 * c.head_dim if c.qk_norm else 0  # QK-norm is an RMSNorm over head_dim on q and on k
-    layer = (4 if c.sandwich_norm else 2) * norm + qk_norms + _attention_params(c) + ffn
-    embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
-    positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
-    return embeddings + positions + c.n_layers * layer + norm * (2 if c.embed_norm else 1)  # final (+ BLOOM's)
-
-
-def count_params(config: ModelConfig) -> int:
-    """Exactly ``sum(p.numel() for p in Decoder(config).parameters())``, without building it."""
-    return _params(config, config.n_experts)
-
-
-def count_active_params(config: ModelConfig) -> int:
-    """Parameters one token runs through: a MoE counts its router and top_k experts per layer."""
-    return _params(config, config.top_k if config.is_moe else 0)
-
-
 # ---- bytes ----------------------------------------------------------------------------------------
 def dtype_bits(dtype: str) -> int:
     if dtype not in DTYPE_BYTES:
@@ -288,7 +255,8 @@ def flops_per_token(spec: Spec, context: int) -> int:
     """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per matrix weight
     it multiplies (its active parameters less looked-up tables, norm weights and biases) plus
     2·H·(d_qk + d_v) per position each layer attends to (its window, if any): the scores and the
-    weighted values. For a ModelConfig this equals ``txviz.analysis.moe.routing.flops_per_token`` (tests/geometry)."""
+    weighted values. For a config of a family txviz runs, read by txviz.geometry, this equals
+    ``txviz.model.counts.flops_per_token`` (tests/geometry)."""
     model = as_memory_model(spec)
     if context < 0:
         raise ValueError(f"context must be >= 0, got {context}")

@@ -21,7 +21,7 @@ windows, and of a difference between two variants scored on the same windows (pa
 words a comparison from those numbers, and ``loss_axis_range`` keeps a chart from zooming a difference
 inside the noise into a finding.
 
-FLOPs and parameters come from txviz.analysis.moe.routing / memory, so dense and MoE configs are handled alike.
+FLOPs and parameters come from txviz.model.counts, so dense and MoE configs are handled alike.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from txviz.analysis.kv.memory import count_active_params, count_params, kv_bytes_per_token
-from txviz.analysis.moe.routing import ffn_flops_per_token, flops_per_token, projection_flops_per_token
+from txviz.analysis.kv.memory import kv_bytes_per_token
 import torch
 
 from txviz.config import ModelConfig
+from txviz.model.counts import (count_active_params, count_params, ffn_flops_per_token, flops_per_token,
+                                non_embedding_params, projection_flops_per_token)
 from txviz.loading.zoo import CURVES_FILE, EVAL_FILE, SHIPPED_ZOO, read_txviz_config
 
 DEPTH_WIDTH = ("deep_narrow", "base", "shallow_wide")
@@ -55,13 +56,6 @@ REFERENCES = {
 
 
 # ---- (a) depth vs width ---------------------------------------------------------------------------
-def non_embedding_params(config: ModelConfig) -> int:
-    """Parameters minus the token embedding/unembedding and a learned position table."""
-    embeddings = config.vocab_size * config.d_model * (1 if config.tie_embeddings else 2)
-    positions = config.max_seq_len * config.d_model if config.positions == "learned" else 0
-    return count_params(config) - embeddings - positions
-
-
 def _reshaped(config: ModelConfig, n_layers: int, d_model: int, ffn_hidden: int) -> ModelConfig:
     return config.replace(n_layers=n_layers, d_model=d_model, ffn_hidden=max(1, ffn_hidden), head_dim=None,
                           layer_types=layer_pattern(config.layer_types, n_layers),

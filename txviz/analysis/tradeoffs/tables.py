@@ -9,12 +9,11 @@ from typing import Mapping, Sequence
 
 import torch
 
-from txviz.analysis.kv.memory import (count_active_params, count_params, kind_variants, kv_bytes_per_token,
-                                      kv_bytes_per_token_past_windows)
-from txviz.analysis.moe.routing import flops_per_token
+from txviz.analysis.kv.memory import kind_variants, kv_bytes_per_token, kv_bytes_per_token_past_windows
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.analysis.tradeoffs.formulas import REFERENCES, LossEstimate, loss_estimate, paired_difference
 from txviz.config import ModelConfig
+from txviz.model.counts import count_active_params, count_params, flops_per_token
 
 MIB = 2 ** 20
 
