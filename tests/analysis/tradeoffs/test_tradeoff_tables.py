@@ -8,6 +8,7 @@ import torch
 
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import noise
 from txviz.analysis.kv.memory import kv_bytes_per_token
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.config import ModelConfig
@@ -40,10 +41,10 @@ def test_the_zoo_table_keeps_the_trained_rows_renamed_and_names_the_rest():
 def test_loss_noise_is_each_estimate_and_every_ordered_pair():
     windows = {"a": torch.tensor([1.0, 2.0, 3.0]), "b": torch.tensor([1.5, 2.0, 2.5])}
     estimates, paired = tables.loss_noise(windows)
-    assert estimates == [tr.loss_estimate("a", windows["a"]), tr.loss_estimate("b", windows["b"])]
+    assert estimates == [noise.loss_estimate("a", windows["a"]), noise.loss_estimate("b", windows["b"])]
     assert set(paired) == {("a", "b"), ("b", "a")}
     assert paired[("a", "b")][0] == pytest.approx(-paired[("b", "a")][0]) == pytest.approx(0.0)
-    assert paired[("a", "b")] == tr.paired_difference(windows["a"], windows["b"])
+    assert paired[("a", "b")] == noise.paired_difference(windows["a"], windows["b"])
 
 
 def test_mixtral_buys_about_four_times_the_parameters_for_under_twice_the_flops():

@@ -11,7 +11,8 @@ import torch
 
 from txviz.analysis.kv.memory import kind_variants, kv_bytes_per_token, kv_bytes_per_token_past_windows
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
-from txviz.analysis.tradeoffs.formulas import REFERENCES, LossEstimate, loss_estimate, paired_difference
+from txviz.analysis.tradeoffs.formulas import REFERENCES
+from txviz.analysis.tradeoffs.noise import LossEstimate, loss_estimate, paired_difference
 from txviz.config import ModelConfig
 from txviz.model.counts import count_active_params, count_params, flops_per_token
 
