@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
 BF16 = 2
@@ -64,7 +64,7 @@ CASES = {
 def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
     config, kind, kv_bytes, n_params = CASES[family]
     geometry = read_geometry(config)
-    model = memory.MemoryModel.from_geometry(geometry, family, "test")
+    model = memory_model.MemoryModel.from_geometry(geometry, family, "test")
     assert (geometry.kind, model.kind) == (kind, kind)
     assert memory.kv_bytes_per_token(model, "bf16") == kv_bytes
     assert memory.kv_bytes_per_token(model, "fp32") == 2 * kv_bytes

@@ -9,14 +9,14 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
 BF16 = 2
 
 
-def model_of(config: dict) -> memory.MemoryModel:
-    return memory.MemoryModel.from_geometry(read_geometry(config), "test", "test")
+def model_of(config: dict) -> memory_model.MemoryModel:
+    return memory_model.MemoryModel.from_geometry(read_geometry(config), "test", "test")
 
 
 def test_mistral_keeps_4096_tokens_on_every_layer():
@@ -139,7 +139,7 @@ def test_the_mha_gqa_mqa_what_if_is_the_config_with_that_many_kv_heads(config, k
     """The what-if changes the K/V projections with the heads: its parameters, active parameters, weight
     bytes, FLOPs and activations are those of the same config.json read with that many KV heads (Qwen2's
     K/V biases included), not the original model's."""
-    for kind, variant in memory.kind_variants(model_of(config)).items():
+    for kind, variant in memory_model.kind_variants(model_of(config)).items():
         rewritten = model_of({**config, key: variant.kv_heads})
         for field in ("n_params", "active_params", "unmultiplied_params", "param_groups"):
             assert getattr(variant, field) == getattr(rewritten, field), (kind, field)

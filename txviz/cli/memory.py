@@ -32,15 +32,15 @@ MAX_GPU_GIB, MAX_SEQ, MAX_BATCH = 1 << 20, 1 << 40, 1 << 20  # a PiB of GPU; bey
 
 def _memory_model(args):
     """(the MemoryModel, where it came from, extras that only a config.json gives)."""
-    from txviz.analysis.kv import memory
+    from txviz.analysis.kv import memory_model
     if args.preset:
-        return memory.preset(args.preset), {"preset": args.preset}, {}
+        return memory_model.preset(args.preset), {"preset": args.preset}, {}
     from pathlib import Path
 
     from txviz.geometry import read_config
     geometry = read_config(Path(args.config))
     size = f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params"
-    model = memory.MemoryModel.from_geometry(geometry, size, f"config file {args.config}")
+    model = memory_model.MemoryModel.from_geometry(geometry, size, f"config file {args.config}")
     extras = {"model_type": geometry.model_type, "architecture": geometry.architecture,
               "warnings": list(geometry.assumptions), "notes": list(geometry.notes),
               "tied_embeddings": geometry.tied_embeddings,
@@ -60,7 +60,8 @@ def _check_memory_numbers(seq, batch: int, gpu_gib: float | None) -> None:
 
 
 def cmd_memory(args) -> dict:
-    from txviz.analysis.kv import memory
+    from txviz.analysis.kv import memory, memory_model
+    from txviz.analysis.kv.fit import max_context
     if args.list:
         return {"presets": memory.list_presets()}
     model, origin, extras = _memory_model(args)
@@ -93,7 +94,7 @@ def cmd_memory(args) -> dict:
                                   "weight_bytes": memory.weight_bytes(variant, args.weight_dtype),
                                   "flops_per_token": memory.flops_per_token(variant, seq),
                                   "kv_bytes_per_token": memory.kv_bytes_per_token(variant, args.kv_dtype)}
-                           for kind, variant in memory.kind_variants(model).items()}
+                           for kind, variant in memory_model.kind_variants(model).items()}
     settings = dict(batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
                     prefill_chunk=args.prefill_chunk)
     bill = memory.memory_bill(model, seq, **settings)
@@ -106,8 +107,8 @@ def cmd_memory(args) -> dict:
     if args.gpu_gib is not None:
         result["fits"] = _fits(model, args.gpu_gib, settings)
         notes.append(result["fits"]["note"])
-        fit = memory.max_context(model, args.gpu_gib, batch=args.batch, kv_dtype=args.kv_dtype,
-                                 weight_dtype=args.weight_dtype)
+        fit = max_context(model, args.gpu_gib, batch=args.batch, kv_dtype=args.kv_dtype,
+                          weight_dtype=args.weight_dtype)
         result["max_context"] = {**fit.to_dict(), "counts": "weights + KV cache (no activations)"}
     return {**result, "notes": notes}
 

@@ -9,7 +9,7 @@ from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
 from app.app_pages.kv_cache.widget_state import follow, follow_if
 from app.figures import calculator_charts
 from app.ui.widgets import byte_size, counted, plain
-from txviz.analysis.kv import memory, presets
+from txviz.analysis.kv import memory, memory_model, presets
 from txviz.analysis.kv.fit import chosen_kind, fit
 
 WHOLE = "whole prompt"
@@ -50,7 +50,7 @@ def draw() -> None:
                                                      settings["weight_dtype"]), key="mem_batch_chart")
 
 
-def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, ...]:
+def follow_weight_format(spec: memory_model.MemoryModel, identity: str) -> tuple[str, ...]:
     """The weight formats offered for ``spec``. A model published quantized opens at its published format;
     another keeps the dtype chosen before, unless that was the previous model's published one."""
     offered, own = memory.weight_dtypes(spec), spec.weight_format is not None
@@ -58,7 +58,7 @@ def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, 
     return offered
 
 
-def serving_settings(spec: memory.MemoryModel, identity: str) -> tuple[dict, float]:
+def serving_settings(spec: memory_model.MemoryModel, identity: str) -> tuple[dict, float]:
     """(the memory functions' settings, the GPU's GiB) from one row of widgets."""
     c1, c2, c3, c4, c5 = st.columns(5)
     weight_dtype = c1.selectbox("Weights dtype", follow_weight_format(spec, identity), key="mem_weight_dtype",
@@ -72,15 +72,15 @@ def serving_settings(spec: memory.MemoryModel, identity: str) -> tuple[dict, flo
                 prefill_chunk=None if chunk == WHOLE else int(chunk)), gpu_gib
 
 
-def attention_kinds(spec: memory.MemoryModel) -> dict[str, memory.MemoryModel]:
+def attention_kinds(spec: memory_model.MemoryModel) -> dict[str, memory_model.MemoryModel]:
     try:
-        return memory.kind_variants(spec)
+        return memory_model.kind_variants(spec)
     except ValueError as error:  # MLA caches a latent: compare it with the other presets instead
         st.info(plain(error))
         return {spec.kind: spec}
 
 
-def kv_rates(column, selected: memory.MemoryModel, kind: str, kv_dtype: str) -> None:
+def kv_rates(column, selected: memory_model.MemoryModel, kind: str, kv_dtype: str) -> None:
     """KV bytes a token adds while the windows fill, and past them (only the global layers still grow)."""
     column.metric(f"KV bytes per token ({kind})", byte_size(memory.kv_bytes_per_token(selected, kv_dtype)))
     if selected.n_window_layers:
@@ -91,7 +91,7 @@ def kv_rates(column, selected: memory.MemoryModel, kind: str, kv_dtype: str) -> 
                            "without one keep growing.")
 
 
-def what_if(spec: memory.MemoryModel, selected: memory.MemoryModel, kind: str) -> None:
+def what_if(spec: memory_model.MemoryModel, selected: memory_model.MemoryModel, kind: str) -> None:
     """Say what another attention kind changes besides the cache: the K/V projections' parameters."""
     extra = selected.n_params - spec.n_params
     if extra:
@@ -100,7 +100,7 @@ def what_if(spec: memory.MemoryModel, selected: memory.MemoryModel, kind: str) -
                    "the fit below include.")
 
 
-def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], settings: dict, gpu_gib: float) -> None:
+def bill_numbers(selected: memory_model.MemoryModel, kind: str, lengths: list[int], settings: dict, gpu_gib: float) -> None:
     a, b, c = st.columns(3)
     kv_rates(a, selected, kind, settings["kv_dtype"])
     summary = fit(selected, lengths, gpu_gib, **settings)

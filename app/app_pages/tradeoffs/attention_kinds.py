@@ -11,9 +11,9 @@ from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
 from app.ui.widgets import counted, limit_text, plain
+from txviz.analysis.kv.memory_model import MemoryModel
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import noise, zoo_results
-from txviz.analysis.kv.memory import MemoryModel
 
 
 def attention_kinds(view: TradeoffsView) -> None:

@@ -14,13 +14,15 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, KVCache, ModelConfig, kv_cache_bytes as model_kv_cache_bytes
 from txviz import cli
-from txviz.analysis.kv import memory, presets
+from txviz.analysis.kv import memory, memory_model, presets
+from txviz.analysis.kv.fit import longest_context, max_context
+from txviz.analysis.kv.memory_model import MemoryModel, preset
 from txviz.analysis.kv.sharing import kv_head_options, quality_vs_original, to_kv_groups, to_mha
-from txviz.analysis.kv.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
-                                   kv_cache_bytes, max_context, preset, weight_bytes)
+from txviz.analysis.kv.memory import GIB, kv_bytes_per_token, kv_cache_bytes, weight_bytes
 from txviz.analysis.texts import read_text
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf_config import read_hf_config
+from txviz.model.counts import count_active_params, count_params
 
 # ---- KV formula = bytes of a real KVCache ----------------------------------------------------------
 CACHE_CONFIGS = {
@@ -211,13 +213,13 @@ def test_chart_series_are_plain_lists():
 
 
 def test_kind_variants_change_only_the_kv_heads():
-    variants = memory.kind_variants(preset("llama-2-7b"))
+    variants = memory_model.kind_variants(preset("llama-2-7b"))
     assert {k: v.kv_heads for k, v in variants.items()} == {"MHA": 32, "GQA": 8, "MQA": 1}
     assert {k: v.kind for k, v in variants.items()} == {"MHA": "MHA", "GQA": "GQA", "MQA": "MQA"}
-    assert set(memory.kind_variants(preset("falcon-7b"))) == {"MHA", "MQA"}  # 71 heads: no groups
-    assert memory.kind_variants(preset("smollm2-135m"))["GQA"].kv_heads == 3
+    assert set(memory_model.kind_variants(preset("falcon-7b"))) == {"MHA", "MQA"}  # 71 heads: no groups
+    assert memory_model.kind_variants(preset("smollm2-135m"))["GQA"].kv_heads == 3
     with pytest.raises(ValueError, match="latent"):
-        memory.kind_variants(preset("deepseek-v3"))
+        memory_model.kind_variants(preset("deepseek-v3"))
 
 
 @pytest.mark.parametrize("fields,message", [
@@ -493,7 +495,7 @@ def test_preset_widths_are_those_of_their_config(name):
                                           (141, dict(prefill_chunk=2048, weight_dtype="int4"))])
 def test_longest_context_is_the_last_that_fits_the_whole_bill(name, gib, settings):
     model = preset(name)
-    longest = memory.longest_context(model, gib, **settings)
+    longest = longest_context(model, gib, **settings)
     if longest == 0:
         assert memory.memory_bill(model, 1, **settings).total > gib * GIB
     else:
@@ -502,9 +504,9 @@ def test_longest_context_is_the_last_that_fits_the_whole_bill(name, gib, setting
 
 
 def test_windows_everywhere_and_a_chunked_prefill_fit_any_context():
-    assert memory.longest_context(preset("mistral-7b-v0.1"), 80, prefill_chunk=2048) is None
-    assert memory.longest_context(preset("mistral-7b-v0.1"), 80) is not None  # a whole-prompt prefill grows
-    assert memory.longest_context(preset("llama-3-70b"), 80) == 0  # 141 GB of bf16 weights
+    assert longest_context(preset("mistral-7b-v0.1"), 80, prefill_chunk=2048) is None
+    assert longest_context(preset("mistral-7b-v0.1"), 80) is not None  # a whole-prompt prefill grows
+    assert longest_context(preset("llama-3-70b"), 80) == 0  # 141 GB of bf16 weights
     series = memory.bill_vs_context(preset("gpt2"), [256, 1024], kv_dtype="fp32")
     assert series["total"] == [w + k + a for w, k, a in zip(series["weights"], series["kv_cache"], series["activations"])]
     assert json.loads(json.dumps(series)) == series

@@ -7,11 +7,11 @@ import json
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 
 
-def model_of(config: dict) -> memory.MemoryModel:
-    return memory.MemoryModel.from_config_json(json.dumps(config).encode())
+def model_of(config: dict) -> memory_model.MemoryModel:
+    return memory_model.MemoryModel.from_config_json(json.dumps(config).encode())
 
 
 def test_gemma_3_27b_adds_496_kib_per_token_then_80_kib_past_1024():

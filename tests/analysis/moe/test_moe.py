@@ -13,8 +13,8 @@ from torch.testing import assert_close
 from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz import trace
+from txviz.analysis.kv.memory_model import preset
 from txviz.analysis.moe import routing as moe
-from txviz.analysis.kv.memory import preset
 from txviz.analysis.tradeoffs.formulas import REFERENCES
 from txviz.model.counts import count_active_params, count_params, expert_matmul_params, flops_per_token
 

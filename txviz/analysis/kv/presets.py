@@ -16,7 +16,7 @@ routers, norms: txviz.geometry.params.GROUPS), so that the calculator sizes it a
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
 14336, DeepSeek-V3's 8 routed + 1 shared expert of 2048 (= its dense layers' 18432).
 
-Fields are those of ``txviz.analysis.kv.memory.MemoryModel``: KV cache per token per layer is
+Fields are those of ``txviz.analysis.kv.memory_model.MemoryModel``: KV cache per token per layer is
 2 · kv_heads · head_dim elements, or latent_dim + rope_dim for multi-head latent attention (MLA).
 """
 

@@ -9,7 +9,8 @@ from typing import Mapping, Sequence
 
 import torch
 
-from txviz.analysis.kv.memory import kind_variants, kv_bytes_per_token, kv_bytes_per_token_past_windows
+from txviz.analysis.kv.memory import kv_bytes_per_token, kv_bytes_per_token_past_windows
+from txviz.analysis.kv.memory_model import kind_variants
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.analysis.tradeoffs.formulas import REFERENCES
 from txviz.analysis.tradeoffs.noise import LossEstimate, loss_estimate, paired_difference
