@@ -368,7 +368,7 @@ def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, ch
         variants = {spec.kind: spec}
     memory.kv_vs_context(variants, lengths, batch=4, kv_dtype="fp8")
     for selected in variants.values():
-        memory.kv_bytes_per_token(selected, "bf16")
+        memory.token_kv_bytes(selected, "bf16")
         max_context(selected, 80.0, batch=2, kv_dtype="bf16")
         memory.weight_bytes(selected, "int4")
         memory.kv_vs_batch(selected, [1, 64], tokens=min(8192, lengths[-1]), kv_dtype="bf16")

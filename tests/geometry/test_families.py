@@ -66,9 +66,9 @@ def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
     geometry = read_geometry(config)
     model = memory_model.MemoryModel.from_geometry(geometry, family, "test")
     assert (geometry.kind, model.kind) == (kind, kind)
-    assert memory.kv_bytes_per_token(model, "bf16") == kv_bytes
-    assert memory.kv_bytes_per_token(model, "fp32") == 2 * kv_bytes
-    assert memory.kv_bytes_per_token(model, "int4") == kv_bytes // 4
+    assert memory.token_kv_bytes(model, "bf16") == kv_bytes
+    assert memory.token_kv_bytes(model, "fp32") == 2 * kv_bytes
+    assert memory.token_kv_bytes(model, "int4") == kv_bytes // 4
     assert geometry.n_params == n_params
     assert memory.weight_bytes(model, "bf16") == 2 * n_params and memory.weight_bytes(model, "int4") == n_params // 2
     assert not geometry.assumptions  # a known family is read without guessing

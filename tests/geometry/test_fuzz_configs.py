@@ -46,8 +46,8 @@ def test_any_edited_config_is_read_or_refused_and_the_calculator_runs(published,
     except ValueError:
         variants = {model.kind: model}
     for selected in variants.values():
-        memory.kv_bytes_per_token(selected, "bf16")
-        memory.flops_per_token(selected, lengths[-1])
+        memory.token_kv_bytes(selected, "bf16")
+        memory.token_flops(selected, lengths[-1])
         max_context(selected, 80.0, batch=2)
         memory.weight_bytes(selected, "int4")
         memory.memory_bill(selected, lengths[-1], prefill_chunk=2048)

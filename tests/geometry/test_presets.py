@@ -27,7 +27,7 @@ def test_preset_equals_its_config_read_by_geometry(key):
     read = memory_model.MemoryModel.from_geometry(read_geometry(CONFIG_OF_PRESET[key]), key, "test")
     assert {f: getattr(published, f) for f in FIELDS} == {f: getattr(read, f) for f in FIELDS}
     assert (published.active_params or published.n_params) == read.active_params
-    assert memory.flops_per_token(published, 4096) == memory.flops_per_token(read, 4096)
+    assert memory.token_flops(published, 4096) == memory.token_flops(read, 4096)
     assert memory.weight_dtypes(published) == memory.weight_dtypes(read)  # a quantized checkpoint is offered as such
     if read.weight_format is not None:
         assert published.param_groups == read.param_groups and published.weight_format == read.weight_format

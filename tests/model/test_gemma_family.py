@@ -211,4 +211,4 @@ def test_the_memory_calculator_counts_the_new_parts_and_the_per_layer_windows(va
     spec = memory_model.MemoryModel.from_config(model.config)
     for tokens in (1, WINDOW, N_TOKENS, 1000):
         expected = kv_cache_bytes(model.config, tokens, bytes_per_element=4)
-        assert memory.kv_cache_bytes(spec, tokens, 1, "fp32") == expected
+        assert memory.kv_cache_bytes_at(spec, tokens, 1, "fp32") == expected

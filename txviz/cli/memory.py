@@ -82,18 +82,18 @@ def cmd_memory(args) -> dict:
               "weight_format": None if model.weight_format is None else {
                   "scheme": model.weight_format.scheme, "bits_per_parameter": dict(model.weight_format.bits),
                   "assumption": model.weight_format.assumption},
-              "kv_bytes_per_token": memory.kv_bytes_per_token(model, args.kv_dtype),
-              "kv_bytes_per_token_past_windows": memory.kv_bytes_per_token_past_windows(model, args.kv_dtype),
-              "kv_cache_bytes": memory.kv_cache_bytes(model, seq, args.batch, args.kv_dtype),
+              "kv_bytes_per_token": memory.token_kv_bytes(model, args.kv_dtype),
+              "kv_bytes_per_token_past_windows": memory.token_kv_bytes_past_windows(model, args.kv_dtype),
+              "kv_cache_bytes": memory.kv_cache_bytes_at(model, seq, args.batch, args.kv_dtype),
               "weight_bytes": memory.weight_bytes(model, args.weight_dtype),
-              "kv_bytes_per_token_by_dtype": {d: memory.kv_bytes_per_token(model, d) for d in memory.KV_DTYPES},
+              "kv_bytes_per_token_by_dtype": {d: memory.token_kv_bytes(model, d) for d in memory.KV_DTYPES},
               "weight_bytes_by_dtype": {d: memory.weight_bytes(model, d) for d in memory.weight_dtypes(model)},
-              "flops_per_token": memory.flops_per_token(model, seq)}
+              "flops_per_token": memory.token_flops(model, seq)}
     if model.kind != "MLA":  # the MHA/GQA/MQA what-if: the KV heads and the K/V projections serving them
         result["kinds"] = {kind: {"kv_heads": variant.kv_heads, "n_params": variant.n_params,
                                   "weight_bytes": memory.weight_bytes(variant, args.weight_dtype),
-                                  "flops_per_token": memory.flops_per_token(variant, seq),
-                                  "kv_bytes_per_token": memory.kv_bytes_per_token(variant, args.kv_dtype)}
+                                  "flops_per_token": memory.token_flops(variant, seq),
+                                  "kv_bytes_per_token": memory.token_kv_bytes(variant, args.kv_dtype)}
                            for kind, variant in memory_model.kind_variants(model).items()}
     settings = dict(batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
                     prefill_chunk=args.prefill_chunk)

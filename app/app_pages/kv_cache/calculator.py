@@ -82,11 +82,11 @@ def attention_kinds(spec: memory_model.MemoryModel) -> dict[str, memory_model.Me
 
 def kv_rates(column, selected: memory_model.MemoryModel, kind: str, kv_dtype: str) -> None:
     """KV bytes a token adds while the windows fill, and past them (only the global layers still grow)."""
-    column.metric(f"KV bytes per token ({kind})", byte_size(memory.kv_bytes_per_token(selected, kv_dtype)))
+    column.metric(f"KV bytes per token ({kind})", byte_size(memory.token_kv_bytes(selected, kv_dtype)))
     if selected.n_window_layers:
         growing = selected.n_layers - selected.n_window_layers
         column.metric(f"Past {selected.sliding_window:,} tokens, per token",
-                      byte_size(memory.kv_bytes_per_token_past_windows(selected, kv_dtype)),
+                      byte_size(memory.token_kv_bytes_past_windows(selected, kv_dtype)),
                       help=f"Once every window is full, only the {counted(growing, 'layer')} of {selected.n_layers} "
                            "without one keep growing.")
 
@@ -113,7 +113,7 @@ def bill_numbers(selected: memory_model.MemoryModel, kind: str, lengths: list[in
                    f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
     c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
              delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
-    flops = memory.flops_per_token(selected, at)
+    flops = memory.token_flops(selected, at)
     st.caption(f"A token at position {at:,} takes {flops / 1e9:,.2f} GFLOPs (2 per weight it multiplies, plus "
                f"attention over the positions each layer keeps). "
                f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "

@@ -18,7 +18,7 @@ def test_llama_3_8b_as_mha_holds_its_extra_kv_projections():
     assert extra == 805_306_368  # "~0.8 B"
     assert mha.n_params == model.n_params + extra and mha.active_params is model.active_params is None  # dense
     assert memory.weight_bytes(mha, "bf16") - memory.weight_bytes(model, "bf16") == 2 * extra  # ~1.5 GiB
-    assert memory.flops_per_token(mha, 0) - memory.flops_per_token(model, 0) == 2 * extra
+    assert memory.token_flops(mha, 0) - memory.token_flops(model, 0) == 2 * extra
     assert memory_model.kind_variants(model)["GQA"].n_params == model.n_params  # its own kind is itself
     mqa = memory_model.kind_variants(model)["MQA"]
     assert mqa.n_params == model.n_params - 32 * 2 * 4096 * 128 * (8 - 1)

@@ -137,7 +137,7 @@ def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(calculator)
         choose_preset(at, key)
         model = memory_model.preset(key)
         assert per_token_metric(at) == (f"KV bytes per token ({model.kind})",
-                                        f"{memory.kv_bytes_per_token(model, 'bf16') / 1024:,.1f} KiB"), key
+                                        f"{memory.token_kv_bytes(model, 'bf16') / 1024:,.1f} KiB"), key
         assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
 
 

@@ -107,7 +107,7 @@ def _fit_note(model: MemoryModel, weights: int, free: int, tokens: int | None, b
     if free < 0:
         return f"The weights alone ({weights / memory.GIB:.1f} GiB) do not fit."
     if tokens is None:
-        cap = memory.kv_cache_bytes(model, model.sliding_window, batch, kv_dtype)
+        cap = memory.kv_cache_bytes_at(model, model.sliding_window, batch, kv_dtype)
         return (f"Every layer keeps only the last {model.sliding_window:,} tokens, so the {kv_dtype} cache "
                 f"stops growing at {cap / memory.GIB:.2f} GiB: context length is unbounded by KV memory, "
                 f"though each layer sees only its window{trained}.")

@@ -41,20 +41,20 @@ def _bytes(elements: int, dtype: str) -> int:
     return -(-elements * dtype_bits(dtype) // 8)  # packed sub-byte types round up to whole bytes
 
 
-def kv_bytes_per_token(spec: Spec, kv_dtype: str = "bf16") -> int:
+def token_kv_bytes(spec: Spec, kv_dtype: str = "bf16") -> int:
     """Bytes one token adds to the cache of a batch of one, while no window has filled."""
     model = as_memory_model(spec)
     return _bytes(model.n_layers * model.kv_elements_per_token_layer, kv_dtype)
 
 
-def kv_bytes_per_token_past_windows(spec: Spec, kv_dtype: str = "bf16") -> int:
+def token_kv_bytes_past_windows(spec: Spec, kv_dtype: str = "bf16") -> int:
     """Bytes one token adds once every window is full: only the layers without a window still grow (0
-    when every layer has one; ``kv_bytes_per_token`` when none has)."""
+    when every layer has one; ``token_kv_bytes`` when none has)."""
     model = as_memory_model(spec)
     return _bytes((model.n_layers - model.n_window_layers) * model.kv_elements_per_token_layer, kv_dtype)
 
 
-def kv_cache_bytes(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
+def kv_cache_bytes_at(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
     """Bytes of the cache holding ``tokens`` tokens for each of ``batch`` sequences."""
     model = as_memory_model(spec)
     if tokens < 0 or batch < 0:
@@ -79,7 +79,7 @@ def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
     return _bytes(model.n_params, weight_dtype)
 
 
-def flops_per_token(spec: Spec, context: int) -> int:
+def token_flops(spec: Spec, context: int) -> int:
     """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per matrix weight
     it multiplies (its active parameters less looked-up tables, norm weights and biases) plus
     2·H·(d_qk + d_v) per position each layer attends to (its window, if any): the scores and the
@@ -107,14 +107,14 @@ def kv_vs_context(models: Mapping[str, Spec], lengths: Sequence[int], *, batch: 
                   kv_dtype: str = "bf16") -> dict:
     """{"tokens": [...], "bytes": {label: [KV bytes at each length]}, ...} for a line chart."""
     return {"tokens": list(lengths), "batch": batch, "kv_dtype": kv_dtype,
-            "bytes": {label: [kv_cache_bytes(m, t, batch, kv_dtype) for t in lengths] for label, m in models.items()}}
+            "bytes": {label: [kv_cache_bytes_at(m, t, batch, kv_dtype) for t in lengths] for label, m in models.items()}}
 
 
 def kv_vs_batch(spec: Spec, batches: Sequence[int], *, tokens: int, kv_dtype: str = "bf16",
                 weight_dtype: str = "bf16") -> dict:
     """KV bytes grow with the batch, weights do not: {"batch", "kv_bytes", "weight_bytes", "total_bytes"}."""
     weights = weight_bytes(spec, weight_dtype)
-    kv = [kv_cache_bytes(spec, tokens, b, kv_dtype) for b in batches]
+    kv = [kv_cache_bytes_at(spec, tokens, b, kv_dtype) for b in batches]
     return {"batch": list(batches), "tokens": tokens, "kv_bytes": kv, "weight_bytes": weights,
             "total_bytes": [weights + k for k in kv]}
 
@@ -125,7 +125,7 @@ def list_presets() -> list[dict]:
     for key in PRESETS:
         model = preset(key)
         rows.append({"preset": key, "name": model.name, "kind": model.kind, "n_params": model.n_params,
-                     "kv_bytes_per_token_bf16": kv_bytes_per_token(model, "bf16"),
+                     "kv_bytes_per_token_bf16": token_kv_bytes(model, "bf16"),
                      "sliding_window": model.sliding_window, "max_context": model.max_context})
     return rows
 
@@ -178,7 +178,7 @@ class MemoryBill:
 
 def memory_bill(spec: Spec, tokens: int, *, batch: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                 prefill_chunk: int | None = None) -> MemoryBill:
-    return MemoryBill(tokens, weight_bytes(spec, weight_dtype), kv_cache_bytes(spec, tokens, batch, kv_dtype),
+    return MemoryBill(tokens, weight_bytes(spec, weight_dtype), kv_cache_bytes_at(spec, tokens, batch, kv_dtype),
                       activation_bytes(spec, tokens, batch, activation_dtype(weight_dtype), prefill_chunk))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from txviz.analysis.kv.memory import kv_bytes_per_token
+from txviz.analysis.kv.memory import token_kv_bytes
 from txviz.config import ModelConfig
 from txviz.model.counts import (count_active_params, count_params, ffn_flops_per_token, flops_per_token,
                                 non_embedding_params, projection_flops_per_token)
@@ -92,7 +92,7 @@ def shape_rows(configs: Sequence[ModelConfig], *, context: int = 0, kv_dtype: st
     """Parameters, FLOPs per token (attending ``context`` keys) and KV bytes per token of each config."""
     return [{"name": c.name, "n_layers": c.n_layers, "d_model": c.d_model, "ffn_hidden": c.ffn_hidden,
              "head_dim": c.head_dim, "params": count_params(c), "non_embedding_params": non_embedding_params(c),
-             "flops_per_token": flops_per_token(c, context), "kv_bytes_per_token": kv_bytes_per_token(c, kv_dtype)}
+             "flops_per_token": flops_per_token(c, context), "kv_bytes_per_token": token_kv_bytes(c, kv_dtype)}
             for c in configs]
 
 

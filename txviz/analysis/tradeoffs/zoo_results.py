@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from txviz.analysis.kv.memory import kv_bytes_per_token
+from txviz.analysis.kv.memory import token_kv_bytes
 from txviz.loading.zoo import CURVES_FILE, EVAL_FILE, SHIPPED_ZOO, read_txviz_config
 from txviz.model.counts import count_active_params, count_params, flops_per_token, non_embedding_params
 
@@ -39,7 +39,7 @@ def _zoo_row(directory: Path, kv_dtype: str) -> dict:
             "params": count_params(config), "non_embedding_params": non_embedding_params(config),
             "active_params": count_active_params(config),
             "flops_per_token": flops_per_token(config, math.ceil(mean_context)),
-            "kv_bytes_per_token": kv_bytes_per_token(config, kv_dtype),
+            "kv_bytes_per_token": token_kv_bytes(config, kv_dtype),
             "context": extrapolation.get("context", config.max_seq_len),
             "val_loss": evaluation.get("val_loss"), "val_loss_2x": evaluation.get("val_loss_2x"),
             "val_loss_4x": evaluation.get("val_loss_4x"),
