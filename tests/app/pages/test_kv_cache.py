@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.ui.widgets import plain
+from app.ui.widgets import byte_size, plain
 from tests.helpers.apptest import click_tab, open_at, page_path, pick_model
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv import memory, memory_model
 from txviz.analysis.kv.fit import longest_context
 from txviz.analysis.kv.presets import PRESETS
+from txviz.analysis.kv.report import memory_report
 
 MAIN = str(Path(__file__).resolve().parents[3] / "app" / "main.py")
 PAGE = page_path("kv_cache")
@@ -139,6 +140,29 @@ def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(calculator)
         assert per_token_metric(at) == (f"KV bytes per token ({model.kind})",
                                         f"{memory.token_kv_bytes(model, 'bf16') / 1024:,.1f} KiB"), key
         assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
+
+
+def test_the_calculator_shows_the_memory_report_of_its_inputs_after_each_change(calculator):
+    """The metrics and the FLOPs line are the numbers of the report ``txviz memory`` prints for the same
+    input, and follow a change of the batch and of the KV dtype."""
+    at = calculator
+    choose_preset(at, "mistral-7b-v0.1")
+    widget(at, "number_input", "mem_gpu").set_value(16.0).run()
+    for batch, kv_dtype in ((1, "bf16"), (4, "bf16"), (4, "fp8")):
+        widget(at, "number_input", "mem_batch").set_value(batch).run()
+        widget(at, "selectbox", "mem_kv_dtype").set_value(kv_dtype).run()
+        no_errors(at)
+        report = memory_report(memory_model.preset("mistral-7b-v0.1"), gpu_gib=16.0, batch=batch,
+                               weight_dtype="bf16", kv_dtype=kv_dtype, prefill_chunk=None)
+        longest = report.fit.longest
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Longest context that fits (all three)"] == \
+            ("not limited" if longest is None else "none" if longest == 0 else f"{longest:,} tokens")
+        assert metrics[f"Total at {report.tokens:,} tokens"] == f"{report.bill.total / memory.GIB:,.2f} GiB"
+        assert metrics["KV bytes per token (GQA)"] == byte_size(report.kv_bytes_per_token)
+        assert metrics["Past 4,096 tokens, per token"] == byte_size(report.kv_bytes_per_token_past_windows)
+        captions = " ".join(c.value for c in at.caption)
+        assert f"at position {report.tokens:,} takes {report.flops_per_token / 1e9:,.2f} GFLOPs" in captions
 
 
 def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(calculator):
