@@ -344,7 +344,8 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10, 2**40) |
 def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, changes, as_bytes):
     """What the KV page does with an uploaded config.json, on published configs with random edits."""
     import tests.helpers.published_hf_configs as published
-    from txviz.analysis.kv import memory
+    from txviz.analysis.kv import memory, memory_model
+    from txviz.analysis.kv.fit import max_context
     from txviz.loading.errors import ModelLoadError
     from txviz.loading.hf_config import read_hf_config
 
@@ -359,15 +360,15 @@ def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, ch
         config = read_hf_config(source)
     except ModelLoadError:
         return
-    spec = memory.as_memory_model(memory.MemoryModel.from_config(config))
+    spec = memory_model.as_memory_model(memory_model.MemoryModel.from_config(config))
     lengths = memory.context_lengths(int(spec.max_context or 131072))
     try:
-        variants = memory.kind_variants(spec)
+        variants = memory_model.kind_variants(spec)
     except ValueError:
         variants = {spec.kind: spec}
     memory.kv_vs_context(variants, lengths, batch=4, kv_dtype="fp8")
     for selected in variants.values():
-        memory.kv_bytes_per_token(selected, "bf16")
-        memory.max_context(selected, 80.0, batch=2, kv_dtype="bf16")
+        memory.token_kv_bytes(selected, "bf16")
+        max_context(selected, 80.0, batch=2, kv_dtype="bf16")
         memory.weight_bytes(selected, "int4")
         memory.kv_vs_batch(selected, [1, 64], tokens=min(8192, lengths[-1]), kv_dtype="bf16")

@@ -78,9 +78,9 @@ def test_the_moe_balance_finding():
 @pytest.mark.xdist_group(zoo_losses.GROUP)  # scored once for this test and tests/lab's rebuild of eval.json
 def test_the_attention_kinds_loss_spread_and_its_noise():
     """The MHA, GQA and MQA variants' losses over every held-out window, scored now with the shipped
-    weights: their spread and the largest standard error (txviz.analysis.tradeoffs.formulas, as the Design
+    weights: their spread and the largest standard error (txviz.analysis.tradeoffs.noise, as the Design
     tradeoffs page computes them)."""
-    from txviz.analysis.tradeoffs.formulas import loss_estimate
+    from txviz.analysis.tradeoffs.noise import loss_estimate
 
     spread, standard_error = figures(r"the three differ by ([0-9.]+) nats against a standard error of ([0-9.]+)")
     estimates = [loss_estimate(name, zoo_losses.window_losses(name)) for name in ("mha", "base", "mqa")]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from txviz import cli
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.analysis.kv.fit import fit
 
 
@@ -29,7 +29,7 @@ def test_fits_is_the_calculator_s_figure_for_the_same_input(capsys, preset, gpu,
     if settings["prefill_chunk"]:
         argv += ["--prefill-chunk", str(settings["prefill_chunk"])]
     out = _memory(capsys, *argv)
-    model = memory.preset(preset)  # what calculator.bill_numbers computes for these widgets
+    model = memory_model.preset(preset)  # what calculator.bill_numbers computes for these widgets
     expected = fit(model, memory.context_lengths(int(model.max_context or 131072)), gpu, **settings)
     fits = out["fits"]
     assert fits["longest_tokens"] == expected.longest and fits["at_tokens"] == expected.at
@@ -41,7 +41,7 @@ def test_fits_is_the_calculator_s_figure_for_the_same_input(capsys, preset, gpu,
 
 def test_the_bill_at_seq_counts_activations_and_a_seq_past_the_context_is_noted(capsys):
     out = _memory(capsys, "--preset", "llama-3-8b", "--seq", "100000")
-    bill = memory.memory_bill(memory.preset("llama-3-8b"), 100_000)
+    bill = memory.memory_bill(memory_model.preset("llama-3-8b"), 100_000)
     assert out["bill"]["activations"] == bill.activations > 0 and out["bill"]["total"] == bill.total
     assert out["notes"] == ["--seq 100,000 is longer than the 8,192 tokens the model was built for"]
     assert _memory(capsys, "--preset", "llama-3-8b", "--seq", "8192")["notes"] == []

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
 BF16 = 2
@@ -64,11 +64,11 @@ CASES = {
 def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
     config, kind, kv_bytes, n_params = CASES[family]
     geometry = read_geometry(config)
-    model = memory.MemoryModel.from_geometry(geometry, family, "test")
+    model = memory_model.MemoryModel.from_geometry(geometry, family, "test")
     assert (geometry.kind, model.kind) == (kind, kind)
-    assert memory.kv_bytes_per_token(model, "bf16") == kv_bytes
-    assert memory.kv_bytes_per_token(model, "fp32") == 2 * kv_bytes
-    assert memory.kv_bytes_per_token(model, "int4") == kv_bytes // 4
+    assert memory.token_kv_bytes(model, "bf16") == kv_bytes
+    assert memory.token_kv_bytes(model, "fp32") == 2 * kv_bytes
+    assert memory.token_kv_bytes(model, "int4") == kv_bytes // 4
     assert geometry.n_params == n_params
     assert memory.weight_bytes(model, "bf16") == 2 * n_params and memory.weight_bytes(model, "int4") == n_params // 2
     assert not geometry.assumptions  # a known family is read without guessing

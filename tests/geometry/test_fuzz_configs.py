@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import published_geometry_configs, published_hf_configs
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
+from txviz.analysis.kv.fit import max_context
 
 PUBLISHED = {name: config for module in (published_geometry_configs, published_hf_configs)
              for name, config in vars(module).items() if name.isupper() and isinstance(config, dict)}
@@ -35,18 +36,18 @@ def test_any_edited_config_is_read_or_refused_and_the_calculator_runs(published,
     except (TypeError, ValueError):
         return
     try:
-        model = memory.MemoryModel.from_config_json(data, "config.json")
+        model = memory_model.MemoryModel.from_config_json(data, "config.json")
     except ValueError as error:  # GeometryError, ModelLoadError: a message for people
         assert str(error)
         return
     lengths = memory.context_lengths(min(int(model.max_context or 131072), 1 << 20))
     try:
-        variants = memory.kind_variants(model)
+        variants = memory_model.kind_variants(model)
     except ValueError:
         variants = {model.kind: model}
     for selected in variants.values():
-        memory.kv_bytes_per_token(selected, "bf16")
-        memory.flops_per_token(selected, lengths[-1])
-        memory.max_context(selected, 80.0, batch=2)
+        memory.token_kv_bytes(selected, "bf16")
+        memory.token_flops(selected, lengths[-1])
+        max_context(selected, 80.0, batch=2)
         memory.weight_bytes(selected, "int4")
         memory.memory_bill(selected, lengths[-1], prefill_chunk=2048)

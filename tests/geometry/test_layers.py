@@ -9,33 +9,33 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
 BF16 = 2
 
 
-def model_of(config: dict) -> memory.MemoryModel:
-    return memory.MemoryModel.from_geometry(read_geometry(config), "test", "test")
+def model_of(config: dict) -> memory_model.MemoryModel:
+    return memory_model.MemoryModel.from_geometry(read_geometry(config), "test", "test")
 
 
 def test_mistral_keeps_4096_tokens_on_every_layer():
     geometry = read_geometry(hf.MISTRAL_7B_V01)
     assert geometry.windows == (4096,) * 32
-    assert memory.kv_cache_bytes(model_of(hf.MISTRAL_7B_V01), 32768) == 32 * 4096 * 2 * 8 * 128 * BF16
+    assert memory.kv_cache_bytes_at(model_of(hf.MISTRAL_7B_V01), 32768) == 32 * 4096 * 2 * 8 * 128 * BF16
     assert read_geometry(hf.MISTRAL_7B_V03).windows == (None,) * 32  # v0.3 dropped the window
 
 
 def test_gemma2_alternates_local_and_global_layers():
     geometry = read_geometry(pub.GEMMA_2_9B)
     assert geometry.windows == (4096, None) * 21
-    assert memory.kv_cache_bytes(model_of(pub.GEMMA_2_9B), 8192) == (21 * 8192 + 21 * 4096) * 2 * 8 * 256 * BF16
+    assert memory.kv_cache_bytes_at(model_of(pub.GEMMA_2_9B), 8192) == (21 * 8192 + 21 * 4096) * 2 * 8 * 256 * BF16
 
 
 def test_gemma3_keeps_512_tokens_on_5_of_6_layers():
     geometry = read_geometry(pub.GEMMA_3_270M)
     assert geometry.windows == (512, 512, 512, 512, 512, None) * 3
-    assert memory.kv_cache_bytes(model_of(pub.GEMMA_3_270M), 32768) == (3 * 32768 + 15 * 512) * 2 * 256 * BF16
+    assert memory.kv_cache_bytes_at(model_of(pub.GEMMA_3_270M), 32768) == (3 * 32768 + 15 * 512) * 2 * 256 * BF16
     without_list = {k: v for k, v in pub.GEMMA_3_270M.items() if k != "layer_types"}
     assert read_geometry({**without_list, "sliding_window_pattern": 6}).windows == geometry.windows
 
@@ -53,7 +53,7 @@ def test_qwen2_windows_only_the_layers_from_max_window_layers_when_switched_on()
     assert read_geometry(hf.QWEN2_7B).windows == (None,) * 28  # published: use_sliding_window false
     variant = {**hf.QWEN2_7B, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20}
     assert read_geometry(variant).windows == (None,) * 20 + (4096,) * 8
-    assert memory.kv_cache_bytes(model_of(variant), 32768) == (20 * 32768 + 8 * 4096) * 2 * 4 * 128 * BF16
+    assert memory.kv_cache_bytes_at(model_of(variant), 32768) == (20 * 32768 + 8 * 4096) * 2 * 4 * 128 * BF16
 
 
 def test_an_explicit_layer_types_list_wins():
@@ -91,7 +91,7 @@ def test_deepseek_v3_caches_the_latent_and_runs_37b():
     assert geometry.moe_layers == 61 - 3 and geometry.shared_experts == 1
     assert geometry.active_params == 37_552_282_624  # txviz's preset, "37B activated"
     model = model_of(pub.DEEPSEEK_V3)
-    assert memory.kv_cache_bytes(model, 163840) == 163840 * 61 * 576 * BF16
+    assert memory.kv_cache_bytes_at(model, 163840) == 163840 * 61 * 576 * BF16
 
 
 def test_deepseek_v2_lite_has_no_query_compression_and_one_dense_layer():
@@ -112,25 +112,25 @@ def test_tied_embeddings_are_counted_once():
 def test_flops_per_token_are_two_per_multiplied_weight_plus_attention():
     model = model_of(hf.LLAMA_3_1_8B)  # untied: the input table is looked up, not multiplied; norms are not
     attention = 2 * 32 * (128 + 128) * 32 * 1000  # 2·H·(d_qk + d_v) per position, 32 layers, 1000 positions
-    assert memory.flops_per_token(model, 1000) == 2 * (8_030_261_248 - 128256 * 4096 - 65 * 4096) + attention
+    assert memory.token_flops(model, 1000) == 2 * (8_030_261_248 - 128256 * 4096 - 65 * 4096) + attention
     gemma = model_of(pub.GEMMA_3_270M)  # tied: the one table is the output head, multiplied
     windows = 2 * 4 * (256 + 256) * (3 * 4096 + 15 * 512)
     norms = 18 * (4 * 640 + 2 * 256) + 640
-    assert memory.flops_per_token(gemma, 4096) == 2 * (268_098_176 - norms) + windows
+    assert memory.token_flops(gemma, 4096) == 2 * (268_098_176 - norms) + windows
     mla = model_of(pub.DEEPSEEK_V3)
     norms = 61 * (2 * 7168 + 1536 + 512) + 7168  # two per layer, the query and latent RMSNorms, the final
-    assert memory.flops_per_token(mla, 0) == 2 * (37_552_282_624 - 129280 * 7168 - norms)
-    assert memory.flops_per_token(mla, 10) - memory.flops_per_token(mla, 0) == 2 * 128 * (192 + 128) * 61 * 10
+    assert memory.token_flops(mla, 0) == 2 * (37_552_282_624 - 129280 * 7168 - norms)
+    assert memory.token_flops(mla, 10) - memory.token_flops(mla, 0) == 2 * 128 * (192 + 128) * 61 * 10
 
 
 @pytest.mark.parametrize("config", [hf.SMOLLM2_135M, hf.LLAMA_3_8B, hf.MIXTRAL_8X7B, hf.QWEN2_7B, hf.GPT2_SMALL,
                                     hf.MISTRAL_7B_V01])
 def test_flops_equal_the_moe_pages_count_for_models_txviz_runs(config):
-    from txviz.analysis.moe.routing import flops_per_token
+    from txviz.model.counts import flops_per_token
     from txviz.loading.hf_config import read_hf_config
 
     for context in (0, 100, 5000):
-        assert memory.flops_per_token(model_of(config), context) == flops_per_token(read_hf_config(config), context)
+        assert memory.token_flops(model_of(config), context) == flops_per_token(read_hf_config(config), context)
 
 
 @pytest.mark.parametrize("config,key", [(pub.FALCON_40B, "num_kv_heads"), (hf.LLAMA_3_8B, "num_key_value_heads"),
@@ -139,11 +139,11 @@ def test_the_mha_gqa_mqa_what_if_is_the_config_with_that_many_kv_heads(config, k
     """The what-if changes the K/V projections with the heads: its parameters, active parameters, weight
     bytes, FLOPs and activations are those of the same config.json read with that many KV heads (Qwen2's
     K/V biases included), not the original model's."""
-    for kind, variant in memory.kind_variants(model_of(config)).items():
+    for kind, variant in memory_model.kind_variants(model_of(config)).items():
         rewritten = model_of({**config, key: variant.kv_heads})
         for field in ("n_params", "active_params", "unmultiplied_params", "param_groups"):
             assert getattr(variant, field) == getattr(rewritten, field), (kind, field)
-        assert memory.flops_per_token(variant, 4096) == memory.flops_per_token(rewritten, 4096)
+        assert memory.token_flops(variant, 4096) == memory.token_flops(rewritten, 4096)
         assert memory.memory_bill(variant, 4096) == memory.memory_bill(rewritten, 4096)
 
 
@@ -152,7 +152,7 @@ def test_the_per_layer_cache_equals_the_calculators_for_every_windowed_family():
                    pub.DEEPSEEK_V3, hf.MISTRAL_7B_V01):
         geometry, model = read_geometry(config), model_of(config)
         for tokens in (1, 511, 513, 5000, 40000):
-            assert memory.kv_cache_bytes(model, tokens, 1, "fp32") == 4 * geometry.kv_elements_for(tokens)
+            assert memory.kv_cache_bytes_at(model, tokens, 1, "fp32") == 4 * geometry.kv_elements_for(tokens)
 
 
 def test_the_generic_rule_reads_experts_and_says_so():

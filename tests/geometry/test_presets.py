@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
 CONFIG_OF_PRESET = {
@@ -23,11 +23,11 @@ FIELDS = ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params", "latent_dim
 
 @pytest.mark.parametrize("key", sorted(CONFIG_OF_PRESET))
 def test_preset_equals_its_config_read_by_geometry(key):
-    published = memory.preset(key)
-    read = memory.MemoryModel.from_geometry(read_geometry(CONFIG_OF_PRESET[key]), key, "test")
+    published = memory_model.preset(key)
+    read = memory_model.MemoryModel.from_geometry(read_geometry(CONFIG_OF_PRESET[key]), key, "test")
     assert {f: getattr(published, f) for f in FIELDS} == {f: getattr(read, f) for f in FIELDS}
     assert (published.active_params or published.n_params) == read.active_params
-    assert memory.flops_per_token(published, 4096) == memory.flops_per_token(read, 4096)
+    assert memory.token_flops(published, 4096) == memory.token_flops(read, 4096)
     assert memory.weight_dtypes(published) == memory.weight_dtypes(read)  # a quantized checkpoint is offered as such
     if read.weight_format is not None:
         assert published.param_groups == read.param_groups and published.weight_format == read.weight_format

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
 from txviz import cli
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.analysis.kv.fit import fit
 from txviz.geometry import GeometryError, read_geometry
 
@@ -20,8 +20,8 @@ GIB = 1 << 30
 GPT_OSS_EXPERTS = 36 * 128 * (3 * 2880 * 2880 + 3 * 2880)  # layers × experts × (gate, up, down and their biases)
 
 
-def model_of(config: dict) -> memory.MemoryModel:
-    return memory.MemoryModel.from_config_json(json.dumps(config).encode())
+def model_of(config: dict) -> memory_model.MemoryModel:
+    return memory_model.MemoryModel.from_config_json(json.dumps(config).encode())
 
 
 def test_gpt_oss_120b_experts_are_mxfp4_and_it_fits_an_80_gib_gpu():

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
 from txviz import cli
-from txviz.analysis.kv.memory import MemoryModel
+from txviz.analysis.kv.memory_model import MemoryModel
 from txviz.config import SIZE_BOUNDS
 from txviz.geometry import GeometryError, read_geometry
 from txviz.geometry.fields import BOUNDED_AS, Fields, largest

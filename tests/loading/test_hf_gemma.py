@@ -200,7 +200,7 @@ def test_published_configs_read_as_transformers_and_the_geometry_reader_read_the
     from transformers import AutoConfig
 
     from tests.helpers import published_geometry_configs as published
-    from txviz.analysis.kv.memory import count_params
+    from txviz.model.counts import count_params
     from txviz.geometry import read_geometry
 
     raw = getattr(published, name)

@@ -203,11 +203,12 @@ def test_final_soft_cap_is_c_tanh_of_the_uncapped_logits():
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_the_memory_calculator_counts_the_new_parts_and_the_per_layer_windows(variant):
-    from txviz.analysis.kv import memory
+    from txviz.analysis.kv import memory, memory_model
+    from txviz.model.counts import count_params
 
     model = model_of(variant)
-    assert memory.count_params(model.config) == sum(p.numel() for p in model.parameters())
-    spec = memory.MemoryModel.from_config(model.config)
+    assert count_params(model.config) == sum(p.numel() for p in model.parameters())
+    spec = memory_model.MemoryModel.from_config(model.config)
     for tokens in (1, WINDOW, N_TOKENS, 1000):
         expected = kv_cache_bytes(model.config, tokens, bytes_per_element=4)
-        assert memory.kv_cache_bytes(spec, tokens, 1, "fp32") == expected
+        assert memory.kv_cache_bytes_at(spec, tokens, 1, "fp32") == expected

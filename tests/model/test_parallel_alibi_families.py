@@ -162,7 +162,7 @@ def test_rebuilt_maps_equal_the_captured_ones(variant):
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_the_parameter_count_is_exact(variant):
-    from txviz.analysis.kv import memory
+    from txviz.model.counts import count_params
 
     model = model_of(variant)
-    assert memory.count_params(model.config) == sum(p.numel() for p in model.parameters())
+    assert count_params(model.config) == sum(p.numel() for p in model.parameters())

@@ -2,7 +2,8 @@
 (txviz.geometry.read_geometry). Per layer: KV heads, head size and sliding window; for multi-head latent
 attention (MLA, DeepSeek-AI 2024) the cached latent and RoPE key widths; for a mixture of experts the
 experts held and those a token runs; parameters counted from the shapes of the family's modules.
-Bytes and FLOPs are computed from it by txviz.analysis.kv.memory (``MemoryModel.from_geometry``).
+Bytes and FLOPs are computed from it by txviz.analysis.kv.memory, once it is a
+``txviz.analysis.kv.memory_model.MemoryModel`` (``MemoryModel.from_geometry``).
 """
 
 from __future__ import annotations

@@ -362,7 +362,7 @@ def check_sizes(reader, config: ModelConfig) -> None:
     10⁹ layers, 10⁶ experts or a head 2²⁸ wide is refused here, before any module or RoPE table exists.
     Every layer 0…L−1 must have tensors, and the config cannot imply many times the parameters the file
     holds (a near miss, one tensor of the wrong shape, is named by ``check_tensor_shapes``)."""
-    from txviz.analysis.kv.memory import count_params
+    from txviz.model.counts import count_params
 
     if config.n_layers > len(reader.tensors):
         raise ModelLoadError(f"the metadata says {config.n_layers:,} layers, but the file holds only "

@@ -9,8 +9,9 @@ from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
 from app.app_pages.kv_cache.widget_state import follow, follow_if
 from app.figures import calculator_charts
 from app.ui.widgets import byte_size, counted, plain
-from txviz.analysis.kv import memory, presets
-from txviz.analysis.kv.fit import chosen_kind, fit
+from txviz.analysis.kv import memory, memory_model, presets
+from txviz.analysis.kv.fit import chosen_kind
+from txviz.analysis.kv.report import MemoryReport, charted_lengths, memory_report
 
 WHOLE = "whole prompt"
 DEFAULTS = {"mem_source": PRESET, "mem_preset": presets.PRESETS["llama-3-8b"]["name"],
@@ -38,10 +39,10 @@ def draw() -> None:
     kind = chosen_kind(st.segmented_control("Attention kind", list(variants), key="mem_kind",
                                             help="Starts at the model's own kind whenever the model changes."),
                        variants, spec.kind)
-    selected, lengths = variants[kind], memory.context_lengths(int(spec.max_context or 131072))
+    selected, lengths = variants[kind], charted_lengths(spec)
     what_if(spec, selected, kind)
     st.plotly_chart(calculator_charts.bill(selected, kind, lengths, settings, gpu_gib), key="mem_total")
-    bill_numbers(selected, kind, lengths, settings, gpu_gib)
+    bill_numbers(selected, kind, settings, gpu_gib)
     st.plotly_chart(calculator_charts.kv_by_kind(variants, lengths, settings["batch"], settings["kv_dtype"]),
                     key="mem_context")
     a, b = st.columns(2)
@@ -50,7 +51,7 @@ def draw() -> None:
                                                      settings["weight_dtype"]), key="mem_batch_chart")
 
 
-def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, ...]:
+def follow_weight_format(spec: memory_model.MemoryModel, identity: str) -> tuple[str, ...]:
     """The weight formats offered for ``spec``. A model published quantized opens at its published format;
     another keeps the dtype chosen before, unless that was the previous model's published one."""
     offered, own = memory.weight_dtypes(spec), spec.weight_format is not None
@@ -58,7 +59,7 @@ def follow_weight_format(spec: memory.MemoryModel, identity: str) -> tuple[str, 
     return offered
 
 
-def serving_settings(spec: memory.MemoryModel, identity: str) -> tuple[dict, float]:
+def serving_settings(spec: memory_model.MemoryModel, identity: str) -> tuple[dict, float]:
     """(the memory functions' settings, the GPU's GiB) from one row of widgets."""
     c1, c2, c3, c4, c5 = st.columns(5)
     weight_dtype = c1.selectbox("Weights dtype", follow_weight_format(spec, identity), key="mem_weight_dtype",
@@ -72,26 +73,27 @@ def serving_settings(spec: memory.MemoryModel, identity: str) -> tuple[dict, flo
                 prefill_chunk=None if chunk == WHOLE else int(chunk)), gpu_gib
 
 
-def attention_kinds(spec: memory.MemoryModel) -> dict[str, memory.MemoryModel]:
+def attention_kinds(spec: memory_model.MemoryModel) -> dict[str, memory_model.MemoryModel]:
     try:
-        return memory.kind_variants(spec)
+        return memory_model.kind_variants(spec)
     except ValueError as error:  # MLA caches a latent: compare it with the other presets instead
         st.info(plain(error))
         return {spec.kind: spec}
 
 
-def kv_rates(column, selected: memory.MemoryModel, kind: str, kv_dtype: str) -> None:
+def kv_rates(column, report: MemoryReport, kind: str) -> None:
     """KV bytes a token adds while the windows fill, and past them (only the global layers still grow)."""
-    column.metric(f"KV bytes per token ({kind})", byte_size(memory.kv_bytes_per_token(selected, kv_dtype)))
+    selected = report.model
+    column.metric(f"KV bytes per token ({kind})", byte_size(report.kv_bytes_per_token))
     if selected.n_window_layers:
         growing = selected.n_layers - selected.n_window_layers
         column.metric(f"Past {selected.sliding_window:,} tokens, per token",
-                      byte_size(memory.kv_bytes_per_token_past_windows(selected, kv_dtype)),
+                      byte_size(report.kv_bytes_per_token_past_windows),
                       help=f"Once every window is full, only the {counted(growing, 'layer')} of {selected.n_layers} "
                            "without one keep growing.")
 
 
-def what_if(spec: memory.MemoryModel, selected: memory.MemoryModel, kind: str) -> None:
+def what_if(spec: memory_model.MemoryModel, selected: memory_model.MemoryModel, kind: str) -> None:
     """Say what another attention kind changes besides the cache: the K/V projections' parameters."""
     extra = selected.n_params - spec.n_params
     if extra:
@@ -100,10 +102,12 @@ def what_if(spec: memory.MemoryModel, selected: memory.MemoryModel, kind: str) -
                    "the fit below include.")
 
 
-def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], settings: dict, gpu_gib: float) -> None:
+def bill_numbers(selected: memory_model.MemoryModel, kind: str, settings: dict, gpu_gib: float) -> None:
+    """The calculator's numbers, from the memory report ``txviz memory`` prints for the same input."""
+    report = memory_report(selected, gpu_gib=gpu_gib, **settings)
     a, b, c = st.columns(3)
-    kv_rates(a, selected, kind, settings["kv_dtype"])
-    summary = fit(selected, lengths, gpu_gib, **settings)
+    kv_rates(a, report, kind)
+    summary = report.fit
     longest, at, total = summary.longest, summary.at, summary.bill
     b.metric("Longest context that fits (all three)",
              "not limited" if longest is None else "none" if longest == 0 else f"{longest:,} tokens")
@@ -113,7 +117,7 @@ def bill_numbers(selected: memory.MemoryModel, kind: str, lengths: list[int], se
                    f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
     c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
              delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
-    flops = memory.flops_per_token(selected, at)
+    flops = report.flops_per_token
     st.caption(f"A token at position {at:,} takes {flops / 1e9:,.2f} GFLOPs (2 per weight it multiplies, plus "
                f"attention over the positions each layer keeps). "
                f"At {at:,} tokens: weights {total.weights / memory.GIB:,.2f} GiB + KV cache "

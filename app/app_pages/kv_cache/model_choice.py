@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.ui.widgets import counted, limit_text, plain
-from txviz.analysis.kv import memory, presets
+from txviz.analysis.kv import memory_model, presets
 from txviz.loading.errors import ModelLoadError
 
 PRESET, UPLOAD = "Preset", "Your config.json"
@@ -16,13 +16,13 @@ FAMILIES = ("Llama, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Gemma 1–3, 
 PRESET_BY_NAME = {fields["name"]: key for key, fields in presets.PRESETS.items()}  # the box shows names
 
 
-def model_choice() -> tuple[memory.MemoryModel, str] | None:
+def model_choice() -> tuple[memory_model.MemoryModel, str] | None:
     """The model the calculator describes and an identity that changes whenever it does; None while
     the upload is chosen but no readable file is there."""
     max_config = cache.limits().max_config_bytes
     if st.radio("Model from", (PRESET, UPLOAD), key="mem_source", horizontal=True) == PRESET:
         chosen = PRESET_BY_NAME[st.selectbox("Preset", list(PRESET_BY_NAME), key="mem_preset")]
-        return memory.preset(chosen), f"preset:{chosen}"
+        return memory_model.preset(chosen), f"preset:{chosen}"
     upload = st.file_uploader(f"A Hugging Face config.json (at most {limit_text(max_config)})", type=["json"],
                               key="mem_upload",
                               max_upload_size=max(1, -(-max_config // 2**20)),
@@ -32,14 +32,14 @@ def model_choice() -> tuple[memory.MemoryModel, str] | None:
         st.info("Upload a model's config.json to size it; switch back to *Preset* for the published models.")
         return None
     try:
-        return memory.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
+        return memory_model.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
     except (ModelLoadError, ValueError) as error:
         # named: a larger file the browser refuses later leaves this one, and this error, in place
         st.error(f"Could not read {plain(upload.name)}: {plain(error)}")
         return None
 
 
-def describe(spec: memory.MemoryModel) -> str:
+def describe(spec: memory_model.MemoryModel) -> str:
     """One line on what sets the model's memory: kind, heads, windows, MLA latent, experts, source."""
     windows = ""
     if spec.sliding_window:

@@ -17,7 +17,7 @@ from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.moe import routing as moe
 from txviz.analysis.moe import tables
-from txviz.analysis.tradeoffs.formulas import zoo_rows
+from txviz.analysis.tradeoffs.zoo_results import zoo_rows
 from txviz.loading.display_name import display_name
 
 

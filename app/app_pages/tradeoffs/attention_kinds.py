@@ -11,9 +11,9 @@ from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
 from app.ui.widgets import counted, limit_text, plain
+from txviz.analysis.kv.memory_model import MemoryModel
 from txviz.analysis.tradeoffs import tables
-from txviz.analysis.tradeoffs import formulas as tr
-from txviz.analysis.kv.memory import MemoryModel
+from txviz.analysis.tradeoffs import noise, zoo_results
 
 
 def attention_kinds(view: TradeoffsView) -> None:
@@ -28,7 +28,7 @@ def attention_kinds(view: TradeoffsView) -> None:
     any_config()
     real_and_zoo()
     st.subheader("Measured in the zoo")
-    rows = tr.zoo_rows(tr.ATTENTION_KINDS)
+    rows = zoo_results.zoo_rows(zoo_results.ATTENTION_KINDS)
     zoo_table(rows, {"variant": "variant", "n_kv_heads": "KV heads", "kv_bytes_per_token": "KV bytes/token (fp32)",
                      "params": "params", "val_loss": "val loss", "val_loss_4x": "val loss at 4× context"})
     done = [r for r in rows if r["trained"]]
@@ -41,7 +41,7 @@ def kv_noise(done: list[dict]) -> None:
     estimates = loss_noise(done)
     st.plotly_chart(tradeoff_charts.labelled_points([r["kv_bytes_per_token"] for r in done], [e.mean for e in estimates],
                                            [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
-                                           y_range=tr.loss_axis_range(estimates),
+                                           y_range=noise.loss_axis_range(estimates),
                                            title="KV cache vs validation loss (bars: ± 2 standard errors)",
                                            x_title="KV bytes per token (fp32)", y_title="val loss (nats)"),
                     key="to_kv_zoo")

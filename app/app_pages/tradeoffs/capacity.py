@@ -12,7 +12,9 @@ from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import charts, tradeoff_charts
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import noise, zoo_results
 from txviz.loading.display_name import display_name
+from txviz.model.counts import non_embedding_params
 
 
 def depth_vs_width(view: TradeoffsView) -> None:
@@ -30,7 +32,7 @@ def depth_vs_width(view: TradeoffsView) -> None:
     rows = tr.shape_rows(tr.equal_budget_shapes(shaped, depths), context=shaped.max_seq_len // 2,
                          kv_dtype=view.dtype_name if loaded_shapes else "fp32")
     a, b = st.columns(2)
-    title = f"Equal N = {tr.non_embedding_params(shaped):,}: FLOPs/token at {shaped.max_seq_len // 2:,} keys"
+    title = f"Equal N = {non_embedding_params(shaped):,}: FLOPs/token at {shaped.max_seq_len // 2:,} keys"
     a.plotly_chart(charts.lines(depths, {"FLOPs/token": [r["flops_per_token"] for r in rows]}, mode="lines+markers",
                                 title=title, x_title="layers", y_title="FLOPs per token"), key="to_depth_flops")
     b.plotly_chart(charts.lines(depths, {"KV bytes/token": [r["kv_bytes_per_token"] for r in rows]}, mode="lines+markers",
@@ -41,14 +43,14 @@ def depth_vs_width(view: TradeoffsView) -> None:
 
 def depth_in_the_zoo() -> None:
     st.subheader("Measured in the zoo")
-    rows = tr.zoo_rows(tr.DEPTH_WIDTH)
+    rows = zoo_results.zoo_rows(zoo_results.DEPTH_WIDTH)
     zoo_table(rows, {"variant": "variant", "n_layers": "layers", "d_model": "d", "non_embedding_params": "N",
                      "flops_per_token": "FLOPs/token", "kv_bytes_per_token": "KV bytes/token (fp32)",
                      "val_loss": "val loss"})
     done = [r for r in rows if r["trained"]]
     if done:
         loss_noise(done)
-    curves = tr.zoo_curves([r["variant"] for r in done])
+    curves = zoo_results.zoo_curves([r["variant"] for r in done])
     if curves:
         st.plotly_chart(charts.lines(range(1, max(len(c["loss"]) for c in curves.values()) + 1),
                                      {name: c["loss"] for name, c in curves.items()}, log_y=True,
@@ -76,7 +78,7 @@ def dense_vs_moe(view: TradeoffsView) -> None:
 
 def moe_in_the_zoo() -> None:
     st.subheader("Measured in the zoo")
-    rows = tr.zoo_rows(tr.DENSE_MOE)
+    rows = zoo_results.zoo_rows(zoo_results.DENSE_MOE)
     zoo_table(rows, {"variant": "variant", "n_experts": "experts (0: dense)", "top_k": "top-k", "params": "total params",
                      "active_params": "active params", "flops_per_token": "FLOPs/token", "val_loss": "val loss",
                      "effective_experts": "effective experts"})
@@ -85,6 +87,6 @@ def moe_in_the_zoo() -> None:
         estimates = loss_noise(done)
         st.plotly_chart(tradeoff_charts.labelled_points([r["params"] for r in done], [e.mean for e in estimates],
                                                [r["variant"] for r in done], y_error=[2 * e.se for e in estimates],
-                                               y_range=tr.loss_axis_range(estimates),
+                                               y_range=noise.loss_axis_range(estimates),
                                                title="Capacity vs validation loss (bars: ± 2 standard errors)",
                                                x_title="total parameters", y_title="val loss (nats)"), key="to_moe_zoo")

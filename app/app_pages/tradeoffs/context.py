@@ -9,6 +9,7 @@ from app.app_pages.tradeoffs.view import TradeoffsView
 from app.figures import charts, tradeoff_charts
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import zoo_results
 from txviz.loading.zoo import SHIPPED_ZOO
 
 
@@ -74,7 +75,7 @@ def zoo_crossover(base, skip: bool) -> None:
 
 
 def positions_beyond(view: TradeoffsView) -> None:
-    rows = tr.extrapolation_rows()
+    rows = zoo_results.extrapolation_rows()
     trained_context = next((r["context"] for r in rows if r["trained"]), 128)
     st.markdown(f"Trained on {trained_context}-token windows, each zoo model is scored on windows of 1×, 2× and 4× "
                 "that length. RoPE, ALiBi and no positions need nothing new for longer inputs; a learned table has "

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import cache
 from app.services import real_models
-from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import zoo_results
 
 LONG_TOKENS = 4096
 
@@ -17,7 +17,7 @@ LONG_TOKENS = 4096
 def real_and_zoo() -> None:
     st.subheader("Two real models beside the zoo")
     fetched = tuple(real_models.fetched_configs().items())
-    zoo = tuple((r["variant"], r["config"], r["val_loss"]) for r in tr.zoo_rows(tr.ATTENTION_KINDS) if r["trained"])
+    zoo = tuple((r["variant"], r["config"], r["val_loss"]) for r in zoo_results.zoo_rows(zoo_results.ATTENTION_KINDS) if r["trained"])
     missing = real_models.missing_names()
     if missing:
         st.caption(f"Not fetched yet (choose it in the sidebar to add it here): {', '.join(missing)}.")

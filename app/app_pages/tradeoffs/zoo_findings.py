@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from txviz.analysis.tradeoffs import tables
-from txviz.analysis.tradeoffs import formulas as tr
+from txviz.analysis.tradeoffs import noise
 
 
 def zoo_table(rows: list[dict], columns: dict[str, str]) -> None:
@@ -20,8 +20,8 @@ def zoo_table(rows: list[dict], columns: dict[str, str]) -> None:
         st.caption("Not in the zoo yet: " + ", ".join(missing) + " (`txviz lab train " + " ".join(missing) + "`).")
 
 
-def loss_noise(done: list[dict]) -> list[tr.LossEstimate]:
+def loss_noise(done: list[dict]) -> list[noise.LossEstimate]:
     """The trained variants' losses with their evaluation noise, and the verdict in words."""
     estimates, paired = tables.loss_noise({r["variant"]: cache.zoo_window_losses(r["variant"]) for r in done})
-    st.markdown(tr.noise_finding(estimates, paired, n_seeds=1))  # the zoo keeps one run per variant
+    st.markdown(noise.noise_finding(estimates, paired, n_seeds=1))  # the zoo keeps one run per variant
     return estimates

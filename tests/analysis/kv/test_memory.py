@@ -14,13 +14,15 @@ from torch.testing import assert_close
 from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import Decoder, KVCache, ModelConfig, kv_cache_bytes as model_kv_cache_bytes
 from txviz import cli
-from txviz.analysis.kv import memory, presets
+from txviz.analysis.kv import memory, memory_model, presets
+from txviz.analysis.kv.fit import longest_context, max_context
+from txviz.analysis.kv.memory_model import MemoryModel, preset
 from txviz.analysis.kv.sharing import kv_head_options, quality_vs_original, to_kv_groups, to_mha
-from txviz.analysis.kv.memory import (GIB, MemoryModel, count_active_params, count_params, kv_bytes_per_token,
-                                   kv_cache_bytes, max_context, preset, weight_bytes)
+from txviz.analysis.kv.memory import GIB, kv_cache_bytes_at, token_kv_bytes, weight_bytes
 from txviz.analysis.texts import read_text
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf_config import read_hf_config
+from txviz.model.counts import count_active_params, count_params
 
 # ---- KV formula = bytes of a real KVCache ----------------------------------------------------------
 CACHE_CONFIGS = {
@@ -40,8 +42,8 @@ TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.flo
 def test_kv_formula_equals_real_cache_bytes(name, dtype, tokens, batch):
     config = tiny_config(**CACHE_CONFIGS[name])
     cache = KVCache(config, tokens, batch=batch, dtype=TORCH_DTYPES[dtype])
-    assert kv_cache_bytes(config, tokens, batch, dtype) == cache.nbytes
-    assert kv_cache_bytes(config, tokens, batch, dtype) == model_kv_cache_bytes(
+    assert kv_cache_bytes_at(config, tokens, batch, dtype) == cache.nbytes
+    assert kv_cache_bytes_at(config, tokens, batch, dtype) == model_kv_cache_bytes(
         config, tokens, batch, memory.DTYPE_BYTES[dtype])
 
 
@@ -50,8 +52,8 @@ def test_int4_cache_is_half_of_a_real_one_byte_cache(name):
     """No torch dtype holds 4 bits: an int4 cache packs two values per byte of a uint8 buffer."""
     config = tiny_config(**CACHE_CONFIGS[name])
     cache = KVCache(config, 17, batch=2, dtype=torch.uint8)
-    assert kv_cache_bytes(config, 17, 2, "int4") * 2 == cache.nbytes
-    assert kv_bytes_per_token(config, "int4") == 2 * config.n_layers * config.n_kv_heads * config.head_dim // 2
+    assert kv_cache_bytes_at(config, 17, 2, "int4") * 2 == cache.nbytes
+    assert token_kv_bytes(config, "int4") == 2 * config.n_layers * config.n_kv_heads * config.head_dim // 2
 
 
 def test_per_token_bytes_is_what_a_filled_cache_grows_by():
@@ -60,7 +62,7 @@ def test_per_token_bytes_is_what_a_filled_cache_grows_by():
     cache = KVCache(config, 8)
     with torch.inference_mode():
         model(random_ids(config, 5), cache=cache)
-    assert sum(cache.used_nbytes_per_layer()) == 5 * kv_bytes_per_token(config, "fp32")
+    assert sum(cache.used_nbytes_per_layer()) == 5 * token_kv_bytes(config, "fp32")
 
 
 # ---- published figures, from first principles ------------------------------------------------------
@@ -86,25 +88,25 @@ PER_TOKEN = [
 
 @pytest.mark.parametrize("name,dtype,expected", PER_TOKEN, ids=[f"{n}-{d}" for n, d, _ in PER_TOKEN])
 def test_published_bytes_per_token(name, dtype, expected):
-    assert kv_bytes_per_token(preset(name), dtype) == expected
-    assert kv_cache_bytes(preset(name), 1000, 4, dtype) == expected * 1000 * 4
+    assert token_kv_bytes(preset(name), dtype) == expected
+    assert kv_cache_bytes_at(preset(name), 1000, 4, dtype) == expected * 1000 * 4
 
 
 def test_llama_2_7b_is_half_a_mib_per_token_and_2_gib_at_4k():
-    assert kv_bytes_per_token(preset("llama-2-7b"), "fp16") == 0.5 * 2**20
-    assert kv_cache_bytes(preset("llama-2-7b"), 4096, 1, "fp16") == 2 * GIB
+    assert token_kv_bytes(preset("llama-2-7b"), "fp16") == 0.5 * 2**20
+    assert kv_cache_bytes_at(preset("llama-2-7b"), 4096, 1, "fp16") == 2 * GIB
 
 
 def test_mistral_window_caps_the_cache_at_4096_tokens():
     mistral, per_token = preset("mistral-7b-v0.1"), 2 * 32 * 8 * 128 * 2
-    assert kv_cache_bytes(mistral, 1000, 1, "bf16") == 1000 * per_token
-    assert kv_cache_bytes(mistral, 4096, 1, "bf16") == 4096 * per_token == GIB // 2
-    assert kv_cache_bytes(mistral, 32768, 2, "bf16") == 2 * 4096 * per_token
+    assert kv_cache_bytes_at(mistral, 1000, 1, "bf16") == 1000 * per_token
+    assert kv_cache_bytes_at(mistral, 4096, 1, "bf16") == 4096 * per_token == GIB // 2
+    assert kv_cache_bytes_at(mistral, 32768, 2, "bf16") == 2 * 4096 * per_token
 
 
 def test_gemma_2_windows_only_half_its_layers():
     per_layer_token = 2 * 8 * 256 * 2  # GQA-8, head_dim 256, bf16
-    assert kv_cache_bytes(preset("gemma-2-9b"), 8192, 1, "bf16") == per_layer_token * (21 * 8192 + 21 * 4096)
+    assert kv_cache_bytes_at(preset("gemma-2-9b"), 8192, 1, "bf16") == per_layer_token * (21 * 8192 + 21 * 4096)
 
 
 def test_kinds():
@@ -114,34 +116,7 @@ def test_kinds():
     assert kinds["falcon-7b"] == "MQA" and kinds["deepseek-v3"] == "MLA"
 
 
-# ---- parameters --------------------------------------------------------------------------------------
-PARAM_VARIANTS = {
-    **VARIANTS,
-    "untied_biases": dict(qkv_bias=True, out_bias=True, mlp_bias=True),
-    "qkv_bias_only": dict(n_kv_heads=2, qkv_bias=True),
-    "tied_rope": dict(tie_embeddings=True),
-    "learned_untied": dict(positions="learned", tie_embeddings=False),
-    "moe_biases_tied": dict(n_kv_heads=1, n_experts=3, top_k=1, mlp_bias=True, tie_embeddings=True),
-    "moe_gelu_biases": dict(n_experts=4, top_k=3, ffn="gelu_mlp", mlp_bias=True, norm="layernorm"),
-    "explicit_head_dim": dict(n_kv_heads=2, head_dim=12, out_bias=True),
-}
-
-
-def meta_decoder(config: ModelConfig) -> Decoder:
-    with torch.device("meta"):
-        return Decoder(config)
-
-
-@pytest.mark.parametrize("variant", sorted(PARAM_VARIANTS))
-def test_count_params_equals_a_real_decoder(variant):
-    config = tiny_config(**PARAM_VARIANTS[variant])
-    model = meta_decoder(config)
-    assert count_params(config) == sum(p.numel() for p in model.parameters())
-    idle_experts = sum(p.numel() for name, p in model.named_parameters()
-                       if ".experts." in name and int(name.split(".experts.")[1].split(".")[0]) >= config.top_k)
-    assert count_active_params(config) == count_params(config) - idle_experts
-
-
+# ---- parameters of published shapes -----------------------------------------------------------------
 def llama(layers, d, heads, kv, ffn, vocab, **extra) -> ModelConfig:
     return ModelConfig(vocab_size=vocab, d_model=d, n_layers=layers, n_heads=heads, n_kv_heads=kv, ffn_hidden=ffn,
                        **extra)
@@ -171,11 +146,13 @@ def test_preset_parameter_counts_match_their_shapes(name):
     config, published = PUBLISHED_SHAPES[name], preset(name)
     assert count_params(config) == published.n_params
     assert count_active_params(config) == (published.active_params or published.n_params)
-    assert kv_bytes_per_token(config, "bf16") == kv_bytes_per_token(published, "bf16")
+    assert token_kv_bytes(config, "bf16") == token_kv_bytes(published, "bf16")
 
 
 def test_llama_2_7b_decoder_has_6_738_415_616_parameters():
-    assert sum(p.numel() for p in meta_decoder(PUBLISHED_SHAPES["llama-2-7b"]).parameters()) == 6_738_415_616
+    with torch.device("meta"):
+        decoder = Decoder(PUBLISHED_SHAPES["llama-2-7b"])
+    assert sum(p.numel() for p in decoder.parameters()) == 6_738_415_616
 
 
 @pytest.mark.parametrize("dtype,bytes_per_weight", [("fp32", 4), ("bf16", 2), ("fp8", 1), ("int8", 1), ("int4", 0.5)])
@@ -209,10 +186,10 @@ def test_max_tokens_is_the_longest_that_fits(name, gib, batch, kv_dtype):
         assert fit.max_tokens == 0 and "do not fit" in fit.note
     elif fit.max_tokens is None:
         assert model.window_layers == model.n_layers
-        assert kv_cache_bytes(model, 10**9, batch, kv_dtype) <= fit.free_bytes
+        assert kv_cache_bytes_at(model, 10**9, batch, kv_dtype) <= fit.free_bytes
     else:
-        assert kv_cache_bytes(model, fit.max_tokens, batch, kv_dtype) <= fit.free_bytes
-        assert kv_cache_bytes(model, fit.max_tokens + 1, batch, kv_dtype) > fit.free_bytes
+        assert kv_cache_bytes_at(model, fit.max_tokens, batch, kv_dtype) <= fit.free_bytes
+        assert kv_cache_bytes_at(model, fit.max_tokens + 1, batch, kv_dtype) > fit.free_bytes
 
 
 @pytest.mark.parametrize("kwargs", [dict(gpu_gib=0), dict(gpu_gib=-1), dict(gpu_gib=math.inf),
@@ -236,13 +213,13 @@ def test_chart_series_are_plain_lists():
 
 
 def test_kind_variants_change_only_the_kv_heads():
-    variants = memory.kind_variants(preset("llama-2-7b"))
+    variants = memory_model.kind_variants(preset("llama-2-7b"))
     assert {k: v.kv_heads for k, v in variants.items()} == {"MHA": 32, "GQA": 8, "MQA": 1}
     assert {k: v.kind for k, v in variants.items()} == {"MHA": "MHA", "GQA": "GQA", "MQA": "MQA"}
-    assert set(memory.kind_variants(preset("falcon-7b"))) == {"MHA", "MQA"}  # 71 heads: no groups
-    assert memory.kind_variants(preset("smollm2-135m"))["GQA"].kv_heads == 3
+    assert set(memory_model.kind_variants(preset("falcon-7b"))) == {"MHA", "MQA"}  # 71 heads: no groups
+    assert memory_model.kind_variants(preset("smollm2-135m"))["GQA"].kv_heads == 3
     with pytest.raises(ValueError, match="latent"):
-        memory.kind_variants(preset("deepseek-v3"))
+        memory_model.kind_variants(preset("deepseek-v3"))
 
 
 @pytest.mark.parametrize("fields,message", [
@@ -260,7 +237,7 @@ def test_unknown_preset_and_dtype():
     with pytest.raises(ValueError, match="unknown preset 'llama-9'; choose from: gpt2"):
         preset("llama-9")
     with pytest.raises(ValueError, match="unknown dtype 'fp4'"):
-        kv_bytes_per_token(preset("gpt2"), "fp4")
+        token_kv_bytes(preset("gpt2"), "fp4")
 
 
 # ---- counterfactuals on tiny models -----------------------------------------------------------------
@@ -518,7 +495,7 @@ def test_preset_widths_are_those_of_their_config(name):
                                           (141, dict(prefill_chunk=2048, weight_dtype="int4"))])
 def test_longest_context_is_the_last_that_fits_the_whole_bill(name, gib, settings):
     model = preset(name)
-    longest = memory.longest_context(model, gib, **settings)
+    longest = longest_context(model, gib, **settings)
     if longest == 0:
         assert memory.memory_bill(model, 1, **settings).total > gib * GIB
     else:
@@ -527,9 +504,9 @@ def test_longest_context_is_the_last_that_fits_the_whole_bill(name, gib, setting
 
 
 def test_windows_everywhere_and_a_chunked_prefill_fit_any_context():
-    assert memory.longest_context(preset("mistral-7b-v0.1"), 80, prefill_chunk=2048) is None
-    assert memory.longest_context(preset("mistral-7b-v0.1"), 80) is not None  # a whole-prompt prefill grows
-    assert memory.longest_context(preset("llama-3-70b"), 80) == 0  # 141 GB of bf16 weights
+    assert longest_context(preset("mistral-7b-v0.1"), 80, prefill_chunk=2048) is None
+    assert longest_context(preset("mistral-7b-v0.1"), 80) is not None  # a whole-prompt prefill grows
+    assert longest_context(preset("llama-3-70b"), 80) == 0  # 141 GB of bf16 weights
     series = memory.bill_vs_context(preset("gpt2"), [256, 1024], kv_dtype="fp32")
     assert series["total"] == [w + k + a for w, k, a in zip(series["weights"], series["kv_cache"], series["activations"])]
     assert json.loads(json.dumps(series)) == series
@@ -546,6 +523,6 @@ def test_an_uploaded_config_is_named_after_what_it_describes():
     named = {**LLAMA_3_8B, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}
     by_path = MemoryModel.from_config_json(json.dumps(named).encode(), "config.json")
     assert by_path.name.startswith("Meta-Llama-3-8B (") and "meta-llama/Meta-Llama-3-8B" in by_path.source
-    assert kv_bytes_per_token(plain) == kv_bytes_per_token(preset("llama-3-8b"))
+    assert token_kv_bytes(plain) == token_kv_bytes(preset("llama-3-8b"))
     with pytest.raises(ModelLoadError):
         MemoryModel.from_config_json(b"{not json", "config.json")

@@ -11,12 +11,12 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.hf_reference import needs_transformers
-from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import random_decoder, random_ids, tiny_config
 from txviz import trace
+from txviz.analysis.kv.memory_model import preset
 from txviz.analysis.moe import routing as moe
-from txviz.analysis.kv.memory import count_active_params, count_params, preset
 from txviz.analysis.tradeoffs.formulas import REFERENCES
-from txviz.model import Decoder
+from txviz.model.counts import count_active_params, count_params, expert_matmul_params, flops_per_token
 
 
 # ---- the balancing loss on hand examples ----------------------------------------------------------
@@ -94,34 +94,11 @@ def test_measure_routing_refuses_a_dense_model():
         moe.measure_routing(random_decoder(tiny_config()), torch.zeros(1, 3, dtype=torch.long))
 
 
-# ---- parameters and FLOPs -------------------------------------------------------------------------
-def _norm_params(model: Decoder) -> int:
-    return sum(p.numel() for name, p in model.named_parameters() if "norm" in name)
-
-
-@pytest.mark.parametrize("variant", [v for v in sorted(VARIANTS) if v != "learned"])  # "learned" has biases
-def test_flops_are_twice_the_weights_a_token_multiplies(variant):
-    config = tiny_config(**VARIANTS[variant])
-    model = random_decoder(config)
-    assert count_params(config) == sum(p.numel() for p in model.parameters())
-    lookup = config.vocab_size * config.d_model if not config.tie_embeddings else 0  # read, not multiplied
-    positions = config.max_seq_len * config.d_model if config.positions == "learned" else 0
-    matmul = count_active_params(config) - lookup - positions - _norm_params(model)
-    assert moe.flops_per_token(config, 0) == 2 * matmul
-
-
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_attention_adds_four_h_d_per_key_and_layer(variant):
-    config = tiny_config(**VARIANTS[variant])
-    keys = 20 if config.sliding_window is None else config.sliding_window
-    extra = moe.flops_per_token(config, 20) - moe.flops_per_token(config, 0)
-    assert extra == 4 * config.n_layers * config.n_heads * config.head_dim * keys
-
-
+# ---- what a token costs ----------------------------------------------------------------------------
 def test_capacity_of_a_moe_against_its_dense_twin():
     dense, sparse = tiny_config(n_kv_heads=2), tiny_config(n_kv_heads=2, n_experts=4, top_k=2)
     d, s = moe.capacity(dense), moe.capacity(sparse)
-    expert = moe.expert_matmul_params(dense)
+    expert = expert_matmul_params(dense)
     router = sparse.n_layers * sparse.d_model * sparse.n_experts
     assert s.total_params - d.total_params == sparse.n_layers * 3 * expert + router
     assert s.active_params - d.active_params == sparse.n_layers * expert + router
@@ -136,8 +113,8 @@ def test_mixtral_reference_matches_the_published_counts():
     assert count_params(mistral) == 7_241_732_096
     # same attention, 8 experts of Mistral's FFN, 2 run: FLOPs/token grow by one FFN and the router
     layers = mixtral.n_layers
-    extra = layers * (2 * moe.expert_matmul_params(mistral) + 2 * mixtral.d_model * 8)
-    assert moe.flops_per_token(mixtral, 4096) - moe.flops_per_token(mistral, 4096) == extra
+    extra = layers * (2 * expert_matmul_params(mistral) + 2 * mixtral.d_model * 8)
+    assert flops_per_token(mixtral, 4096) - flops_per_token(mistral, 4096) == extra
 
 
 # ---- a Mixtral checkpoint written by transformers ---------------------------------------------------

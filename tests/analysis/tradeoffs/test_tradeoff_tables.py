@@ -8,9 +8,11 @@ import torch
 
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import formulas as tr
-from txviz.analysis.kv.memory import count_params, kv_bytes_per_token
+from txviz.analysis.tradeoffs import noise
+from txviz.analysis.kv.memory import token_kv_bytes
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
 from txviz.config import ModelConfig
+from txviz.model.counts import count_params
 
 SMOLLM2 = ModelConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, ffn_hidden=1536,
                       tie_embeddings=True, max_seq_len=8192)
@@ -39,10 +41,10 @@ def test_the_zoo_table_keeps_the_trained_rows_renamed_and_names_the_rest():
 def test_loss_noise_is_each_estimate_and_every_ordered_pair():
     windows = {"a": torch.tensor([1.0, 2.0, 3.0]), "b": torch.tensor([1.5, 2.0, 2.5])}
     estimates, paired = tables.loss_noise(windows)
-    assert estimates == [tr.loss_estimate("a", windows["a"]), tr.loss_estimate("b", windows["b"])]
+    assert estimates == [noise.loss_estimate("a", windows["a"]), noise.loss_estimate("b", windows["b"])]
     assert set(paired) == {("a", "b"), ("b", "a")}
     assert paired[("a", "b")][0] == pytest.approx(-paired[("b", "a")][0]) == pytest.approx(0.0)
-    assert paired[("a", "b")] == tr.paired_difference(windows["a"], windows["b"])
+    assert paired[("a", "b")] == noise.paired_difference(windows["a"], windows["b"])
 
 
 def test_mixtral_buys_about_four_times_the_parameters_for_under_twice_the_flops():
@@ -58,7 +60,7 @@ def test_attention_kind_rows_shrink_the_cache_with_the_kv_heads():
     rows = tables.attention_kind_rows(SMOLLM2, "bf16")
     assert [r["kind"] for r in rows] == ["MHA", "GQA", "MQA"] and [r["KV heads"] for r in rows] == [9, 3, 1]
     per_head = {r["KV bytes/token (bf16)"] / r["KV heads"] for r in rows}
-    assert len(per_head) == 1 and rows[1]["KV bytes/token (bf16)"] == kv_bytes_per_token(SMOLLM2, "bf16")
+    assert len(per_head) == 1 and rows[1]["KV bytes/token (bf16)"] == token_kv_bytes(SMOLLM2, "bf16")
 
 
 def test_context_memory_grows_linearly_for_the_cache_as_given_for_the_scores():
@@ -66,7 +68,7 @@ def test_context_memory_grows_linearly_for_the_cache_as_given_for_the_scores():
     series = tables.context_memory_mib(SMOLLM2, lengths, [2 ** 20, 4 * 2 ** 20, 16 * 2 ** 20], "fp32")
     assert series["one layer's score matrix"] == [1.0, 4.0, 16.0]
     cache = series["KV cache, all layers"]
-    assert cache[0] == kv_bytes_per_token(SMOLLM2, "fp32") * 16 / 2 ** 20 and cache[2] == pytest.approx(4 * cache[0])
+    assert cache[0] == token_kv_bytes(SMOLLM2, "fp32") * 16 / 2 ** 20 and cache[2] == pytest.approx(4 * cache[0])
 
 
 def test_the_extrapolation_table_drops_the_flag_and_the_untrained():

@@ -14,10 +14,10 @@ from torch.testing import assert_close
 from tests.helpers.tiny import random_decoder, tiny_config
 from txviz.analysis.tradeoffs import tables, timing
 from txviz.analysis.tradeoffs import formulas as tr
-from txviz.analysis.kv.memory import count_params
-from txviz.analysis.moe.routing import ffn_flops_per_token
+from txviz.analysis.tradeoffs import noise, zoo_results
 from txviz.config import ModelConfig
 from txviz.loading.zoo import SHIPPED_ZOO, config_json
+from txviz.model.counts import count_params, ffn_flops_per_token, non_embedding_params
 
 ZOO_BASE = ModelConfig(vocab_size=208, d_model=64, n_layers=4, n_heads=4, n_kv_heads=2, ffn_hidden=128,
                        tie_embeddings=True, max_seq_len=128)
@@ -31,23 +31,23 @@ SHAPES = {"zoo base": ZOO_BASE, "smollm2": SMOLLM2, "mixtral-8x7b": tr.REFERENCE
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_equal_budget_shapes_really_have_equal_parameters(name):
     config = SHAPES[name]
-    budget = tr.non_embedding_params(config)
+    budget = non_embedding_params(config)
     depths = [max(1, config.n_layers // 4), config.n_layers // 2, config.n_layers, 2 * config.n_layers]
     shapes = tr.equal_budget_shapes(config, depths)
     assert [s.n_layers for s in shapes] == depths
     for shape in shapes:
         assert shape.d_model == shape.n_heads * shape.head_dim and shape.n_heads == config.n_heads
         # within one unit of ffn_hidden of the budget: ≤ 0.5 % at these sizes
-        assert abs(tr.non_embedding_params(shape) - budget) <= 0.005 * budget
+        assert abs(non_embedding_params(shape) - budget) <= 0.005 * budget
     same = shapes[2]
     assert (same.d_model, same.ffn_hidden) == (config.d_model, config.ffn_hidden)  # its own depth: itself
 
 
 def test_non_embedding_params_leave_out_the_tables():
     untied = ZOO_BASE.replace(tie_embeddings=False)
-    assert count_params(untied) - tr.non_embedding_params(untied) == 2 * 208 * 64
+    assert count_params(untied) - non_embedding_params(untied) == 2 * 208 * 64
     learned = ZOO_BASE.replace(positions="learned")
-    assert count_params(learned) - tr.non_embedding_params(learned) == 208 * 64 + 128 * 64
+    assert count_params(learned) - non_embedding_params(learned) == 208 * 64 + 128 * 64
 
 
 def test_shape_rows_kv_grows_with_depth_at_equal_budget():
@@ -152,70 +152,70 @@ def test_zoo_rows_read_config_and_eval_and_name_what_is_missing(tmp_path):
         "val_loss": 1.5, "val_loss_2x": 1.7, "val_loss_4x": 2.5,
         "extrapolation": {"context": 128, "loss_beyond_context_at": {"256": 1.9, "512": 2.9}, "why_null": None},
         "expert_load": {"per_layer": [[0.7, 0.1, 0.1, 0.1]] * 4, "effective_experts_per_layer": [2.0, 2.0, 3.0, 3.0]}})
-    rows = tr.zoo_rows(["moe_top1", "moe_top2"], tmp_path, kv_dtype="fp32")
+    rows = zoo_results.zoo_rows(["moe_top1", "moe_top2"], tmp_path, kv_dtype="fp32")
     assert rows[1] == {"variant": "moe_top2", "trained": False}
     row = rows[0]
     assert row["params"] == count_params(moe) and row["active_params"] < row["params"]
     assert row["kv_bytes_per_token"] == 2 * 4 * 2 * 16 * 4 and row["effective_experts"] == 2.5
     assert (row["val_loss"], row["val_loss_4x"], row["top_k"]) == (1.5, 2.5, 1)
-    extrapolation = tr.extrapolation_rows(["moe_top1"], tmp_path)[0]
+    extrapolation = zoo_results.extrapolation_rows(["moe_top1"], tmp_path)[0]
     assert (extrapolation["loss_2x"], extrapolation["loss_beyond_4x"]) == (1.7, 2.9)
-    assert tr.zoo_curves(["moe_top1", "moe_top2"], tmp_path) == {"moe_top1": {"loss": [3.0, 2.0], "aux_loss": [1.2, 1.1]}}
+    assert zoo_results.zoo_curves(["moe_top1", "moe_top2"], tmp_path) == {"moe_top1": {"loss": [3.0, 2.0], "aux_loss": [1.2, 1.1]}}
 
 
 @pytest.mark.skipif(not (SHIPPED_ZOO / "base" / "eval.json").is_file(), reason="the zoo's base is not trained")
 def test_the_shipped_zoo_base_reads():
-    row = tr.zoo_rows(["base"])[0]
+    row = zoo_results.zoo_rows(["base"])[0]
     assert row["trained"] and row["n_experts"] == 0 and row["val_loss"] > 0
-    assert row["non_embedding_params"] == tr.non_embedding_params(row["config"])
+    assert row["non_embedding_params"] == non_embedding_params(row["config"])
 
 
 # ---- noise in the zoo's losses: the wording follows the numbers -------------------------------------
 def _estimates(means, se=0.0057, n=552):
-    return [tr.LossEstimate(name, mean, se, n) for name, mean in means.items()]
+    return [noise.LossEstimate(name, mean, se, n) for name, mean in means.items()]
 
 
 def test_a_gap_inside_the_standard_error_is_called_noise_and_one_seed_is_said():
     estimates = _estimates({"mha": 1.0528, "base": 1.0530, "mqa": 1.0516})
-    text = tr.noise_finding(estimates, {("base", "mqa"): (0.0014, 0.0003)}, n_seeds=1)
+    text = noise.noise_finding(estimates, {("base", "mqa"): (0.0014, 0.0003)}, n_seeds=1)
     assert "within **0.0014 nats**" in text and "within evaluation noise" in text and "0.2 standard errors" in text
     assert "base − mqa = +0.0014 ± 0.0003" in text and "5 paired standard errors" in text
     assert "one seed" in text and "no evidence" in text
 
 
 def test_a_gap_beyond_the_noise_is_not_called_noise():
-    text = tr.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {("b", "a"): (0.1, 0.002)}, n_seeds=3)
+    text = noise.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {("b", "a"): (0.1, 0.002)}, n_seeds=3)
     assert "larger than evaluation noise" in text and "within evaluation noise" not in text
     assert "one seed" not in text
 
 
 def test_a_paired_difference_inside_its_noise_says_so():
-    text = tr.noise_finding(_estimates({"a": 1.0, "b": 1.0002}), {("b", "a"): (0.0002, 0.0003)})
+    text = noise.noise_finding(_estimates({"a": 1.0, "b": 1.0002}), {("b", "a"): (0.0002, 0.0003)})
     assert "inside the paired noise too" in text
 
 
 def test_standard_errors_and_paired_differences():
     a = torch.tensor([1.0, 2.0, 3.0, 4.0])
     b = a + torch.tensor([0.1, -0.1, 0.1, -0.1])
-    estimate = tr.loss_estimate("a", a)
+    estimate = noise.loss_estimate("a", a)
     assert estimate.mean == 2.5 and estimate.n_windows == 4
     assert estimate.se == pytest.approx(float(a.std()) / 2)
-    diff, se = tr.paired_difference(b, a)
+    diff, se = noise.paired_difference(b, a)
     assert diff == pytest.approx(0.0, abs=1e-12) and se == pytest.approx(float((b - a).std()) / 2)
     assert se < estimate.se  # the same windows cancel what the text itself varies
 
 
 def test_the_loss_axis_does_not_zoom_into_the_noise():
     estimates = _estimates({"mha": 1.0528, "base": 1.0530, "mqa": 1.0516}, se=0.0057)
-    low, high = tr.loss_axis_range(estimates)
+    low, high = noise.loss_axis_range(estimates)
     assert high - low >= 0.05 * 1.0530 - 1e-12
     assert all(low <= e.mean - 2 * e.se and e.mean + 2 * e.se <= high for e in estimates)
     wide = _estimates({"a": 1.0, "b": 2.0}, se=0.01)
-    assert tr.loss_axis_range(wide) == pytest.approx((1.0 - 0.02, 2.0 + 0.02))
+    assert noise.loss_axis_range(wide) == pytest.approx((1.0 - 0.02, 2.0 + 0.02))
 
 
 def test_a_gap_beyond_the_noise_from_one_seed_is_not_called_no_evidence():
-    text = tr.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {}, n_seeds=1)
+    text = noise.noise_finding(_estimates({"a": 1.00, "b": 1.10}, se=0.01), {}, n_seeds=1)
     assert "larger than evaluation noise" in text and "one seed" in text and "no evidence" not in text
 
 

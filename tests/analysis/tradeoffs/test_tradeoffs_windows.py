@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from txviz.analysis.moe.routing import ffn_flops_per_token
+from txviz.model.counts import ffn_flops_per_token
 from txviz.analysis.tradeoffs import formulas as tr
 from txviz.config import ModelConfig
 

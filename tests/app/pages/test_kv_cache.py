@@ -16,12 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.ui.widgets import plain
+from app.ui.widgets import byte_size, plain
 from tests.helpers.apptest import click_tab, open_at, page_path, pick_model
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
+from txviz.analysis.kv.fit import longest_context
 from txviz.analysis.kv.presets import PRESETS
+from txviz.analysis.kv.report import memory_report
 
 MAIN = str(Path(__file__).resolve().parents[3] / "app" / "main.py")
 PAGE = page_path("kv_cache")
@@ -122,7 +124,7 @@ def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(ca
     for key in ("mistral-7b-v0.1", "llama-3-8b", "llama-2-7b"):
         choose_preset(at, key)
         published = PRESETS[key]
-        kind = memory.preset(key).kind
+        kind = memory_model.preset(key).kind
         assert widget(at, "segmented_control", "mem_kind").value == kind
         assert per_token_metric(at) == (f"KV bytes per token ({kind})",
                                         kib_per_token(published["n_layers"], published["kv_heads"], published["head_dim"]))
@@ -134,10 +136,33 @@ def test_every_preset_opens_on_its_own_kind_with_the_libraries_bytes(calculator)
     at = calculator
     for key in PRESETS:
         choose_preset(at, key)
-        model = memory.preset(key)
+        model = memory_model.preset(key)
         assert per_token_metric(at) == (f"KV bytes per token ({model.kind})",
-                                        f"{memory.kv_bytes_per_token(model, 'bf16') / 1024:,.1f} KiB"), key
+                                        f"{memory.token_kv_bytes(model, 'bf16') / 1024:,.1f} KiB"), key
         assert chart(at, "mem_total")["layout"]["shapes"][0]["y0"] == 80.0
+
+
+def test_the_calculator_shows_the_memory_report_of_its_inputs_after_each_change(calculator):
+    """The metrics and the FLOPs line are the numbers of the report ``txviz memory`` prints for the same
+    input, and follow a change of the batch and of the KV dtype."""
+    at = calculator
+    choose_preset(at, "mistral-7b-v0.1")
+    widget(at, "number_input", "mem_gpu").set_value(16.0).run()
+    for batch, kv_dtype in ((1, "bf16"), (4, "bf16"), (4, "fp8")):
+        widget(at, "number_input", "mem_batch").set_value(batch).run()
+        widget(at, "selectbox", "mem_kv_dtype").set_value(kv_dtype).run()
+        no_errors(at)
+        report = memory_report(memory_model.preset("mistral-7b-v0.1"), gpu_gib=16.0, batch=batch,
+                               weight_dtype="bf16", kv_dtype=kv_dtype, prefill_chunk=None)
+        longest = report.fit.longest
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Longest context that fits (all three)"] == \
+            ("not limited" if longest is None else "none" if longest == 0 else f"{longest:,} tokens")
+        assert metrics[f"Total at {report.tokens:,} tokens"] == f"{report.bill.total / memory.GIB:,.2f} GiB"
+        assert metrics["KV bytes per token (GQA)"] == byte_size(report.kv_bytes_per_token)
+        assert metrics["Past 4,096 tokens, per token"] == byte_size(report.kv_bytes_per_token_past_windows)
+        captions = " ".join(c.value for c in at.caption)
+        assert f"at position {report.tokens:,} takes {report.flops_per_token / 1e9:,.2f} GFLOPs" in captions
 
 
 def test_uploading_a_config_after_choosing_mqa_shows_the_uploads_kind_bytes_and_name(calculator):
@@ -211,7 +236,7 @@ def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calcul
     assert kv == pytest.approx(2 * 32 * 32 * 128 * 2 * 4096)  # 2 GiB
     assert activations == pytest.approx(4096 * (2 * 4096 + 3 * 4096 + 2 * 11008) * 2 + 32000 * 4)
     metrics = {m.label: m.value for m in at.metric}
-    longest = memory.longest_context(memory.preset("llama-2-7b"), 24.0, weight_dtype="fp16", kv_dtype="fp16")
+    longest = longest_context(memory_model.preset("llama-2-7b"), 24.0, weight_dtype="fp16", kv_dtype="fp16")
     assert metrics["Longest context that fits (all three)"] == f"{longest:,} tokens"
     assert "Activations: the peak of one forward pass" in " ".join(c.value for c in at.caption)
 
@@ -384,7 +409,7 @@ def test_kv_head_choices_start_again_when_the_sidebar_loads_another_model():
 def test_weights_that_do_not_fit_are_named_instead_of_a_context(calculator):
     at = calculator
     choose_preset(at, "llama-3-70b")
-    weights_gib = memory.weight_bytes(memory.preset("llama-3-70b"), "bf16") / memory.GIB
+    weights_gib = memory.weight_bytes(memory_model.preset("llama-3-70b"), "bf16") / memory.GIB
     assert weights_gib > 80
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Longest context that fits (all three)"] == "none"

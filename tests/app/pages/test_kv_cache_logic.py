@@ -14,7 +14,7 @@ from app.figures import calculator_charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
 from tests.helpers.tiny import random_decoder, tiny_config
 from txviz import limits
-from txviz.analysis.kv import memory
+from txviz.analysis.kv import memory, memory_model
 from txviz.analysis.kv.growth import cache_growth
 from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
 from txviz.analysis.kv.fit import chosen_kind, fit
@@ -81,7 +81,7 @@ def test_the_kind_shown_is_the_pick_when_offered_else_the_models_own_else_the_fi
 
 
 def test_the_fit_sums_the_bill_at_the_longest_context_that_fits():
-    model = memory.preset("llama-3-8b")
+    model = memory_model.preset("llama-3-8b")
     settings = dict(batch=1, weight_dtype="bf16", kv_dtype="bf16", prefill_chunk=None)
     lengths = memory.context_lengths(model.max_context)
     summary = fit(model, lengths, 16.0, **settings)  # 15 GiB of weights: a few thousand tokens fit
@@ -95,7 +95,7 @@ def test_the_fit_sums_the_bill_at_the_longest_context_that_fits():
 
 
 def test_the_calculator_figures_carry_the_memory_functions_numbers():
-    model = memory.preset("llama-3-8b")
+    model = memory_model.preset("llama-3-8b")
     settings = dict(batch=2, weight_dtype="fp8", kv_dtype="bf16", prefill_chunk=None)
     lengths = [1024, 4096]
     stacked = calculator_charts.bill(model, "GQA", lengths, settings, 80.0)

@@ -2,7 +2,7 @@
 
 Plain data, one entry per model, with where each number came from. ``n_params`` is the exact sum of
 parameter shapes of the Hugging Face checkpoint's ``config.json``: for the models txviz can describe
-it is ``count_params`` of that config (tests/analysis/kv/test_memory.py recomputes several from the numbers written
+it is ``txviz.model.counts.count_params`` of that config (tests/analysis/kv/test_memory.py recomputes several from the numbers written
 out); for Falcon, Gemma 2 and DeepSeek-V3 it was summed from transformers' own classes built on the
 meta device from the same config. Gemma 3 270M and Qwen3 30B-A3B, and every preset whose config.json
 is in tests/helpers, are held equal to txviz.geometry's reading of that config (tests/geometry).
@@ -16,7 +16,7 @@ routers, norms: txviz.geometry.params.GROUPS), so that the calculator sizes it a
 activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mixtral's 2 experts of
 14336, DeepSeek-V3's 8 routed + 1 shared expert of 2048 (= its dense layers' 18432).
 
-Fields are those of ``txviz.analysis.kv.memory.MemoryModel``: KV cache per token per layer is
+Fields are those of ``txviz.analysis.kv.memory_model.MemoryModel``: KV cache per token per layer is
 2 · kv_heads · head_dim elements, or latent_dim + rope_dim for multi-head latent attention (MLA).
 """
 

@@ -17,9 +17,7 @@ Routing, from a trace that captured ``ROUTER_CAPTURES`` (txviz.capture.trace), p
   the k choices as a whole token, so it equals top_k × this loss on the pooled layers (tested).
 
 Cost, for any config (dense or MoE): parameters kept in memory (all experts) against parameters and
-FLOPs one token runs through (router + top-k experts). FLOPs count 2 per multiply-add of the weight
-matrices plus QKᵀ and A·V over the keys attended (PaLM's 2N + 4·L·H·D·n, Chowdhery et al. 2022, app. B);
-norms, softmax and activations are left out (under 1% here).
+FLOPs one token runs through (router + top-k experts), counted by ``txviz.model.counts``.
 """
 
 from __future__ import annotations
@@ -29,8 +27,8 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from txviz.analysis.kv.memory import count_active_params, count_params
 from txviz.config import ModelConfig
+from txviz.model.counts import count_active_params, count_params, ffn_flops_per_token, flops_per_token
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
 
@@ -180,38 +178,6 @@ def balance_finding(top_k: int, n_experts: int, without: list[float], with_loss:
 
 
 # ---- what a token costs ---------------------------------------------------------------------------
-def expert_matmul_params(config: ModelConfig) -> int:
-    """Weights of one FFN (or one expert): gate, up, down (SwiGLU) or up, down (GELU MLP)."""
-    return (2 if config.ffn == "gelu_mlp" else 3) * config.d_model * config.ffn_hidden
-
-
-def projection_flops_per_token(config: ModelConfig) -> int:
-    """Q, K, V and output projections of one layer: 2 · d · (H·D + 2·Hkv·D) + 2 · H·D · d."""
-    q_width, kv_width = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
-    return 2 * (config.d_model * (q_width + 2 * kv_width) + q_width * config.d_model)
-
-
-def ffn_flops_per_token(config: ModelConfig) -> int:
-    """One layer's FFN: the dense FFN, or the router plus the top-k experts a token runs through."""
-    if not config.is_moe:
-        return 2 * expert_matmul_params(config)
-    return 2 * (config.d_model * config.n_experts + config.top_k * expert_matmul_params(config))
-
-
-def attention_flops_per_token(config: ModelConfig, context: int) -> int:
-    """One layer's QKᵀ and A·V for a query attending ``context`` keys (a sliding window caps them):
-    2 · 2 · H · D · keys; with layers of different windows (Gemma 2/3), the mean over layers."""
-    keys = sum(min(context, w) if w else context for w in config.layer_windows)
-    return 4 * config.n_heads * config.head_dim * keys // config.n_layers
-
-
-def flops_per_token(config: ModelConfig, context: int = 0) -> int:
-    """Forward FLOPs of one token attending ``context`` keys: every layer's projections, attention and
-    (active) FFN, and the unembedding. With context 0 it is 2 × the weights a token multiplies by."""
-    layer = projection_flops_per_token(config) + ffn_flops_per_token(config) + attention_flops_per_token(config, context)
-    return config.n_layers * layer + 2 * config.d_model * config.vocab_size
-
-
 @dataclass(frozen=True)
 class Capacity:
     """What a model keeps in memory against what one token runs through."""

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from txviz.analysis.moe import routing as moe
-from txviz.analysis.tradeoffs.formulas import zoo_curves, zoo_rows
+from txviz.analysis.tradeoffs.zoo_results import zoo_curves, zoo_rows
 from txviz.config import ModelConfig
 from txviz.loading.zoo import SHIPPED_ZOO
 

@@ -1,48 +1,31 @@
-"""Design tradeoffs (seed §0, §6): each as a formula on any ModelConfig, beside what the lab's zoo of
-tiny trained variants measured (assets/zoo/<variant>/config.json + eval.json, written by txviz.lab).
+"""Design tradeoffs (seed §0, §6), each as a formula on any ModelConfig; what the lab's zoo of tiny
+trained variants measured is read by ``txviz.analysis.tradeoffs.zoo_results``, and how far its losses can
+be trusted by ``txviz.analysis.tradeoffs.noise``.
 
 (a) depth vs width: configs of equal non-embedding parameters (Kaplan et al. 2020's N) at several
-    depths, with their FLOPs and KV bytes per token; the zoo's deep_narrow / base / shallow_wide.
+    depths, with their FLOPs and KV bytes per token.
 (b) dense vs MoE: total parameters (capacity, memory) against FLOPs per token as experts are added;
-    Mistral 7B against Mixtral 8×7B; the zoo's dense base against its MoE variants.
-(c) MHA vs GQA vs MQA: KV bytes per token (txviz.analysis.kv.memory) against the zoo's loss.
+    Mistral 7B against Mixtral 8×7B.
+(c) MHA vs GQA vs MQA: KV bytes per token (txviz.analysis.kv.memory).
 (d) context length: per layer, naive attention does 4·H·D·T² FLOPs (QKᵀ and A·V over the whole T×T
     matrix) and holds H·T² scores, while the FFN does T·F (F its FLOPs per token), so attention
     overtakes the FFN at T* = F / (4·H·D); a kernel that skips the masked half moves it to ≈ 2·T*.
     A layer with a window W compares each query with at most W keys; with such layers beside global
     ones (Gemma 2/3), T* is where the mean over layers crosses, solved numerically.
 (e) FlashAttention vs naive attention and (f) parallel vs one-token-at-a-time reading are measured
-    on this machine: txviz.analysis.tradeoffs.timing, re-exported here.
-(g) positions beyond the training context: the zoo's validation loss at 1×, 2× and 4× it.
+    on this machine: txviz.analysis.tradeoffs.timing.
 
-Noise: the zoo trains each variant from one seed, so how much the loss moves between seeds is not
-known. What can be measured is the evaluation noise: the standard error of each loss over its held-out
-windows, and of a difference between two variants scored on the same windows (paired). ``noise_finding``
-words a comparison from those numbers, and ``loss_axis_range`` keeps a chart from zooming a difference
-inside the noise into a finding.
-
-FLOPs and parameters come from txviz.analysis.moe.routing / memory, so dense and MoE configs are handled alike.
+FLOPs and parameters come from txviz.model.counts, so dense and MoE configs are handled alike.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Sequence
 
-from txviz.analysis.kv.memory import count_active_params, count_params, kv_bytes_per_token
-from txviz.analysis.moe.routing import ffn_flops_per_token, flops_per_token, projection_flops_per_token
-import torch
-
+from txviz.analysis.kv.memory import token_kv_bytes
 from txviz.config import ModelConfig
-from txviz.loading.zoo import CURVES_FILE, EVAL_FILE, SHIPPED_ZOO, read_txviz_config
-
-DEPTH_WIDTH = ("deep_narrow", "base", "shallow_wide")
-DENSE_MOE = ("base", "moe_top1", "moe_top1_balanced", "moe_top2", "moe_top2_balanced")
-ATTENTION_KINDS = ("mha", "base", "mqa")
-POSITIONS = ("base", "alibi", "learned", "no_positions")
+from txviz.model.counts import (count_active_params, count_params, ffn_flops_per_token, flops_per_token,
+                                non_embedding_params, projection_flops_per_token)
 
 _MISTRAL = dict(vocab_size=32000, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, ffn_hidden=14336,
                 max_seq_len=32768)
@@ -55,13 +38,6 @@ REFERENCES = {
 
 
 # ---- (a) depth vs width ---------------------------------------------------------------------------
-def non_embedding_params(config: ModelConfig) -> int:
-    """Parameters minus the token embedding/unembedding and a learned position table."""
-    embeddings = config.vocab_size * config.d_model * (1 if config.tie_embeddings else 2)
-    positions = config.max_seq_len * config.d_model if config.positions == "learned" else 0
-    return count_params(config) - embeddings - positions
-
-
 def _reshaped(config: ModelConfig, n_layers: int, d_model: int, ffn_hidden: int) -> ModelConfig:
     return config.replace(n_layers=n_layers, d_model=d_model, ffn_hidden=max(1, ffn_hidden), head_dim=None,
                           layer_types=layer_pattern(config.layer_types, n_layers),
@@ -116,7 +92,7 @@ def shape_rows(configs: Sequence[ModelConfig], *, context: int = 0, kv_dtype: st
     """Parameters, FLOPs per token (attending ``context`` keys) and KV bytes per token of each config."""
     return [{"name": c.name, "n_layers": c.n_layers, "d_model": c.d_model, "ffn_hidden": c.ffn_hidden,
              "head_dim": c.head_dim, "params": count_params(c), "non_embedding_params": non_embedding_params(c),
-             "flops_per_token": flops_per_token(c, context), "kv_bytes_per_token": kv_bytes_per_token(c, kv_dtype)}
+             "flops_per_token": flops_per_token(c, context), "kv_bytes_per_token": token_kv_bytes(c, kv_dtype)}
             for c in configs]
 
 
@@ -212,125 +188,3 @@ def windowed_layers(config: ModelConfig) -> dict[int, int]:
         if window is not None:
             counts[window] = counts.get(window, 0) + 1
     return counts
-
-
-# ---- the zoo's measurements -----------------------------------------------------------------------
-def _zoo_row(directory: Path, kv_dtype: str) -> dict:
-    config = read_txviz_config(directory)
-    evaluation = json.loads((directory / EVAL_FILE).read_text(encoding="utf-8"))
-    extrapolation = evaluation.get("extrapolation", {})
-    load = evaluation.get("expert_load") or {}
-    effective = load.get("effective_experts_per_layer")
-    mean_context = (config.max_seq_len + 1) / 2  # the average number of keys over a training window
-    return {"variant": directory.name, "trained": True, "about": config.source, "config": config,
-            "n_layers": config.n_layers, "d_model": config.d_model, "n_kv_heads": config.n_kv_heads,
-            "positions": config.positions, "n_experts": config.n_experts,
-            "top_k": config.top_k if config.is_moe else None,
-            "params": count_params(config), "non_embedding_params": non_embedding_params(config),
-            "active_params": count_active_params(config),
-            "flops_per_token": flops_per_token(config, math.ceil(mean_context)),
-            "kv_bytes_per_token": kv_bytes_per_token(config, kv_dtype),
-            "context": extrapolation.get("context", config.max_seq_len),
-            "val_loss": evaluation.get("val_loss"), "val_loss_2x": evaluation.get("val_loss_2x"),
-            "val_loss_4x": evaluation.get("val_loss_4x"),
-            "loss_beyond": extrapolation.get("loss_beyond_context_at", {}),
-            "why_null": extrapolation.get("why_null"),
-            "expert_load": load.get("per_layer"),
-            "effective_experts": None if effective is None else sum(effective) / len(effective)}
-
-
-def zoo_rows(names: Sequence[str], root: Path = SHIPPED_ZOO, *, kv_dtype: str = "fp32") -> list[dict]:
-    """One row per variant: its shape and costs, and the losses its eval.json holds; a variant not
-    trained (yet) is a row with ``trained`` False. KV bytes in ``kv_dtype`` (the zoo runs in fp32)."""
-    rows = []
-    for name in names:
-        directory = Path(root) / name
-        trained = (directory / EVAL_FILE).is_file() and (directory / "config.json").is_file()
-        rows.append(_zoo_row(directory, kv_dtype) if trained else {"variant": name, "trained": False})
-    return rows
-
-
-def zoo_curves(names: Sequence[str], root: Path = SHIPPED_ZOO) -> dict[str, dict]:
-    """Training curves (loss, and the load-balancing loss of MoE runs) of the trained variants, with the
-    settings they were trained under (``train_settings``: steps, aux_weight, …) where the file has them."""
-    curves = {}
-    for name in names:
-        path = Path(root) / name / CURVES_FILE
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            curves[name] = {k: data[k] for k in ("loss", "aux_loss", "tokens_per_second", "seconds", "train_settings")
-                            if k in data}
-    return curves
-
-
-def extrapolation_rows(names: Sequence[str] = POSITIONS, root: Path = SHIPPED_ZOO) -> list[dict]:
-    """(g): validation loss at 1×, 2×, 4× the training context, and over the unseen positions only."""
-    rows = []
-    for row in zoo_rows(names, root):
-        if not row["trained"]:
-            rows.append({"variant": row["variant"], "trained": False})
-            continue
-        context, beyond = row["context"], row["loss_beyond"]
-        rows.append({"variant": row["variant"], "trained": True, "positions": row["positions"], "context": context,
-                     "loss_1x": row["val_loss"], "loss_2x": row["val_loss_2x"], "loss_4x": row["val_loss_4x"],
-                     "loss_beyond_2x": beyond.get(str(2 * context)), "loss_beyond_4x": beyond.get(str(4 * context)),
-                     "why_null": row["why_null"]})
-    return rows
-
-
-# ---- noise in the zoo's losses --------------------------------------------------------------------
-@dataclass(frozen=True)
-class LossEstimate:
-    """A validation loss and its standard error over ``n_windows`` held-out windows."""
-
-    name: str
-    mean: float
-    se: float
-    n_windows: int
-
-
-def loss_estimate(name: str, window_losses: torch.Tensor) -> LossEstimate:
-    """Mean of the per-window losses (W,) and its standard error std/√W."""
-    losses = window_losses.double()
-    return LossEstimate(name, float(losses.mean()), float(losses.std() / math.sqrt(len(losses))), len(losses))
-
-
-def paired_difference(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
-    """(mean of a − b, its standard error) over the same windows: the noise left once both models
-    meet the same text."""
-    difference = a.double() - b.double()
-    return float(difference.mean()), float(difference.std() / math.sqrt(len(difference)))
-
-
-def noise_finding(estimates: list[LossEstimate], paired: dict[tuple[str, str], tuple[float, float]],
-                  n_seeds: int = 1) -> str:
-    """A comparison of the losses in words, from the numbers: is the largest gap inside each loss's
-    evaluation noise (2 standard errors), inside the paired noise, and what one seed leaves unknown."""
-    ordered = sorted(estimates, key=lambda e: e.mean)
-    low, high = ordered[0], ordered[-1]
-    gap, se = high.mean - low.mean, max(e.se for e in estimates)
-    names = ", ".join(e.name for e in estimates)
-    text = (f"The losses of {names} lie within **{gap:.4f} nats** of each other ({gap / high.mean:.2%} of the "
-            f"loss). Each is known to ±{se:.4f} nats (one standard error over {low.n_windows} held-out windows), "
-            + (f"so the differences are **within evaluation noise** ({gap / se:.1f} standard errors). "
-               if gap < 2 * se else f"so the gap is {gap / se:.1f} standard errors: larger than evaluation noise. "))
-    diff, paired_se = paired.get((high.name, low.name), (None, None))
-    if diff is not None:
-        text += (f"Scored on the same windows, {high.name} − {low.name} = {diff:+.4f} ± {paired_se:.4f} nats "
-                 + ("(inside the paired noise too). " if abs(diff) < 2 * paired_se else
-                    f"({abs(diff) / paired_se:.0f} paired standard errors: these weights do differ on this text). "))
-    if n_seeds <= 1:
-        text += ("Each variant was trained from **one seed**, so the spread between training runs is not measured "
-                 "here; " + ("a gap this size is no evidence that the choice itself changes quality." if gap < 2 * se
-                             else "how much of this gap another seed would move is not known."))
-    return text
-
-
-def loss_axis_range(estimates: list[LossEstimate], min_span_fraction: float = 0.05) -> tuple[float, float]:
-    """A y-range holding every loss ± 2 standard errors and spanning at least ``min_span_fraction`` of
-    the largest loss, so a difference of 0.1 % of the loss looks like 0.1 %, not like the whole axis."""
-    low = min(e.mean - 2 * e.se for e in estimates)
-    high = max(e.mean + 2 * e.se for e in estimates)
-    span = max(high - low, min_span_fraction * max(e.mean for e in estimates))
-    middle = (low + high) / 2
-    return middle - span / 2, middle + span / 2

@@ -9,12 +9,13 @@ from typing import Mapping, Sequence
 
 import torch
 
-from txviz.analysis.kv.memory import (count_active_params, count_params, kind_variants, kv_bytes_per_token,
-                                      kv_bytes_per_token_past_windows)
-from txviz.analysis.moe.routing import flops_per_token
+from txviz.analysis.kv.memory import token_kv_bytes, token_kv_bytes_past_windows
+from txviz.analysis.kv.memory_model import kind_variants
 from txviz.analysis.tradeoffs.timing import AttentionTiming, SequenceTiming
-from txviz.analysis.tradeoffs.formulas import REFERENCES, LossEstimate, loss_estimate, paired_difference
+from txviz.analysis.tradeoffs.formulas import REFERENCES
+from txviz.analysis.tradeoffs.noise import LossEstimate, loss_estimate, paired_difference
 from txviz.config import ModelConfig
+from txviz.model.counts import count_active_params, count_params, flops_per_token
 
 MIB = 2 ** 20
 
@@ -78,8 +79,8 @@ def attention_kind_rows(config, dtype: str) -> list[dict]:
         window = (f"{model.sliding_window:,} on {model.n_window_layers} of {model.n_layers} layers"
                   if model.n_window_layers else "none")
         rows.append({"kind": kind, "KV heads": model.kv_heads, "params": model.n_params, "window": window,
-                     f"KV bytes/token ({dtype})": kv_bytes_per_token(model, dtype),
-                     f"KV bytes/token past the window ({dtype})": kv_bytes_per_token_past_windows(model, dtype)})
+                     f"KV bytes/token ({dtype})": token_kv_bytes(model, dtype),
+                     f"KV bytes/token past the window ({dtype})": token_kv_bytes_past_windows(model, dtype)})
     return rows
 
 
@@ -87,7 +88,7 @@ def context_memory_mib(config: ModelConfig, lengths: Sequence[int], score_bytes:
                        dtype: str) -> dict[str, list[float]]:
     """Memory over each of ``lengths`` tokens (batch 1), in MiB: one layer's score matrix (``score_bytes``,
     from ``tradeoffs.context_costs``) and the KV cache of all layers in ``dtype``."""
-    per_token = kv_bytes_per_token(config, dtype)
+    per_token = token_kv_bytes(config, dtype)
     return {"one layer's score matrix": [n / MIB for n in score_bytes],
             "KV cache, all layers": [per_token * tokens / MIB for tokens in lengths]}
 
