@@ -2,8 +2,8 @@
 
 One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2, Gemma 1/2/3, BLOOM, MPT, GPT-NeoX,
 Phi-3 and the lab's tiny variants. The choices follow the seed's tutorial: attention heads and KV
-sharing (§1.4, §4.1), pre-norm blocks with RMSNorm or LayerNorm and a SwiGLU, GeGLU or GELU FFN (§2),
-positions (§3), dense or Mixture-of-Experts FFN (§4.2). Derived fields are filled in ``__post_init__``;
+sharing, pre-norm blocks with RMSNorm or LayerNorm and a SwiGLU, GeGLU or GELU FFN,
+positions, dense or Mixture-of-Experts FFN. Derived fields are filled in ``__post_init__``;
 bad combinations raise ``ConfigError`` with a message that says what to change.
 
 Gemma's pieces are plain options, never a model name: per-layer attention kinds (``layer_types``, each
@@ -92,7 +92,7 @@ def _check_field_types(config) -> None:
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """How RoPE frequencies are stretched for contexts longer than training (seed §3.2).
+    """How RoPE frequencies are stretched for contexts longer than training.
 
     ``linear``: position interpolation, every frequency divided by ``factor`` (Chen et al. 2023).
     ``ntk``: NTK-aware, the base raised to theta·factor^(d/(d-2)) (bloc97 2023).

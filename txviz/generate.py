@@ -1,4 +1,4 @@
-"""Autoregressive generation with the KV cache (seed §5.1–§5.2).
+"""Autoregressive generation with the KV cache.
 
     prefill:   run the whole prompt once, fill the cache, keep the last position's logits
     decode:    feed one token, attend it against the cached keys/values, get the next logits

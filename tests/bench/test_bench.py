@@ -55,7 +55,7 @@ def test_quick_bench_runs_end_to_end():
     parts = row["attention_parts"]  # quick runs the breakdown a missed target gets, so it cannot rot
     assert parts["tokens"] == 64 and parts["n_layers"] == 2 and parts["fused_s"] > 0
     assert parts["traced_s"] >= parts["softmax_s"] and parts["products_s"] > 0
-    assert "Targets (issue 14)" in table and "trace / plain forward at 64 tokens" in table
+    assert "Targets, on the CPU-second ratios" in table and "trace / plain forward at 64 tokens" in table
     # QA2 finding 6: a tiny random model is not judged against the real model's targets, and its layer
     # breakdown gets more than --quick's one repeat (one timed a cold kernel)
     assert result["quick"] is True and "not judged under --quick" in table and "MISSED" not in table

@@ -1,4 +1,4 @@
-"""One decoder block, end to end, on the real tensors of a prompt (seed §2, §7):
+"""One decoder block, end to end, on the real tensors of a prompt:
 
     a = Norm₁(x) → h = x + Attention(a) → b = Norm₂(h) → y = h + FFN(b)
 

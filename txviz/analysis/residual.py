@@ -1,4 +1,4 @@
-"""The residual stream of a trace, read back (seed §2): how large it is per token after the embedding
+"""The residual stream of a trace, read back: how large it is per token after the embedding
 and each layer, and how closely a block recomputed from its input matches the model's own output."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One attention layer timed by part, plain against traced: where a trace's extra cost goes at a prompt
-length where it misses its target (``txviz bench``; issue 14 asks a miss to say what bounds it).
+length where it misses its target (``txviz bench``: a missed target says what bounds it).
 
 On the loaded model's first full-attention layer, with that layer's own q, k, v on the benchmark's
 prompt, CPU seconds of one thread (the fastest of the repeats):
@@ -14,7 +14,7 @@ The fused kernel gives the output and, at most, each row's log-sum-exp; the summ
 largest weight (``max_weight``) and Σ p·s (the entropy), which no torch kernel returns, so the traced
 path multiplies the scores out block by block. That is the bound this breakdown measures.
 
-* ``lse_route_s`` times the other route, through the fused kernel's own outputs (issue 14's suggestion),
+* ``lse_route_s`` times the other route, through the fused kernel's own outputs (the obvious alternative),
   for the entropy alone: torch's CPU flash kernel returns each row's log-sum-exp beside the output, and
   Σ p·s = scale·q·(PK) is a second call with the keys as the values (the kernel needs V's head size to
   equal Q's, so K cannot ride along V in one call). That is two fused calls before ``max_weight``, which

@@ -23,7 +23,7 @@ def markdown(result: dict) -> str:
         lines += ["", "Skipped: " + "; ".join(skipped) + "."]
     targets = judge(result)
     if targets:
-        lines += ["", "Targets (issue 14), on the CPU-second ratios"
+        lines += ["", "Targets, on the CPU-second ratios"
                   + (" (not judged under --quick):" if result.get("quick") else ":"), "",
                   *(f"  - {line.strip()}" if line.startswith("  ") else f"- {line}" for line in targets)]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""The model-side targets of issue 14, judged on a ``txviz bench`` result: met, or missed with what
-bounds the miss (txviz.bench.attention's breakdown of one layer at that length).
+"""The model-side speed targets (a full trace near a plain forward's cost, well under transformers'),
+judged on a ``txviz bench`` result: met, or missed with what bounds the miss (txviz.bench.attention's
+breakdown of one layer at that length).
 
 Ratios are taken on CPU seconds (user + sys, medians of the repeats, two methods interleaved in one
 process): on a shared machine they move far less than wall time. trace / plain comes from the worker

@@ -1,4 +1,4 @@
-"""Which heads *cause* the answer: interventions on the model, per call (issue 13).
+"""Which heads *cause* the answer: interventions on the model, per call.
 
 * ``intervention``: ablation (zero, mean over positions, resample) and activation patching at any edit
   point (head outputs, q/k/v, FFN outputs, the residual stream), the variants carried by the batch;

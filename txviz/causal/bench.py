@@ -4,7 +4,7 @@ attribution pass, against one plain forward and one forward + backward of the sa
     python -m txviz.causal.bench            # SmolLM2-135M on the trophy pair (24 tokens with the sink)
     python -m txviz.causal.bench --threads 2 --repeats 5
 
-Medians over ``repeats`` in this process; the model is loaded once. The issue's target: every head of
+Medians over ``repeats`` in this process; the model is loaded once. The target: every head of
 SmolLM2 (30 layers × 9 = 270) patched exactly in batched calls, and the attribution pass at about the
 cost of one forward and one backward (Nanda 2023).
 """

@@ -4,7 +4,7 @@ The final residual is a sum: embeddings (+ learned positions) + Σ_layers (Σ_he
 bias + FFN output). With the final norm's scale frozen at the clean run's (its only non-linearity:
 RMSNorm divides by the clean rms; LayerNorm also subtracts each part's own mean, which is linear), the
 logit difference (U[answer] − U[wrong])·norm(x) splits into one term per part, and the terms add up to
-it exactly (Elhage et al. 2021, "A Mathematical Framework"; Wang et al. 2022, IOI §3.1; Nanda's
+it exactly (Elhage et al. 2021, "A Mathematical Framework"; Wang et al. 2022, IOI; Nanda's
 TransformerLens ``logit_attribution``). Computed in float64. The constant parts (o_proj biases,
 LayerNorm's bias) are reported as ``bias``, zero for SmolLM2.
 

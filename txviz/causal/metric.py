@@ -1,6 +1,6 @@
 """The metric every intervention here is scored by: the logit difference at the last position,
 logit(answer) − logit(wrong) (Wang et al. 2022, IOI: the standard metric of activation patching, linear
-in the logits so effects add up; Heimersheim & Nanda 2024 §3 on choosing it).
+in the logits so effects add up; Heimersheim & Nanda 2024 on choosing it).
 
 A word is scored by its first token as it would follow a space in a sentence (the app's rule,
 txviz.analysis.coref.answer.as_next_word: "suitcase" is read as " suitcase"): " suitcase" may be two

@@ -3,7 +3,7 @@
 Row l, column t: the clean run with the residual stream entering layer l (``resid_pre``; layer 0 reads
 the embeddings) at position t replaced by the corrupt run's; the value is the change of the logit
 difference. The standard first picture of activation patching (Meng et al. 2022's causal tracing;
-Heimersheim & Nanda 2024 §2): the information moves from the deciding word's column in early layers to
+Heimersheim & Nanda 2024): the information moves from the deciding word's column in early layers to
 the last position in late ones. A cell whose corrupt residual equals the clean one (every position before
 the first changed token; at layer 0, every unchanged token) is exactly 0 and costs no forward pass
 (txviz.causal.shared_prefix).

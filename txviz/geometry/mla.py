@@ -1,4 +1,5 @@
-"""DeepSeek-V2/V3: multi-head latent attention (MLA) and DeepSeekMoE (DeepSeek-AI 2024, §2.1-2.2).
+"""DeepSeek-V2/V3: multi-head latent attention (MLA) and DeepSeekMoE (DeepSeek-AI 2024, the
+sections on the architecture).
 
 Per token and layer the cache holds the compressed latent c_KV (``kv_lora_rank`` wide) and one
 decoupled RoPE key shared by all heads (``qk_rope_head_dim``), not 2·heads·head_dim: K and V are

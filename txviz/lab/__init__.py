@@ -1,4 +1,4 @@
-"""The lab: tiny decoders trained on the CPU in minutes, one architectural choice apart (seed §3, §4, §6).
+"""The lab: tiny decoders trained on the CPU in minutes, one architectural choice apart.
 
     corpus.py     seeded, generated English stories (he/she/it/they, recurring names and phrases)
     tokenizer.py  the word-level tokenizer built on them (``<|endoftext|>`` opens every story)

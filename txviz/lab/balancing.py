@@ -1,7 +1,7 @@
-"""The Switch/GShard load-balancing loss for Mixture-of-Experts routers (seed §4.2), and expert load.
+"""The Switch/GShard load-balancing loss for Mixture-of-Experts routers, and expert load.
 
 Without an extra loss a router tends to collapse: the experts it already favours get the gradient,
-get better, and are favoured more (seed §4.2, "the gate tends to collapse onto favoring a few
+get better, and are favoured more ("the gate tends to collapse onto favoring a few
 experts"). Switch Transformer (Fedus et al. 2021, eq. 4–6; after GShard, Lepikhin et al. 2020) adds
 
     aux = E · Σ_e f_e · P_e

@@ -12,7 +12,7 @@ have something to learn:
   of "<colour> <object>" pairs and the other says it back;
 * pronoun-resolving heads: "She picked up her …" needs the gender of the person being talked about,
   and is followed by *her* colour and object, which only the name the pronoun stands for decides
-  (seed §1.1's "it" example, with agreement instead of world knowledge).
+  (the tutorial's "it" example of coreference, with agreement instead of world knowledge).
 
 Every story is drawn from its own ``random.Random(f"txviz-lab:{seed}:{split}:{index}")`` (string
 seeds are hashed with SHA-512, so the text does not depend on PYTHONHASHSEED or the platform); the

@@ -1,7 +1,7 @@
 """Held-out evaluation of a lab model: validation loss at the training context and beyond, how evenly
 a Mixture of Experts spreads its tokens, and the copy/pronoun probes (txviz.lab.probes).
 
-Extrapolation (seed §3.2): the same weights are scored on validation windows of 2× and 4× the
+Extrapolation: the same weights are scored on validation windows of 2× and 4× the
 training context. RoPE, ALiBi and no-position models need no new parameters for that (the Decoder is
 rebuilt with a longer ``max_seq_len``); learned absolute positions have no vector past their table,
 so their longer-context losses are recorded as null, with the reason. Besides the mean over every

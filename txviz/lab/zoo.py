@@ -1,13 +1,13 @@
 """The variant zoo: one small base model and variants that each change ONE architectural choice.
 
-Seed §4 and §6 name the tradeoffs; the zoo makes each one a pair of real, trained models that can be
-opened side by side in the app. Every variant sees the same stories, in the same order, for the same
-number of steps, from the same seed (txviz.lab.train), so what differs between two of them is the
-choice alone.
+The tutorial names the tradeoffs of attention sharing, positions, experts and shape; the zoo makes each
+one a pair of real, trained models that can be opened side by side in the app. Every variant sees the
+same stories, in the same order, for the same number of steps, from the same seed (txviz.lab.train), so
+what differs between two of them is the choice alone.
 
-* attention (§4.1): MHA, GQA (the base), MQA, which differ only in ``n_kv_heads``;
-* positions (§3.2): RoPE (the base), ALiBi, learned absolute, none;
-* FFN (§4.2): dense (the base), or 4 experts with top-1 routing (Switch Transformer, Fedus et al.
+* attention: MHA, GQA (the base), MQA, which differ only in ``n_kv_heads``;
+* positions: RoPE (the base), ALiBi, learned absolute, none;
+* FFN: dense (the base), or 4 experts with top-1 routing (Switch Transformer, Fedus et al.
   2021: the gate is the router probability itself, ``router_norm="all"``; renormalizing one gate
   would make it 1 and leave the router without a gradient from the language-model loss) or top-2
   routing (GShard / Mixtral: the two gates renormalized), each without and with the load-balancing
@@ -19,7 +19,7 @@ choice alone.
   and without the loss in every setting tried (router lr ×1/×10/×30, router init std 0–0.5,
   renormalized gates or not): with renormalized gates the language-model loss only moves the two
   chosen experts against each other, and each token still spreads its two choices;
-* depth vs width (§6): 7 layers of width 48 and 2 layers of width 88, both within a few percent of
+* depth vs width: 7 layers of width 48 and 2 layers of width 88, both within a few percent of
   the base's non-embedding parameters (≈ 9·d² per layer with these ratios);
 * training length: ``base_long`` is the base trained 6× as long (the one variant that breaks "same
   steps"). At 600 steps every variant tracks who a pronoun refers to (the ``pronoun_gender`` probe,

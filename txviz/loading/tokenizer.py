@@ -1,7 +1,8 @@
 """Text ⇄ token ids, with an explicit BOS policy and offsets the UI can map back onto the prompt.
 
 A thin wrapper around a HuggingFace ``tokenizers.Tokenizer`` (the Rust BPE). Two rules keep what the
-model sees visible (STYLE habit 6; TransformerLens issues #74, #1418 are what happens otherwise):
+model sees visible (a library that adds tokens quietly leaves its users puzzled over inputs they
+never wrote, as TransformerLens's bug tracker shows):
 
 * Nothing is added behind the caller's back: the backend's post-processor is removed and the only
   thing that prepends a token is the ``bos`` policy of ``encode``: "none", "bos" (the tokenizer's

@@ -1,4 +1,5 @@
-"""Which tokenizers encode in a child process, and the call that does it (issue 17).
+"""Which tokenizers encode in a child process, and the call that does it: a hostile
+tokenizer.json must not hang or exhaust the app.
 
 A tokenizer.json may bring regexes of its own (``Split`` pre-tokenizers, ``Replace`` normalizers). The
 Rust engine stops one catastrophic match attempt (onig's retry limit: a ``PanicException``), but not a
@@ -20,7 +21,7 @@ import tokenizers
 from txviz.loading.isolated import IsolatedError, Limits, run_worker
 
 # a legitimate 100k-character prompt takes 0.9–2.4 s in the child at load 11: 3.5 s refuses none of them,
-# and loading the model, starting the child and its tokenizer (~1.3 s at load 2.5) fit in issue 17's 5 s
+# and loading the model, starting the child and its tokenizer (~1.3 s at load 2.5) fit in a refusal's 5 s
 ENCODE_LIMITS = Limits(seconds=3.5, memory_bytes=1 << 30)
 # Legitimate encoding is linear in the text, so the wall limit is too: a short hostile prompt is refused
 # in about a second, and a 100k-character one gets ENCODE_LIMITS.seconds.

@@ -1,4 +1,4 @@
-"""Causal self-attention (seed §1.3–§1.4, §4.1, §5.1), one code path for MHA, GQA and MQA.
+"""Causal self-attention, one code path for MHA, GQA and MQA.
 
     Attention(Q, K, V) = softmax(cap(QKᵀ·s) + M) V,   M_ij = 0 if key j is visible to query i else −∞
 

@@ -1,4 +1,4 @@
-"""Position-wise feed-forward networks (seed §2) and the Mixture-of-Experts FFN (seed §4.2).
+"""Position-wise feed-forward networks and the Mixture-of-Experts FFN.
 
 SwiGLU: W_down(SiLU(x W_gate) ⊙ x W_up) (Shazeer 2020); GeGLU, the same gate with GELU (Shazeer 2020;
 Gemma, with GELU's tanh form). GELU MLP: W_down(GELU(x W_up)) (GPT-2).

@@ -1,4 +1,4 @@
-"""The KV cache (seed §5.2) and the formula for its size (seed §4.1).
+"""The KV cache and the formula for its size.
 
 During generation the keys and values of past tokens never change, so they are kept instead of
 recomputed: each new token costs O(n) attention instead of O(n²). The price is memory:

@@ -1,4 +1,4 @@
-"""Normalization layers of a pre-norm block (seed §2): RMSNorm (Zhang & Sennrich 2019) and LayerNorm.
+"""Normalization layers of a pre-norm block: RMSNorm (Zhang & Sennrich 2019) and LayerNorm.
 
 Both compute in float32 and cast back, as the reference implementations do, so bf16/fp16 models keep
 the reference's numbers.

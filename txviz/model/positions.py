@@ -1,4 +1,4 @@
-"""How a decoder knows word order (seed §3): RoPE, ALiBi, learned absolute embeddings, or nothing.
+"""How a decoder knows word order: RoPE, ALiBi, learned absolute embeddings, or nothing.
 
 Every scheme answers the same three questions, so attention never asks which one it has:
   * ``add_to_embeddings(x, positions)``: absolute schemes add a vector per position (GPT-2);
@@ -168,7 +168,7 @@ class LearnedPositions(nn.Module):
 
 
 class NoPositions(nn.Module):
-    """No position signal at all: attention is permutation-equivariant (seed §3.1); only the causal
+    """No position signal at all: attention is permutation-equivariant; only the causal
     mask breaks the symmetry."""
 
     def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""The decoder (seed §2, §7): embeddings → L pre-norm blocks → final norm → logits.
+"""The decoder: embeddings → L pre-norm blocks → final norm → logits.
 
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
     h = x + PostNorm(Attention(Norm(x)));   y = h + PostNorm(FFN(Norm(h)))   (``sandwich_norm``, Gemma 2/3)

@@ -1,7 +1,7 @@
 """The built-in coreference set: a small seeded generator and its output, assets/coref/agreement.jsonl.
 
 A causal model at the pronoun sees only the words before it, so every case is decidable from the
-left context by agreement alone (seed §1.1's "it" example needs world knowledge; these do not):
+left context by agreement alone (the tutorial's "it" example needs world knowledge; these do not):
 
 * ``gender``: he/she/him/her with two people of different gender (names or nouns such as "aunt").
 * ``number``: it/they with a singular and a plural object.

@@ -1,6 +1,6 @@
-"""Coreference heads: which heads look from a pronoun back to its antecedent (seed §1.1, §1.4).
+"""Coreference heads: which heads look from a pronoun back to its antecedent.
 
-In the spirit of Clark et al. 2019, "What does BERT look at?" (§5, coreference): for each labeled
+In the spirit of Clark et al. 2019, "What does BERT look at?" (their coreference study): for each labeled
 case read the attention row of the pronoun in every head, sum it over each candidate's tokens, and
 let the head "predict" the candidate with the most mass. A head's accuracy is the fraction of cases
 it gets right (a tie is wrong); its margin is the mean of mass(answer) − max mass(other candidates).

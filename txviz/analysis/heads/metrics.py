@@ -1,4 +1,4 @@
-"""Per-head summaries of attention patterns (seed §1.4: heads specialize).
+"""Per-head summaries of attention patterns (heads specialize).
 
 Every metric is computed from attention probabilities ``probs`` (L, H, T, S) with S == T (one
 sequence, no cache) and averaged over the query rows where it is defined:

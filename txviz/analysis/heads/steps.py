@@ -1,5 +1,5 @@
 """Attention for one head, step by step on the real tensors, in the order the layer runs them
-(seed §1.3, §5.1; txviz.model.attention):
+(txviz.model.attention):
 
     S = Q Kᵀ  →  S · s  →  cap(S)  →  + M  →  softmax  →  · V
 

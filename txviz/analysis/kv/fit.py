@@ -1,7 +1,7 @@
-"""Whether a model fits a GPU (seed §5.2): the longest context whose KV cache fits beside the weights
-(``max_context``), the longest whose whole bill (weights + KV cache + activations) fits
-(``longest_context``), and, in the calculator's terms, the attention kind to show and the one context
-length at which the bill is summed up (``fit``)."""
+"""Whether a model fits a GPU: the longest context whose KV cache fits beside the weights (``max_context``),
+the longest whose whole bill (weights + KV cache + activations) fits (``longest_context``), and, in the
+calculator's terms, the attention kind to show and the one context length at which the bill is summed up
+(``fit``)."""
 
 from __future__ import annotations
 

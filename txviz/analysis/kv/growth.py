@@ -1,4 +1,4 @@
-"""The real KV cache while generating, against its formula (seed §4.1): at every step the bytes the
+"""The real KV cache while generating, against its formula: at every step the bytes the
 cache held, what 2 × L × H_kv × d_head × T × bytes per element gives for the same T, and how many
 tokens each layer held (a sliding-window layer keeps only its window)."""
 

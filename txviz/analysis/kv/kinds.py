@@ -1,4 +1,4 @@
-"""MHA / GQA / MQA across models of any size, side by side (seed §4.1, Ainslie et al. 2023; Shazeer
+"""MHA / GQA / MQA across models of any size, side by side (Ainslie et al. 2023; Shazeer
 2019): the two pretrained models txviz runs (SmolLM2-135M, GQA with 9 query heads on 3 KV heads;
 Gemma 3 270M, MQA with 4 on 1, and sliding windows on 15 of its 18 layers) beside the zoo's tiny
 variants trained here. Bytes per token are measured on a real KVCache of each model's shape

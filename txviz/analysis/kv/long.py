@@ -1,4 +1,4 @@
-"""The real KV cache over a long generation, for models side by side (seed §4.1, §5.2): a KVCache of
+"""The real KV cache over a long generation, for models side by side: a KVCache of
 the model's own shape is filled chunk by chunk through ``update`` (the path decoding takes, keys and
 values of the right shape; their values do not change a buffer's size), and after every chunk the bytes
 its buffers hold and the tokens each layer keeps are read back, beside ``kv_cache_bytes``' formula.

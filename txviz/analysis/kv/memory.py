@@ -1,5 +1,5 @@
-"""How much memory a model needs to serve (seed §4.1, §5.2, §6), in bytes: weights, the KV cache,
-activations, and the bill of all three at a context length; with FLOPs per token. The model is a
+"""How much memory a model needs to serve, in bytes: weights, the KV cache, activations, and the bill of all
+three at a context length; with FLOPs per token. The model is a
 ``txviz.analysis.kv.memory_model.MemoryModel`` (or a ModelConfig); whether the bill fits a GPU is
 ``txviz.analysis.kv.fit``'s.
 
@@ -80,7 +80,7 @@ def weight_bytes(spec: Spec, weight_dtype: str = "bf16") -> int:
 
 
 def token_flops(spec: Spec, context: int) -> int:
-    """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020, §2.1): 2 per matrix weight
+    """Forward FLOPs of one token at position ``context`` (Kaplan et al. 2020): 2 per matrix weight
     it multiplies (its active parameters less looked-up tables, norm weights and biases) plus
     2·H·(d_qk + d_v) per position each layer attends to (its window, if any): the scores and the
     weighted values. For a config of a family txviz runs, read by txviz.geometry, this equals

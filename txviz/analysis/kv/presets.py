@@ -1,4 +1,4 @@
-"""Published models for the memory calculators (seed §4.1, §5.2): the shapes that set the KV cache.
+"""Published models for the memory calculators: the shapes that set the KV cache.
 
 Plain data, one entry per model, with where each number came from. ``n_params`` is the exact sum of
 parameter shapes of the Hugging Face checkpoint's ``config.json``: for the models txviz can describe

@@ -1,4 +1,4 @@
-"""Counterfactual KV sharing on a loaded model (seed §4.1): what if it had more or fewer KV heads?
+"""Counterfactual KV sharing on a loaded model: what if it had more or fewer KV heads?
 
 ``to_mha`` gives every query head its own copy of its group's K/V projection: the same function,
 logits unchanged, a cache n_heads/n_kv_heads times larger. ``to_kv_groups`` regroups the heads the way

@@ -1,4 +1,4 @@
-"""Cached against uncached decoding (seed §4.1): the measured time per new token of both runs, and
+"""Cached against uncached decoding: the measured time per new token of both runs, and
 what both are expected to take from their FLOPs (txviz.limits) before they run."""
 
 from __future__ import annotations

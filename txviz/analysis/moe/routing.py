@@ -1,4 +1,4 @@
-"""Mixture of Experts, measured (seed §4.2): where a router sends tokens, how evenly, and what the
+"""Mixture of Experts, measured: where a router sends tokens, how evenly, and what the
 experts cost.
 
 A MoE layer scores every expert with a linear router, keeps the top k and mixes their outputs:

@@ -1,2 +1,2 @@
-"""Positions measured on a loaded model (seed §3): RoPE, ALiBi, learned and no positions, and
+"""Positions measured on a loaded model: RoPE, ALiBi, learned and no positions, and
 RoPE per layer kind."""

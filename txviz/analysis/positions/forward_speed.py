@@ -2,7 +2,7 @@
 cost per pass (on a busy CPU each of a forward's few hundred small ops can wait for a time slice,
 whatever the length) plus the pass's FLOPs at a rate. A rate read from one short pass alone counts
 that fixed cost as slow compute and scales it up with the length: a 64-token pass made a 512-token
-scoring look 5× slower than it ran (QA, session 13)."""
+scoring look 5× slower than it ran."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Positions measured on a loaded model (seed §3).
+"""Positions measured on a loaded model.
 
 * the RoPE angle table m·θ_i the model really uses, the wavelength 2π/θ_i of each pair, and the
   path of one real query pair as its position changes;
@@ -12,7 +12,7 @@
 * no positions: the causal mask alone still tells a query how many tokens precede it (a query at i
   sees i + 1 keys), so a head that spreads its attention has entropy up to log(i + 1) (Haviv et al.
   2022, "Transformer Language Models without Positional Encodings Still Learn Positional Information");
-* permutation (seed §3.1): without positions, layer 0's scores of a shuffled prompt are the same set.
+* permutation: without positions, layer 0's scores of a shuffled prompt are the same set.
 
 ``SECTIONS`` names what the Positions page shows for each scheme: only what the model uses, plus
 ALiBi as a labelled what-if on a RoPE model.

@@ -1,6 +1,6 @@
-"""Design tradeoffs (seed §0, §6), each as a formula on any ModelConfig; what the lab's zoo of tiny
-trained variants measured is read by ``txviz.analysis.tradeoffs.zoo_results``, and how far its losses can
-be trusted by ``txviz.analysis.tradeoffs.noise``.
+"""Design tradeoffs, each as a formula on any ModelConfig; what the lab's zoo of tiny trained variants
+measured is read by ``txviz.analysis.tradeoffs.zoo_results``, and how far its losses can be trusted by
+``txviz.analysis.tradeoffs.noise``.
 
 (a) depth vs width: configs of equal non-embedding parameters (Kaplan et al. 2020's N) at several
     depths, with their FLOPs and KV bytes per token.

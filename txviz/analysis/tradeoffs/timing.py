@@ -1,6 +1,6 @@
 """Two tradeoffs measured on the machine txviz runs on, not quoted from papers.
 
-FlashAttention (seed §6; Dao et al. 2022): the naive attention of seed §1.3 materializes the T×T
+FlashAttention (Dao et al. 2022): the naive attention of the tutorial materializes the T×T
 score matrix (and its masked and softmaxed copies) before multiplying by V; an IO-aware kernel works
 through tiles of keys with a running softmax and never holds the whole matrix. Same mathematics, so
 the same outputs (checked with ``assert_close`` on every length), different time and memory.
@@ -13,7 +13,7 @@ allocated before the call; on the CPU the allocator's own allocation and free ev
 taken. Both count the output too. The analytic size of one B×H×T×T score matrix is reported beside
 them, labelled as such.
 
-Why transformers replaced RNNs (seed §0): a recurrent model must read token t before token t+1. A
+Why transformers replaced RNNs: a recurrent model must read token t before token t+1. A
 decoder can do the same (one token at a time, carrying its KV cache the way an RNN carries its
 hidden state), or read all T tokens in one parallel pass. Both give the same last logits (checked);
 the parallel pass is what makes training on long sequences fast.
@@ -39,7 +39,8 @@ _PROFILER = threading.Lock()  # one torch.profiler session per process: two at o
 
 # ---- FlashAttention vs naive ----------------------------------------------------------------------
 def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Seed §1.3 with a causal mask: (B, H, T, D) each → (B, H, T, D), the T×T scores materialized."""
+    """The tutorial's attention formula with a causal mask: (B, H, T, D) each → (B, H, T, D), the T×T
+    scores materialized."""
     t = q.shape[-2]
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
     future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
