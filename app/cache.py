@@ -47,9 +47,9 @@ __all__ = [  # what the pages call
     # heads
     "get_induction_scores", "coref_kept", "coref_seconds", "get_coref_evaluation",
     "head_maps_blob",
-    # the real models side by side (issue 15)
+    # the real models side by side
     "long_cache", "kind_rows",
-    # which heads cause the answer (issue 13)
+    # which heads cause the answer
     "causal_estimate", "causal_kept", "get_causal_report",
     # positions
     "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
@@ -281,7 +281,7 @@ def _timed(kind: str, source: str, n_tokens: int, passes: float, compute: Callab
     return run
 
 
-# ---- which heads cause the answer (issue 13) ----------------------------------------------------------
+# ---- which heads cause the answer -----------------------------------------------------------------------
 def causal_estimate(source: str, request: CausalRequest) -> limits_.Estimate:
     """What the causal run of ``request`` would take, its time measured here now (app/services/run_time.py),
     or PromptError (unequal token lengths, a word the vocabulary lacks, a budget too small) saying what to change."""
@@ -473,7 +473,7 @@ def measure(key: tuple, run: Callable[[Callable[[float, str], None]], object], l
     return _shared("measurements").get(key, compute)
 
 
-# ---- the real models side by side (issue 15) ------------------------------------------------------
+# ---- the real models side by side -----------------------------------------------------------------------
 @st.cache_data(show_spinner="Filling the real caches…", max_entries=16)
 def long_cache(config: ModelConfig, n_tokens: int) -> LongCache:
     """A KVCache of ``config``'s shape filled to ``n_tokens`` and read back after every chunk."""

@@ -1,4 +1,4 @@
-"""The block page's tables (seed §2, §7): the steps of one block with their shapes and sizes, and the
+"""The block page's tables: the steps of one block with their shapes and sizes, and the
 logit lens's top tokens after every layer. Pure: no streamlit."""
 
 from __future__ import annotations

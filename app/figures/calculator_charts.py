@@ -1,4 +1,4 @@
-"""The memory calculator's figures (seed §5.2), from a memory_model.MemoryModel and the chosen settings:
+"""The memory calculator's figures, from a memory_model.MemoryModel and the chosen settings:
 the whole bill against the GPU, the KV cache of each attention kind, weights by dtype, memory by
 batch. Pure: no streamlit; sizes in GiB."""
 

@@ -1,6 +1,6 @@
-"""Figures of the causal tests (issue 13): per-head effects as layers × heads grids, the residual
-stream's patching grid as layers × positions, and one head's maps on a prompt pair beside their
-difference. Pure functions (no streamlit), tested on their figure data.
+"""Figures of the causal tests (which heads cause the answer): per-head effects as layers × heads
+grids, the residual stream's patching grid as layers × positions, and one head's maps on a prompt
+pair beside their difference. Pure functions (no streamlit), tested on their figure data.
 
 Effects are signed (a patch can raise or lower the logit difference), so the grids use a diverging
 scale centred on zero: white means "no effect", whatever the sign of the largest one.

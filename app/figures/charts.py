@@ -42,7 +42,7 @@ def unvalidated(data: list[dict], layout: dict) -> go.Figure:
 
 # Streamlit's plotly theme sends colours #000001–#000040 as placeholders and its front end replaces every
 # occurrence in the figure's JSON with a theme colour (streamlit/elements/lib/streamlit_plotly_theme.py):
-# Magma and Inferno start at #000004, which came out pink (QA2 finding 3). Written as rgb(), a colour is
+# Magma and Inferno start at #000004, which came out pink on the block page. Written as rgb(), a colour is
 # the same and no longer matches.
 STREAMLIT_PLACEHOLDERS = frozenset(f"#0000{n:02d}" for n in range(1, 41))
 

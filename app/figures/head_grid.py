@@ -1,7 +1,8 @@
 """What the head grid component (app/components/head_grid) draws: every head of the model as a cell of a
 layers × heads grid, coloured by one metric on the Viridis scale, grey where the metric is undefined for
-the prompt, the page's head outlined (issue 14: as a plotly chart of 270 bars the grid was drawn anew,
-from an empty element, on every rerun whose figure changed: every new prompt and every head switch).
+the prompt, the page's head outlined (a component, because as a plotly chart of 270 bars the grid was
+drawn anew, from an empty element, on every rerun whose figure changed: every new prompt and every head
+switch).
 Each cell's colour and hover text are made here, so the browser only paints. Pure, no Streamlit."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The "test it" run of the Heads page (issue 13): for a sentence + completion, its counterfactual and
-two candidate words, the causal report of txviz.causal (DLA, mean ablation and patching per head, the
-attention margin, attribution patching and how far it agrees, the residual grid), checked against the
-limits first and run step by step under the caller's progress callback. Never imports Streamlit.
+"""The "test it" run of the Heads page, which heads cause the answer: for a sentence + completion, its
+counterfactual and two candidate words, the causal report of txviz.causal (DLA, mean ablation and
+patching per head, the attention margin, attribution patching and how far it agrees, the residual grid),
+checked against the limits first and run step by step under the caller's progress callback. Never
+imports Streamlit.
 
 The same pieces and arguments as ``txviz.causal.report.patch_report`` (what ``txviz patch`` prints), so
 the page and the command line give the same numbers for the same inputs.

@@ -1,4 +1,4 @@
-"""Attention page (seed §1–§2): every head of the loaded model on your prompt."""
+"""Attention page: every head of the loaded model on your prompt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The prompt-pair view (issue 13): the chosen head's map on the prompt and on a second prompt of the
+"""The prompt-pair view: the chosen head's map on the prompt and on a second prompt of the
 same token length, side by side with their difference. Attention is where a head looks; what changes
 between two prompts that differ in one word shows what that word changes in it (and what a causal
 model cannot change: rows before the word are identical)."""

@@ -1,4 +1,4 @@
-"""One block, end to end (seed §2, §7): shapes through a real decoder block, the residual stream's
+"""One block, end to end: shapes through a real decoder block, the residual stream's
 size across layers, and what the model would predict if it stopped after each layer."""
 
 from __future__ import annotations

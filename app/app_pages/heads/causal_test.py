@@ -1,4 +1,4 @@
-"""The "Test it (causal)" section of the Coreference tab (issue 13): the marked sentence against a
+"""The "Test it (causal)" section of the Coreference tab: the marked sentence against a
 counterfactual the app proposes to flip the answer (the deciding word swapped, big ⇄ small, else the
 pronoun's gender, she ⇄ he; only when neither exists the candidates swapped, which says what it tests),
 both with the completion, run on a button and kept for every session; the results are drawn by

@@ -1,4 +1,4 @@
-"""Heads page (seed §1.1, §1.4): detectors for known head types, and the heads that resolve pronouns."""
+"""Heads page: detectors for known head types, and the heads that resolve pronouns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The cached vs uncached tab (seed §4.1): time per generated token with the KV cache and recomputing
+"""The cached vs uncached tab: time per generated token with the KV cache and recomputing
 the whole sequence every step. Runs on a click, says beforehand how long, and stops on a click."""
 
 from __future__ import annotations

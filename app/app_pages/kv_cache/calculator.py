@@ -1,4 +1,4 @@
-"""The memory calculator tab (seed §5.2): a published preset or an uploaded config.json, the dtypes,
+"""The memory calculator tab: a published preset or an uploaded config.json, the dtypes,
 batch, GPU and prefill chunk, then what serving the model takes against the GPU. Needs no model."""
 
 from __future__ import annotations

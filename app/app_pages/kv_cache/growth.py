@@ -1,4 +1,4 @@
-"""The cache growth tab (seed §4.1): generate from the prompt and watch the real KV cache fill, layer
+"""The cache growth tab: generate from the prompt and watch the real KV cache fill, layer
 by layer, beside the formula's bytes."""
 
 from __future__ import annotations

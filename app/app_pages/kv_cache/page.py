@@ -1,4 +1,4 @@
-"""KV cache and memory page (seed §4.1, §5.2): what serving a model costs (weights + KV cache +
+"""KV cache and memory page: what serving a model costs (weights + KV cache +
 activations against a GPU), the real cache filling up during generation, cached against uncached
 decoding, and MHA / GQA / MQA tried on the loaded model. Only the open tab runs: the ones that run the
 model compute when opened, and the long sweep says how long it will take and can be stopped."""

@@ -1,4 +1,4 @@
-"""The "Real models side by side" tab (issue 15): SmolLM2 (GQA, every layer keeps every token) and
+"""The "Real models side by side" tab: SmolLM2 (GQA, every layer keeps every token) and
 Gemma 3 270M (MQA; 15 sliding layers keep their last 512 tokens, 3 global layers keep all) with their
 real KVCache buffers filled over a long generation, measured after every chunk, beside the formula."""
 

@@ -1,4 +1,4 @@
-"""The sharing KV heads tab (seed §4.1, Ainslie et al. 2023): the loaded model with more or fewer KV
+"""The sharing KV heads tab (Ainslie et al. 2023): the loaded model with more or fewer KV
 heads, measured on a shipped text; then which layers can share (layer_sweep)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def draw(source, loaded) -> None:
         st.warning(plain(error))
         return
     used = report.n_predictions + 1  # the text's tokens that were run (each but the last predicts the next)
-    if used < text_tokens:  # finding 8 of QA2: Gemma reads the shipped text as 987 tokens, the zoo holds 128
+    if used < text_tokens:  # fewer than asked: Gemma reads the shipped text as 987 tokens, the zoo holds 128
         why = (f"this model's context holds {used}" if used == config.max_seq_len
                else f"the text is {used} tokens long for this model's tokenizer")
         st.caption(f"Measured on **{used}** tokens, not {text_tokens}: {why}.")

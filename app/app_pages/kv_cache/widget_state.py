@@ -8,7 +8,8 @@ import streamlit as st
 
 def follow(key: str, identity: str, default) -> None:
     """A widget whose options or default come from another input (the model) starts again from
-    ``default`` when that input changes (STYLE 11); call before drawing it, and draw it without a default."""
+    ``default`` when that input changes, so no choice outlives the input it was made for; call before
+    drawing it, and draw it without a default."""
     owner = f"_{key}_follows"
     if st.session_state.get(owner) != identity or st.session_state.get(key) is None:
         st.session_state[key] = default

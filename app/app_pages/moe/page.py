@@ -1,4 +1,4 @@
-"""Mixture of Experts page (seed §4.2): where the router sends each token, how evenly, what the
+"""Mixture of Experts page: where the router sends each token, how evenly, what the
 balancing loss changes, and what the experts cost — on the loaded model if it is a MoE, else on the
 lab zoo's MoE variants. Each tab is drawn by one module of this folder."""
 

@@ -1,4 +1,4 @@
-"""Positions page (seed §3): what the loaded model uses to know word order, measured on it. RoPE
+"""Positions page: what the loaded model uses to know word order, measured on it. RoPE
 models get the angles, the relative property and scaling (plus ALiBi as a labelled what-if); ALiBi
 models their slopes and bias read back from the forward pass; learned models their position table;
 models without positions what the causal mask alone gives. Every model gets the permutation check.

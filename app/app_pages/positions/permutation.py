@@ -1,4 +1,4 @@
-"""The "Permutation" tab (seed §3.1): layer 0's scores of the prompt and of a shuffle of it, as sorted
+"""The "Permutation" tab: layer 0's scores of the prompt and of a shuffle of it, as sorted
 sets, with the model's positions and with them removed: without positions they are the same numbers."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def angles_tab(view: PositionsView) -> None:
 
 def follow_inputs(keys: tuple[str, ...], *inputs) -> None:
     """Widgets whose options come from ``inputs`` (the model, the prompt's tokens) start afresh when
-    those change, instead of keeping a position that now names another token (STYLE 11)."""
+    those change, instead of keeping a position that now names another token."""
     if st.session_state.get(f"{keys[0]}__inputs") != inputs:
         for key in keys:
             st.session_state.pop(key, None)

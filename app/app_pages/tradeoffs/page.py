@@ -1,4 +1,4 @@
-"""Design tradeoffs page (seed §0, §6): each choice as a formula on the loaded model's config, beside
+"""Design tradeoffs page: each choice as a formula on the loaded model's config, beside
 the lab zoo's measured losses, and two measured on this machine (FlashAttention, parallel reading).
 Each group of tabs is drawn by one module of this folder."""
 

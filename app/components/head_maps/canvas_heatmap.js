@@ -1,4 +1,4 @@
-// One head's map drawn on a <canvas> (issue 14): the cells as one ImageData scaled up and the colour bar;
+// One head's map drawn on a <canvas>: the cells as one ImageData scaled up and the colour bar;
 // the title, token labels and axis titles as SVG text over it; the hover text of the plotly figure the view carries (its x and y labels, colour
 // scale, height, axis titles and hovertemplate). It replaced Plotly.react on the plotly package's
 // plotly.min.js, whose second 3.5 MB parse in a page that already holds Streamlit's own copy, and whose

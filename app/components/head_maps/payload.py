@@ -1,4 +1,5 @@
-"""What the head maps component (app/components/head_maps) receives, in two parts (issue 14):
+"""What the head maps component (app/components/head_maps) receives, in two parts, so that a switch
+of head or layer sends no maps again:
 
 - the maps: one binary blob per (prompt, sink, layers sent) — a small JSON header (each layer and
   head's title, colour cap and metrics line) followed by every head of those layers as little-endian

@@ -4,7 +4,7 @@
 It draws the plotly figure ``charts.head_view`` builds (its line traces, with their width, colour and
 hover text, and its two columns of token labels), sent as JSON. Streamlit keys a plotly chart by its
 figure, so the chart it replaced was rebuilt from an empty element on every new prompt, head or query
-token (issue 14: the largest of the page's figure costs in chromium); the component keeps its element
+token (the largest of the page's figure costs in chromium); the component keeps its element
 and redraws in place.
 """
 
