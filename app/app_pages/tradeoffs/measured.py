@@ -1,5 +1,5 @@
 """The tabs measured on this machine, on a click, and kept for every visitor once run: FlashAttention's
-fused kernel against the seed's naive attention, and reading a text in one parallel pass against one
+fused kernel against the tutorial's naive attention, and reading a text in one parallel pass against one
 token at a time."""
 
 from __future__ import annotations
