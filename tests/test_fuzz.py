@@ -254,7 +254,7 @@ def test_any_argv_exits_0_or_2_with_a_message_never_a_traceback(junk, data, monk
                                 st.integers(-3, 3).map(str) | st.sampled_from(VALUES)), max_size=4),
        quick=st.booleans())
 def test_bench_counts_below_1_never_reach_the_benchmark(flags, quick, monkeypatch):
-    """Finding 4 of QA2: ``--tokens -5`` crashed in a worker, ``--tokens 0`` failed after the workers started."""
+    """``--tokens -5`` once crashed in a worker, ``--tokens 0`` failed after the workers started."""
     from txviz.cli import main
 
     monkeypatch.setattr("txviz.bench.runner.run", _bench_parsed_only)

@@ -1,4 +1,4 @@
-"""Generation (seed §5.2): greedy parity with transformers, sampling, stopping, and the cache's memory
+"""Generation: greedy parity with transformers, sampling, stopping, and the cache's memory
 at every step."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The floor app behind ``python -m tests.helpers.bench_floor`` (tests/helpers/floor_app), run by AppTest at
-each level, so that the bound it measures for issue 14 cannot rot: each level draws what its docstring says
-and no more, with the app's own sidebar, trace and layer profile; a new prompt changes the ``heatmap``
-container's text (what the benchmark waits for); an unknown level is refused."""
+each level, so that the bound it measures for the new-prompt target cannot rot: each level draws what its
+docstring says and no more, with the app's own sidebar, trace and layer profile; a new prompt changes the
+``heatmap`` container's text (what the benchmark waits for); an unknown level is refused."""
 
 from __future__ import annotations
 

@@ -133,7 +133,8 @@ def test_app_cache_exports_only_what_it_defines():
 
 
 def test_every_streamlit_cache_lives_in_app_cache():
-    """One module holds every st.cache_* (issue 12): pages and services call it, never decorate."""
+    """One module holds every st.cache_*, so what is kept and for how long is seen in one place: pages and
+    services call it, never decorate."""
     import re
     from pathlib import Path
 

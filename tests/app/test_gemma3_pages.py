@@ -1,4 +1,4 @@
-"""Every page of the app on the real Gemma 3 270M (issue 15), chosen by name as a link would: each page
+"""Every page of the app on the real Gemma 3 270M, chosen by name as a link would: each page
 draws with no exception or error on a short prompt, the sidebar says what the model is, and the tabs
 whose story changes for Gemma (RoPE per layer kind; both real caches side by side; the two real models
 beside the zoo) draw too. The session fetches Gemma 3 once (conftest's ``gemma3_gguf_path``) beside the

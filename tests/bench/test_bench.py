@@ -56,7 +56,7 @@ def test_quick_bench_runs_end_to_end():
     assert parts["tokens"] == 64 and parts["n_layers"] == 2 and parts["fused_s"] > 0
     assert parts["traced_s"] >= parts["softmax_s"] and parts["products_s"] > 0
     assert "Targets, on the CPU-second ratios" in table and "trace / plain forward at 64 tokens" in table
-    # QA2 finding 6: a tiny random model is not judged against the real model's targets, and its layer
+    # a tiny random model is not judged against the real model's targets, and its layer
     # breakdown gets more than --quick's one repeat (one timed a cold kernel)
     assert result["quick"] is True and "not judged under --quick" in table and "MISSED" not in table
     assert kinds["attention"]["repeats"] == runner.ATTENTION_REPEATS and kinds["timing"]["repeats"] == 1
@@ -155,7 +155,7 @@ def test_a_quick_result_is_not_judged_against_the_real_model_s_targets():
 def test_a_layer_bound_above_the_measured_ratio_is_called_disturbed_not_a_bound():
     from txviz.bench.attention import describe
 
-    # QA2 finding 6's cold run: the layer's parts (another process) imply more than the whole measured excess
+    # a cold run seen once: the layer's parts (another process) imply more than the whole measured excess
     cold = {"layer": 0, "tokens": 64, "fused_s": 0.0033, "traced_s": 0.00866, "products_s": 0.00654,
             "softmax_s": 0.00368, "summaries_s": 0.0, "n_layers": 2}
     said = describe(cold, 0.0008, 0.0030)

@@ -1,6 +1,6 @@
 """The Coreference tab in a real browser: click words in the strips, replace the sentence, and the
-marks, the headline and the link follow the new sentence (issue 11, item 1); the query position and
-the model's own answer; a link opens the tab, and its "Test it (causal)" section (issue 13) runs on the
+marks, the headline and the link follow the new sentence; the query position and
+the model's own answer; a link opens the tab, and its "Test it (causal)" section runs on the
 linked trophy sentence against "… too small." and shows the logit differences, the agreement figures and
 the top heads by patching; marks survive a visit to Detectors; a typed sentence ranks the heads from its
 pronoun to its antecedent. Screenshots go to ``TXVIZ_ARTIFACTS``; each step's time and what the causal

@@ -1,4 +1,4 @@
-"""The KV cache & memory page in a real browser: the preset journey of issue 11 (Falcon 7B, MQA, then
+"""The KV cache & memory page in a real browser: the preset journey (Falcon 7B, MQA, then
 Mistral 7B or an uploaded Llama 3 8B config.json) shows the new model's own bytes; a malformed or huge
 config.json gets a message, not a traceback; the page opens on the calculator without running the model; the
 cache growth replays; the per-layer sweep says how long and stops; the live model as MHA holds three times

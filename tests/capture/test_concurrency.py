@@ -1,9 +1,9 @@
 """One model serves every session: traces and generations from many threads at once on the shared
 default model give exactly what they give one at a time.
 
-Sized to the point, not beyond (issue 12): twelve prompts of different lengths and scripts traced once each
-on twelve threads (they used to run twice over: 36 traces, now 24), and generations of 5 tokens (the
-prefill and four cached steps, each step's cache size compared) where 8 were asked for."""
+Sized to the point, not beyond, to keep the fast tier fast: twelve prompts of different lengths and scripts
+traced once each on twelve threads (they used to run twice over: 36 traces, now 24), and generations of 5
+tokens (the prefill and four cached steps, each step's cache size compared) where 8 were asked for."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Per-call capture (STYLE.md habit 7): opt-in, named, validated, immutable, thread-safe, and it never
-changes what the model computes."""
+"""Per-call capture, so that sessions sharing one model never see each other's hooks: opt-in, named,
+validated, immutable, thread-safe, and it never changes what the model computes."""
 
 from __future__ import annotations
 

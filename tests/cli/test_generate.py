@@ -1,5 +1,5 @@
-"""``txviz generate`` past the model's context names the knob to turn (QA2 finding 8: "1 tokens … Shorten it"
-when --max-new-tokens was what was too long)."""
+"""``txviz generate`` past the model's context names the knob to turn (it once said
+"1 tokens … Shorten it" when --max-new-tokens was what was too long)."""
 
 from __future__ import annotations
 

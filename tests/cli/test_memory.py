@@ -1,5 +1,5 @@
 """``txviz memory``: the same answer as the KV page's calculator (txviz.analysis.kv.fit) for the same input
-(QA2 finding 3: the command line said 74,075 tokens fit where the app, counting activations too, said 44,722)."""
+(the command line once said 74,075 tokens fit where the app, counting activations too, said 44,722)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def test_bos_defaults_to_the_app_s_sink_and_auto_follows_the_model_s_own_tokeniz
 
     from txviz.cli.prompts import resolve_bos
 
-    # QA2 finding 7: the default was auto (nothing, for SmolLM2) where the app's sidebar prepends the sink token
+    # the default was once auto (nothing, for SmolLM2) where the app's sidebar prepends the sink token
     default = run(capsys)
     assert default["bos"] == "sink" and default["tokens"][0]["text"] == "<|endoftext|>"
     assert default["heads"] == run(capsys, "--bos", "sink")["heads"]

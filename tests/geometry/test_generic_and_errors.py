@@ -123,7 +123,7 @@ def test_cli_refuses_bad_numbers_with_a_message(capsys, tmp_path, config, argv, 
 @pytest.mark.parametrize("layers,shown", [(1e300, "= 1e+300 is beyond"), (10 ** 400, "= a 401-digit number is"),
                                           (2 ** 31, "= 2,147,483,648 is"), (-4, "between 1 and 1,024, got -4")])
 def test_a_count_out_of_range_is_refused_in_a_few_characters(layers, shown):
-    """QA finding 10: JSON's 1e300 became a 301-digit integer in the refusal; the message keeps its
+    """JSON's 1e300 once became a 301-digit integer in the refusal; the message keeps its
     meaning (the field, the range, the value) at a readable length."""
     with pytest.raises(GeometryError) as refused:
         read_geometry(json.loads(json.dumps({**hf.LLAMA_3_8B, "num_hidden_layers": layers})))

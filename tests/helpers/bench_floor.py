@@ -1,5 +1,5 @@
-"""What bounds the Attention page's new-prompt time (issue 14: a new 64-token prompt, every figure painted,
-≤ 0.7 s): the page against its floor, side by side in one chromium.
+"""What bounds the Attention page's new-prompt time (its target: a new 64-token prompt, every figure
+painted, ≤ 0.7 s): the page against its floor, side by side in one chromium.
 
     python -m tests.helpers.bench_floor [--repeats 5] [--levels sidebar trace chart]
 

@@ -1,7 +1,7 @@
 """Where chromium's time goes when the Attention page takes a new prompt: a Chrome trace of a few new
 64-token prompts, its renderer main thread's self time grouped by what ran (React, other JavaScript,
 style and layout, paint, compositing, canvas), per prompt. The profile behind a missed browser target
-of issue 14 (``python -m tests.helpers.bench_app`` says met or missed; this says what bounds it).
+(``python -m tests.helpers.bench_app`` says met or missed; this says what bounds it).
 
     python -m tests.helpers.chrome_profile --prompts 3 [--trace /tmp/trace.json]
 

@@ -1,5 +1,6 @@
-"""``python -m tests.helpers.hostile_bench``: each numbered case of issue 17 on small files generated here,
-as a user meets it on the command line, and what a concurrent session feels meanwhile.
+"""``python -m tests.helpers.hostile_bench``: each kind of hostile input (huge arrays, counts and sizes,
+chat templates, RoPE scalings that divide by zero, catastrophic regexes, malformed files) on small files
+generated here, as a user meets it on the command line, and what a concurrent session feels meanwhile.
 
 Per case, a fresh process runs ``txviz.cli.main(argv)`` after importing txviz, and reports the seconds
 from the call to its answer, the peak RSS it added over what it had after the imports (MB, from VmHWM
@@ -91,43 +92,46 @@ def worst_prompt() -> str:
     return ("a" * 22 + "b") * (Limits().max_prompt_chars // 23)
 
 
+KINDS = ("huge array", "huge count", "huge size", "template", "rope division", "regex", "malformed")
+
+
 def hostile_cases(folder: Path) -> list[tuple[str, str, list[str], Path | None]]:
-    """(case, what, CLI argv, the file) for each numbered case of the issue."""
+    """(kind, what, CLI argv, the file) for each hostile case, grouped by kind (``KINDS``)."""
     from gguf import GGUFValueType as T
 
     f = folder
     split = {"type": "Split", "pattern": {"Regex": "(a+)+c"}, "behavior": "Isolated", "invert": False}
     info = lambda path: ["info", "--model", str(path)]  # noqa: E731
     files = [
-        ("1", "GGUF array claiming 2^62 items", patch_after(tiny_gguf(f / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)),
-        ("2", "GGUF block_count 10^9", patch_after(tiny_gguf(f / "c2a.gguf"), b"llama.block_count", "<I", 10 ** 9)),
-        ("2", "GGUF expert_count 10^6", tiny_gguf(f / "c2b.gguf", {"{arch}.expert_count": (10 ** 6, T.UINT32)})),
-        ("2", "HF num_hidden_layers 10^9", _hf_huge(f / "c2c")),
-        ("2", "lab n_layers 10^9", _zoo_copy(f / "c2d", {"n_layers": 10 ** 9})),
-        ("3", "GGUF head_dim (key_length) 2^28", patch_after(tiny_gguf(f / "c3a.gguf"), b"llama.attention.key_length", "<I", 1 << 28)),
-        ("3", "GGUF embedding_length 2^31", patch_after(tiny_gguf(f / "c3b.gguf"), b"llama.embedding_length", "<I", 1 << 31)),
-        ("5", "yarn with rope_theta 1", tiny_gguf(f / "c5a.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
-                                                                 "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
-                                                                 "{arch}.rope.scaling.original_context_length": (16, T.UINT32)},
-                                                  rope_theta=1.0)),
-        ("5", "yarn beta_fast 1e-320", tiny_gguf(f / "c5b.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
-                                                                 "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
-                                                                 "{arch}.rope.scaling.original_context_length": (16, T.UINT32),
-                                                                 "{arch}.rope.scaling.yarn_beta_fast": (1e-320, T.FLOAT64)})),
-        ("7", "GGUF tensor offset 2^64-32", wrap_first_offset(tiny_gguf(f / "c7a.gguf"))),
-        ("7", "GGUF token list given as a string", _tokens_as_string(f / "c7b.gguf")),
+        ("huge array", "GGUF array claiming 2^62 items", patch_after(tiny_gguf(f / "c1.gguf"), b"test.items", "<Q", 2 ** 62, 8)),
+        ("huge count", "GGUF block_count 10^9", patch_after(tiny_gguf(f / "c2a.gguf"), b"llama.block_count", "<I", 10 ** 9)),
+        ("huge count", "GGUF expert_count 10^6", tiny_gguf(f / "c2b.gguf", {"{arch}.expert_count": (10 ** 6, T.UINT32)})),
+        ("huge count", "HF num_hidden_layers 10^9", _hf_huge(f / "c2c")),
+        ("huge count", "lab n_layers 10^9", _zoo_copy(f / "c2d", {"n_layers": 10 ** 9})),
+        ("huge size", "GGUF head_dim (key_length) 2^28", patch_after(tiny_gguf(f / "c3a.gguf"), b"llama.attention.key_length", "<I", 1 << 28)),
+        ("huge size", "GGUF embedding_length 2^31", patch_after(tiny_gguf(f / "c3b.gguf"), b"llama.embedding_length", "<I", 1 << 31)),
+        ("rope division", "yarn with rope_theta 1", tiny_gguf(f / "c5a.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
+                                                                             "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
+                                                                             "{arch}.rope.scaling.original_context_length": (16, T.UINT32)},
+                                                              rope_theta=1.0)),
+        ("rope division", "yarn beta_fast 1e-320", tiny_gguf(f / "c5b.gguf", {"{arch}.rope.scaling.type": ("yarn", T.STRING),
+                                                                             "{arch}.rope.scaling.factor": (4.0, T.FLOAT32),
+                                                                             "{arch}.rope.scaling.original_context_length": (16, T.UINT32),
+                                                                             "{arch}.rope.scaling.yarn_beta_fast": (1e-320, T.FLOAT64)})),
+        ("malformed", "GGUF tensor offset 2^64-32", wrap_first_offset(tiny_gguf(f / "c7a.gguf"))),
+        ("malformed", "GGUF token list given as a string", _tokens_as_string(f / "c7b.gguf")),
     ]
     cases = [(case, what, info(path), path) for case, what, path in files]
     for what, template in (("chat template 7 ** 11529602", "{{ (7 ** 11529602) > 0 }}"),
                            ("chat template [0]*200000000", "{{ ([0]*200000000)|length }}")):
         path = _with_template(f / f"c4{len(cases)}.gguf", template)
-        cases.append(("4", what, ["generate", "--model", str(path), "--prompt", "hi", "--chat", "--max-new-tokens", "1"], path))
+        cases.append(("template", what, ["generate", "--model", str(path), "--prompt", "hi", "--chat", "--max-new-tokens", "1"], path))
     regex = _zoo_copy(f / "c6", pre_tokenizer=split)
-    cases.append(("6", "tokenizer.json (a+)+c, 100k-char worst prompt",
+    cases.append(("regex", "tokenizer.json (a+)+c, 100k-char worst prompt",
                   ["trace", "--model", str(regex), "--prompt", worst_prompt()], regex))
-    cases.append(("7", "bench --model /nonexistent/x.gguf", ["bench", "--model", "/nonexistent/x.gguf"], None))
-    cases.append(("7", "memory --gpu-gib 1e300", ["memory", "--preset", "gpt2", "--gpu-gib", "1e300"], None))
-    cases.append(("7", "NaN flipped into the fp32 cache copy", ["generate", "--prompt", "hi", "--max-new-tokens", "1"],
+    cases.append(("malformed", "bench --model /nonexistent/x.gguf", ["bench", "--model", "/nonexistent/x.gguf"], None))
+    cases.append(("malformed", "memory --gpu-gib 1e300", ["memory", "--preset", "gpt2", "--gpu-gib", "1e300"], None))
+    cases.append(("malformed", "NaN flipped into the fp32 cache copy", ["generate", "--prompt", "hi", "--max-new-tokens", "1"],
                   _flipped_copy_home(f)))
     return cases
 
@@ -287,7 +291,7 @@ def session_slowdown(cases: list[tuple], benign: list[tuple], repeats: int = 100
 def markdown(rows: list[dict], slowdown: dict, load: tuple[float, float, float]) -> str:
     lines = ["| case | hostile input | s to the answer | peak extra RSS MB | exit | traceback | what the user reads |",
              "|---|---|---|---|---|---|---|"]
-    for row in sorted(rows, key=lambda row: row["case"]):
+    for row in sorted(rows, key=lambda row: KINDS.index(row["case"])):
         said = row["last_line"].replace("|", "\\|")
         lines.append(f"| {row['case']} | {row['what']} | {row['seconds']} | {row['extra_rss_mb']} "
                      f"| {row['status']} | {'yes' if row['traceback'] else 'no'} | {said[:110]} |")

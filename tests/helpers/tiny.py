@@ -1,6 +1,7 @@
 """Tiny configs, randomly initialized models and small reference implementations shared by the tests.
 
-The variants cover every choice a ModelConfig offers (STYLE.md habit 9), each small enough that a
+The variants cover every choice a ModelConfig offers, so a test parametrized over them meets
+every code path, each small enough that a
 forward pass takes milliseconds on a CPU.
 """
 
@@ -53,7 +54,7 @@ def random_ids(config: ModelConfig, n_tokens: int, seed: int = 0, batch: int = 1
 
 
 def rotate_pairs_reference(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """RoPE written as the seed's 2×2 rotation R(m·θ_i) on each pair (x_i, x_{i+D/2}), in float64.
+    """RoPE written as the tutorial's 2×2 rotation R(m·θ_i) on each pair (x_i, x_{i+D/2}), in float64.
 
     x (..., T, D), positions (T,), inv_freq (D/2,). An independent check of the rotate-half code.
     """

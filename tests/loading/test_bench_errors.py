@@ -1,4 +1,4 @@
-"""``txviz bench`` on a model it cannot load (issue 17 §7): a missing path or a broken file is one line
+"""``txviz bench`` on a model it cannot load: a missing path or a broken file is one line
 ``txviz: error: …`` and exit status 2, never a worker's traceback wrapped in a RuntimeError."""
 
 from __future__ import annotations

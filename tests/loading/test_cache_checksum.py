@@ -1,4 +1,4 @@
-"""The float32 copy of a GGUF kept in TXVIZ_HOME carries the sha256 of its weights (issue 17 §7): bytes
+"""The float32 copy of a GGUF kept in TXVIZ_HOME carries the sha256 of its weights: bytes
 flipped on disk are caught when the copy is read, the copy is discarded with a warning and rebuilt from
 the GGUF, and the model's logits are the GGUF's own, never NaN."""
 

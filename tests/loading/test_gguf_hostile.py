@@ -1,4 +1,4 @@
-"""Hostile GGUF files (issue 17 §1–3, §7): numbers that would size huge structures, an array that claims
+"""Hostile GGUF files: numbers that would size huge structures, an array that claims
 2^62 items, a tensor offset that wraps. Each is refused with one clear line, quickly and in little memory,
 before any module, RoPE table or per-layer list is built from the file's numbers. The files are tiny
 real ones with a few bytes changed, as an attacker would make them."""
@@ -121,7 +121,7 @@ def test_two_tensors_sharing_bytes_are_refused(llama):
      "low_freq_factor < high_freq_factor"),
 ])
 def test_rope_scalings_that_would_divide_by_zero_are_config_errors(scaling, theta, match):
-    """Issue 17 §5: these raised ZeroDivisionError / OverflowError from inside the RoPE formulas."""
+    """These once raised ZeroDivisionError / OverflowError from inside the RoPE formulas."""
     from txviz.config import ConfigError
 
     head_dim = 2 if scaling["kind"] == "ntk" else 16
@@ -170,7 +170,7 @@ def _as_one_string(key: str):
     ("add_token_scores", "tokenizer.ggml.scores"),
 ])
 def test_a_string_where_a_tokenizer_list_belongs_is_refused(tmp_path, monkeypatch, method, key):
-    """Issue 17 §7: ``list("abc")`` would make a vocabulary of the string's characters."""
+    """``list("abc")`` would make a vocabulary of the string's characters."""
     import gguf
 
     config = tiny()

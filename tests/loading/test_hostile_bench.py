@@ -1,4 +1,4 @@
-"""The issue 17 measurement script (tests/helpers/hostile_bench.py) keeps working: one generated hostile
+"""The hostile-input measurement script (tests/helpers/hostile_bench.py) keeps working: one generated hostile
 file and one bad command line go through its per-case runner, which reports the user's line, no
 traceback and a small peak; a deliberate traceback is seen as one."""
 

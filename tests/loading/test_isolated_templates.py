@@ -1,4 +1,4 @@
-"""Chat templates run in a capped child process: the hostile templates of issue 17 (§4) are refused or
+"""Chat templates run in a capped child process: hostile templates (huge powers, huge lists) are refused or
 stopped with one clear line, quickly, and a normal template still renders."""
 
 from __future__ import annotations

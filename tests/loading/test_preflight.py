@@ -1,4 +1,4 @@
-"""The discovery check (txviz.loading.preflight, issue 17): each model file the app offers is judged by its
+"""The discovery check (txviz.loading.preflight): each model file the app offers is judged by its
 header alone, parsed in a capped child process. A broken file gets a one-line reason quickly and in
 little memory; a good one passes; the verdict is kept per (path, size, mtime); a file that exhausts the
 child's limits is broken for that reason, and condemns no other file checked with it."""

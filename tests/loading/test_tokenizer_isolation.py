@@ -1,4 +1,4 @@
-"""Tokenizing a user's text with a file's own regexes (issue 17 §6): the Rust engine's retry limit stops
+"""Tokenizing a user's text with a file's own regexes: the Rust engine's retry limit stops
 one catastrophic match attempt, not many attempts each just under it, and the prompt cap does not help
 (100 characters already take seconds). Such tokenizers encode in a capped child process: the worst input
 at the longest prompt is refused within the child's limit while other threads keep running, and every

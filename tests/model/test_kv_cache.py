@@ -1,5 +1,5 @@
-"""The KV cache (seed §5.2): cached decoding equals full recomputation, and its memory is what the
-formula says (seed §4.1), measured on the real buffers."""
+"""The KV cache: cached decoding equals full recomputation, and its memory is what the
+formula says, measured on the real buffers."""
 
 from __future__ import annotations
 

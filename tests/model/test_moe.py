@@ -1,4 +1,4 @@
-"""Mixture of Experts (seed §4.2): y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x), checked through the
+"""Mixture of Experts: y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x), checked through the
 captured router_logits / router_probs / expert_ids / expert_gates and against a dense FFN."""
 
 from __future__ import annotations

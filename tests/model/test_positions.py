@@ -1,5 +1,5 @@
-"""Positions (seed §3): RoPE's relative property and scaling variants against transformers, ALiBi's
-slopes and bias against Press et al. (2022), and why position must be injected at all (§3.1)."""
+"""Positions: RoPE's relative property and scaling variants against transformers, ALiBi's
+slopes and bias against Press et al. (2022), and why position must be injected at all."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_traced_alibi_bias_is_minus_slope_times_distance(n_heads):
         assert torch.isneginf(added[layer, 0][:, ~visible]).all()
 
 
-# ---- why positions are needed (seed §3.1) -------------------------------------------------------
+# ---- why positions are needed -------------------------------------------------------
 def position_aware_scores(tr) -> torch.Tensor:
     """Layer-0 scores of head-sequence 0 before the causal mask, with any positional bias: (H, T, T)."""
     scores = tr["attn_logits"][0, 0]

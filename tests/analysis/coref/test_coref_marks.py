@@ -64,7 +64,7 @@ CATAPHORA = "When she finally arrived, Mary thanked John for waiting."
     (MARY + " Later John smiled.", "she", ["Mary", "station", "John"], "“John” comes after “she”."),
 ])
 def test_candidates_after_the_pronoun_are_refused_by_name(text, pronoun, candidates, said):
-    """QA finding 2: a causal model's row at the pronoun gives a later word attention 0 in every head."""
+    """Refused because a causal model's row at the pronoun gives a later word attention 0 in every head."""
     words = [w.text for w in sentence_words(text)]
     marked = [len(words) - 1 - words[::-1].index(c) if c == "John" else words.index(c) for c in candidates]
     with pytest.raises(ValueError, match="cannot see a later word") as refused:

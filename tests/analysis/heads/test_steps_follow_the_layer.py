@@ -1,5 +1,5 @@
 """The step-by-step recomputation follows each layer as the model runs it: the layer's own query scale,
-its attention soft-cap and its mask (sliding window, ALiBi), on tiny random models (QA2 finding 2)."""
+its attention soft-cap and its mask (sliding window, ALiBi), on tiny random models."""
 
 from __future__ import annotations
 

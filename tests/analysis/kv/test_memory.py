@@ -1,4 +1,4 @@
-"""Memory formulas against real tensors and published figures (seed §4.1, §5.2), parameter counts
+"""Memory formulas against real tensors and published figures, parameter counts
 against real Decoders, and the KV-sharing counterfactuals (to_mha, to_kv_groups) on tiny models."""
 
 from __future__ import annotations
@@ -441,7 +441,7 @@ def test_to_mha_keeps_the_default_models_logits(default_model):
     assert count_params(default_model.config) == default_model.n_params == preset("smollm2-135m").n_params
 
 
-# ---- the whole bill: weights + KV cache + activations (issue 11 item 12) ----------------------------------
+# ---- the whole bill: weights + KV cache + activations ---------------------------------------------------
 def test_llama_2_7b_fp16_bill_by_hand_from_its_config_json():
     from tests.helpers.published_hf_configs import LLAMA_2_7B as c
 

@@ -2,7 +2,7 @@
 
 Streamlit sends its theme's colours as #000001–#000040 and its front end replaces every occurrence in a
 figure's JSON (``replaceAll`` in PlotlyChart.js), so a colour scale with such a stop is repainted: Magma's
-#000004 came out pink on the block page (QA2 finding 3). The app's own charts are gathered from every
+#000004 came out pink on the block page. The app's own charts are gathered from every
 page and every tab, opened through AppTest on the tiny SmolLM2 stand-in; the theme's template, where the
 placeholders belong, is left out."""
 

@@ -146,7 +146,7 @@ def test_undefined_metrics_are_blank_with_a_reason(new_app):
 
 def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
     """OpenMP's barriers wait for descheduled threads: under load the page's trace runs on one thread
-    (issue 14: a 64-token trace took 7.1 s on 2 threads, 0.64 s on one, at load 10 on 2 cores)."""
+    (a 64-token trace took 7.1 s on 2 threads, 0.64 s on one, at load 10 on 2 cores)."""
     import torch
 
     from app.services import threads

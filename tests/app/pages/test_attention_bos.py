@@ -1,5 +1,5 @@
 """The Attention page warns when the sidebar puts nothing before the prompt of a model whose own tokenizer
-always starts with BOS (QA finding 9: only the Heads page did), with the same words
+always starts with BOS (once only the Heads page did), with the same words
 (app.ui.widgets.missing_bos_warning), and the warning goes when a first token is put back. On a tiny
 Gemma-3-shaped GGUF under Gemma 3 270M's file name, whose tokenizer says add_bos_token as Gemma's does."""
 

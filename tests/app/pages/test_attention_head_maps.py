@@ -1,4 +1,4 @@
-"""The Attention page's head maps component (issue 14) through AppTest, on the zoo's tiny dense model:
+"""The Attention page's head maps component through AppTest, on the zoo's tiny dense model:
 what the browser gets is every head of every layer (they fit the byte budget), equal to the model's own
 maps to float16 rounding, with each head's title and metrics; the maps' message is the same on every
 rerun of a prompt (a head or layer change sends only the small view); past the budget the page's layer

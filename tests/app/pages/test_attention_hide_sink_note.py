@@ -1,5 +1,5 @@
 """Hide sink with nothing before the prompt drops the prompt's first word, not a sink token: the page
-says so under the map, only while both are chosen (QA2 finding 4). On the zoo's dense base model."""
+says so under the map, only while both are chosen. On the zoo's dense base model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Attention page's step-by-step follows the layer as the model runs it (QA2 finding 2): on the zoo's
+"""The Attention page's step-by-step follows the layer as the model runs it: on the zoo's
 base model given a query scale, a soft-cap and sliding layers (window 4 on layers 0 and 2), it names the
 scale used, shows the soft-cap as a step of its own, draws the window in the mask, and its weights equal
 the model's own map; the zoo model as shipped (1/√d_k, no cap, no window) shows no soft-cap step."""

@@ -65,7 +65,7 @@ def test_a_zoo_mixture_shows_its_experts_and_top_k():
 
 
 def test_gemma_s_block_table_has_the_sandwich_norms_rows_and_names_qk_norm(gemma_home):
-    """QA2 finding 1: the post-norms have rows of their own, so attention's and the FFN's rows show their
+    """The post-norms have rows of their own, so attention's and the FFN's rows show their
     own outputs (their values: tests/analysis/test_block_walkthrough.py)."""
     at, _, steps = block_page("gemma3-270m")
     assert steps == ["input x", "RMSNorm (attention)", "multi-head attention", "RMSNorm′ (post-attention)",

@@ -1,4 +1,4 @@
-"""The Heads page's "Test it (causal)" section (issue 13) through AppTest: on the zoo's tiny
+"""The Heads page's "Test it (causal)" section through AppTest: on the zoo's tiny
 base_long model (word-level vocabulary, fast) the run on a button, the kept result, a counterfactual
 edited after a run, a pair of unequal token length; on the default model the trophy pair, whose
 logit differences must equal those of a plain forward."""

@@ -61,7 +61,7 @@ def new_sentence(at, text: str):
 
 
 def test_a_new_sentence_gets_its_own_marks_and_headline(app):
-    """Issue 11, item 1: the defaults of the old sentence (she, Mary, John) must not carry over."""
+    """The defaults of the old sentence (she, Mary, John) must not carry over."""
     at = heads_page(app)
     assert "from *she*" in headline(at) and "on *Mary*" in headline(at)
     new_sentence(at, TROPHY)
@@ -99,7 +99,7 @@ def deciding_marked(at) -> list[str]:
 
 
 def test_a_deciding_word_is_suggested_only_for_a_known_contrast_and_a_mark_does_not_outlive_its_sentence(app):
-    """QA finding 1: "smiled" was marked as deciding and the page said no head at "she" can know the answer."""
+    """Once "smiled" was marked as deciding and the page said no head at "she" can know the answer."""
     at = new_sentence(heads_page(app), SMILED)
     assert deciding_marked(at) == [] and NO_HEAD not in texts(at)
     assert "agreement (gender, number) can decide there" in texts(at)
@@ -122,7 +122,7 @@ def test_a_deciding_word_is_suggested_only_for_a_known_contrast_and_a_mark_does_
 
 
 def test_candidates_after_the_pronoun_are_refused_and_nothing_of_the_last_sentence_stays(app):
-    """QA finding 2: "When she finally arrived, Mary thanked John" ranked all 270 heads on margins of 0."""
+    """Once "When she finally arrived, Mary thanked John" ranked all 270 heads on margins of 0."""
     at = heads_page(app)
     assert "from *she*" in headline(at) and at.dataframe and at.metric and has_chart(at, "coref_grid")
     cataphora = "When she finally arrived, Mary thanked John for waiting."
@@ -175,7 +175,7 @@ def test_causal_story_query_position_and_the_models_answer(app, default_model):
 
 
 def test_the_proposed_counterfactual_flips_the_answer(app, default_model):
-    """QA finding 5: swapping the names ("John met Mary …, and she …") left "she" meaning Mary."""
+    """Swapping the names ("John met Mary …, and she …") once left "she" meaning Mary."""
     at = new_sentence(heads_page(app), SMILED)
     clean = next(t for t in at.text_input if t.key.startswith("causal_clean_")).value
     corrupt = next(t for t in at.text_input if t.key.startswith("causal_corrupt_"))

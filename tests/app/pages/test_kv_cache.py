@@ -114,7 +114,7 @@ def choose_preset(at, key: str):
     no_errors(at)
 
 
-# ---- issue 11 item 2: the attention kind follows the model ---------------------------------------------
+# ---- the attention kind follows the model ---------------------------------------------------------------
 def test_changing_the_preset_after_choosing_mqa_shows_the_new_models_own_kind(calculator):
     at = calculator
     choose_preset(at, "falcon-7b")
@@ -216,7 +216,7 @@ def test_calculator_settings_survive_a_visit_to_another_tab(calculator):
     assert per_token_metric(at) == ("KV bytes per token (MQA)", kib_per_token(80, 1, 128))
 
 
-# ---- item 12: the whole bill against the GPU ----------------------------------------------------------
+# ---- the whole bill against the GPU ------------------------------------------------------------------
 def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calculator):
     at = calculator
     choose_preset(at, "llama-2-7b")
@@ -241,7 +241,7 @@ def test_memory_bill_stacks_weights_kv_and_activations_under_the_gpu_line(calcul
     assert "Activations: the peak of one forward pass" in " ".join(c.value for c in at.caption)
 
 
-# ---- item 9: only the open tab runs; each tab when opened ----------------------------------------------
+# ---- only the open tab runs; each tab when opened -----------------------------------------------------
 def test_a_cold_open_computes_only_the_calculator(calculator):
     at = calculator
     assert at.session_state["kv_tab"] == "Memory calculator"
@@ -440,8 +440,8 @@ def test_the_calculator_works_when_no_model_loads(monkeypatch, tmp_path):
 
 
 def test_a_model_directory_named_in_markdown_is_shown_as_written(tmp_path, monkeypatch):
-    """QA finding 6 for a model's own name: the sidebar's line and the sharing tab's heading show a
-    directory called ``*my* [model](x.y) &lt;b&gt;`` as written, not bold with a link."""
+    """Markdown in a model's own name is shown as written: the sidebar's line and the sharing tab's heading
+    show a directory called ``*my* [model](x.y) &lt;b&gt;`` as written, not bold with a link."""
     import shutil
 
     from markdown_it import MarkdownIt

@@ -1,5 +1,5 @@
 """The cached vs uncached timing is shown only beside the model, prompt and settings it was measured on
-(QA round 2, finding 2: SmolLM2's chart stayed under Gemma and under a new prompt); on two zoo models."""
+(SmolLM2's chart once stayed under Gemma and under a new prompt); on two zoo models."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The KV page's settings across tab visits (QA round 2, finding 1): a slider set on one tab keeps its
+"""The KV page's settings across tab visits: a slider set on one tab keeps its
 value, and the numbers it drives, after another tab was open in between; on the zoo's tiny base model."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sharing tab says how many tokens of the shipped text it measured when the text gives fewer than
-asked (QA round 2, finding 8: Gemma reads it as 987 tokens at "1000"); the zoo's base model holds 128."""
+asked (Gemma reads it as 987 tokens at "1000"); the zoo's base model holds 128."""
 
 from __future__ import annotations
 

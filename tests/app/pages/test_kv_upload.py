@@ -120,7 +120,7 @@ def test_an_unknown_family_is_sized_with_a_warning_and_missing_numbers_are_named
 
 
 def test_an_uploaded_name_is_shown_as_written_not_as_markdown(upload_page):
-    """QA finding 6: ``_name_or_path`` was rendered bold with a live link; the caption's Markdown now holds
+    """``_name_or_path`` was once rendered bold with a live link; the caption's Markdown now holds
     it escaped (rendered as written: tests/app/ui/test_plain_text.py), and so does the file's name."""
     hostile = "<img src=x onerror=alert(1)> **bold** [link](http://x)"
     at = upload(upload_page, {**hf.LLAMA_3_8B, "_name_or_path": hostile}, name="*my* [config](http://y).json")

@@ -1,5 +1,5 @@
 """The Attention page's note on local and global layers speaks of one layer in the singular ("Layer 1
-is global", not "Layers 1 are global": QA2 finding 6) and of several in the plural."""
+is global", not "Layers 1 are global") and of several in the plural."""
 
 from __future__ import annotations
 

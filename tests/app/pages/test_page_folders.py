@@ -1,4 +1,4 @@
-"""The Positions, Tradeoffs and MoE pages are folders of small modules (issue 12): page.py lays out
+"""The Positions, Tradeoffs and MoE pages are folders of small modules: page.py lays out
 the tabs with one call each and computes nothing; the tab modules stay short and reach cached work
 only through app.cache."""
 

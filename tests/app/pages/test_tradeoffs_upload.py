@@ -47,7 +47,7 @@ def test_any_config_gets_the_three_kinds_and_mla_says_what_it_keeps():
 
 
 def test_an_uploaded_name_and_its_warnings_are_shown_as_written_not_as_markdown():
-    """As on the KV page (QA finding 6): the name, the kind and the warnings come from the upload."""
+    """As on the KV page: the name, the kind and the warnings come from the upload."""
     hostile = "<img src=x onerror=alert(1)> **bold** [link](www.example.com)"  # no "/": the name is its last part
     at = upload(kinds_tab(), {**hf.LLAMA_3_8B, "_name_or_path": f"org/{hostile}", "model_type": "[acme](http://z)"})
     no_errors(at)

@@ -1,4 +1,4 @@
-"""``widgets.counted``: a count in words, singular for one (QA finding 10: "1 KV heads (MQA)")."""
+"""``widgets.counted``: a count in words, singular for one (not "1 KV heads (MQA)")."""
 
 from __future__ import annotations
 

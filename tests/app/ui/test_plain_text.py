@@ -1,6 +1,6 @@
 """``widgets.plain``: text from outside (an uploaded config's ``_name_or_path``, a file or directory name)
 rendered by a CommonMark parser comes back as the same text, with no link, emphasis, heading, HTML or
-entity made of it (QA finding 6: a name rendered bold with a live link)."""
+entity made of it (a name was once rendered bold with a live link)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_picker_lists_the_default_model_once_and_describes_the_zoo(default_model
 
 
 def test_a_broken_file_is_listed_with_its_reason_and_a_good_one_still_loads(tmp_path, monkeypatch):
-    """Issue 17: files the app offers are checked by their header (in a capped child process) when
+    """Files the app offers are checked by their header (in a capped child process) when
     discovered; a broken one is shown with its reason and is not among the choices."""
     import struct
 

@@ -1,4 +1,4 @@
-"""The floor under the Attention page's new-prompt time (issue 14's 0.7 s target): the least a page must do
+"""The floor under the Attention page's new-prompt time (its target is 0.7 s): the least a page must do
 for a new prompt, served by Streamlit like the app, so that ``python -m tests.helpers.bench_floor`` can time
 it in chromium beside the real page. ``TXVIZ_FLOOR`` picks how much of the page is kept:
 
