@@ -9,15 +9,13 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.expected import expected_shapes
-from tests.helpers.tiny import random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import FAMILY_VARIANTS, random_decoder, random_ids, tiny_config
 from txviz.capture.cost import capture_cost
 from txviz.capture.trace import CAPTURES, LOCAL_ROPE_CAPTURES, local_rope_layer, trace
 from txviz.model.positions import apply_rotary
 
 N_TOKENS = 11
-GEMMA3_LIKE = dict(n_layers=4, n_kv_heads=1, head_dim=16, ffn="geglu", sliding_window=4,
-                   layer_types=("sliding", "sliding", "full", "sliding"), rope_theta=5000.0, rope_local_theta=50.0,
-                   qk_norm=True, sandwich_norm=True, embed_scale=32 ** 0.5, tie_embeddings=True)
+GEMMA3_LIKE = FAMILY_VARIANTS["gemma3_like"]
 ROPE = ("rope_angles", "rope_cos", "rope_sin", *LOCAL_ROPE_CAPTURES)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import VARIANTS, family_variants, random_decoder, random_ids, tiny_config
 from txviz.causal.activations import ActivationRecorder, run_with_activations
 from txviz.causal.dla import direct_logit_attribution, frozen_norm
 from txviz.causal.intervention import Intervention, Replace
@@ -47,12 +47,7 @@ def test_a_heads_dla_is_the_frozen_readout_of_what_zeroing_it_removes(variant):
     assert abs(direct) > 1e-4
 
 
-GEMMA_LIKE = {  # Gemma 2/3's pieces: the post-attention norm is the one that needs its own frozen scale
-    "gemma3": dict(n_kv_heads=1, head_dim=16, qk_norm=True, sandwich_norm=True, ffn="geglu", embed_scale=32 ** 0.5,
-                   query_scale=0.2, sliding_window=5, layer_types=("sliding", "full"), rope_local_theta=100.0),
-    "gemma2_capped": dict(n_kv_heads=2, sandwich_norm=True, ffn="geglu", attn_softcap=5.0, final_softcap=3.0,
-                          sliding_window=5, layer_types=("sliding", "full")),
-}
+GEMMA_LIKE = family_variants("gemma3_like", "gemma2_like")  # the post-attention norm needs its own frozen scale
 
 
 @pytest.mark.parametrize("variant", sorted(GEMMA_LIKE))

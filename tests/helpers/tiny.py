@@ -1,8 +1,7 @@
 """Tiny configs, randomly initialized models and small reference implementations shared by the tests.
 
-The variants cover every choice a ModelConfig offers, so a test parametrized over them meets
-every code path, each small enough that a
-forward pass takes milliseconds on a CPU.
+The variants cover every choice a ModelConfig offers, so a test parametrized over them meets every code
+path, each small enough that a forward pass takes milliseconds on a CPU.
 """
 
 from __future__ import annotations
@@ -28,6 +27,43 @@ VARIANTS: dict[str, dict] = {
     "moe_all": dict(n_experts=4, top_k=2, router_norm="all", ffn="gelu_mlp"),
     "yarn": dict(rope_scaling=dict(kind="yarn", factor=4.0, original_max_seq_len=16)),
 }
+
+# The published families' own choices on the same tiny base, by family: the one table the family tests
+# (model, capture, causal, circuit) parametrize over or pick from.
+FAMILY_WINDOW = 5  # Gemma's sliding window here: a 13-token prompt is over twice it, so the rings wrap
+GEMMA3_KINDS = ("sliding", "sliding", "full", "sliding")
+_GEMMA3 = dict(n_layers=4, n_kv_heads=1, head_dim=16, ffn="geglu", layer_types=GEMMA3_KINDS,
+               sliding_window=FAMILY_WINDOW, rope_theta=5000.0, rope_local_theta=50.0, qk_norm=True,
+               sandwich_norm=True, embed_scale=32 ** 0.5, query_scale=24 ** -0.5, tie_embeddings=True)
+_NEOX = dict(norm="layernorm", ffn="gelu_mlp", parallel_block=True, rotary_dims=4, qkv_bias=True, out_bias=True,
+             mlp_bias=True)
+FAMILY_VARIANTS: dict[str, dict] = {
+    # Gemma 2 and 3: per-layer windows, post-norms (sandwich), QK-norm, embedding and query scales, soft-caps
+    "gemma3_like": _GEMMA3,
+    "gemma3_capped": {**_GEMMA3, "attn_softcap": 1.5, "final_softcap": 2.0},
+    "gemma2_like": dict(n_layers=4, n_kv_heads=2, ffn="geglu", layer_types=("sliding", "full") * 2,
+                        sliding_window=FAMILY_WINDOW, sandwich_norm=True, embed_scale=32 ** 0.5, query_scale=0.3,
+                        attn_softcap=1.5, final_softcap=2.0),
+    "gemma_sandwich_capped": dict(sandwich_norm=True, qk_norm=True, n_kv_heads=2, attn_softcap=5.0,
+                                  final_softcap=30.0, embed_scale=3.0, query_scale=0.3, ffn="geglu"),
+    # BLOOM and MPT: ALiBi (6 heads: the non-power-of-2 slopes), BLOOM's embedding norm, MPT's bias cap
+    "bloom_like": dict(norm="layernorm", ffn="gelu_mlp", positions="alibi", n_heads=6, d_model=36, embed_norm=True,
+                       qkv_bias=True, out_bias=True, mlp_bias=True, tie_embeddings=True),
+    "mpt_like": dict(norm="layernorm", norm_bias=False, ffn="gelu_mlp", gelu_approximate="none", positions="alibi",
+                     alibi_bias_max=12.0, query_scale=0.2),
+    "embed_norm_alibi": dict(embed_norm=True, norm="layernorm", positions="alibi"),
+    # GPT-NeoX and Phi: the parallel block, partial rotary
+    "neox_like": _NEOX,
+    "neox_sequential": {**_NEOX, "parallel_block": False},
+    "parallel_partial_rotary": dict(parallel_block=True, rotary_dims=4, n_kv_heads=2),
+    "phi_like_partial_gqa_window": dict(rotary_dims=6, n_kv_heads=2, sliding_window=4),
+    "parallel_moe": dict(parallel_block=True, n_experts=4, top_k=2),
+}
+
+
+def family_variants(*names: str) -> dict[str, dict]:
+    """The named rows of ``FAMILY_VARIANTS``, in that order."""
+    return {name: FAMILY_VARIANTS[name] for name in names}
 
 
 def tiny_config(**overrides) -> ModelConfig:

@@ -19,6 +19,17 @@ SEQ_LEN, WINDOW = 24, 8
 LLAMA_BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5)
 GPT2_BASE = dict(vocab_size=160, n_embd=64, n_layer=3, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
+GEMMA_BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+                  num_key_value_heads=1, head_dim=16, max_position_embeddings=64, rms_norm_eps=1e-6)
+BLOOM_BASE = dict(vocab_size=160, hidden_size=48, n_layer=2, n_head=6)  # 6 heads: the non-power-of-2 slopes
+MPT_BASE = dict(vocab_size=160, d_model=48, n_layers=2, n_heads=6, max_seq_len=64)
+NEOX_BASE = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+                 max_position_embeddings=64)
+PHI3_BASE = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=96, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+GEMMA_MIXED = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"]
+GEMMA3 = dict(sliding_window=WINDOW, query_pre_attn_scalar=24, layer_types=GEMMA_MIXED, rope_theta=5000.0,
+              rope_local_base_freq=100.0)
 
 # family → (transformers' config class, its model class, the base settings); the classes by name, so that
 # importing this module does not import transformers (tests/helpers/hf_reference.py)
@@ -28,6 +39,13 @@ FAMILIES = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA_BASE),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", LLAMA_BASE),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", GPT2_BASE),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", GEMMA_BASE),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", GEMMA_BASE),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", GEMMA_BASE),
+    "bloom": ("BloomConfig", "BloomForCausalLM", BLOOM_BASE),
+    "mpt": ("MptConfig", "MptForCausalLM", MPT_BASE),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", NEOX_BASE),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", PHI3_BASE),
 }
 
 # variant → (family, config overrides)
@@ -55,8 +73,32 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "mixtral_window": ("mixtral", dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=WINDOW)),
     "gpt2": ("gpt2", dict()),
     "gpt2_untied_gelu": ("gpt2", dict(tie_word_embeddings=False, activation_function="gelu", n_inner=80)),
+    # Gemma 1/2/3: MQA or GQA, soft-caps, per-layer kinds with their own RoPE bases
+    "gemma_mqa": ("gemma", dict()),
+    "gemma_gqa_untied": ("gemma", dict(num_key_value_heads=2, tie_word_embeddings=False)),
+    "gemma2_softcaps": ("gemma2", dict(sliding_window=WINDOW, query_pre_attn_scalar=24, attn_logit_softcapping=2.0,
+                                       final_logit_softcapping=3.0)),
+    "gemma3_mixed_rope": ("gemma3", GEMMA3),
+    "gemma3_scaled_global_rope": ("gemma3", dict(GEMMA3, rope_scaling={"rope_type": "linear", "factor": 4.0},
+                                                 final_logit_softcapping=3.0)),
+    # BLOOM and MPT (ALiBi), GPT-NeoX (the parallel block, partial rotary), Phi-3 (fused q/k/v)
+    "bloom": ("bloom", dict()),
+    "bloom_8_heads_untied": ("bloom", dict(n_head=8, tie_word_embeddings=False)),
+    "mpt": ("mpt", dict()),
+    "mpt_4_heads": ("mpt", dict(n_heads=4)),
+    "gpt_neox_parallel": ("gpt_neox", dict()),
+    "gpt_neox_sequential": ("gpt_neox", dict(use_parallel_residual=False)),
+    "gpt_neox_full_rotary_no_bias": ("gpt_neox", dict(rotary_pct=1.0, attention_bias=False, tie_word_embeddings=True)),
+    "gpt_neox_half_rotary_gelu_new": ("gpt_neox", dict(rotary_pct=0.5, hidden_act="gelu_new")),
+    "phi3": ("phi3", dict()),
+    "phi3_partial_window": ("phi3", dict(partial_rotary_factor=0.75, sliding_window=WINDOW)),
 }
 SLIDING = {"mistral_window", "qwen2_window", "mixtral_window"}
+
+
+def variants_of(*families: str) -> list[str]:
+    """The names of ``VARIANTS`` rows of these families, sorted."""
+    return sorted(name for name, (family, _) in VARIANTS.items() if family in families)
 
 
 def randomize_(model: torch.nn.Module, seed: int, scale: float = 0.15) -> torch.nn.Module:
@@ -70,8 +112,9 @@ def randomize_(model: torch.nn.Module, seed: int, scale: float = 0.15) -> torch.
     return model
 
 
-def build(variant: str, seed: int = 0) -> torch.nn.Module:
-    """The transformers model of ``variant``: float32, eager attention, eval mode."""
+def build(variant: str, seed: int = 0, scale: float = 0.15) -> torch.nn.Module:
+    """The transformers model of ``variant``: float32, eager attention, eval mode, every parameter redrawn
+    (``randomize_``'s ``scale``)."""
     import transformers
 
     family, overrides = VARIANTS[variant]
@@ -79,7 +122,7 @@ def build(variant: str, seed: int = 0) -> torch.nn.Module:
     config = getattr(transformers, config_name)(**{**base, **overrides}, attn_implementation="eager")
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(config).to(torch.float32)
-    return randomize_(model, seed).eval()
+    return randomize_(model, seed, scale).eval()
 
 
 def random_ids(vocab_size: int, batch: int = 2, seq_len: int = SEQ_LEN, seed: int = 0) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
-from tests.helpers.tiny_hf import WINDOW, edit_config, random_ids, randomize_, save
+from tests.helpers.tiny_hf import WINDOW, build, edit_config, random_ids, save, variants_of
 from txviz.capture.trace import trace
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf import load_hf_dir, read_hf_config
@@ -18,30 +18,7 @@ from txviz.model.positions import alibi_slopes
 
 pytestmark = NEEDS_TRANSFORMERS
 
-BLOOM = dict(vocab_size=160, hidden_size=48, n_layer=2, n_head=6)  # 6 heads: the non-power-of-2 slopes
-MPT = dict(vocab_size=160, d_model=48, n_layers=2, n_heads=6, max_seq_len=64)
-NEOX = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
-            max_position_embeddings=64)
-PHI3 = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=96, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
-
-# variant → (transformers' config class, its model class, config arguments); classes by name, imported when
-# a test builds one (tests/helpers/hf_reference.py)
-BLOOM_CLASSES, MPT_CLASSES = ("BloomConfig", "BloomForCausalLM"), ("MptConfig", "MptForCausalLM")
-NEOX_CLASSES, PHI3_CLASSES = ("GPTNeoXConfig", "GPTNeoXForCausalLM"), ("Phi3Config", "Phi3ForCausalLM")
-VARIANTS = {
-    "bloom": (*BLOOM_CLASSES, BLOOM),
-    "bloom_8_heads_untied": (*BLOOM_CLASSES, {**BLOOM, "n_head": 8, "tie_word_embeddings": False}),
-    "mpt": (*MPT_CLASSES, MPT),
-    "mpt_4_heads": (*MPT_CLASSES, {**MPT, "n_heads": 4}),
-    "gpt_neox_parallel": (*NEOX_CLASSES, NEOX),
-    "gpt_neox_sequential": (*NEOX_CLASSES, {**NEOX, "use_parallel_residual": False}),
-    "gpt_neox_full_rotary_no_bias": (*NEOX_CLASSES,
-                                     {**NEOX, "rotary_pct": 1.0, "attention_bias": False, "tie_word_embeddings": True}),
-    "gpt_neox_half_rotary_gelu_new": (*NEOX_CLASSES, {**NEOX, "rotary_pct": 0.5, "hidden_act": "gelu_new"}),
-    "phi3": (*PHI3_CLASSES, PHI3),
-    "phi3_partial_window": (*PHI3_CLASSES, {**PHI3, "partial_rotary_factor": 0.75, "sliding_window": WINDOW}),
-}
+VARIANTS = variants_of("bloom", "mpt", "gpt_neox", "phi3")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,23 +29,13 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def build(variant: str, seed: int = 0) -> torch.nn.Module:
-    import transformers
-
-    config_name, model_name, arguments = VARIANTS[variant]
-    config = getattr(transformers, config_name)(**arguments, attn_implementation="eager")
-    torch.manual_seed(seed)
-    model = getattr(transformers, model_name)(config).to(torch.float32)
-    return randomize_(model, seed).eval()
-
-
 def reference(hf_model, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         out = hf_model(ids, output_attentions=True, use_cache=False)
     return out.logits, torch.stack(out.attentions)
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_logits_and_every_attention_map_match_transformers(variant, tmp_path):
     hf_model = build(variant)
     loaded = load_hf_dir(save(hf_model, tmp_path), device="cpu")

@@ -17,32 +17,17 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
-from tests.helpers.tiny_hf import edit_config, randomize_, save
+from tests.helpers import tiny_hf
+from tests.helpers.tiny_hf import GEMMA_BASE, GEMMA_MIXED, WINDOW, edit_config, save, variants_of
 from txviz.capture.trace import trace
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf import load_hf_dir, read_hf_config
 
 pytestmark = NEEDS_TRANSFORMERS
 
-SEQ_LEN, WINDOW = 24, 8  # the prompt is three windows long
-BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
-            num_key_value_heads=1, head_dim=16, max_position_embeddings=64, rms_norm_eps=1e-6)
-MIXED = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"]
-GEMMA3 = dict(sliding_window=WINDOW, query_pre_attn_scalar=24, layer_types=MIXED, rope_theta=5000.0,
-              rope_local_base_freq=100.0)
-
-# variant → (config class, model class, overrides)
-VARIANTS = {
-    "gemma_mqa": ("GemmaConfig", "GemmaForCausalLM", dict()),
-    "gemma_gqa_untied": ("GemmaConfig", "GemmaForCausalLM", dict(num_key_value_heads=2, tie_word_embeddings=False)),
-    "gemma2_softcaps": ("Gemma2Config", "Gemma2ForCausalLM",
-                        dict(sliding_window=WINDOW, query_pre_attn_scalar=24, attn_logit_softcapping=2.0,
-                             final_logit_softcapping=3.0)),
-    "gemma3_mixed_rope": ("Gemma3TextConfig", "Gemma3ForCausalLM", GEMMA3),
-    "gemma3_scaled_global_rope": ("Gemma3TextConfig", "Gemma3ForCausalLM",
-                                  dict(GEMMA3, rope_scaling={"rope_type": "linear", "factor": 4.0},
-                                       final_logit_softcapping=3.0)),
-}
+SEQ_LEN = 24  # the prompt is three windows long
+VARIANTS = variants_of("gemma", "gemma2", "gemma3")
+MIXED = GEMMA_MIXED
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,17 +39,11 @@ def one_thread():
 
 
 def build(variant: str, seed: int = 0) -> torch.nn.Module:
-    import transformers
-
-    config_name, model_name, overrides = VARIANTS[variant]
-    config = getattr(transformers, config_name)(**{**BASE, **overrides}, attn_implementation="eager")
-    torch.manual_seed(seed)
-    model = getattr(transformers, model_name)(config).to(torch.float32)
-    return randomize_(model, seed, scale=0.3).eval()  # norm weights ≈ 1: Gemma's (1 + w) ≈ 2
+    return tiny_hf.build(variant, seed, scale=0.3)  # norm weights ≈ 1: Gemma's (1 + w) ≈ 2
 
 
 def random_ids(seed: int = 0) -> torch.Tensor:
-    return torch.randint(0, BASE["vocab_size"], (2, SEQ_LEN), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, GEMMA_BASE["vocab_size"], (2, SEQ_LEN), generator=torch.Generator().manual_seed(seed))
 
 
 def reference(hf_model, ids):
@@ -73,7 +52,7 @@ def reference(hf_model, ids):
     return out.logits, torch.stack(out.attentions)  # (B, T, V), (L, B, H, T, S)
 
 
-@pytest.fixture(scope="module", params=sorted(VARIANTS))
+@pytest.fixture(scope="module", params=VARIANTS)
 def pair(request, tmp_path_factory):
     hf_model = build(request.param)
     loaded = load_hf_dir(save(hf_model, tmp_path_factory.mktemp(request.param)), device="cpu")

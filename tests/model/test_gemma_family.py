@@ -14,7 +14,8 @@ import torch
 from torch.nn import functional as F
 from torch.testing import assert_close
 
-from tests.helpers.tiny import random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import (FAMILY_WINDOW, GEMMA3_KINDS, family_variants, random_decoder, random_ids,
+                                tiny_config)
 from txviz import KVCache, ModelConfig, kv_cache_bytes
 from txviz.analysis.block import block_walkthrough
 from txviz.capture.cost import capture_cost
@@ -23,15 +24,9 @@ from txviz.capture.trace import SUMMARY_CAPTURE, trace
 from txviz.config import ConfigError
 from txviz.model.attention import attention_path
 
-WINDOW, N_TOKENS = 5, 13  # the prompt is over twice the window: the rings wrap
-KINDS = ("sliding", "sliding", "full", "sliding")
-GEMMA3_LIKE = dict(n_layers=4, n_kv_heads=1, head_dim=16, ffn="geglu", layer_types=KINDS, sliding_window=WINDOW,
-                   rope_theta=5000.0, rope_local_theta=50.0, qk_norm=True, sandwich_norm=True,
-                   embed_scale=32 ** 0.5, query_scale=24 ** -0.5, tie_embeddings=True)
-GEMMA2_LIKE = dict(n_layers=4, n_kv_heads=2, ffn="geglu", layer_types=("sliding", "full") * 2, sliding_window=WINDOW,
-                   sandwich_norm=True, embed_scale=32 ** 0.5, query_scale=0.3, attn_softcap=1.5, final_softcap=2.0)
-VARIANTS = {"gemma3_like": GEMMA3_LIKE, "gemma2_like": GEMMA2_LIKE,
-            "gemma3_capped": {**GEMMA3_LIKE, "attn_softcap": 1.5, "final_softcap": 2.0}}
+WINDOW, N_TOKENS, KINDS = FAMILY_WINDOW, 13, GEMMA3_KINDS  # the prompt is over twice the window: the rings wrap
+VARIANTS = family_variants("gemma3_like", "gemma2_like", "gemma3_capped")
+GEMMA3_LIKE, GEMMA2_LIKE = VARIANTS["gemma3_like"], VARIANTS["gemma2_like"]
 
 
 def model_of(variant: str):

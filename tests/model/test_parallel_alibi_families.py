@@ -15,7 +15,7 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.hf_reference import needs_transformers
-from tests.helpers.tiny import random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import family_variants, random_decoder, random_ids, tiny_config
 from txviz import KVCache, ModelConfig
 from txviz.capture.maps import rebuild_attention
 from txviz.capture.trace import SUMMARY_CAPTURE, trace
@@ -24,18 +24,9 @@ from txviz.model.positions import alibi_slopes, apply_rotary
 from txviz.model.transformer import MoEBlock, ParallelBlock, ParallelMoEBlock
 
 N_TOKENS = 11
-BLOOM_LIKE = dict(norm="layernorm", ffn="gelu_mlp", positions="alibi", n_heads=6, d_model=36, embed_norm=True,
-                  qkv_bias=True, out_bias=True, mlp_bias=True, tie_embeddings=True)
-MPT_LIKE = dict(norm="layernorm", norm_bias=False, ffn="gelu_mlp", gelu_approximate="none", positions="alibi",
-                alibi_bias_max=12.0, query_scale=0.2)
-NEOX_LIKE = dict(norm="layernorm", ffn="gelu_mlp", parallel_block=True, rotary_dims=4, qkv_bias=True,
-                 out_bias=True, mlp_bias=True)
-VARIANTS = {
-    "bloom_like": BLOOM_LIKE, "mpt_like": MPT_LIKE, "neox_like": NEOX_LIKE,
-    "neox_sequential": {**NEOX_LIKE, "parallel_block": False},
-    "phi_like_partial_gqa_window": dict(rotary_dims=6, n_kv_heads=2, sliding_window=4),
-    "parallel_moe": dict(parallel_block=True, n_experts=4, top_k=2),
-}
+VARIANTS = family_variants("bloom_like", "mpt_like", "neox_like", "neox_sequential", "phi_like_partial_gqa_window",
+                           "parallel_moe")
+MPT_LIKE = VARIANTS["mpt_like"]
 
 
 def model_of(variant: str):
