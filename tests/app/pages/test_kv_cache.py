@@ -20,6 +20,7 @@ from app.ui.widgets import byte_size, plain
 from tests.helpers.apptest import click_tab, open_at, page_path, pick_model
 
 from tests.helpers.published_hf_configs import LLAMA_3_8B
+from tests.helpers.spy import spy
 from txviz.analysis.kv import memory, memory_model
 from txviz.analysis.kv.fit import longest_context
 from txviz.analysis.kv.presets import PRESETS
@@ -279,15 +280,18 @@ def test_cache_growth_tab_animates_the_measured_bytes(calculator):
 
 @pytest.mark.default_model
 def test_sharing_tab_repeats_kv_heads_at_three_times_the_memory_and_no_change(default_model_home, monkeypatch):
+    from app import cache
+
+    asked = spy(monkeypatch, cache, "get_kv_counterfactual")  # the reports the tab shows
     at = open_default_model_tab(default_model_home, monkeypatch, "Sharing KV heads")
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Top-1 agreement"] == "100.0%"
-    original_mib = float(metrics["KV cache (measured)"].split()[0])
+    original = asked.last
+    assert original.top1_agreement == 1.0 and original.kv_bytes_variant == original.kv_bytes_original
     widget(at, "segmented_control", "live_kv").set_value(9).run()  # MHA: repeat the KV heads
     no_errors(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert float(metrics["KV cache (measured)"].split()[0]) == pytest.approx(3 * original_mib, rel=1e-3)
-    assert metrics["Top-1 agreement"] == "100.0%"  # repeating KV heads changes nothing but memory
+    repeated = asked.last
+    assert asked.last_args[1] == 9 and repeated.kv_bytes_variant == 3 * original.kv_bytes_variant
+    assert repeated.top1_agreement == pytest.approx(1.0, abs=5e-4)  # repeating KV heads changes only memory
+    assert repeated.mean_kl == pytest.approx(0.0, abs=1e-6)
 
 
 @pytest.mark.default_model
