@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -323,13 +322,15 @@ def zoo_sweep(tokens: int):
     return layer_sharing(loaded.model, ids, 1)
 
 
-def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(calculator):
+def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(calculator, monkeypatch):
     """On the zoo's base model (4 layers, 2 KV heads merged to 1): the page says how long, runs on a click,
     shows the library's sweep and keeps it. SmolLM2's sweep starts and stops in chromium
     (tests/browser/test_kv.py); its path is held below (the default model's cheapest-first path)."""
-    from txviz.analysis.kv.sharing import layer_sharing_steps
+    from app import cache
+    from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
 
     config = zoo_base_config()
+    measured = spy(monkeypatch, cache, "layer_sharing_step_seconds")  # what the estimate is made of
     at = open_tab(calculator, "Sharing KV heads")
     at.select_slider(key="live_tokens").set_value(128).run()
     assert "layers_kl" not in chart_keys(at)  # on request only
@@ -337,10 +338,11 @@ def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(calc
     steps = layer_sharing_steps(config)
     assert steps == 10  # the original, 4 layers, 5 points of the path (0 … 4 layers merged)
     assert f"{steps} steps over 128 tokens" in estimate
-    first, last = (float(s) for s in re.findall(r"measured (\d+\.\d+) s merging the first layer, (\d+\.\d+) s the last", estimate)[0])
-    assert first >= 0 and last >= 0  # a tiny model's steps round to 0.00 s
-    seconds = int(estimate.split("**")[1].split()[0])
-    assert at.button(key="layers_run").label == f"Measure all {config.n_layers} layers (≈ {seconds} s)"
+    first, last = measured.last
+    assert measured.last_args[1:] == (1, next(iter(cache.shipped_texts())), 128) and first > 0 and last > 0
+    seconds = sweep_seconds(config, first, last)
+    assert estimate.startswith(f"About **{seconds:.0f} s**")
+    assert at.button(key="layers_run").label == f"Measure all {config.n_layers} layers (≈ {seconds:.0f} s)"
     original = next(m for m in at.metric if m.label == "Perplexity")
     at.button(key="layers_run").click().run()
     no_errors(at)
