@@ -13,6 +13,7 @@ import pytest
 
 from app.services.zoo import zoo_path
 from tests.helpers.apptest import MAIN, app_on, chart, decode, no_errors, page_path, texts
+from tests.helpers.spy import spy
 from txviz.loading import load
 
 SENTENCE = "Mary gave the book to John because she was happy."  # words of the tiny model's stories
@@ -116,15 +117,17 @@ def test_a_counterfactual_of_another_token_length_is_refused_with_what_to_change
 @pytest.mark.default_model
 def test_the_trophy_pair_shows_the_logit_differences_of_a_plain_forward(default_model, default_model_home,
                                                                           causal_memo, monkeypatch):
-    """The page's two logit differences equal logit(" trophy") − logit(" suit") of one plain forward of
-    each prompt, tokenized as the page did (``txviz patch`` prints the same: tests/causal). The run is the
-    session's causal memo (measured once for this test, the CLI's and the browser's)."""
+    """The two logit differences of the report the page shows equal logit(" trophy") − logit(" suit") of one
+    plain forward of each prompt, tokenized as the page did (``txviz patch`` prints the same: tests/causal).
+    The run is the session's causal memo (measured once for this test, the CLI's and the browser's)."""
     import torch
     from streamlit.testing.v1 import AppTest
 
+    from app import cache
     from txviz.causal.metric import answer_tokens, logit_diff
 
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    runs = spy(monkeypatch, cache, "get_causal_report")  # the report the page shows
     at = causal_page(AppTest.from_file(MAIN, default_timeout=600), TROPHY)
     at.button(key="causal_run").click().run()
     no_errors(at)
@@ -132,7 +135,9 @@ def test_the_trophy_pair_shows_the_logit_differences_of_a_plain_forward(default_
     assert request.corrupt.startswith(TROPHY.replace("big", "small")) and request.answer == "trophy"
     tokenizer = default_model.tokenizer
     words = answer_tokens(tokenizer, " trophy", " suitcase")
-    shown = {request.clean: clean_diff(at), request.corrupt: float(metrics(at)["…on the counterfactual"])}
+    assert runs.last_args[1] == request
+    report = runs.last
+    shown = {request.clean: report["clean_logit_diff"], request.corrupt: report["corrupt_logit_diff"]}
     for text, value in shown.items():
         ids = torch.tensor(tokenizer.encode(text, bos=request.bos).ids)
         with torch.no_grad():
