@@ -328,6 +328,7 @@ def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(calc
     (tests/browser/test_kv.py); its path is held below (the default model's cheapest-first path)."""
     from app import cache
     from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
+    from app.services.texts import shipped_texts
 
     config = zoo_base_config()
     measured = spy(monkeypatch, cache, "layer_sharing_step_seconds")  # what the estimate is made of
@@ -339,7 +340,7 @@ def test_layer_sweep_says_how_long_before_it_runs_then_measures_every_layer(calc
     assert steps == 10  # the original, 4 layers, 5 points of the path (0 … 4 layers merged)
     assert f"{steps} steps over 128 tokens" in estimate
     first, last = measured.last
-    assert measured.last_args[1:] == (1, next(iter(cache.shipped_texts())), 128) and first > 0 and last > 0
+    assert measured.last_args[1:] == (1, next(iter(shipped_texts())), 128) and first > 0 and last > 0
     seconds = sweep_seconds(config, first, last)
     assert estimate.startswith(f"About **{seconds:.0f} s**")
     assert at.button(key="layers_run").label == f"Measure all {config.n_layers} layers (≈ {seconds:.0f} s)"

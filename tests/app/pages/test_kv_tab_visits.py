@@ -41,6 +41,7 @@ def library_report(n_kv_heads: int, tokens: int):
 
 def test_every_slider_and_choice_survives_a_visit_to_another_tab(monkeypatch):
     from app import cache
+    from app.services.texts import shipped_texts
 
     asked = spy(monkeypatch, cache, "get_kv_counterfactual")  # what the tab was given to show
     at = open_at("kv_cache", model=ZOO_BASE, prompt=zoo_prompt(), timeout=300, state={"kv_tab": "Sharing KV heads"})
@@ -48,7 +49,7 @@ def test_every_slider_and_choice_survives_a_visit_to_another_tab(monkeypatch):
     at.select_slider(key="live_tokens").set_value(128).run()
     at.segmented_control(key="live_kv").set_value(1).run()  # MQA
     no_errors(at)
-    text = next(iter(cache.shipped_texts()))
+    text = next(iter(shipped_texts()))
     chosen, report, expected = metrics(at), asked.last, library_report(1, 128)
     assert asked.last_args[1:] == (1, text, 128)
     assert report.kv_bytes_variant == expected.kv_bytes_variant
