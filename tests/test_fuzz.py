@@ -186,7 +186,8 @@ VALUES = ["", "x", "-1", "0", "1", "nan", "inf", "1e400", "99999999999999999999"
 FLAGS = ["--json", "--model", "--device", "--dtype", "--prompt", "--max-new-tokens", "--chat", "--bos",
          "--temperature", "--top-k", "--top-p", "--seed", "--data", "--top", "--preset", "--config", "--list",
          "--seq", "--batch", "--kv-dtype", "--weight-dtype", "--gpu-gib", "--help", "-h",
-         "--tokens", "--repeats", "--decode-tokens", "--threads", "--quick", "--no-hf"]
+         "--tokens", "--repeats", "--decode-tokens", "--threads", "--quick", "--no-hf", "--candidates", "--lens",
+         "--attention-layers"]
 COMMANDS = ["info", "trace", "generate", "coref", "memory", "fetch", "lab", "bench", "nope", ""]
 
 
