@@ -93,7 +93,7 @@ def _nodes(edges: list[dict], n_layers: int, n_heads: int) -> go.Scatter:
     xy = [node_position(n, n_layers, n_heads) for n in names]
     symbols = ["circle" if head_of(n) else "diamond" if n in ("embed", "logits") else "square" for n in names]
     return go.Scatter(x=[p[0] for p in xy], y=[p[1] for p in xy], mode="markers+text", name="nodes",
-                      text=[n if not head_of(n) else "" for n in names], textposition="top center",
+                      text=[n if n in ("embed", "logits") else "" for n in names], textposition="top center",
                       marker=dict(size=12, symbol=symbols, color="#444", line=dict(color="white", width=1)),
                       customdata=names, showlegend=False, hoverinfo="text",
                       hovertext=[f"{n}<br>Σ|score| of its edges drawn {weight[n]:.4f}" +

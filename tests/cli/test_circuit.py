@@ -95,6 +95,8 @@ def test_qk_pairs_sum_to_the_model_s_own_score_numbered_as_trace(capsys):
     values = [p["value"] for p in out["pairs"]]
     assert len(values) == out["n_pairs"] and sum(values) == pytest.approx(out["sum"], abs=1e-4)
     assert [abs(v) for v in values] == sorted((abs(v) for v in values), reverse=True)
+    for side in ("query_side", "key_side"):  # each side's totals hold every pair once
+        assert sum(n["value"] for n in out[side]) == pytest.approx(out["sum"], abs=1e-4)
     assert out["query_token"] == out["tokens"][query] and out["key_token"] == out["tokens"][key]
 
 

@@ -131,13 +131,25 @@ def circuit_report(model, tokenizer, clean: str, corrupt: str, answer: str, wron
 
 def qk_json(breakdown, tokens, *, top: int = 20) -> dict:
     """``txviz qk``'s numbers: the model's score, the top ``top`` (query node, key node) pairs by |value|, the
-    sum of every pair, and the value side's top nodes."""
+    sum of every pair, each side's nodes with their pairs summed (query_side, key_side), and the value
+    side's top nodes."""
     n_pairs = breakdown.pairs.numel()
     return {"layer": breakdown.layer, "head": breakdown.head, "query": breakdown.query, "key": breakdown.key,
             "query_token": tokens[breakdown.query], "key_token": tokens[breakdown.key], "score": breakdown.score,
             "capped_score": breakdown.capped_score, "weight": breakdown.weight, "sum": breakdown.sum,
             "n_pairs": n_pairs, "pairs": breakdown.top_pairs(min(top, n_pairs)),
+            **side_totals(breakdown, top),
             "value_sum": float(breakdown.value_parts.sum()), "value": breakdown.top_values(top)}
+
+
+def side_totals(breakdown, top: int) -> dict:
+    """{query_side, key_side}: each node's pairs summed over the other side (what it puts into the
+    query, or the key, whatever meets it), the ``top`` largest |total| first."""
+    def totals(nodes, values: torch.Tensor) -> list[dict]:
+        order = values.abs().argsort(descending=True, stable=True)[:top]
+        return [{"node": nodes[int(i)], "value": float(values[i])} for i in order]
+    return {"query_side": totals(breakdown.query_nodes, breakdown.pairs.sum(1)),
+            "key_side": totals(breakdown.key_nodes, breakdown.pairs.sum(0))}
 
 
 def qk_report(model, tokenizer, prompt: str, layer: int, head: int, query: int, key: int, *, bos: str,

@@ -20,11 +20,12 @@ from app import cache
 from app.figures import circuit_charts
 from app.services.circuit import CircuitRequest
 from app.services.prompts import PromptError
+from app.ui import state
 from app.ui.state import StoppableRun
 from app.ui.widgets import plain
 from txviz.analysis.coref.marks import digest
 from txviz.causal.bench import TROPHY
-from txviz.circuit.report import ranked_edges
+from txviz.circuit.report import ranked_edges, side_totals
 
 MAX_DRAWN = 300  # edges drawn in the graph: beyond, lines hide each other and plotly slows down
 EXPORTED = 2000  # edges in the JSON and CSV downloads
@@ -44,7 +45,11 @@ def circuit_tab(source: str, loaded, bos: str) -> None:
         return
     kept = cache.circuit_kept(source, request)
     if kept is None:
-        kept = _run(source, request)
+        holder = st.empty()  # the estimate, the buttons and the bar: gone once the run is done
+        with holder.container():
+            kept = _run(source, request)
+        if kept is not None:
+            holder.empty()
     if kept is not None:
         _show(source, loaded, request, kept)
 
@@ -165,10 +170,9 @@ def _head_section(source: str, loaded, request, kept, key: str) -> None:
     keys = list(range(query + 1))
     key_token = cols[3].selectbox("Key token (attended)", keys, index=min(first_differs, query), format_func=label,
                                   key=f"circuit_key_{key}_{query}")
-    params = {**st.query_params.to_dict(), "prompt": request.clean, "layer": str(layer), "head": str(head),
-              "query": str(query), "bos": request.bos}
-    st.page_link("app_pages/attention/page.py", label=f"Open L{layer} H{head} in the Attention page (this prompt)",
-                 icon=":material/grid_on:", query_params=params)
+    if st.button(f"Open L{layer} H{head} in the Attention page (the clean prompt)", key=f"circuit_open_{key}",
+                 icon=":material/grid_on:", on_click=_open_head, args=(request.clean, layer, head, query)):
+        st.switch_page("app_pages/attention/page.py")
     try:
         found = cache.circuit_qk(source, request, int(layer), int(head), int(query), int(key_token))
     except PromptError as error:
@@ -181,8 +185,14 @@ def _head_section(source: str, loaded, request, kept, key: str) -> None:
     b.metric("Sum of the pairs", f"{found.sum:+.4f}")
     c.metric("Attention weight", f"{found.weight:.3f}")
     top = pd.DataFrame(found.top_pairs(15))
+    sides = side_totals(found, 8)
     left, right = st.columns(2)
     left.dataframe(top, hide_index=True, key=f"circuit_pairs_{key}")
+    left.dataframe(pd.DataFrame({"query-side node": [n["node"] for n in sides["query_side"]],
+                                 "its total": [n["value"] for n in sides["query_side"]],
+                                 "key-side node": [n["node"] for n in sides["key_side"]],
+                                 "its total ": [n["value"] for n in sides["key_side"]]}),
+                   hide_index=True, key=f"circuit_sides_{key}")
     right.plotly_chart(circuit_charts.qk_matrix(found.pairs.numpy(), found.query_nodes, found.key_nodes,
                                                 title=f"L{layer} H{head}: query side × key side"),
                        key=f"circuit_qk_{key}")
@@ -190,6 +200,14 @@ def _head_section(source: str, loaded, request, kept, key: str) -> None:
     st.markdown(plain(f"Value side: what L{layer} H{head} copies from token {key_token} ({tokens[key_token]!r}), each "
                       "node's part of the head's output at the query, along that output:"))
     st.dataframe(values, hide_index=True, key=f"circuit_values_{key}")
+
+
+def _open_head(prompt: str, layer: int, head: int, query: int) -> None:
+    """Before the next run draws any widget: the sidebar's prompt becomes the clean prompt, and the
+    Attention page's head and query token the ones chosen here."""
+    state.put("prompt", prompt)
+    state.set_head(int(layer), int(head))
+    state.put("query", int(query))
 
 
 def _export(kept, key: str) -> None:

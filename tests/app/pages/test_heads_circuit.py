@@ -89,3 +89,16 @@ def test_a_pair_of_unequal_length_is_refused_before_any_run():
     at = circuit_tab()
     at.text_input(key="circuit_corrupt").input(CORRUPT + " him").run()
     assert "same token count" in texts(at) and not graph_ids(at)
+
+
+def test_opening_a_head_shows_it_on_the_attention_page_with_the_clean_prompt():
+    at = circuit_tab()
+    at.button(key="circuit_run").click().run()
+    suffix = next(n.key for n in at.number_input if n.key.startswith("circuit_layer_")).removeprefix("circuit_layer_")
+    at.number_input(key=f"circuit_layer_{suffix}").set_value(2).run()
+    at.number_input(key=f"circuit_head_{suffix}").set_value(3).run()
+    at.button(key=f"circuit_open_{suffix}").click().run()
+    no_errors(at)
+    assert at.session_state["prompt"] == CLEAN
+    assert (at.session_state["layer"], at.session_state["head"]) == (2, 3)
+    assert "Attention" in [t.value for t in at.title]
