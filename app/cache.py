@@ -24,10 +24,11 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app.services import (causal, generation, heads, kv_sharing, models, positions, prompts, run_time, texts, traces,
-                          zoo)
+from app.services import (causal, circuit, generation, heads, kv_sharing, models, positions, prompts, run_time, texts,
+                          traces, zoo)
 from app.services.byte_cache import ByteBudgetCache
 from app.services.causal import CausalRequest
+from app.services.circuit import CircuitRequest
 from app.services.traces import PromptTrace
 from app.services.zoo import VALIDATION_WINDOWS
 from app.ui.progress import bar_or_spinner, message_bar
@@ -51,6 +52,8 @@ __all__ = [  # what the pages call
     "long_cache", "kind_rows",
     # which heads cause the answer
     "causal_estimate", "causal_kept", "get_causal_report",
+    # the circuit between heads
+    "circuit_estimate", "circuit_kept", "get_circuit", "circuit_faithfulness", "circuit_qk",
     # positions
     "scaling_losses_kept", "score_scaling", "scaling_step_seconds",
     "forward_speed", "get_permutation_check", "SCALING_STORE_BYTES",
@@ -90,6 +93,8 @@ SHARED_STORES: dict[str, tuple[Callable[[], int], Callable[[object], int]]] = {
     "measurements": (lambda: 64, _one),  # the tradeoffs page's runs on this machine
     "long_texts": (lambda: LONG_TEXT_BYTES, _text_bytes),  # link values too long for a URL, by id (app/ui/state.py)
     "coref": (lambda: 8, _one),  # the built-in set scored: a (layers × heads) table per model and BOS policy
+    "circuits": (lambda: 4, _one),  # circuit runs: both runs' node outputs and every edge's score, tens of MB each
+    "circuit_points": (lambda: 512, _one),  # the measured faithfulness of one top-n circuit of a kept run
     "causal": (lambda: 16, _one),  # the Heads page's causal reports: grids of a few thousand numbers each
     "run_ratios": (lambda: 16, _one),  # (kind, model) → the last runs' time against their passes timed alone
 }
@@ -305,6 +310,45 @@ def get_causal_report(source: str, request: CausalRequest, progress=None) -> dic
     compute = _timed("causal", source, len(clean.ids), causal.passes(loaded, clean.ids, corrupt.ids),
                      lambda: causal.run(loaded, request, settings, progress))
     return _shared("causal").get((source, request, settings), compute)
+
+
+# ---- the circuit between heads ----------------------------------------------------------------------
+def circuit_estimate(source: str, request: CircuitRequest) -> limits_.Estimate:
+    """What the circuit run of ``request`` would take, its time measured here now (app/services/run_time.py),
+    or PromptError saying what to change."""
+    loaded, settings = get_model(source), limits()
+    checked = circuit.estimate(loaded, request, settings)  # the limits hold the counted work
+    n_tokens, passes = circuit.work(loaded, request, settings)
+    return dataclasses.replace(checked, seconds=_run_seconds("circuit", source, n_tokens, passes))
+
+
+def circuit_kept(source: str, request: CircuitRequest):
+    """The circuit run of ``request`` if any session has made it under the limits in force, else None."""
+    return _shared("circuits").peek((source, request, limits()))[1]
+
+
+def get_circuit(source: str, request: CircuitRequest, progress=None):
+    """Run (once for every session, keyed by model, texts, words, steps and limits) the circuit of
+    ``request``, ``progress(done, total)`` after each batched call."""
+    loaded, settings = get_model(source), limits()
+    n_tokens, passes = circuit.work(loaded, request, settings)
+    compute = _timed("circuit", source, n_tokens, passes, lambda: circuit.run(loaded, request, settings, progress))
+    return _shared("circuits").get((source, request, settings), compute)
+
+
+def circuit_faithfulness(source: str, request: CircuitRequest, n_edges: int) -> float | None:
+    """The measured faithfulness of the top ``n_edges`` circuit of the kept run (None: no run kept)."""
+    kept = circuit_kept(source, request)
+    if kept is None:
+        return None
+    return _shared("circuit_points").get((source, request, limits(), n_edges),
+                                         lambda: circuit.measured_faithfulness(kept, n_edges))
+
+
+def circuit_qk(source: str, request: CircuitRequest, layer: int, head: int, query: int, key: int):
+    """The query–key breakdown of one score on the kept run's clean prompt (None: no run kept), or PromptError."""
+    kept = circuit_kept(source, request)
+    return None if kept is None else circuit.breakdown(get_model(source), kept, layer, head, query, key)
 
 
 # ---- positions --------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import torch
 from app.services.threads import threads_for_this_run
 from txviz.loading.loaded import LoadedModel
 
-FIRST_RATIO = {"causal": 0.35, "coref": 0.17}  # run time ÷ its passes timed alone, measured on this project's machine
+FIRST_RATIO = {"causal": 0.35, "coref": 0.17,  # run time ÷ its passes timed alone, measured on this project's machine
+               "circuit": 0.7}  # SmolLM2's trophy pair: 11 CPU s for 102 passes counted by txviz.circuit.cost of 0.15 s
 KEPT_RATIOS = 5
 
 

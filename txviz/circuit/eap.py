@@ -27,6 +27,8 @@ edge raises the metric.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from txviz.circuit.pair import CircuitPair
@@ -84,9 +86,10 @@ def ig_rows(config, n_tokens: int, steps: int, budget: float = ACTIVATION_BUDGET
     return max(1, min(steps, int(budget // per_row)))
 
 
-def eap_ig(pair: CircuitPair, steps: int = 5, *, batch: int | None = None) -> torch.Tensor:
+def eap_ig(pair: CircuitPair, steps: int = 5, *, batch: int | None = None,
+           on_batch: Callable[[], None] | None = None) -> torch.Tensor:
     """(targets, sources) EAP-IG scores over ``steps`` interpolation steps, ``batch`` of them per forward
-    and backward (default: as many as ``ig_rows`` allows)."""
+    and backward (default: as many as ``ig_rows`` allows); ``on_batch()`` after each (a progress bar)."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     alphas = torch.arange(1, steps + 1, dtype=torch.float32) / steps
@@ -98,4 +101,6 @@ def eap_ig(pair: CircuitPair, steps: int = 5, *, batch: int | None = None) -> to
         patch = None if bool((chunk == 1).all()) else ig_patch(pair, chunk)
         scores = _gradient_scores(pair, patch)
         total += scores if patch is not None else scores * len(chunk)
+        if on_batch is not None:
+            on_batch()
     return total / steps

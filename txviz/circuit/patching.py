@@ -15,7 +15,7 @@ circuit reaching a target is searched from the curve's bracket inwards.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -78,12 +78,12 @@ def faithfulness_curve(pair: CircuitPair, scores: torch.Tensor, sizes: Sequence[
 
 
 def smallest_circuit(pair: CircuitPair, scores: torch.Tensor, target: float = 0.8, *, probes: int = CHUNK,
-                     curve: list[dict] | None = None) -> dict:
+                     curve: list[dict] | None = None, on_batch: Callable[[], None] | None = None) -> dict:
     """The fewest top edges whose circuit reaches faithfulness ``target``: the first point of the curve
     that reaches it, then the bracket before it narrowed by ``probes`` evenly spaced sizes per batched
     call until it is one edge wide. Faithfulness need not grow with n, so this is the first crossing
     found from the curve's bracket, measured exactly; ``edges`` is None when no size reaches the target.
-    Returns {edges, faithfulness, circuit (bool mask), curve}."""
+    Returns {edges, faithfulness, circuit (bool mask), curve}. ``on_batch()`` after each round (a progress bar)."""
     curve = curve if curve is not None else faithfulness_curve(pair, scores)
     reached = [point for point in curve if point["faithfulness"] >= target]
     if not reached:
@@ -97,6 +97,8 @@ def smallest_circuit(pair: CircuitPair, scores: torch.Tensor, target: float = 0.
         if not sizes:
             break
         points = faithfulness_curve(pair, scores, sizes)
+        if on_batch is not None:
+            on_batch()
         hit = next((p for p in points if p["faithfulness"] >= target), None)
         below = [p["edges"] for p in points if p["faithfulness"] < target and (hit is None or p["edges"] < hit["edges"])]
         low = max(below, default=low)

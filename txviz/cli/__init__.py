@@ -1,4 +1,4 @@
-"""The ``txviz`` command line: fetch, info, trace, generate, coref, patch, memory, bench, lab — each with
+"""The ``txviz`` command line: fetch, info, trace, generate, coref, patch, circuit, qk, memory, bench, lab — each with
 ``--json`` for scripts. This module assembles the parser and runs a command; each command (or family of
 commands) lives in its own module beside it, with its arguments and what it does."""
 
@@ -8,11 +8,11 @@ import argparse
 import json
 import sys
 
-TEXT_COMMANDS = ("generate", "coref", "patch", "bench")  # these print their own text without --json
+TEXT_COMMANDS = ("generate", "coref", "patch", "circuit", "bench")  # these print their own text without --json
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from txviz.cli import bench, coref, fetch, generate, memory, patch, trace
+    from txviz.cli import bench, circuit, coref, fetch, generate, memory, patch, trace
     from txviz.cli.model_options import add_model_options
     parser = argparse.ArgumentParser(prog="txviz", description="See inside a real decoder-only transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
             add_model_options(p)
         return p
 
-    for family in (fetch, trace, generate, coref, patch, memory, bench):
+    for family in (fetch, trace, generate, coref, patch, circuit, memory, bench):
         family.register(command)
     from txviz.lab.cli import add_lab_commands
     add_lab_commands(sub)  # lab list / lab train

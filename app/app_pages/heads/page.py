@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.app_pages.heads import builtin_set, coreference, detectors, widget_memory
+from app.app_pages.heads import builtin_set, circuit, coreference, detectors, widget_memory
 from app.ui import sidebar, state
 
-TABS = ("Detectors", "Coreference")
+TABS = ("Detectors", "Coreference", "Circuit")
 COREF_LINK = ("coref_text", "coref_marks", "coref_answer", "coref_completion")  # what a link to the tab carries
 
 st.title("Heads & coreference")
@@ -33,3 +33,6 @@ with tabs["Coreference"]:
     if tabs["Coreference"].open is not False:
         coreference.coref_tab(source, loaded, bos)
         builtin_set.builtin_section(source, loaded.config, bos)
+with tabs["Circuit"]:
+    if tabs["Circuit"].open is not False:
+        circuit.circuit_tab(source, loaded, bos)
