@@ -187,3 +187,22 @@ def test_download_killed_mid_way_leaves_nothing_that_loads(hub, checkpoints, mon
     monkeypatch.delenv("HF_HUB_OFFLINE")
     done = ensure_hub_model("org/tiny")  # online again: the download is finished
     torch.testing.assert_close(_logits(done.path), _logits(checkpoints[0]), rtol=0, atol=0)
+
+
+def test_load_and_the_command_line_take_a_hub_id(hub, checkpoints, capsys):
+    import json
+
+    from txviz.cli import main
+    from txviz.loading import load
+
+    commit = hub.publish("org/tiny", checkpoints[0])
+    loaded = load("org/tiny")
+    assert loaded.source == f"org/tiny@{commit}" and loaded.metadata["hub"]["commit"] == commit
+    assert loaded.n_params == load_hf_dir(checkpoints[0]).n_params
+    hub.publish("org/tiny", checkpoints[1])  # main moves on; the pinned source still names the first weights
+    torch.testing.assert_close(load(loaded.source).model(torch.arange(5)[None]), loaded.model(torch.arange(5)[None]))
+    assert main(["info", "--model", "org/tiny", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["source"].startswith("org/tiny@") and json.loads(out)["source"] != loaded.source
+    assert main(["info", "--model", "org/tiny"]) == 0
+    assert "org/tiny@" in capsys.readouterr().out

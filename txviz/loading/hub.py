@@ -268,3 +268,21 @@ def _complete(hub_id: HubId, commit: str, snapshot: Path, files: dict[str, int],
                              "run again online to finish the download")
     path = snapshot if CONFIG in files else snapshot / next(iter(files))
     return HubSnapshot(hub_id, commit, path, files, fetched, memory)
+
+
+def load_hub_model(hub_id: str | HubId, *, device: torch.device | None = None, dtype: torch.dtype = torch.float32,
+                   policy: HubPolicy | None = None, progress: Progress | None = None):
+    """The LoadedModel of a Hub id: its snapshot loaded by the folder (or GGUF) loader, its source the id
+    pinned to the commit, so that whoever reloads that source gets the same weights."""
+    from dataclasses import replace
+
+    from txviz.loading.gguf import load_gguf
+    from txviz.loading.hf import load_hf_dir
+
+    device = device or torch.device("cpu")
+    snapshot = ensure_hub_model(hub_id, dtype=dtype, device=device, policy=policy, progress=progress)
+    loader = load_hf_dir if snapshot.path.is_dir() else load_gguf
+    loaded = loader(snapshot.path, device=device, dtype=dtype)
+    hub = {"repo": snapshot.id.repo, "revision": snapshot.id.revision, "commit": snapshot.commit,
+           "path": str(snapshot.path), "files": snapshot.files}
+    return replace(loaded, source=snapshot.pinned_id, metadata={**loaded.metadata, "hub": hub})
