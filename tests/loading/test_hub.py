@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,14 @@ def _cached_files(home: Path) -> list[str]:
 
 def test_download_then_load(hub, checkpoints, tmp_path):
     commit = hub.publish("org/tiny", checkpoints[0])
-    reports = []
-    snapshot = ensure_hub_model("org/tiny", progress=lambda fraction, message: reports.append((fraction, message)))
+    reports, threads = [], set()
+
+    def report(fraction, message):
+        reports.append((fraction, message))
+        threads.add(threading.get_ident())
+
+    snapshot = ensure_hub_model("org/tiny", progress=report)
+    assert threads == {threading.get_ident()}  # a Streamlit bar can only be drawn from the session's thread
     assert snapshot.commit == commit and snapshot.pinned_id == f"org/tiny@{commit}"
     assert snapshot.path == tmp_path / "hf_home" / "hub" / "models--org--tiny" / "snapshots" / commit
     assert set(snapshot.files) == {"config.json", "generation_config.json", "model.safetensors"}

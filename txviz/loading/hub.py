@@ -24,6 +24,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -123,9 +124,10 @@ def _download(hub_id: HubId, dtype: torch.dtype, device: torch.device, policy: H
     total = sum(to_fetch.values())
     report(0.0, f"{hub_id.repo}@{commit[:12]}: {len(files)} files, {format_bytes(total)} to fetch; "
                 f"{format_bytes(memory)} of memory in {str(dtype).removeprefix('torch.')}")
-    path = snapshot_download(hub_id.repo, revision=commit, cache_dir=cache, endpoint=endpoint,
-                             allow_patterns=[glob.escape(name) for name in files], max_workers=4,
-                             tqdm_class=progress_bar(total, report, f"Downloading {hub_id.repo}"))
+    path = on_this_thread(lambda relay: snapshot_download(
+        hub_id.repo, revision=commit, cache_dir=cache, endpoint=endpoint, max_workers=4,
+        allow_patterns=[glob.escape(name) for name in files],
+        tqdm_class=progress_bar(total, relay, f"Downloading {hub_id.repo}")), report)
     report(1.0, f"{hub_id.repo}@{commit[:12]} is in the cache")
     return _complete(hub_id, commit, Path(path), files, fetched=total, memory=memory)
 
@@ -212,6 +214,32 @@ def check_sizes(repo: str, download: int, memory: int, dtype: torch.dtype, devic
         where = "TXVIZ_HUB_MAX_MEMORY" if limit == policy.max_memory_bytes else f"available on {device}"
         raise ModelLoadError(f"{repo}: needs {format_bytes(memory)} of memory in {str(dtype).removeprefix('torch.')}, "
                              f"over the {format_bytes(limit)} {where}")
+
+
+def on_this_thread(work: Callable[[Progress], object], report: Progress, poll_seconds: float = 0.2):
+    """``work(relay)`` run in a helper thread while this thread passes on the latest progress it relayed:
+    the client reports from its download threads, and a caller's ``report`` (a Streamlit bar, bound to
+    the session's thread) must only be called on the caller's own thread."""
+    latest: list[tuple[float, str] | None] = [None]  # one slot, replaced whole: no update is half-seen
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work(lambda fraction, message: latest.__setitem__(0, (fraction, message)))
+        except BaseException as error:  # noqa: BLE001 - raised again on the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name="txviz-hub-download", daemon=True)
+    worker.start()
+    shown = None
+    while shown is not latest[0] or worker.is_alive():
+        worker.join(poll_seconds)
+        if latest[0] is not shown:
+            shown = latest[0]
+            report(*shown)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def progress_bar(total: int, report: Progress, label: str):
