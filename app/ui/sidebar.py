@@ -50,7 +50,9 @@ def _pick_model() -> None:
     elif choice == CUSTOM:
         typed = st.text_input("GGUF file or HF checkpoint directory", value="" if models.is_known(current) else current,
                               key="model_path")
-        if typed:
+        if typed and looks_like_hub_id(typed):  # a link's Hub id where they are off: the policy says why
+            st.session_state["model"] = typed
+        elif typed:
             try:
                 st.session_state["model"] = str(confine(typed))
             except ModelLoadError as error:
