@@ -56,7 +56,7 @@ class HubServer:
         self._cdn = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(cdn=True))
         for server in (self._hub, self._cdn):
             server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property
     def url(self) -> str:

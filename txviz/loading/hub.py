@@ -181,7 +181,7 @@ def memory_needed(repo: str, files: dict[str, int], fetch_one: Callable[[str], P
     element = torch.finfo(dtype).bits // 8 if dtype.is_floating_point else 4
     if CONFIG not in files:  # a GGUF file: its parameters at no fewer than GGUF_BITS_FLOOR bits each
         return sum(files.values()) * 8 // GGUF_BITS_FLOOR * element
-    from txviz.analysis.kv.memory import count_params
+    from txviz.model.counts import count_params
     from txviz.loading.hf_config import config_from_dict, parse_config_json
 
     raw = parse_config_json(fetch_one(CONFIG))[0]
