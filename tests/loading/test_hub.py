@@ -213,3 +213,21 @@ def test_load_and_the_command_line_take_a_hub_id(hub, checkpoints, capsys):
     assert json.loads(out)["source"].startswith("org/tiny@") and json.loads(out)["source"] != loaded.source
     assert main(["info", "--model", "org/tiny"]) == 0
     assert "org/tiny@" in capsys.readouterr().out
+
+
+def test_a_repo_of_one_gguf_loads_it_and_several_are_named(hub, tmp_path):
+    from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+    from txviz.loading import load
+    from txviz.loading.gguf import load_gguf
+
+    config = tiny()
+    gguf_file = write_gguf(tmp_path / "tiny.Q8.gguf", config, weights_of(config))
+    commit = hub.publish("org/tiny-gguf", {"README.md": b"# tiny", "tiny.Q8.gguf": gguf_file.read_bytes()})
+    loaded = load("org/tiny-gguf")
+    assert loaded.format == "gguf" and loaded.source == f"org/tiny-gguf@{commit}"
+    ids = torch.arange(6)[None]
+    torch.testing.assert_close(loaded.model(ids), load_gguf(gguf_file).model(ids), rtol=0, atol=0)
+    assert not any(path.endswith("README.md") for _, path in hub.requests)
+    hub.publish("org/many-gguf", {"a.Q4_K_M.gguf": b"x", "a.Q8_0.gguf": b"y"})
+    with pytest.raises(ModelLoadError, match=r"org/many-gguf holds 2 GGUF files \(a.Q4_K_M.gguf, a.Q8_0.gguf"):
+        ensure_hub_model("org/many-gguf")
