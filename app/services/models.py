@@ -12,6 +12,9 @@ from typing import Callable
 from txviz.lab.zoo import describe
 from txviz.loading import fetch, load, preflight
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.hub import ensure_hub_model, load_hub_model
+from txviz.loading.hub_id import looks_like_hub_id
+from txviz.loading.hub_policy import HubPolicy
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, confine, discover
 from txviz.loading.zoo import is_txviz_dir
@@ -28,11 +31,33 @@ def load_model(source: str) -> LoadedModel:
     confined whatever the URL says, whose header passes the discovery check before it is loaded."""
     if is_known(source):
         return fetch.load_known_model(source)
+    if looks_like_hub_id(source):
+        return load_hub(source)
     path = confine(source)
     reason = preflight.problem(path)  # its header, parsed in a capped child first (kept per file version)
     if reason:
         raise ModelLoadError(reason)
     return load(path)
+
+
+def hub_policy() -> HubPolicy:
+    """The operator's: Hub ids are off in the app unless TXVIZ_HUB allows them."""
+    return HubPolicy.from_env(shared=True)
+
+
+def fetch_hub(hub_id: str, progress: Callable[[float, str], None] | None = None) -> str:
+    """Download ``hub_id`` under the operator's policy and limits; its id pinned to the commit (for the URL)."""
+    return ensure_hub_model(hub_id, policy=hub_policy(), progress=progress).pinned_id
+
+
+def load_hub(hub_id: str) -> LoadedModel:
+    """A Hub id (as a link names it: the policy holds whatever the URL says), its files' headers checked
+    in the capped child as a local file's are, then loaded."""
+    snapshot = ensure_hub_model(hub_id, policy=hub_policy())
+    reason = preflight.problem(snapshot.path)
+    if reason:
+        raise ModelLoadError(reason)
+    return load_hub_model(snapshot.pinned_id, policy=hub_policy())
 
 
 def known_options() -> dict[str, str]:

@@ -16,9 +16,11 @@ from txviz.lab.corpus import sample_text
 from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.loading.display_name import display_name
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.hub_id import looks_like_hub_id
 from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, known_model
 
 CUSTOM = "Path…"
+HUB = "Hugging Face Hub…"
 
 
 def _show_broken(broken: dict[str, str]) -> None:
@@ -31,20 +33,26 @@ def _show_broken(broken: dict[str, str]) -> None:
 
 def _pick_model() -> None:
     options, broken = models.model_options(cache.zoo_description)
-    labels = list(options) + [CUSTOM]
+    hub_on = models.hub_policy().enabled
+    labels = list(options) + [CUSTOM] + [HUB] * hub_on
     if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
         st.session_state["model"] = DEFAULT_SOURCE
     current = state.get("model")
-    index = next((i for i, label in enumerate(labels) if options.get(label) == current), len(labels) - 1)
+    index = next((i for i, label in enumerate(labels) if options.get(label) == current),
+                 labels.index(HUB) if hub_on and looks_like_hub_id(current) else labels.index(CUSTOM))
     choice = st.selectbox("Model", labels, index=index, key="model_choice",
                           help="The real models txviz fetches from PyPI on first use (the default and "
                                + ", ".join(m.display_name for m in KNOWN_MODELS.values() if m.name != DEFAULT_MODEL_NAME)
                                + "), models in the cache or in TXVIZ_MODEL_DIRS, or a path inside them.")
     _show_broken(broken)
-    if choice == CUSTOM:
+    if choice == HUB:
+        _pick_hub(current)
+    elif choice == CUSTOM:
         typed = st.text_input("GGUF file or HF checkpoint directory", value="" if models.is_known(current) else current,
                               key="model_path")
-        if typed:
+        if typed and looks_like_hub_id(typed):  # a link's Hub id where they are off: the policy says why
+            st.session_state["model"] = typed
+        elif typed:
             try:
                 st.session_state["model"] = str(confine(typed))
             except ModelLoadError as error:
@@ -52,6 +60,26 @@ def _pick_model() -> None:
                 st.session_state["model"] = "default"
     else:
         st.session_state["model"] = options[choice]
+
+
+def _pick_hub(current: str) -> None:
+    """A Hub id typed here is resolved to its commit (kept in the URL) and downloaded, with a progress bar."""
+    typed = st.text_input("Hub model: org/name or org/name@revision", key="hub_id",
+                          value=current if looks_like_hub_id(current) else "",
+                          help="Downloaded into the Hugging Face cache (config, tokenizer and safetensors or GGUF "
+                               "files only, never pickles) after its sizes are checked; the operator allows repos "
+                               "with TXVIZ_HUB.").strip()
+    if not typed or typed in (current, st.session_state.get("hub_typed")):
+        return
+    st.session_state["hub_typed"] = typed  # asked once per text typed, whatever the answer
+    bar = st.progress(0.0, text=f"Asking the Hub about {plain(typed)}…")
+    report = lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=plain(message))  # noqa: E731
+    try:
+        st.session_state["model"] = models.fetch_hub(typed, report)
+    except (ModelLoadError, ValueError, OSError) as error:
+        st.error(f"{plain(error)}. Showing the default model.")
+        st.session_state["model"] = DEFAULT_SOURCE
+    bar.empty()
 
 
 def _ensure_fetched(source: str) -> None:

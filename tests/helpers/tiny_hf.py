@@ -155,3 +155,17 @@ def legacy_rope_spelling(config: dict) -> dict:
     kind = params.pop("rope_type")
     config["rope_scaling"] = None if kind == "default" else {"type": kind, **params}
     return config
+
+
+def save_llama_with_tokenizer(directory: Path, seed: int = 0) -> Path:
+    """A tiny llama checkpoint with a real byte-level tokenizer.json (what the app's pages need to feed it text)."""
+    import transformers
+
+    from tests.helpers.byte_tokenizer import ByteLevelTokenizer
+
+    tokenizer = ByteLevelTokenizer()
+    config = transformers.LlamaConfig(**{**LLAMA_BASE, "vocab_size": tokenizer.vocab_size}, attn_implementation="eager")
+    torch.manual_seed(seed)
+    save(randomize_(transformers.LlamaForCausalLM(config), seed), directory)
+    tokenizer._tokenizer.save(str(Path(directory) / "tokenizer.json"))
+    return directory

@@ -1,6 +1,6 @@
 """The options every model command takes (``--model``, ``--device``, ``--dtype``, ``--device-map``,
 ``--max-memory``, ``--offload-dir``) and the model they load: a known model fetched on first use, a
-.gguf file or a checkpoint directory, on one device or spread with accelerate."""
+Hub id, a .gguf file or a checkpoint directory, on one device or spread with accelerate."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 def model_help() -> str:
     from txviz.loading.sources import known_names
-    return f"a known model ({known_names()}; fetched on first use), a .gguf file or an HF checkpoint directory " \
-           "(default: SmolLM2-135M-Instruct)"
+    return f"a known model ({known_names()}; fetched on first use), a .gguf file, an HF checkpoint directory " \
+           "or a Hub id org/name[@revision] (downloaded into the Hub's cache) (default: SmolLM2-135M-Instruct)"
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -44,9 +44,14 @@ def load_model(args):
 
 
 def _load_on(args, device):
-    """``--model``: a known model's name (fetched on first use, as the default model always was) or a path."""
+    """``--model``: a known model's name (fetched on first use, as the default model always was), a Hub id or a path."""
     from txviz.loading import fetch, load, resolve_device
     from txviz.loading.sources import resolve_model_name
+    from txviz.loading.hub_id import looks_like_hub_id
+    if args.model and looks_like_hub_id(args.model):
+        from txviz.loading.hub import load_hub_model
+        return load_hub_model(args.model, device=resolve_device(device), dtype=DTYPES[args.dtype],
+                              progress=None if args.json else progress)
     known = resolve_model_name(args.model)
     if known is None:
         return load(args.model, device=device, dtype=DTYPES[args.dtype])

@@ -45,7 +45,8 @@ def load(source: str | Path | None = None, *, device: str | torch.device | None 
          dtype: torch.dtype = torch.float32) -> LoadedModel:
     """Load ``source``: None or "default" (SmolLM2-135M-Instruct), a known model's name ("gemma3-270m";
     txviz.loading.sources.KNOWN_MODELS, fetched on first use), a .gguf file, a directory with config.json
-    + safetensors (Hugging Face), or a txviz lab directory. A path wins over a name it shadows."""
+    + safetensors (Hugging Face), a txviz lab directory, or a Hub id ``org/name[@revision]`` (downloaded
+    through huggingface_hub into its cache: txviz.loading.hub). A path wins over a name it shadows."""
     from txviz.loading.errors import ModelLoadError
 
     device = resolve_device(device)
@@ -71,6 +72,10 @@ def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
     if str(source) in KNOWN_MODELS and not Path(source).exists():
         from txviz.loading.fetch import load_known_model
         return load_known_model(str(source), device=device, dtype=dtype)
+    from txviz.loading.hub_id import looks_like_hub_id
+    if looks_like_hub_id(str(source)):
+        from txviz.loading.hub import load_hub_model
+        return load_hub_model(str(source), device=device, dtype=dtype)
     path = Path(source).expanduser()
     if not path.exists():
         raise ModelLoadError(f"no such file or directory: {path}")
