@@ -18,7 +18,7 @@ import re
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.batches import between_batches
 from txviz.causal import agreement, answer_tokens, cost

@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.causal.metric import answer_tokens
 from txviz.circuit.cost import circuit_estimate, circuit_passes

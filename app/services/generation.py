@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer import TokenizerError
@@ -17,7 +17,7 @@ def generate_from_prompt(loaded: LoadedModel, prompt: str, bos: str, settings: l
     """txviz.generate.generate on the prompt (wrapped as a user message with ``chat``);
     ``on_step(step)`` is told after each token. ``stop_at_eos=False`` generates exactly
     ``max_new_tokens`` (a timing needs the same number of steps whatever the model says). On a loaded
-    machine it runs on one thread (app.services.threads)."""
+    machine it runs on one thread (txviz.threads)."""
     from txviz.generate import generate
 
     tokenizer = loaded.tokenizer

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from app.services.prompts import check_passes
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.batches import between_batches
 from txviz.loading.loaded import LoadedModel

@@ -1,14 +1,14 @@
 """The KV cache page's counterfactuals on a shipped text: the loaded model with more or fewer KV
 heads compared with the original, and the per-layer sharing sweep (timed one step first, then run
 with a ``progress(done, total)`` callback). Each is checked against the budget before it runs, and runs
-on one torch thread while the machine is oversubscribed (app.services.threads)."""
+on one torch thread while the machine is oversubscribed (txviz.threads)."""
 
 from __future__ import annotations
 
 import torch
 
 from app.services.prompts import check_passes
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
 

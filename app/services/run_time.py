@@ -1,7 +1,7 @@
 """How long a long run of the app will take here, now: its work counted in forward passes of one prompt
 (txviz.causal.cost for the causal test, one pass per sentence for the coreference set) times the time
 one such pass takes on this server at this moment, under the thread rule the run will use
-(app.services.threads), times how much cheaper a pass is inside the run than alone (the run batches its
+(txviz.threads), times how much cheaper a pass is inside the run than alone (the run batches its
 passes and resumes them from the first layer they change).
 
 That last factor is measured: each finished run records its time against the time its passes would
@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz.loading.loaded import LoadedModel
 
 FIRST_RATIO = {"causal": 0.35, "coref": 0.17,  # run time ÷ its passes timed alone, measured on this project's machine

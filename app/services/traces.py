@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from app.services.prompts import PromptError, encode, within_budget
-from app.services.threads import threads_for_this_run
+from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.analysis.heads.metrics import head_table as heads_table, hide_sink, metrics_table
 from txviz.capture.cost import CapturePlan
@@ -75,7 +75,7 @@ def describe_run(n_tokens: int, estimate: limits_.Estimate, settings: limits_.Li
 
 def run_trace(loaded: LoadedModel, encoding, request: TraceRequest, progress: Progress | None = None) -> PromptTrace:
     """The model run on an encoding ``check_trace`` accepted; ``progress`` is told after each layer. On
-    a loaded machine it runs on one thread (app.services.threads)."""
+    a loaded machine it runs on one thread (txviz.threads)."""
     started = time.perf_counter()
     try:
         with threads_for_this_run():

@@ -59,18 +59,20 @@ def cmd_circuit(args) -> dict:
     from txviz import limits
     from txviz.circuit.cost import circuit_estimate
     from txviz.circuit.report import STEPS, circuit_report, encode_pair
+    from txviz.threads import threads_for_this_run
     loaded, settings = _loaded_with_text(args, {"clean prompt": args.clean, "corrupt prompt": args.corrupt})
     clean, corrupt, _ = encode_pair(loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong, args.bos)
     limits.check_prompt_tokens(len(clean.ids), loaded.config, settings)
     estimate = limits.check_budget(circuit_estimate(loaded.config, clean.ids, corrupt.ids, steps=args.steps,
                                                     search=args.edges is None, element_bytes=loaded.dtype.itemsize,
                                                     gflops=settings.gflops), settings)
-    progress = None if args.json or estimate.seconds < 5 else \
+    said = None if args.json or estimate.seconds < 5 else \
         lambda done, total: progress(done / total, f"batch {done} of at most {total}")
     started = time.perf_counter()
-    result = circuit_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
-                            bos=args.bos, steps=args.steps, edges=args.edges, target=args.target, top=args.top,
-                            progress=progress)
+    with threads_for_this_run():  # one thread while other processes hold the cores, as the app does
+        result = circuit_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
+                                bos=args.bos, steps=args.steps, edges=args.edges, target=args.target, top=args.top,
+                                progress=said)
     result = {"model": loaded.source, **result, "steps_run": list(STEPS[:3 if args.edges else 4]),
               "estimate": {"bytes": estimate.bytes, "seconds": round(estimate.seconds, 2)},
               "seconds": round(time.perf_counter() - started, 3)}

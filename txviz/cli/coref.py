@@ -21,6 +21,7 @@ def register(command) -> None:
 def cmd_coref(args) -> dict:
     from txviz.analysis.coref.ranking import BUILTIN_PATH, evaluate, parse_cases
     from txviz import limits
+    from txviz.threads import threads_for_this_run
     settings = limits.current()
     path = args.data or BUILTIN_PATH
     cases = parse_cases(path)  # a bad file fails here, before the model loads
@@ -29,7 +30,8 @@ def cmd_coref(args) -> dict:
     loaded = model_options.load_model(args)
     _check_coref_budget(loaded, cases, args.bos, settings)
     started = time.perf_counter()
-    result = {**evaluate(loaded, cases, bos=args.bos), "data": str(path)}
+    with threads_for_this_run():  # one thread while other processes hold the cores, as the app does
+        result = {**evaluate(loaded, cases, bos=args.bos), "data": str(path)}
     result["seconds"] = round(time.perf_counter() - started, 3)
     if not args.json:
         baselines = result["baselines"]

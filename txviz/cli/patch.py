@@ -40,6 +40,7 @@ def cmd_patch(args) -> dict:
     from txviz.causal.patching import DEFAULT_CHUNK, check_same_length
     from txviz.causal.report import STEPS, patch_report
     from txviz import limits
+    from txviz.threads import threads_for_this_run
     settings = limits.current()
     chunk_size = DEFAULT_CHUNK if args.chunk_size is None else args.chunk_size
     check_text(args.clean, "clean prompt", settings)
@@ -58,9 +59,10 @@ def cmd_patch(args) -> dict:
     said = None if args.json or estimate.seconds < 5 else \
         lambda done, total: progress(done / total, STEPS[done] if done < len(STEPS) else "done")
     started = time.perf_counter()
-    result = patch_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
-                          bos=args.bos, candidates=candidates, pronoun=args.pronoun, grid=args.grid,
-                          top_k=args.top, chunk_size=chunk_size, progress=said)
+    with threads_for_this_run():  # one thread while other processes hold the cores, as the app does
+        result = patch_report(loaded.model, loaded.tokenizer, args.clean, args.corrupt, args.answer, args.wrong,
+                              bos=args.bos, candidates=candidates, pronoun=args.pronoun, grid=args.grid,
+                              top_k=args.top, chunk_size=chunk_size, progress=said)
     result = {"model": loaded.source, **result, "estimate": {"bytes": estimate.bytes,
                                                              "seconds": round(estimate.seconds, 2)},
               "seconds": round(time.perf_counter() - started, 3)}

@@ -149,7 +149,7 @@ def test_the_page_trace_runs_on_one_thread_while_the_machine_is_oversubscribed(m
     (a 64-token trace took 7.1 s on 2 threads, 0.64 s on one, at load 10 on 2 cores)."""
     import torch
 
-    from app.services import threads
+    from txviz import threads
 
     assert threads.threads_for_load(2, busy=0.0, cpus=2) == 2
     assert threads.threads_for_load(2, busy=1.0, cpus=2) == threads.threads_for_load(4, busy=9.5, cpus=2) == 1

@@ -98,8 +98,9 @@ def test_the_estimate_counts_the_work_the_sweeps_run(tiny):
 
 def test_the_report_runs_on_one_thread_while_the_machine_is_oversubscribed(monkeypatch):
     """~1300 forward passes: under load (other processes running on every core) the causal report runs on one torch thread,
-    as the page's trace does (app.services.threads), and the process's count is restored after."""
-    from app.services import causal, threads
+    as the page's trace does (txviz.threads), and the process's count is restored after."""
+    from app.services import causal
+    from txviz import threads
 
     seen = []
     monkeypatch.setattr(threads, "others_running", lambda: 99.0)

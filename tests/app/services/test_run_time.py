@@ -4,7 +4,8 @@ times a factor the last runs measured."""
 import pytest
 import torch
 
-from app.services import run_time, threads
+from app.services import run_time
+from txviz import threads
 
 
 def test_the_factor_is_the_median_of_the_last_five_runs_else_the_first_measured():

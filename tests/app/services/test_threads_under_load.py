@@ -1,11 +1,12 @@
 """The KV cache page's long runs (generation, the KV-head counterfactual, the per-layer sharing sweep and
 the step that times it) run on one torch thread while the machine is oversubscribed, as the page's trace
-and the causal report do (app.services.threads), and give the process its own thread count back after."""
+and the causal report do (txviz.threads), and give the process its own thread count back after."""
 
 import pytest
 import torch
 
-from app.services import generation, kv_sharing, texts, threads
+from app.services import generation, kv_sharing, texts
+from txviz import threads
 from txviz.limits import Limits
 
 

@@ -1,4 +1,5 @@
-"""How many torch threads a long computation of the app gets: as many as there are cores that no other
+"""How many torch threads a long computation gets, in the app and on the command line (coref, patch,
+circuit): as many as there are cores that no other
 process is using right now (at least one, at most what the process has), decided when the run starts
 and again after each of its batches (txviz.batches), so a run that starts on a quiet machine and meets
 load half-way drops to one thread, and the reverse.
