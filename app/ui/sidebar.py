@@ -36,7 +36,7 @@ def _pick_model() -> None:
     hub_on = models.hub_policy().enabled
     labels = list(options) + [CUSTOM] + [HUB] * hub_on
     if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
-        st.session_state["model"] = DEFAULT_SOURCE
+        state.put("model", DEFAULT_SOURCE)
     current = state.get("model")
     index = next((i for i, label in enumerate(labels) if options.get(label) == current),
                  labels.index(HUB) if hub_on and looks_like_hub_id(current) else labels.index(CUSTOM))
@@ -51,15 +51,15 @@ def _pick_model() -> None:
         typed = st.text_input("GGUF file or HF checkpoint directory", value="" if models.is_known(current) else current,
                               key="model_path")
         if typed and looks_like_hub_id(typed):  # a link's Hub id where they are off: the policy says why
-            st.session_state["model"] = typed
+            state.put("model", typed)
         elif typed:
             try:
-                st.session_state["model"] = str(confine(typed))
+                state.put("model", str(confine(typed)))
             except ModelLoadError as error:
                 st.error(f"{plain(error)}. Showing the default model.")
-                st.session_state["model"] = "default"
+                state.put("model", "default")
     else:
-        st.session_state["model"] = options[choice]
+        state.put("model", options[choice])
 
 
 def _pick_hub(current: str) -> None:
@@ -69,16 +69,16 @@ def _pick_hub(current: str) -> None:
                           help="Downloaded into the Hugging Face cache (config, tokenizer and safetensors or GGUF "
                                "files only, never pickles) after its sizes are checked; the operator allows repos "
                                "with TXVIZ_HUB.").strip()
-    if not typed or typed in (current, st.session_state.get("hub_typed")):
+    if not typed or typed in (current, state.get("_hub_typed")):
         return
-    st.session_state["hub_typed"] = typed  # asked once per text typed, whatever the answer
+    state.put("_hub_typed", typed)  # asked once per text typed, whatever the answer
     bar = st.progress(0.0, text=f"Asking the Hub about {plain(typed)}…")
     report = lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=plain(message))  # noqa: E731
     try:
-        st.session_state["model"] = models.fetch_hub(typed, report)
+        state.put("model", models.fetch_hub(typed, report))
     except (ModelLoadError, ValueError, OSError) as error:
         st.error(f"{plain(error)}. Showing the default model.")
-        st.session_state["model"] = DEFAULT_SOURCE
+        state.put("model", DEFAULT_SOURCE)
     bar.empty()
 
 
@@ -145,8 +145,8 @@ def render() -> None:
 
 
 def _use_sample(text: str) -> None:
-    st.session_state["prompt"] = text  # a callback runs before the prompt's widget is drawn again
-    st.session_state["sample_index"] = st.session_state.get("sample_index", 0) + 1
+    state.put("prompt", text)  # a callback runs before the prompt's widget is drawn again
+    state.put("_sample_index", state.get("_sample_index", 0) + 1)
 
 
 def _warn_unknown(loaded, encoding) -> None:
@@ -162,7 +162,7 @@ def _warn_unknown(loaded, encoding) -> None:
     st.warning(f"**{len(words)} of {len(encoding.ids)} tokens are unknown** to this model's vocabulary and became "
                f"“{plain(unknown_token)}”: {plain(shown[:200])}. Repeated unknowns look like repeated tokens, which inflates "
                "duplicate-token and induction scores.")
-    sample = sample_text(st.session_state.get("sample_index", 0))
+    sample = sample_text(state.get("_sample_index", 0))
     if not unknown_words(loaded.tokenizer.backend, sample):
         st.button("Use a sentence this model knows", key="use_sample", on_click=_use_sample, args=(sample,),
                   help=f"From the lab's held-out stories, whose words make up the zoo's vocabulary: “{sample}”")

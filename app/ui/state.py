@@ -8,6 +8,11 @@ it back from the URL. A page that wants a key in the link adds a ``Field`` there
 for a link (browsers and servers refuse URLs past a few KB; a 100 KB prompt made a link the server
 answered with HTTP 400) goes into the URL as ``<key>_id=<hash>``, and the text itself into a small
 store on this server, which forgets it when the server restarts (the page then says so).
+
+Every other read or write of session state goes through this module too: ``PRIVATE`` lists the keys the
+app keeps for itself (not a widget's, not in the URL), and four rules are written here once: ``follow``
+(a widget starts again when what its options come from changes), ``keep`` (a closed tab's values are
+kept), ``lazy_tabs`` (only the open tab runs) and ``StoppableRun`` (a long run a click stops).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 import streamlit as st
@@ -88,6 +93,32 @@ FIELDS: dict[str, Field] = {
 DEFAULTS = {key: field.default for key, field in FIELDS.items()}
 URL_KEYS = tuple(FIELDS)
 
+# The keys the app keeps for itself: neither a widget's value nor in the URL. Each starts with "_"; the
+# families end in the name of what they serve.
+PRIVATE: dict[str, str] = {
+    "_initialized": "the session's keys were filled from the URL (or the defaults) once",
+    "_url_note": "what the page says about a link whose long text this server has forgotten",
+    "_head_maps_wanted": "(prompt, layer, head, layer): the layer the head-maps component asked for, and the view it asked under",
+    "_causal_last_run": "the causal test's last request run in this session: says when the inputs moved on from it",
+    "_kv_speed_measured": "the cached vs uncached timing, with the (model, prompt, BOS, tokens) it was made on",
+    "_generations": "this session's generation timings (app.cache, which this module imports: it reads the key itself)",
+    "_hub_typed": "the Hub id last typed in the sidebar: asked once per text typed, whatever the answer",
+    "_circuit_clicked": "(run key, (layer, head)): the Circuit graph's last clicked head, applied once per click",
+    "_sample_index": "which of the zoo's sample sentences the sidebar offers next for a prompt the vocabulary lacks",
+}
+PRIVATE_FAMILIES: dict[str, str] = {
+    "_follows_": "+ a widget key: the inputs its value was chosen under (follow)",
+    "_running_": "+ a run's name: where a stoppable run is, while it runs; still there after a Stop (StoppableRun)",
+}
+_UNSET = object()
+
+
+def _checked(key: str) -> str:
+    """``key``, unless it is a private key missing from the table (a typo, or one nobody listed)."""
+    if key.startswith("_") and key not in PRIVATE and not key.startswith(tuple(PRIVATE_FAMILIES)):
+        raise KeyError(f"{key!r} is not in state.PRIVATE")
+    return key
+
 
 def _id_of(value: str) -> str:
     """A long text's id in a link: a short hash of its content."""
@@ -109,23 +140,21 @@ def _from_url(key: str, field: Field, params) -> Any:
         return field.default
     found, value = long_values().peek(text_id)
     if not found:
-        st.session_state["_url_note"] = (f"This link's {key} was too long for a URL and was kept on the server, "
-                                         "which has restarted since: showing the default instead.")
+        put("_url_note", (f"This link's {key} was too long for a URL and was kept on the server, "
+                          "which has restarted since: showing the default instead."))
         return field.default
     return field.read(value)
 
 
 def init() -> None:
     """Fill session state from the URL on the first run of a session, else from the defaults."""
-    if st.session_state.get("_initialized"):
-        for key in URL_KEYS:  # keep widget-bound keys alive on pages that do not draw their widget
-            if key in st.session_state:
-                st.session_state[key] = st.session_state[key]
+    if get("_initialized", False):
+        keep({key: get(key) for key in URL_KEYS if has(key)})  # alive on pages that do not draw their widget
         return
     params = st.query_params
     for key, field in FIELDS.items():
-        st.session_state[key] = _from_url(key, field, params)
-    st.session_state["_initialized"] = True
+        put(key, _from_url(key, field, params))
+    put("_initialized", True)
 
 
 def _set_param(name: str, text: str | None) -> None:
@@ -140,7 +169,7 @@ def sync_url() -> None:
     """Write the shared keys back into the URL (only those that differ from the defaults); a text too
     long for a link goes by its id in the server's store."""
     for key, field in FIELDS.items():
-        value = st.session_state.get(key, field.default)
+        value = get(key)
         text, text_id = None, None
         if value != field.default:
             text = field.dump(value)
@@ -154,7 +183,7 @@ def sync_url() -> None:
 
 def url_note() -> str | None:
     """What the page should say about the link: a long text kept by id, or one the server forgot."""
-    note = st.session_state.get("_url_note")
+    note = get("_url_note", None)
     long_keys = [key for key in FIELDS if f"{key}_id" in st.query_params]
     if long_keys:
         kept = " and ".join(long_keys)
@@ -164,41 +193,93 @@ def url_note() -> str | None:
     return note
 
 
-def get(key: str):
-    return st.session_state.get(key, DEFAULTS[key])
+def get(key: str, default: Any = _UNSET):
+    """The value under ``key``, else ``default``; unless told, a URL key's default in ``FIELDS``, any other's None."""
+    return st.session_state.get(_checked(key), DEFAULTS.get(key) if default is _UNSET else default)
+
+
+def has(key: str) -> bool:
+    return _checked(key) in st.session_state
 
 
 def put(key: str, value: Any) -> None:
-    """Record what a page's widgets show under a URL key whose widget is keyed otherwise (the Heads page's
-    marks are keyed by their sentence), so the link carries it."""
-    st.session_state[key] = value
+    """Set ``key``: a widget's value before the widget is drawn (or in a callback), a private key, or a
+    URL key whose widget is keyed otherwise (the Heads page's marks are keyed by their sentence), so
+    that the link carries it."""
+    st.session_state[_checked(key)] = value
 
 
-def reset_on_change(key: str, inputs: Any) -> None:
-    """Put ``key`` back to its default when ``inputs`` (what its options come from: the prompt, the
-    model) changed since the last run that called this. The first call keeps the value (from a link)."""
-    marker = f"_inputs_of_{key}"
-    previous = st.session_state.get(marker)
-    if previous is not None and previous != inputs:
-        st.session_state[key] = DEFAULTS[key]
-    st.session_state[marker] = inputs
+def pop(key: str, default: Any = None) -> Any:
+    return st.session_state.pop(_checked(key), default)
+
+
+def keys() -> list[str]:
+    return list(st.session_state)
+
+
+def forget(keys: Iterable[str]) -> None:
+    for key in keys:
+        st.session_state.pop(_checked(key), None)
+
+
+def keep(defaults: Mapping[str, Any]) -> None:
+    """Fill each key once with its default and keep it while no widget of it is drawn: a closed tab's
+    widgets are not drawn, and Streamlit forgets the value of a widget a run does not draw. Draw these
+    widgets without a default: the value is here."""
+    for key, default in defaults.items():
+        put(key, get(key, default))
+
+
+def follow(keys: str | tuple[str, ...], inputs: Any, start: Mapping[str, Any] | None = None) -> None:
+    """Widgets whose options come from ``inputs`` (the model, the prompt's tokens) start again when
+    those change since the last run that called this, instead of keeping a value that now means
+    something else; call before drawing them. A key without a value starts again too. Starting again
+    is ``start[key]``, else a URL key's default, else no value (the widget's own default). The first call
+    starts every key again but the URL keys, which keep what a link gave them."""
+    keys, start = ((keys,) if isinstance(keys, str) else tuple(keys)), start or {}
+    marker = f"_follows_{keys[0]}"
+    first = not has(marker)
+    moved = first or get(marker, None) != inputs
+    for key in keys:
+        if (moved and not (first and key in DEFAULTS)) or get(key, None) is None:
+            if key in start or key in DEFAULTS:
+                put(key, start[key] if key in start else DEFAULTS[key])
+            else:
+                pop(key)
+    put(marker, inputs)
+
+
+def within(key: str, low: int, high: int) -> None:
+    """Bring a kept slider value inside the range this run draws it with (the limits or the model may
+    have narrowed it since it was set); call before drawing it."""
+    put(key, min(max(get(key, low), low), high))
+
+
+def lazy_tabs(key: str, tabs: Mapping[str, Callable[[], Any]]) -> None:
+    """Tabs of which only the open one is drawn (``tabs``: its label → what draws it): a click on
+    another reruns the page, which draws that one. ``key`` keeps the open tab, and opens one when set."""
+    for tab, draw in zip(st.tabs(list(tabs), key=key, on_change="rerun"), tabs.values()):
+        with tab:
+            if tab.open is not False:  # None: state tracking off (never here)
+                draw()
 
 
 def use_prompt_as(key: str) -> None:
     """Put the sidebar's prompt into ``key`` (a button's callback: it runs before the widgets are drawn)."""
-    st.session_state[key] = get("prompt")
+    put(key, get("prompt"))
 
 
 def clamp_head(n_layers: int, n_heads: int) -> None:
     """Keep the shared layer and head inside the loaded model (a URL may say layer=-5 or head=99).
     Call before the layer/head widgets are drawn."""
     for key, count in (("layer", n_layers), ("head", n_heads)):
-        st.session_state[key] = min(max(int(get(key)), 0), count - 1)
+        put(key, min(max(int(get(key)), 0), count - 1))
 
 
 def set_head(layer: int, head: int) -> None:
     """Select a head from a click elsewhere (before the layer/head widgets are drawn)."""
-    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    put("layer", int(layer))
+    put("head", int(head))
     sync_url()  # the app synced the URL before this page ran: keep the link to the view current
 
 
@@ -206,35 +287,56 @@ def set_head(layer: int, head: int) -> None:
 @dataclass(frozen=True)
 class StoppableRun:
     """A run started by a click that a Stop button (any click, or Streamlit's own Stop) ends between two
-    batches. Streamlit ends a script that has a new click waiting at its next call of st.*, which the
-    run's progress bar makes after every batch; ``running`` marks the session while the run is under way
-    and what it has done, so the next run of the page can say where it stopped (``stopped``)."""
+    steps. Streamlit ends a script that has a new click waiting at its next call of st.*, which the
+    run's progress bar makes after every step; while the run is under way the session keeps a mark of
+    where it is (``_running_<name>``), still there on the next run of the page when a click ended it, so
+    that the page can say where it stopped (``stopped``)."""
 
-    name: str  # the session keys' prefix, one per kind of run
+    name: str  # one per kind of run: its Stop button is keyed ``<name>_stop``
+    stop_help: str = "Ends the run after the batch under way."
 
-    def stopped(self) -> dict | None:
-        """Where the last run of this kind stopped ({"fraction", "message", "seconds"}), once; None when it finished."""
-        return st.session_state.pop(f"_{self.name}_running", None)
+    @property
+    def _marker(self) -> str:
+        return f"_running_{self.name}"
+
+    def stopped(self) -> Any:
+        """The mark the last run of this kind left when a click stopped it, once; None when it finished."""
+        return pop(self._marker)
+
+    @contextmanager
+    def bar(self, text: str, mark: Any = None, slot=None) -> Iterator[Callable[..., None]]:
+        """A Stop button (in ``slot``, else the page) and a progress bar that starts at ``text``; yields
+        ``update(fraction, text, mark=None)``. ``mark`` (and each update's, when given): where the run
+        is, kept while it runs; None: a run that has nothing to say after a stop keeps none."""
+        (slot or st).button("Stop", key=f"{self.name}_stop", help=self.stop_help)
+        progress_bar = st.progress(0.0, text=text)
+        if mark is not None:
+            put(self._marker, mark)
+
+        def update(fraction: float, text: str, mark: Any = None) -> None:
+            if mark is not None:
+                put(self._marker, mark)
+            progress_bar.progress(min(max(fraction, 0.0), 1.0), text=text)
+
+        try:
+            yield update
+        except Exception:  # the run failed: nothing was stopped. A stop is Streamlit's control exception, a
+            pop(self._marker)  # BaseException raised out of ``update``: it leaves the mark
+            progress_bar.empty()
+            raise
+        pop(self._marker)
+        progress_bar.empty()
 
     @contextmanager
     def running(self, what: str, estimate_s: float | None = None) -> Iterator[Callable[[float, str], None]]:
-        """A Stop button and a bar ``what: message, N s so far (about M s left)``; yields ``progress(fraction, message)``."""
-        st.button("Stop", key=f"{self.name}_stop", help="Ends the run after the batch under way.")
-        bar = st.progress(0.0, text=f"{what}…")
-        marker, started = f"_{self.name}_running", time.perf_counter()
-        st.session_state[marker] = {"fraction": 0.0, "message": "starting", "seconds": 0.0}
+        """``bar`` that says ``what: message, N s so far (about M s left)``; yields ``progress(fraction, message)``.
+        Its mark, ``stopped``'s answer: {"fraction", "message", "seconds"}."""
+        started = time.perf_counter()
+        with self.bar(f"{what}…", {"fraction": 0.0, "message": "starting", "seconds": 0.0}) as update:
+            def progress(fraction: float, message: str) -> None:
+                seconds, fraction = time.perf_counter() - started, min(max(fraction, 0.0), 1.0)
+                left = "" if estimate_s is None else f", about {max(estimate_s - seconds, 0.0):.0f} s left"
+                update(fraction, f"{what}: {message}, {seconds:.0f} s so far{left}",
+                       {"fraction": fraction, "message": message, "seconds": seconds})
 
-        def progress(fraction: float, message: str) -> None:
-            seconds, fraction = time.perf_counter() - started, min(max(fraction, 0.0), 1.0)
-            st.session_state[marker] = {"fraction": fraction, "message": message, "seconds": seconds}
-            left = "" if estimate_s is None else f", about {max(estimate_s - seconds, 0.0):.0f} s left"
-            bar.progress(fraction, text=f"{what}: {message}, {seconds:.0f} s so far{left}")
-
-        try:
             yield progress
-        except Exception:  # the run failed: nothing was stopped. A stop is Streamlit's control exception, a
-            st.session_state.pop(marker, None)  # BaseException raised out of ``progress``: it leaves the marker
-            bar.empty()
-            raise
-        st.session_state.pop(marker, None)
-        bar.empty()

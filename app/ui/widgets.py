@@ -9,6 +9,7 @@ import string
 
 import streamlit as st
 
+from app.ui import state
 from txviz.loading.token_text import visible_controls
 
 MARKDOWN_SIGNS = frozenset(string.punctuation)  # CommonMark lets a backslash escape every ASCII punctuation sign
@@ -81,7 +82,7 @@ def bounded_slider(container, label: str, low: int, high: int, value: int | None
     """``container.slider`` over [low, high], or a caption when the range holds one value (Streamlit
     refuses min == max: a one-layer model, a limit of one new token)."""
     if high <= low:
-        st.session_state[key] = low
+        state.put(key, low)
         container.caption(f"{label}: {low}")
         return low
     if value is not None:

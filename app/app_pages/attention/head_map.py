@@ -20,6 +20,8 @@ from app.ui import state
 from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.heads.metrics import hide_sink
 
+WANTED = "_head_maps_wanted"  # the layer the component asked for, and the view it asked under
+
 
 def head_map(view) -> tuple[int, int, bool]:
     """The layer/head control, the hide-sink toggle and the chosen head's map (pooled, with an exact
@@ -77,16 +79,16 @@ def _maps(view, hide: bool, prompt: str, every: bool, layer: int, head: int) -> 
     layers = tuple(range(view.n_layers)) if every else (_wanted_layer(prompt, layer, head),)
     blob = cache.head_maps_blob(lambda: layers_blob(view, hide, layers, prompt), prompt, layers)
     head_maps_blob(blob, key="heatmap", n_layers=view.n_layers,
-                   on_layer=lambda wanted: st.session_state.update(_head_maps_wanted=(prompt, layer, head, wanted)))
+                   on_layer=lambda wanted: state.put(WANTED, (prompt, layer, head, wanted)))
 
 
 def _wanted_layer(prompt: str, layer: int, head: int) -> int:
     """The layer the reader asked the component for, while the page's view is the one they asked it in;
     else the page's layer."""
-    wanted = st.session_state.get("_head_maps_wanted")
+    wanted = state.get(WANTED, None)
     if wanted and wanted[:3] == (prompt, layer, head):
         return wanted[3]
-    st.session_state.pop("_head_maps_wanted", None)  # asked under another view: the browser shows the page's now
+    state.pop(WANTED)  # asked under another view: the browser shows the page's now
     return layer
 
 

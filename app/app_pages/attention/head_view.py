@@ -18,14 +18,14 @@ def query_index(n: int) -> int:
 
 
 def _pick_query(n: int) -> None:
-    picked = int(st.session_state["query_token"])
-    st.session_state["query"] = -1 if picked == n - 1 else picked
+    picked = int(state.get("query_token", None))
+    state.put("query", -1 if picked == n - 1 else picked)
 
 
 def head_view(view, layer: int, head: int, hide: bool) -> None:
     st.subheader(f"Head view: layer {layer}, head {head}")
     n, tokens = view.n, view.tokens
-    st.session_state["query_token"] = query_index(n)  # the slider shows the shared query (from a link too)
+    state.put("query_token", query_index(n))  # the slider shows the shared query (from a link too)
     query = st.select_slider("Query token", options=list(range(n)), key="query_token", on_change=_pick_query,
                              args=(n,), format_func=lambda i: f"{i}: {tokens[i]}")
     query_row = view.traced.trace.attn(layer, head, rows=slice(query, query + 1))

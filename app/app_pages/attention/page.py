@@ -43,7 +43,7 @@ window_note(loaded.config, traced.n_tokens)
 
 table = cache.get_head_table(source, prompt, bos).astype({m: float for m in METRICS})  # undefined: NaN, not None
 view = AttentionView.of(source, prompt, bos, loaded, traced, plan, [t.text for t in shown], table)
-state.reset_on_change("query", (source, prompt, bos))  # a token index means nothing in another prompt
+state.follow("query", (source, prompt, bos))  # a token index means nothing in another prompt
 head_explorer(view)
 layer_profile(table)
 head_table(table)

@@ -6,12 +6,12 @@ import streamlit as st
 
 from app import cache
 from app.figures import charts
-from app.ui.state import StoppableRun
+from app.ui import state
 from app.ui.widgets import missing_bos_warning, plain
 from txviz.analysis.coref.table import head_grid
 from txviz.limits import format_seconds
 
-RUN = StoppableRun("coref_set")
+RUN = state.StoppableRun("coref_set")
 
 
 def builtin_section(source: str, config, bos: str) -> None:

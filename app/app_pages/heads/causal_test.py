@@ -16,12 +16,12 @@ from app import cache
 from app.app_pages.heads import causal_results
 from app.services.causal import CausalRequest, propose_counterfactual
 from app.services.prompts import PromptError
-from app.ui.state import StoppableRun
+from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.coref.marks import Marks, digest
 
 LAST_RUN = "_causal_last_run"  # this session's last request run: says when the inputs moved on from it
-RUN = StoppableRun("causal")
+RUN = state.StoppableRun("causal")
 
 
 def causal_section(source: str, bos: str, text: str, words, marks: Marks) -> None:
@@ -41,7 +41,7 @@ def causal_section(source: str, bos: str, text: str, words, marks: Marks) -> Non
     if kept is None:
         kept = _run_button(source, request)
     if kept is not None:
-        st.session_state[LAST_RUN] = request
+        state.put(LAST_RUN, request)
         causal_results.show(kept, request)
 
 
@@ -81,7 +81,7 @@ def _run_button(source: str, request: CausalRequest) -> dict | None:
     except PromptError as error:
         st.warning(plain(error))
         return None
-    last = st.session_state.get(LAST_RUN)
+    last = state.get(LAST_RUN, None)
     if last is not None and last != request and last.clean == request.clean:
         st.caption("The inputs changed since the last run: its result is not shown for these. Run the test again.")
     st.caption(f"It takes {estimate.describe()}.")

@@ -21,7 +21,6 @@ from app.figures import circuit_charts
 from app.services.circuit import CircuitRequest
 from app.services.prompts import PromptError
 from app.ui import state
-from app.ui.state import StoppableRun
 from app.ui.widgets import plain
 from txviz.analysis.coref.marks import digest
 from txviz.causal.bench import TROPHY
@@ -29,7 +28,7 @@ from txviz.circuit.report import ranked_edges, side_totals
 
 MAX_DRAWN = 300  # edges drawn in the graph: beyond, lines hide each other and plotly slows down
 EXPORTED = 2000  # edges in the JSON and CSV downloads
-RUN = StoppableRun("circuit")
+RUN = state.StoppableRun("circuit")
 
 
 def circuit_tab(source: str, loaded, bos: str) -> None:
@@ -146,10 +145,11 @@ def _clicked_head(event, key: str) -> None:
         getattr(getattr(event, "selection", None), "points", []) or []
     heads = [circuit_charts.head_of(str(p.get("customdata"))) for p in points if p.get("customdata")]
     heads = [h for h in heads if h is not None]
-    if not heads or st.session_state.get("_circuit_clicked") == (key, heads[0]):
+    if not heads or state.get("_circuit_clicked") == (key, heads[0]):
         return
-    st.session_state["_circuit_clicked"] = (key, heads[0])
-    st.session_state[f"circuit_layer_{key}"], st.session_state[f"circuit_head_{key}"] = heads[0]
+    state.put("_circuit_clicked", (key, heads[0]))
+    state.put(f"circuit_layer_{key}", heads[0][0])
+    state.put(f"circuit_head_{key}", heads[0][1])
 
 
 def _head_section(source: str, loaded, request, kept, key: str) -> None:

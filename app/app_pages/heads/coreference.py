@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.heads import causal_note, causal_test, model_answer, ranking
+from app.app_pages.heads import builtin_set, causal_note, causal_test, model_answer, ranking
 from app.services.prompts import PromptError
 from app.ui import state
 from app.ui.widgets import plain
@@ -14,6 +14,12 @@ from txviz.analysis.coref.answer import (default_completion, sentence_words, sug
                                          suggest_deciding_word, suggest_pronoun)
 from txviz.analysis.coref.marks import (MAX_CHARS, MAX_WORDS, MIN_WORDS, Marks, check_before_pronoun, check_choice,
                                         mark_key, markable, marks_text, read_marks)
+
+
+def coref_and_set(source: str, loaded, bos: str) -> None:
+    """The Coreference tab: the reader's sentence, then the built-in labeled set."""
+    coref_tab(source, loaded, bos)
+    builtin_set.builtin_section(source, loaded.config, bos)
 
 
 def coref_tab(source: str, loaded, bos: str) -> None:
@@ -68,7 +74,7 @@ def _mark_words(text: str, words) -> Marks | None:
     """The strips of clickable words (keyed by the sentence) → the marks, or None when incomplete. They
     open on a link's marks for this sentence, else on the suggested ones, and the link follows them."""
     for key in ("coref_marks", "coref_answer", "coref_completion"):
-        state.reset_on_change(key, text)  # a link's marks belong to its sentence
+        state.follow(key, text)  # a link's marks belong to its sentence
     pronoun_default = suggest_pronoun(words)
     candidate_default = suggest_candidates(words, pronoun_default)
     deciding_default = suggest_deciding_word(words, pronoun_default, text)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
-from app.app_pages.heads import builtin_set, circuit, coreference, detectors, widget_memory
+from app.app_pages.heads import circuit, coreference, detectors, widget_memory
 from app.ui import sidebar, state
 
-TABS = ("Detectors", "Coreference", "Circuit")
 COREF_LINK = ("coref_text", "coref_marks", "coref_answer", "coref_completion")  # what a link to the tab carries
 
 st.title("Heads & coreference")
@@ -22,17 +23,9 @@ source, loaded, traced = sidebar.prompt_trace()
 bos = state.get("bos")
 
 widget_memory.keep_widgets_alive(state.get("coref_text"))
-if "heads_tab" not in st.session_state and any(state.get(key) != state.DEFAULTS[key] for key in COREF_LINK):
-    st.session_state["heads_tab"] = "Coreference"  # a link that carries a sentence or marks opens on them
+if not state.has("heads_tab") and any(state.get(key) != state.DEFAULTS[key] for key in COREF_LINK):
+    state.put("heads_tab", "Coreference")  # a link that carries a sentence or marks opens on them
 st.caption("Only the open tab is computed.")
-tabs = dict(zip(TABS, st.tabs(list(TABS), key="heads_tab", on_change="rerun")))
-with tabs["Detectors"]:
-    if tabs["Detectors"].open is not False:  # None: state tracking off (never here)
-        detectors.detectors_tab(source, loaded, traced)
-with tabs["Coreference"]:
-    if tabs["Coreference"].open is not False:
-        coreference.coref_tab(source, loaded, bos)
-        builtin_set.builtin_section(source, loaded.config, bos)
-with tabs["Circuit"]:
-    if tabs["Circuit"].open is not False:
-        circuit.circuit_tab(source, loaded, bos)
+state.lazy_tabs("heads_tab", {"Detectors": partial(detectors.detectors_tab, source, loaded, traced),
+                              "Coreference": partial(coreference.coref_and_set, source, loaded, bos),
+                              "Circuit": partial(circuit.circuit_tab, source, loaded, bos)})

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import streamlit as st
-
+from app.ui import state
 from txviz.analysis.coref.marks import sort_keys
 
 DETECTOR_WIDGETS = ("ind_len", "pattern_")  # key prefixes of the Detectors tab's widgets
@@ -12,8 +11,6 @@ DETECTOR_WIDGETS = ("ind_len", "pattern_")  # key prefixes of the Detectors tab'
 def keep_widgets_alive(text: str) -> None:
     """A closed tab's widgets are not drawn, and Streamlit would forget their values: keep them, so that
     reopening the tab shows them again. The marks of an earlier sentence are dropped."""
-    keep, forget = sort_keys(list(st.session_state), text, kept_prefixes=DETECTOR_WIDGETS)
-    for key in keep:
-        st.session_state[key] = st.session_state[key]
-    for key in forget:
-        del st.session_state[key]
+    keep, forget = sort_keys(state.keys(), text, kept_prefixes=DETECTOR_WIDGETS)
+    state.keep({key: state.get(key) for key in keep})
+    state.forget(forget)

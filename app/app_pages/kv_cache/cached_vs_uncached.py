@@ -6,7 +6,6 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.kv_cache.widget_state import within
 from app.figures import charts
 from app.services.prompts import PromptError
 from app.ui import state
@@ -14,15 +13,17 @@ from app.ui.widgets import bounded_slider, plain
 from txviz import limits
 from txviz.analysis.kv.speed import both_runs_seconds, ms_per_token
 
-DEFAULTS = {"kv_speed_tokens": 48}  # kept across tab visits by page.keep_alive
+DEFAULTS = {"kv_speed_tokens": 48}  # kept across tab visits by state.keep on the page
 
 RUNS = (("with KV cache", True), ("recompute everything", False))
+MEASURED = "_kv_speed_measured"  # the last timing, with what it was made on
+TIMING = state.StoppableRun("kv_measure", "Ends the timing; nothing partial is kept.")
 
 
 def draw(source, loaded) -> None:
     prompt, bos, most_new = state.get("prompt"), state.get("bos"), cache.limits().max_new_tokens
     st.markdown("Time per generated token, with the cache and recomputing the whole sequence every step.")
-    within("kv_speed_tokens", min(8, most_new), min(128, most_new))
+    state.within("kv_speed_tokens", min(8, most_new), min(128, most_new))
     n_speed = bounded_slider(st, "Tokens to generate", min(8, most_new), min(128, most_new), key="kv_speed_tokens")
     st.caption("Both runs generate exactly this many tokens from the prompt as typed (no chat template), "
                "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
@@ -30,7 +31,7 @@ def draw(source, loaded) -> None:
     made_on = (source, prompt, bos, int(n_speed))  # a measurement is shown only beside what it was made on
     if st.button("Measure", key="kv_measure"):
         measure(source, prompt, bos, int(n_speed), made_on)
-    kept = st.session_state.get("kv_speed_measured")
+    kept = state.get(MEASURED, None)
     if kept and kept["made_on"] != made_on:
         st.caption(f"The last measurement was for {other_settings(kept['made_on'], made_on)}: "
                    "press Measure to time the present ones.")
@@ -50,20 +51,18 @@ def other_settings(kept: tuple, now: tuple) -> str:
 def measure(source, prompt: str, bos: str, n_speed: int, made_on: tuple) -> None:
     """Both runs, one after the other, into session state with what they were made on; a Stop button
     (any click) ends them."""
-    st.button("Stop", key="kv_measure_stop", help="Ends the timing; nothing partial is kept.")
-    speed_bar = st.progress(0.0, text="Timing…")
-    try:
-        runs = {}
-        for done, (name, use_cache) in enumerate(RUNS):
-            def timing_step(step, done=done, name=name) -> None:
-                fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
-                speed_bar.progress(min(fraction, 1.0), text=f"{name}: token {step.index + 1} of {n_speed}")
-            runs[name] = cache.get_generation(source, prompt, bos, n_speed, use_cache, False,
-                                              on_step=timing_step, stop_at_eos=False)
-        st.session_state["kv_speed_measured"] = {"made_on": made_on, "runs": runs}
-    except ValueError as error:
-        st.warning(plain(error))
-    speed_bar.empty()
+    with TIMING.bar("Timing…") as update:
+        try:
+            runs = {}
+            for done, (name, use_cache) in enumerate(RUNS):
+                def timing_step(step, done=done, name=name) -> None:
+                    fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
+                    update(fraction, f"{name}: token {step.index + 1} of {n_speed}")
+                runs[name] = cache.get_generation(source, prompt, bos, n_speed, use_cache, False,
+                                                  on_step=timing_step, stop_at_eos=False)
+            state.put(MEASURED, {"made_on": made_on, "runs": runs})
+        except ValueError as error:
+            st.warning(plain(error))
 
 
 def rough_time(source, loaded, prompt: str, bos: str, n_new: int) -> str:

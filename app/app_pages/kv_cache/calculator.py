@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
-from app.app_pages.kv_cache.widget_state import follow, follow_if
 from app.figures import calculator_charts
+from app.ui import state
 from app.ui.widgets import byte_size, counted, plain
 from txviz.analysis.kv import memory, memory_model, presets
 from txviz.analysis.kv.fit import chosen_kind
@@ -35,7 +35,7 @@ def draw() -> None:
     if settings["weight_dtype"] == memory.PUBLISHED:
         st.info(plain(spec.weight_format.assumption))
     variants = attention_kinds(spec)
-    follow("mem_kind", identity, chosen_kind(None, variants, spec.kind))
+    state.follow("mem_kind", identity, {"mem_kind": chosen_kind(None, variants, spec.kind)})
     kind = chosen_kind(st.segmented_control("Attention kind", list(variants), key="mem_kind",
                                             help="Starts at the model's own kind whenever the model changes."),
                        variants, spec.kind)
@@ -55,7 +55,8 @@ def follow_weight_format(spec: memory_model.MemoryModel, identity: str) -> tuple
     """The weight formats offered for ``spec``. A model published quantized opens at its published format;
     another keeps the dtype chosen before, unless that was the previous model's published one."""
     offered, own = memory.weight_dtypes(spec), spec.weight_format is not None
-    follow_if("mem_weight_dtype", identity, offered[0] if own else "bf16", offered, own)
+    if own or state.get("mem_weight_dtype", None) not in offered:
+        state.follow("mem_weight_dtype", identity, {"mem_weight_dtype": offered[0] if own else "bf16"})
     return offered
 
 

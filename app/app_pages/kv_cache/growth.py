@@ -6,13 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.kv_cache.widget_state import within
 from app.figures import memory_charts
 from app.ui import state
 from app.ui.widgets import bounded_slider, plain
 from txviz.analysis.kv.growth import cache_growth
 
-DEFAULTS = {"kv_new_tokens": 32}  # kept across tab visits by page.keep_alive
+DEFAULTS = {"kv_new_tokens": 32}  # kept across tab visits by state.keep on the page
 
 
 def draw(source, loaded) -> None:
@@ -20,7 +19,7 @@ def draw(source, loaded) -> None:
     has_template = bool(loaded.tokenizer.chat_template)
     c1, c2 = st.columns([2, 1])
     most_new = min(128, cache.limits().max_new_tokens)
-    within("kv_new_tokens", 1, most_new)
+    state.within("kv_new_tokens", 1, most_new)
     n_new = bounded_slider(c1, "New tokens", 1, most_new, key="kv_new_tokens")
     chat = c2.toggle("Chat template", value=has_template, key="kv_chat", disabled=not has_template,
                      help="Wrap the prompt as a user message." if has_template else "This model has no chat template.")

@@ -7,11 +7,13 @@ import numpy as np
 import streamlit as st
 
 from app import cache
-from app.app_pages.kv_cache.widget_state import follow
 from app.figures import charts
 from app.figures.sharing_tables import cheapest_and_dearest, sharing_path
+from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.kv.sharing import layer_sharing_steps, sweep_seconds
+
+SWEEP = state.StoppableRun("layers", "Ends the sweep; nothing partial is kept.")  # its mark: {"done": steps}
 
 
 def draw(source, config, options: dict, text_name: str, text_tokens: int, used_tokens: int) -> None:
@@ -27,7 +29,7 @@ def draw(source, config, options: dict, text_name: str, text_tokens: int, used_t
         "then merge the cheapest layers first and watch quality against the KV bytes a token would cost. "
         "Layers whose heads are nearly interchangeable are where a mixed design saves memory cheaply.")
     s1, s2 = st.columns([1, 2])
-    follow("layers_kv", source, fewer[0])
+    state.follow("layers_kv", source, {"layers_kv": fewer[0]})
     target = s1.segmented_control("Merge to", fewer, key="layers_kv",
                                   format_func=lambda n: f"{n} KV head{'s' if n > 1 else ''}")
     target = int(target if target in fewer else fewer[0])
@@ -41,9 +43,9 @@ def draw(source, config, options: dict, text_name: str, text_tokens: int, used_t
 def run(slot, source, config, target: int, text_name: str, text_tokens: int, used_tokens: int):
     """The sweep on request, after saying how long it will take; a Stop button (any click) ends it."""
     steps = layer_sharing_steps(config)
-    if st.session_state.pop("_layers_running", None) is not None:  # a click ended the last run early
-        done = st.session_state.pop("_layers_done", 0)
-        st.info(f"Stopped after {done} of {steps} steps; nothing was kept. Start it again to measure.")
+    stopped = SWEEP.stopped()
+    if stopped is not None:  # a click ended the last run early
+        st.info(f"Stopped after {stopped['done']} of {steps} steps; nothing was kept. Start it again to measure.")
     try:
         first, last = cache.layer_sharing_step_seconds(source, target, text_name, text_tokens)
     except ValueError as error:
@@ -54,23 +56,16 @@ def run(slot, source, config, target: int, text_name: str, text_tokens: int, use
                  f"from the one it merges on (measured {first:.2f} s merging the first layer, {last:.2f} s the last).")
     if not slot.button(f"Measure all {config.n_layers} layers (≈ {estimate:.0f} s)", key="layers_run"):
         return None
-    slot.button("Stop", key="layers_stop", help="Ends the sweep; nothing partial is kept.")
-    bar = st.progress(0.0, text="Merging one layer at a time…")
-    st.session_state["_layers_running"] = True
-
-    def progress(done: int, total: int) -> None:
-        st.session_state["_layers_done"] = done
-        left = max(estimate * (1 - done / total), 0.0)
-        bar.progress(done / total, text=f"step {done} of {total}, about {left:.0f} s left")
-
     try:
-        sweep = cache.get_layer_sharing(source, target, text_name, text_tokens, progress=progress)
+        with SWEEP.bar("Merging one layer at a time…", {"done": 0}, slot=slot) as update:
+            def progress(done: int, total: int) -> None:
+                left = max(estimate * (1 - done / total), 0.0)
+                update(done / total, f"step {done} of {total}, about {left:.0f} s left", {"done": done})
+
+            return cache.get_layer_sharing(source, target, text_name, text_tokens, progress=progress)
     except ValueError as error:
         st.warning(plain(error))
-        sweep = None
-    st.session_state.pop("_layers_running", None)
-    bar.empty()
-    return sweep
+        return None
 
 
 def show(sweep, config, target: int) -> None:

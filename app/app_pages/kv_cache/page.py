@@ -8,13 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from app.app_pages.kv_cache import cached_vs_uncached, calculator, growth, real_models, sharing
-from app.app_pages.kv_cache.widget_state import keep_alive
-from app.ui import sidebar
+from app.ui import sidebar, state
 
 CALCULATOR = "Memory calculator"
-TABS = {CALCULATOR: calculator.draw, "Cache growth": growth.draw,
-        "Cached vs uncached": cached_vs_uncached.draw, "Sharing KV heads": sharing.draw,
-        "Real models side by side": real_models.draw}
+MODEL_TABS = {"Cache growth": growth.draw, "Cached vs uncached": cached_vs_uncached.draw,
+              "Sharing KV heads": sharing.draw, "Real models side by side": real_models.draw}  # run on the loaded model
 FOLLOWING = ("mem_kind", "live_kv", "layers_kv")  # kept too; follow() resets them when the model changes
 
 st.title("KV cache & memory")
@@ -26,17 +24,9 @@ st.markdown(
     "(GQA, or one for all: MQA) divides it.")
 st.latex(r"\text{KV bytes} = 2 \times L \times H_{kv} \times d_{head} \times T \times B \times \text{bytes per element}")
 
-keep_alive({**calculator.DEFAULTS, **growth.DEFAULTS, **cached_vs_uncached.DEFAULTS, **sharing.DEFAULTS,
-            **{k: st.session_state[k] for k in FOLLOWING if k in st.session_state}})
+state.keep({**calculator.DEFAULTS, **growth.DEFAULTS, **cached_vs_uncached.DEFAULTS, **sharing.DEFAULTS,
+            **{key: state.get(key) for key in FOLLOWING if state.has(key)}})
 st.caption("Only the open tab is computed: *Cache growth* and *Sharing KV heads* run the loaded model when opened.")
-tabs = dict(zip(TABS, st.tabs(list(TABS), key="kv_tab", on_change="rerun")))
-if not tabs[CALCULATOR].open:  # the calculator needs no model: it works even when none loads
-    source, loaded = sidebar.current()
-
-for name, draw in TABS.items():
-    with tabs[name]:
-        if tabs[name].open is not False:  # None: state tracking off (never here); computed only when open
-            if name == CALCULATOR:  # statements, not a conditional expression: Streamlit's magic would
-                draw()              # write the expression's value (None) under the tab
-            else:
-                draw(source, loaded)
+# the calculator needs no model: it works even when none loads; the other tabs load it when opened
+state.lazy_tabs("kv_tab", {CALCULATOR: calculator.draw,
+                           **{name: lambda draw=draw: draw(*sidebar.current()) for name, draw in MODEL_TABS.items()}})

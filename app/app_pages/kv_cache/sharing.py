@@ -7,21 +7,21 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.kv_cache import layer_sweep
-from app.app_pages.kv_cache.widget_state import follow
 from app.services.prompts import PromptError
 from app.services.texts import shipped_texts
+from app.ui import state
 from app.ui.widgets import percent_change, plain
 from txviz.analysis.kv.sharing import describe_regrouping, kv_head_options
 from txviz.loading.display_name import display_name
 
-DEFAULTS = {"live_tokens": 256}  # kept across tab visits by page.keep_alive
+DEFAULTS = {"live_tokens": 256}  # kept across tab visits by state.keep on the page
 
 
 def draw(source, loaded) -> None:
     config = loaded.config
     st.subheader(f"Live, on the loaded model ({plain(display_name(loaded))})")
     options = kv_head_options(config)
-    follow("live_kv", source, config.n_kv_heads)
+    state.follow("live_kv", source, {"live_kv": config.n_kv_heads})
     n_kv = st.segmented_control("KV heads", list(options), key="live_kv",
                                 format_func=lambda n: f"{n} ({'MHA' if n == config.n_heads else 'MQA' if n == 1 else 'GQA'})")
     n_kv = int(n_kv if n_kv in options else config.n_kv_heads)

@@ -4,11 +4,13 @@ lab zoo's MoE variants. Each tab is drawn by one module of this folder."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from app.app_pages.moe import balance, cost, routing
 from app.app_pages.moe.view import MoeView
-from app.ui import sidebar
+from app.ui import sidebar, state
 
 TABS = {"Routing on a text": routing.routing_tab, "Balanced vs unbalanced": balance.balance_tab,
         "Capacity vs compute": cost.cost_tab}
@@ -26,11 +28,7 @@ st.latex(r"y=\sum_{e\in\mathrm{TopK}(g(x))} g_e(x)\,\mathrm{FFN}_e(x),\quad g(x)
          r"\qquad \mathcal{L}_{aux}=E\sum_{e=1}^{E} f_e\,P_e,\quad E_{\text{eff}}=e^{-\sum_e f_e\log f_e}")
 
 source, loaded = sidebar.current()
-for key, default in (("moe_text", "held-out story"), ("moe_pair", "top-1")):  # kept while another tab is open
-    st.session_state[key] = st.session_state.get(key, default)
+state.keep({"moe_text": "held-out story", "moe_pair": "top-1"})  # kept while another tab is open
 view = MoeView(source, loaded, routing.pick_variant(loaded))  # above the tabs: routing and cost both follow it
 st.caption("Only the open tab is computed.")
-for tab, draw in zip(st.tabs(list(TABS), key="moe_tab", on_change="rerun"), TABS.values()):
-    with tab:
-        if tab.open is not False:  # None: state tracking off (never here)
-            draw(view)
+state.lazy_tabs("moe_tab", {name: partial(draw, view) for name, draw in TABS.items()})

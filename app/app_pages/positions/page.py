@@ -6,6 +6,8 @@ Each tab is drawn by one module of this folder."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from app.app_pages.positions import alibi, learned, no_positions, permutation, rope, rope_kinds, rope_scaling
@@ -72,7 +74,4 @@ if has_two_rope_bases(config):  # Gemma 3: local layers rotate with their own ba
     names = names[:1] + ("RoPE per layer kind",) + names[1:]
 # keyed by the scheme: another model's tabs start afresh; only the open tab runs
 tabs_key = f"positions_tab_{config.positions}" + ("_kinds" if has_two_rope_bases(config) else "")
-for tab, name in zip(st.tabs(list(names), key=tabs_key, on_change="rerun"), names):
-    with tab:
-        if tab.open is not False:  # None: state tracking off (never here)
-            SECTION_VIEWS[name](view)
+state.lazy_tabs(tabs_key, {name: partial(SECTION_VIEWS[name], view) for name in names})

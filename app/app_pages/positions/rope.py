@@ -10,6 +10,7 @@ import torch
 from app import cache
 from app.app_pages.positions.view import PositionsView
 from app.figures import charts
+from app.ui import state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.positions import measured as pos
 from txviz.analysis.positions.rope_kinds import layer_inv_freq, layer_span
@@ -41,21 +42,12 @@ def angles_tab(view: PositionsView) -> None:
     real_vectors(view, inv_freq)
 
 
-def follow_inputs(keys: tuple[str, ...], *inputs) -> None:
-    """Widgets whose options come from ``inputs`` (the model, the prompt's tokens) start afresh when
-    those change, instead of keeping a position that now names another token."""
-    if st.session_state.get(f"{keys[0]}__inputs") != inputs:
-        for key in keys:
-            st.session_state.pop(key, None)
-        st.session_state[f"{keys[0]}__inputs"] = inputs
-
-
 def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
     config, tokens, labels, layer, head = view.config, view.tokens, view.labels, view.layer, view.head
     st.subheader("A real query, rotated")
     qk = cache.get_trace(view.source, view.prompt, view.bos, capture=("q", "k"), layers=(layer,)).trace
     c1, c2, c3 = st.columns(3)
-    follow_inputs(("rope_token", "rope_key_token"), view.source, tuple(tokens))
+    state.follow(("rope_token", "rope_key_token"), (view.source, tuple(tokens)))  # a position names another token
     token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: labels[i],
                          key="rope_token")
     pair = bounded_slider(c2, "Pair i", 0, config.rope_dims // 2 - 1, 0, key="rope_pair")

@@ -11,11 +11,13 @@ from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from app.services.prompts import PromptError
 from app.services.texts import shipped_text_ids, shipped_texts
+from app.ui import state
 from app.ui.widgets import plain
 from txviz import limits as limits_
 from txviz.analysis.positions import measured as pos
 
-RUNNING = "_rope_running"  # (source, text, factor, tokens) while a run is on: still set next run if Stop ended it
+SCORING = state.StoppableRun("rope_scaling", "Ends the run after the scaling in progress; those scored are kept.")
+# its mark: the run (source, text, factor, tokens)
 
 
 def scaling_tab(view: PositionsView) -> None:
@@ -46,7 +48,7 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
     load. The scalings still missing run one at a time on a click; what was scored is kept."""
     kinds = pos.SCALING_KINDS
     kept = cache.scaling_losses_kept(*run)
-    stopped = st.session_state.pop(RUNNING, None)  # still set: a click ended the last run early
+    stopped = SCORING.stopped()  # a click ended the last run early
     if len(kept) == len(kinds):
         return kept
     if stopped is not None:
@@ -93,20 +95,16 @@ def _named(kinds) -> str:
 
 def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) -> None:
     """Score the ``missing`` scalings of ``run`` one by one under a progress bar, beside a Stop button."""
-    st.button("Stop", key="rope_scaling_stop", help="Ends the run after the scaling in progress; those scored are kept.")
-    st.session_state[RUNNING] = run
     source = run[0]
-    bar = st.progress(0.0, text=f"Scoring {missing[0]}… about {estimate} left")
-    try:  # a Stop click interrupts at the next bar update: RUNNING stays set and says so next run
-        for done, kind in enumerate(missing, 1):
-            cache.score_scaling(*run, kind)
-            step, _ = cache.scaling_step_seconds(source, n_tokens)  # the step just measured
-            left = limits_.format_seconds(step * (len(missing) - done))
-            bar.progress(done / len(missing), text=f"{kind} scored ({done} of {len(missing)}); about {left} left")
-    except PromptError as error:  # over the memory budget
-        st.warning(plain(error))
-    st.session_state.pop(RUNNING, None)
-    bar.empty()
+    with SCORING.bar(f"Scoring {missing[0]}… about {estimate} left", run) as update:
+        try:  # a Stop click interrupts at the next bar update: the mark stays and says so next run
+            for done, kind in enumerate(missing, 1):
+                cache.score_scaling(*run, kind)
+                step, _ = cache.scaling_step_seconds(source, n_tokens)  # the step just measured
+                left = limits_.format_seconds(step * (len(missing) - done))
+                update(done / len(missing), f"{kind} scored ({done} of {len(missing)}); about {left} left")
+        except PromptError as error:  # over the memory budget
+            st.warning(plain(error))
 
 
 def show_scaling_losses(name: str, losses: dict) -> None:

@@ -4,12 +4,14 @@ Each group of tabs is drawn by one module of this folder."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from app.app_pages.tradeoffs import attention_kinds, capacity, context, measured
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.services.zoo import trained
-from app.ui import sidebar
+from app.ui import sidebar, state
 from txviz.analysis.tradeoffs.tables import kv_dtype_name
 from txviz.loading.zoo import SHIPPED_ZOO, read_txviz_config
 
@@ -28,7 +30,4 @@ source, loaded = sidebar.current()
 view = TradeoffsView(source, loaded, kv_dtype_name(loaded.dtype.itemsize),
                      read_txviz_config(SHIPPED_ZOO / "base") if trained(["base"]) else None)
 # only the open tab runs (the zoo's window losses, the model's shapes): a click on another reruns the page
-for tab, draw in zip(st.tabs(list(TABS), key="tradeoffs_tab", on_change="rerun"), TABS.values()):
-    with tab:
-        if tab.open is not False:  # None: state tracking off (never here)
-            draw(view)
+state.lazy_tabs("tradeoffs_tab", {name: partial(draw, view) for name, draw in TABS.items()})

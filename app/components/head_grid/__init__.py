@@ -16,6 +16,7 @@ from typing import Callable
 import streamlit as st
 
 from app.components.messages import cell_of, sent
+from app.ui import state
 
 HERE = Path(__file__).parent
 
@@ -30,7 +31,7 @@ def head_grid(view: dict, *, key: str, on_pick: Callable[[int, int], None]) -> N
     layers = view["layers"]  # the layers the grid draws, by number
 
     def picked() -> None:
-        cell = cell_of(sent(st.session_state.get(key), "pick"), max(layers, default=-1) + 1, view["n_heads"])
+        cell = cell_of(sent(state.get(key, None), "pick"), max(layers, default=-1) + 1, view["n_heads"])
         if cell is not None and cell[0] in layers:
             on_pick(*cell)
 

@@ -33,6 +33,7 @@ from typing import Callable
 import streamlit as st
 
 from app.components.messages import cell_of, index_of, sent
+from app.ui import state
 
 HERE = Path(__file__).parent
 NAME = "txviz_head_maps"
@@ -50,7 +51,7 @@ def head_maps_view(view: dict, *, key: str, on_pick: Callable[[int, int], None])
     already); a message that is not a head of this model (the browser can send anything) is ignored."""
 
     def picked() -> None:
-        cell = cell_of(sent(st.session_state.get(key), "pick"), view["n_layers"], view["n_heads"])
+        cell = cell_of(sent(state.get(key, None), "pick"), view["n_layers"], view["n_heads"])
         if cell is not None:
             on_pick(*cell)
 
@@ -63,7 +64,7 @@ def head_maps_blob(blob: bytes, *, key: str, n_layers: int, on_layer: Callable[[
     of this model is ignored. Called inside its own fragment, so that request reruns the maps alone."""
 
     def wanted() -> None:
-        layer = index_of(sent(st.session_state.get(f"{key}_maps"), "layer"), n_layers)
+        layer = index_of(sent(state.get(f"{key}_maps", None), "layer"), n_layers)
         if layer is not None:
             on_layer(layer)
 

@@ -387,8 +387,7 @@ def test_a_sweep_ended_by_a_click_says_where_it_stopped(calculator):
     from txviz.analysis.kv.sharing import layer_sharing_steps
 
     at = open_tab(calculator, "Sharing KV heads")
-    at.session_state["_layers_running"] = True  # what a run that a click interrupted leaves behind
-    at.session_state["_layers_done"] = 4
+    at.session_state["_running_layers"] = {"done": 4}  # what a run that a click interrupted leaves behind
     at.run()
     no_errors(at)
     steps = layer_sharing_steps(zoo_base_config())

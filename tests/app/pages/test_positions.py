@@ -113,7 +113,7 @@ def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_on
     # what a run that a Stop click ended after two scalings leaves: those two scored, the flag still set
     for kind in ("none", "linear"):
         cache.score_scaling(*run, kind)
-    at.session_state["_rope_running"] = run
+    at.session_state["_running_rope_scaling"] = run
     at.run()
     no_errors(at)
     said = " ".join(i.value for i in at.info)
@@ -135,7 +135,7 @@ def test_a_scaling_run_stopped_before_its_first_scaling_says_nothing_was_kept():
     at = positions_page("base", "RoPE scaling")
     at.select_slider(key="rope_factor").set_value(8.0).run()
     at.select_slider(key="rope_text_tokens").set_value(256).run()  # a run no other test scores
-    at.session_state["_rope_running"] = (at.session_state["model"], at.selectbox(key="rope_text").value, 8.0, 256)
+    at.session_state["_running_rope_scaling"] = (at.session_state["model"], at.selectbox(key="rope_text").value, 8.0, 256)
     at.run()
     no_errors(at)
     said = " ".join(i.value for i in at.info)
