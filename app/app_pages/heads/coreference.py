@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.app_pages.heads import builtin_set, causal_note, causal_test, model_answer, ranking
+from app.app_pages.heads import builtin_set, causal_note, causal_run, model_answer, ranking
 from app.services.prompts import PromptError
 from app.ui import state
 from app.ui.widgets import plain
@@ -56,7 +56,7 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     names = [words[i].text for i in marks.candidates]
     model_answer.model_answer(traced, loaded.tokenizer, names, marks.completion)
     ranking.rank_heads(loaded, text, traced, spans, names, row, marks.candidates)
-    causal_test.causal_section(source, bos, text, words, marks)
+    causal_run.causal_section(source, bos, text, words, marks)
 
 
 def _offer_sidebar_prompt() -> None:
