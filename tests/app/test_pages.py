@@ -146,7 +146,7 @@ def test_positions_page_relative_property_and_permutation(app):
     assert all(abs(mean[k] - mean["none"]) < 0.3 for k in ("ntk", "yarn", "llama3"))
 
 
-# The KV cache & memory page: tests/app/pages/test_kv_cache.py
+# The KV cache & memory page: tests/app/pages/kv_cache/test_kv_cache.py
 
 
 def _zoo_trained(*names: str) -> bool:
@@ -233,4 +233,4 @@ def test_tradeoffs_page_formulas_and_measurements(app):
     assert flash["SDPA peak MiB"].iloc[-1] < flash["one score matrix MiB (analytic)"].iloc[-1] < flash["naive peak MiB"].iloc[-1]
     # Parallel vs sequential (reading token by token with the KV cache gives the parallel pass's logits, a
     # property of the cache, not of SmolLM2's weights): the same assertions on the zoo's base model in
-    # tests/app/pages/test_tradeoffs_measured.py (the measurement on SmolLM2 cost ~2.5 CPU s here)
+    # tests/app/pages/tradeoffs/test_tradeoffs_measured.py (the measurement on SmolLM2 cost ~2.5 CPU s here)

@@ -327,4 +327,4 @@ def test_builtin_candidates_are_clean_token_spans_in_smollm2(default_model):
 
 
 # SmolLM2's figures on the built-in set are checked on the one evaluation the Heads page runs
-# (tests/app/pages/test_heads_coref.py, assert_default_model_has_coreference_heads), not on a second one here.
+# (tests/app/pages/heads/test_heads_coref.py, assert_default_model_has_coreference_heads), not on a second one here.

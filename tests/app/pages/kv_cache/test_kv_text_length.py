@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.helpers.apptest import no_errors, open_at, texts
 
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 
 
 def tokens_run(asked: int) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from streamlit.proto.Metric_pb2 import Metric as MetricProto
 
 from tests.helpers.apptest import no_errors, open_at
 
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 
 
 def cache_metric(at):

@@ -17,7 +17,7 @@ from tests.helpers import published_hf_configs as hf
 from app.ui.widgets import plain
 from tests.helpers.apptest import open_at
 
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 GIB = 1 << 30
 
 

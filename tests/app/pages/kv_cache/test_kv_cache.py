@@ -25,9 +25,9 @@ from txviz.analysis.kv.fit import longest_context
 from txviz.analysis.kv.presets import PRESETS
 from txviz.analysis.kv.report import memory_report
 
-MAIN = str(Path(__file__).resolve().parents[3] / "app" / "main.py")
+MAIN = str(Path(__file__).resolve().parents[4] / "app" / "main.py")
 PAGE = page_path("kv_cache")
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 ZOO_MHA = str(Path(ZOO_BASE).parent / "mha")
 
 

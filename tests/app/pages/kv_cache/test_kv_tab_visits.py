@@ -10,7 +10,7 @@ import pytest
 from tests.helpers.apptest import chart, click_tab, no_errors, open_at
 from tests.helpers.spy import spy
 
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 
 
 def zoo_prompt() -> str:

@@ -13,7 +13,7 @@ import numpy as np
 
 from tests.helpers.apptest import app_on, chart, decode, has_chart, no_errors, texts
 
-ZOO_BASE = Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base"
+ZOO_BASE = Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base"
 LONG = "Mary had a red kite and Helen had a blue bottle and Mary had a red kite."  # > 4 tokens, words it knows
 CHANGES = dict(query_scale=0.4, attn_softcap=3.0, sliding_window=4, layer_types=["sliding", "full", "sliding", "full"])
 

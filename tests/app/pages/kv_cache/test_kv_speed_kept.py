@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.helpers.apptest import has_chart, no_errors, open_at, pick_model, texts
 
-ZOO_BASE = str(Path(__file__).resolve().parents[3] / "assets" / "zoo" / "base")
+ZOO_BASE = str(Path(__file__).resolve().parents[4] / "assets" / "zoo" / "base")
 
 
 def zoo_prompt(index: int) -> str:
