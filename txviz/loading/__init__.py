@@ -1,98 +1,30 @@
-"""Loading models: the default model, GGUF files, Hugging Face checkpoint directories and the lab's
-own directories (txviz.loading.zoo: config.json marked "txviz_format").
+"""Loading models: files -> LoadedModel. ``load(source)`` takes the default model, a known model's name, a
+GGUF file, a Hugging Face checkpoint directory or one of the lab's own directories.
 
-``load(source)`` picks the loader from what ``source`` is; each loader returns a LoadedModel.
-Only GGUF and safetensors are read; nothing is ever unpickled.
+The package is in three wings — ``gguf/``, ``hf/`` and ``tokenizer/`` — beside the fetch of known models
+(``sources``, ``fetch``, ``known``), the isolated workers for untrusted parts (``isolated``, ``preflight``,
+``workers/``) and the device a model runs on (``device``). This face only names the few entries a caller
+needs; they are imported on first use (PEP 562), so importing one module of the package does not import
+torch for it, and no module below imports from here.
 """
 
-from __future__ import annotations
+from importlib import import_module
 
-from pathlib import Path
-
-import torch
-
-from txviz.loading.loaded import LoadedModel
-
-DEFAULT_MODEL = "default"
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+_HOMES = {
+    "load": "txviz.loading.loader", "DEFAULT_MODEL": "txviz.loading.loader",
+    "LoadedModel": "txviz.loading.loaded",
+    "default_device": "txviz.loading.device", "resolve_device": "txviz.loading.device",
+}
+__all__ = sorted(_HOMES)
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``device`` as a torch.device (None: CUDA if available, else CPU); a name torch does not know, or
-    a device this machine lacks, is a ModelLoadError saying so rather than torch's own crash."""
-    from txviz.loading.errors import ModelLoadError
-
-    if device is None:
-        return default_device()
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise ModelLoadError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from exc
-    available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
-    if not available.get(resolved.type, False):
-        raise ModelLoadError(f"device {str(resolved)!r} is not available here; available: "
-                             + ", ".join(kind for kind, ok in available.items() if ok))
-    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise ModelLoadError(f"device {str(resolved)!r} does not exist: {torch.cuda.device_count()} CUDA device(s)")
-    return resolved
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'txviz.loading' has no attribute {name!r}")
+    value = getattr(import_module(_HOMES[name]), name)
+    globals()[name] = value  # once: later lookups skip this function
+    return value
 
 
-def load(source: str | Path | None = None, *, device: str | torch.device | None = None,
-         dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load ``source``: None or "default" (SmolLM2-135M-Instruct), a known model's name ("gemma3-270m";
-    txviz.loading.sources.KNOWN_MODELS, fetched on first use), a .gguf file, a directory with config.json
-    + safetensors (Hugging Face), a txviz lab directory, or a Hub id ``org/name[@revision]`` (downloaded
-    through huggingface_hub into its cache: txviz.loading.hub). A path wins over a name it shadows."""
-    from txviz.loading.errors import ModelLoadError
-
-    device = resolve_device(device)
-    try:
-        return _load(source, device, dtype)
-    except (ValueError, FileNotFoundError):  # ModelLoadError, ConfigError, TokenizerError: ours, with a message
-        raise
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
-    except BaseException as error:  # noqa: BLE001 - one boundary: a file's fault is a ModelLoadError, whatever
-        # the library under it raised (ZeroDivisionError, OverflowError, MemoryError, a Rust PanicException)
-        message = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-        raise ModelLoadError(f"{source}: could not be loaded ({type(error).__name__}: {message})") from error
-
-
-def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
-    from txviz.loading.errors import ModelLoadError
-    from txviz.loading.sources import KNOWN_MODELS
-
-    if source is None or str(source) == DEFAULT_MODEL:
-        from txviz.loading.fetch import load_default_model
-        return load_default_model(device=device, dtype=dtype)
-    if str(source) in KNOWN_MODELS and not Path(source).exists():
-        from txviz.loading.fetch import load_known_model
-        return load_known_model(str(source), device=device, dtype=dtype)
-    from txviz.loading.hub_id import looks_like_hub_id
-    if looks_like_hub_id(str(source)):
-        from txviz.loading.hub import load_hub_model
-        return load_hub_model(str(source), device=device, dtype=dtype)
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise ModelLoadError(f"no such file or directory: {path}")
-    if path.is_file() and path.suffix.lower() == ".gguf":
-        from txviz.loading.gguf import load_gguf
-        return load_gguf(path, device=device, dtype=dtype)
-    if path.is_dir():
-        from txviz.loading.zoo import is_txviz_dir, load_zoo_model
-        if is_txviz_dir(path):
-            return load_zoo_model(path, device=device, dtype=dtype)
-        if not (path / "config.json").is_file():
-            raise ModelLoadError(f"{path} has no config.json: expected a Hugging Face checkpoint directory "
-                                 "(config.json + *.safetensors) or a .gguf file")
-        from txviz.loading.hf import load_hf_dir
-        return load_hf_dir(path, device=device, dtype=dtype)
-    raise ModelLoadError(f"cannot load {path}: give a .gguf file or a directory with config.json and "
-                         "safetensors weights (pickled .bin/.pt files are never loaded)")
-
-
-__all__ = ["DEFAULT_MODEL", "LoadedModel", "default_device", "load", "resolve_device"]
+def __dir__():
+    return sorted([*globals(), *_HOMES])

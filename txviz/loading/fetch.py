@@ -402,7 +402,7 @@ def load_gguf_cached(gguf_path: Path, *, device=None, dtype: torch.dtype = torch
 def load_known_model(model: KnownModel | str, device=None, dtype: torch.dtype = torch.float32,
                      progress: Progress | None = None) -> LoadedModel:
     """A known model as a LoadedModel: fetched if needed (progress 0–0.5), then loaded (0.5–1)."""
-    from txviz.loading import resolve_device
+    from txviz.loading.device import resolve_device
 
     model = known_model(model) if isinstance(model, str) else model
     fetch = ensure_default_model if model.name == DEFAULT_MODEL.name else (lambda p: ensure_model(model, p))

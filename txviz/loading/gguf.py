@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from txviz.config import ConfigError, ModelConfig, RopeScaling
-from txviz.loading import default_device
+from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.gguf_fields import tokenizer_field_problem
 from txviz.loading.gguf_gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma

@@ -22,7 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from txviz.loading import default_device
+from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.hf_config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config

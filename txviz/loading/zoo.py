@@ -85,7 +85,7 @@ def _metadata(directory: Path) -> dict:
 def load_zoo_model(path: str | os.PathLike, *, device: str | torch.device | None = None,
                    dtype: torch.dtype = torch.float32) -> LoadedModel:
     """Load a lab directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
-    from txviz.loading import default_device
+    from txviz.loading.device import default_device
     from txviz.loading.hf import read_tensors
     from txviz.loading.tokenizer import Tokenizer, TokenizerError
     from txviz.model import Decoder
