@@ -93,7 +93,7 @@ def test_bos_policies_prepend_exactly_one_visible_token(tok, text, policy):
 @fuzz()
 @given(text=st.text(max_size=5), surrogate=st.integers(0xD800, 0xDFFF))
 def test_text_that_is_not_unicode_is_a_tokenizer_error(tok, text, surrogate):
-    from txviz.loading.tokenizer import TokenizerError
+    from txviz.loading.errors import TokenizerError
 
     with pytest.raises(TokenizerError, match="not valid Unicode"):
         tok.encode(text + chr(surrogate))

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from txviz.loading.token_text import visible_controls
+from txviz.loading.tokenizer.token_text import visible_controls
 
 MASKED_COLOR = "#d9d9d9"  # cells the causal mask hides
 SCALE = "Blues"

@@ -9,7 +9,7 @@ from app.services.prompts import PromptError, encode, within_budget
 from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.tokenizer import TokenizerError
+from txviz.loading.errors import TokenizerError
 
 
 def generate_from_prompt(loaded: LoadedModel, prompt: str, bos: str, settings: limits_.Limits, max_new_tokens: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.tokenizer import TokenizerError
+from txviz.loading.errors import TokenizerError
 
 
 class PromptError(ValueError):

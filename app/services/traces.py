@@ -139,8 +139,8 @@ def map_overview(traced: PromptTrace, layer: int, head: int, hide: bool) -> tupl
 def display_tokens(loaded: LoadedModel, traced: PromptTrace) -> list[str]:
     """A traced prompt's tokens as a person reads them, for a page's labels: a character that a
     byte-level BPE split over tokens ("\\xf0\\x9f" + "\\x98\\x80") shown whole on the token that ends it
-    (txviz.loading.token_text). The trace keeps its own tokens: exported data does not change."""
-    from txviz.loading.token_text import readable_tokens
+    (txviz.loading.tokenizer.token_text). The trace keeps its own tokens: exported data does not change."""
+    from txviz.loading.tokenizer.token_text import readable_tokens
 
     pieces = [loaded.tokenizer.token_bytes(i) for i in traced.ids]
     return [token.text for token in readable_tokens(pieces, traced.special, traced.tokens)]

@@ -10,7 +10,7 @@ import string
 import streamlit as st
 
 from app.ui import state
-from txviz.loading.token_text import visible_controls
+from txviz.loading.tokenizer.token_text import visible_controls
 
 MARKDOWN_SIGNS = frozenset(string.punctuation)  # CommonMark lets a backslash escape every ASCII punctuation sign
 # GitHub's autolinks are found in the text after escapes are undone (remark-gfm rewrites the parsed text,

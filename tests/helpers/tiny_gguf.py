@@ -26,7 +26,7 @@ CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\
 
 
 def byte_tokens() -> list[str]:
-    from txviz.loading.tokenizer import byte_level_alphabet
+    from txviz.loading.tokenizer.tokenizer import byte_level_alphabet
 
     by_byte = {b: ch for ch, b in byte_level_alphabet().items()}
     return [by_byte[b] for b in range(256)]

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from txviz.loading import chat_template
-from txviz.loading.chat_template import (CHAT_TEMPLATE_LIMITS, CHAT_TEMPLATE_SECONDS, ChatTemplateError,
+from txviz.loading.tokenizer import chat_template
+from txviz.loading.tokenizer.chat_template import (CHAT_TEMPLATE_LIMITS, CHAT_TEMPLATE_SECONDS, ChatTemplateError,
                                          render_chat_template)
 from txviz.loading.isolated import IsolatedError, Limits, run_worker
 

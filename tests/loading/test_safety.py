@@ -14,11 +14,12 @@ import pytest
 import tokenizers
 from tokenizers import models
 
-from txviz.loading import chat_template
+from txviz.loading.tokenizer import chat_template
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.sources import confine, discover
-from txviz.loading.chat_template import MAX_CHAT_CHARS
-from txviz.loading.tokenizer import Tokenizer, TokenizerError
+from txviz.loading.tokenizer.chat_template import MAX_CHAT_CHARS
+from txviz.loading.errors import TokenizerError
+from txviz.loading.tokenizer.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 UNPICKLING = re.compile(r"\btorch\.load\b|\bimport (c|cloud)?pickle\b|\bfrom (c|cloud)?pickle\b|\bpickle\.loads?\b"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from txviz.loading.token_text import CONTINUES, readable_tokens
+from txviz.loading.tokenizer.token_text import CONTINUES, readable_tokens
 
 SMILE = "😀".encode()  # f0 9f 98 80
 
@@ -67,7 +67,7 @@ def test_byte_fallback_tokens_are_put_back_together():
     import tokenizers
     from tokenizers import decoders, models, pre_tokenizers
 
-    from txviz.loading.tokenizer import Tokenizer
+    from txviz.loading.tokenizer.tokenizer import Tokenizer
 
     vocab = {"<unk>": 0, "a": 1, **{f"<0x{byte:02X}>": 2 + byte for byte in range(256)}}
     backend = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=True))

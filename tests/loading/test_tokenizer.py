@@ -9,7 +9,9 @@ from tokenizers import Regex, models, pre_tokenizers, processors
 
 from tests.helpers.hf_reference import gguf_read_once, needs_transformers
 from txviz.loading.gguf import read_gguf_header
-from txviz.loading.tokenizer import GPT2_SPLIT, Tokenizer, TokenizerError, byte_level_alphabet
+from txviz.loading.errors import TokenizerError
+from txviz.loading.tokenizer.bpe import GPT2_SPLIT
+from txviz.loading.tokenizer.tokenizer import Tokenizer, byte_level_alphabet
 
 pytestmark = pytest.mark.default_model
 

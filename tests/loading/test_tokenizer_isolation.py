@@ -16,9 +16,11 @@ import tokenizers
 from tokenizers import Regex, models, normalizers, pre_tokenizers
 
 from txviz.limits import Limits
-from txviz.loading.tokenizer import LLAMA3_SPLIT, Tokenizer, TokenizerError
-from txviz.loading import tokenizer_isolation
-from txviz.loading.tokenizer_isolation import ENCODE_LIMITS, encode_limits
+from txviz.loading.errors import TokenizerError
+from txviz.loading.tokenizer.bpe import LLAMA3_SPLIT
+from txviz.loading.tokenizer import isolation as tokenizer_isolation
+from txviz.loading.tokenizer.isolation import ENCODE_LIMITS, encode_limits
+from txviz.loading.tokenizer.tokenizer import Tokenizer
 
 VOCAB = {"a": 0, "b": 1, "[UNK]": 2, "ab": 3, "x": 4, "y": 5}
 

@@ -1,5 +1,5 @@
 """A tokenizer.json larger than any published one is refused unread, by the loader and by the discovery
-check (txviz.loading.tokenizer.MAX_TOKENIZER_JSON_BYTES): tokenizers would parse it in the server's own
+check (txviz.loading.tokenizer.tokenizer.MAX_TOKENIZER_JSON_BYTES): tokenizers would parse it in the server's own
 process at several times its size in memory."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from txviz.loading import load, preflight
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.tokenizer import MAX_TOKENIZER_JSON_BYTES
+from txviz.loading.tokenizer.tokenizer import MAX_TOKENIZER_JSON_BYTES
 from txviz.loading.zoo import SHIPPED_ZOO
 
 
@@ -34,7 +34,7 @@ def test_a_tokenizer_json_past_the_cap_is_refused_by_load_and_by_the_sidebar_che
 
 
 def test_the_cap_is_the_boundary(directory, monkeypatch):
-    import txviz.loading.tokenizer as tokenizer_module
+    import txviz.loading.tokenizer.tokenizer as tokenizer_module
 
     size = (directory / "tokenizer.json").stat().st_size
     monkeypatch.setattr(tokenizer_module, "MAX_TOKENIZER_JSON_BYTES", size)

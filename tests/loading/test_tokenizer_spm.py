@@ -8,8 +8,8 @@ import pytest
 
 from tests.helpers.hf_reference import needs_transformers
 from tests.helpers.tiny_gguf_gemma import SPACE, spm_metadata, spm_vocab
-from txviz.loading.tokenizer import Tokenizer
-from txviz.loading.tokenizer_spm import derived_merges
+from txviz.loading.tokenizer.tokenizer import Tokenizer
+from txviz.loading.tokenizer.spm import derived_merges
 
 TEXTS = ["hello world", "The world is hello", "héllo, world!", "a\n\nb\nc", "x  y   z", "€ 12 25",
          "<bos>the<s>in", " the  the", "THE", "\tthe\t\t", "🦙 and 日本", "", " ", "trailing  ", "a\u2581 b",

@@ -1,4 +1,5 @@
-"""Errors every loader raises, so the app and CLI can show one clear message for a bad model file."""
+"""Errors every loader and the tokenizer raise, so the app and CLI can show one clear message for a bad
+model file or an input the tokenizer cannot take."""
 
 from __future__ import annotations
 
@@ -8,3 +9,7 @@ class ModelLoadError(ValueError):
 
     The message names the file and, where it applies, the tensor, the field or the type at fault.
     """
+
+
+class TokenizerError(ValueError):
+    """Input the tokenizer cannot handle: not a string, an unknown policy or id, no chat template."""

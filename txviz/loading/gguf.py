@@ -33,11 +33,11 @@ import torch
 
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading.device import default_device
-from txviz.loading.errors import ModelLoadError
+from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.gguf_fields import tokenizer_field_problem
 from txviz.loading.gguf_gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.tokenizer import Tokenizer, TokenizerError
+from txviz.loading.tokenizer.tokenizer import Tokenizer
 
 # llama.cpp also writes Mistral and Mixtral as "llama"
 SUPPORTED_ARCHITECTURES = ("llama", *GEMMA_ARCHITECTURES)

@@ -23,7 +23,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from txviz.loading.device import default_device
-from txviz.loading.errors import ModelLoadError
+from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.hf_config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config
 from txviz.loading.hf_names import to_txviz_names
@@ -114,7 +114,7 @@ def _chat_template(directory: Path, tokenizer_config: dict) -> str | None:
 
 def read_tokenizer(directory: Path):
     """(Tokenizer or None, what it was built from). None when there is no tokenizer.json."""
-    from txviz.loading.tokenizer import Tokenizer, TokenizerError
+    from txviz.loading.tokenizer.tokenizer import Tokenizer
 
     if not (directory / "tokenizer.json").is_file():
         return None, {}

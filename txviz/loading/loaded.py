@@ -12,7 +12,7 @@ from txviz.config import ModelConfig
 @dataclass(frozen=True)
 class LoadedModel:
     model: "torch.nn.Module"  # txviz.model.Decoder, in eval mode
-    tokenizer: object | None  # txviz.loading.tokenizer.Tokenizer (None for config-only tiny models)
+    tokenizer: object | None  # txviz.loading.tokenizer.tokenizer.Tokenizer (None for config-only tiny models)
     config: ModelConfig
     source: str  # the path or name it was loaded from
     format: str  # "gguf" | "hf" | "safetensors"

@@ -179,7 +179,7 @@ def _judge_dir(path: str, described: dict) -> None:
     """The directory's config as the loader reads it, and the parameters it implies against those held."""
     from txviz.model.counts import count_params
     from txviz.loading.hf_config import config_from_dict
-    from txviz.loading.tokenizer import tokenizer_json_too_large
+    from txviz.loading.tokenizer.tokenizer import tokenizer_json_too_large
     from txviz.loading.zoo import FORMAT_KEY, txviz_config_from_dict
 
     tokenizer_json = Path(path) / "tokenizer.json"  # its size only: parsing it is the loader's, bounded by this

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from txviz.config import ConfigError, ModelConfig
-from txviz.loading.errors import ModelLoadError
+from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.loaded import LoadedModel
 
@@ -87,7 +87,7 @@ def load_zoo_model(path: str | os.PathLike, *, device: str | torch.device | None
     """Load a lab directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
     from txviz.loading.device import default_device
     from txviz.loading.hf import read_tensors
-    from txviz.loading.tokenizer import Tokenizer, TokenizerError
+    from txviz.loading.tokenizer.tokenizer import Tokenizer
     from txviz.model import Decoder
 
     directory = Path(path).expanduser()

@@ -8,7 +8,7 @@ import torch
 from app.figures import charts
 from app.ui import state
 from app.ui.widgets import plain
-from txviz.loading.token_text import readable_tokens
+from txviz.loading.tokenizer.token_text import readable_tokens
 
 STRIP_OPEN_TOKENS = 200  # a longer prompt's token strip starts folded
 STRIP_HEIGHT_PX = 220  # past this the strip scrolls

@@ -61,7 +61,7 @@ def test_a_tokenizer_that_panics_gives_a_prompt_error_not_a_dead_script(tiny):
     import tokenizers
     from tokenizers import Regex, models, pre_tokenizers
 
-    from txviz.loading.tokenizer import Tokenizer
+    from txviz.loading.tokenizer.tokenizer import Tokenizer
 
     backend = tokenizers.Tokenizer(models.WordLevel({"a": 0, "b": 1, "[UNK]": 2}, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Split(Regex("(a+)+c"), behavior="isolated")

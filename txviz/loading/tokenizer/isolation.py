@@ -18,7 +18,9 @@ import json
 
 import tokenizers
 
+from txviz.loading.errors import TokenizerError
 from txviz.loading.isolated import IsolatedError, Limits, run_worker
+from txviz.loading.tokenizer.bpe import GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT
 
 # a legitimate 100k-character prompt takes 0.9–2.4 s in the child at load 11: 3.5 s refuses none of them,
 # and loading the model, starting the child and its tokenizer (~1.3 s at load 2.5) fit in a refusal's 5 s
@@ -35,10 +37,7 @@ def encode_limits(n_chars: int) -> Limits:
     return Limits(seconds=seconds, memory_bytes=ENCODE_LIMITS.memory_bytes)
 
 
-def _known_patterns() -> frozenset[str]:
-    from txviz.loading.tokenizer import GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT
-
-    return frozenset({GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT})
+KNOWN_PATTERNS = frozenset({GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT})
 
 
 def _regexes(component) -> set[str]:
@@ -59,14 +58,12 @@ def _regexes(component) -> set[str]:
 
 def untrusted_regexes(backend: tokenizers.Tokenizer) -> set[str]:
     """The regexes ``backend`` runs on text that are not among the published ones txviz knows."""
-    return (_regexes(backend.normalizer) | _regexes(backend.pre_tokenizer)) - _known_patterns()
+    return (_regexes(backend.normalizer) | _regexes(backend.pre_tokenizer)) - KNOWN_PATTERNS
 
 
 def encode_in_child(tokenizer_json: str, text: str) -> tuple[list[int], list[tuple[int, int]]]:
     """(ids, offsets) of ``text``, encoded in a capped child; a TokenizerError past its limits or for
     text that is not Unicode (a lone surrogate), as the in-process path says it."""
-    from txviz.loading.tokenizer import TokenizerError
-
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -13,11 +13,11 @@ never wrote, as TransformerLens's bug tracker shows):
   tokens ("Ġworld") are turned back into the bytes they stand for (" world"); a token holding only
   part of a multi-byte character shows its dangling bytes as ``\\x..`` escapes.
 
-GGUF files carry no tokenizer.json, only vocabulary, merges and a pre-tokenizer *name*; the second
-half of this file rebuilds the byte-level BPE from those fields the way llama.cpp's ``llama-vocab.cpp``
-reads them (SentencePiece vocabularies, e.g. Gemma's: ``txviz.loading.tokenizer_spm``). Chat templates
-come from model files: txviz.loading.chat_template renders them in Jinja's immutable sandbox inside a
-capped child process.
+GGUF files carry no tokenizer.json, only vocabulary, merges and a pre-tokenizer *name*:
+``txviz.loading.tokenizer.bpe`` rebuilds a byte-level BPE from those fields the way llama.cpp's
+``llama-vocab.cpp`` reads them, ``txviz.loading.tokenizer.spm`` a SentencePiece one (Gemma's). Chat
+templates come from model files: txviz.loading.tokenizer.chat_template renders them in Jinja's immutable
+sandbox inside a capped child process.
 """
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import tokenizers
-from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 
-from txviz.loading.chat_template import ChatTemplateError, render_chat_template
+from txviz.loading.errors import TokenizerError
+from txviz.loading.tokenizer.bpe import build_gguf_backend
+from txviz.loading.tokenizer.chat_template import ChatTemplateError, render_chat_template
+from txviz.loading.tokenizer.isolation import encode_in_child, untrusted_regexes
+from txviz.loading.tokenizer.spm import build_spm_backend
 
 BosPolicy = Literal["none", "bos", "sink"]
 BOS_POLICIES: tuple[str, ...] = ("none", "bos", "sink")
@@ -51,10 +54,6 @@ def tokenizer_json_too_large(path: str | Path) -> str | None:
         return None
     return (f"{path} is {size / 2**20:,.0f} MiB; tokenizer.json files are tens of MB (Gemma 3's is 33 MB), and "
             f"more than {MAX_TOKENIZER_JSON_BYTES >> 20} MiB is refused unread")
-
-
-class TokenizerError(ValueError):
-    """Input the tokenizer cannot handle: not a string, an unknown policy or id, no chat template."""
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,7 @@ class Tokenizer:
         self._byte_level = decoder is not None and b'"ByteLevel"' in decoder.__getstate__()
         self._missing_bytes = frozenset(byte for ch, byte in byte_level_alphabet().items()
                                         if self._backend.token_to_id(ch) is None) if self._byte_level else frozenset()
-        from txviz.loading.tokenizer_isolation import untrusted_regexes
-
-        # a file's own regexes run in a capped child process (txviz.loading.tokenizer_isolation)
+        # a file's own regexes run in a capped child process (txviz.loading.tokenizer.isolation)
         self._isolated_json = self._backend.to_str() if untrusted_regexes(self._backend) else None
 
     @property
@@ -168,8 +165,6 @@ class Tokenizer:
         model = str(metadata.get("tokenizer.ggml.model", "gpt2"))
         token_types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens)))
         if model == "llama":  # SentencePiece BPE: Llama 1/2, Gemma
-            from txviz.loading.tokenizer_spm import build_spm_backend
-
             backend = build_spm_backend(
                 tokens=tokens, scores=list(metadata.get("tokenizer.ggml.scores", [])), token_types=token_types,
                 unknown_token=token_at("tokenizer.ggml.unknown_token_id"),
@@ -279,7 +274,6 @@ class Tokenizer:
     def _encode_raw(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         try:
             if self._isolated_json is not None:
-                from txviz.loading.tokenizer_isolation import encode_in_child
                 return encode_in_child(self._isolated_json, text)
             with rust_errors("encode the text"):
                 raw = self._backend.encode(text, add_special_tokens=False)
@@ -321,7 +315,7 @@ class Tokenizer:
         _check_messages(messages)
         context = dict(messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
                        bos_token=self.bos_token or "", eos_token=self.eos_token or "", **extra)
-        try:  # in a capped child process (txviz.loading.chat_template): the template comes from a model file
+        try:  # in a capped child process (txviz.loading.tokenizer.chat_template): the template comes from a model file
             return render_chat_template(self.chat_template, context)
         except ChatTemplateError as error:
             raise TokenizerError(str(error)) from None
@@ -353,60 +347,3 @@ def _check_messages(messages: Any) -> None:
     for m in messages:
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             raise TokenizerError(f"each message needs string 'role' and 'content', got {m!r}")
-
-
-# ---- rebuilding a byte-level BPE from GGUF metadata ----------------------------------------------
-# GPT-2's pre-tokenizer regex (what ByteLevel(use_regex=True) applies) and the ones llama.cpp names.
-GPT2_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-
-
-def _byte_level_after(split: str | None) -> pre_tokenizers.PreTokenizer:
-    """ByteLevel with GPT-2's own regex (split=None), or after a custom regex split."""
-    if split is None:
-        return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(split), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-
-
-def _digits_then_gpt2() -> pre_tokenizers.PreTokenizer:
-    # llama.cpp's regex list {"\p{N}", GPT-2's}: every digit alone, then GPT-2's split
-    return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), _byte_level_after(None)])
-
-
-# tokenizer.ggml.pre → pre-tokenizer, following llama-vocab.cpp's groups of names. Unknown names are
-# refused: a wrong split gives plausible-looking but different ids.
-GGUF_PRE_TOKENIZERS = {
-    **{name: lambda: _byte_level_after(None) for name in ("default", "gpt-2", "gpt2", "phi-2", "jina-es")},
-    **{name: _digits_then_gpt2 for name in ("smollm", "starcoder", "refact", "command-r", "codeshell",
-                                             "exaone", "minerva-7b")},
-    **{name: lambda: _byte_level_after(LLAMA3_SPLIT) for name in ("llama3", "llama-v3", "llama-bpe",
-                                                                  "falcon3", "pixtral")},
-    **{name: lambda: _byte_level_after(QWEN2_SPLIT) for name in ("qwen2", "deepseek-r1-qwen")},
-}
-GGUF_CONTROL, GGUF_USER_DEFINED = 3, 4  # llama.cpp's token types
-
-
-def build_gguf_backend(*, model: str, pre: str, tokens: list[str], merges: list[str],
-                       token_types: list[int]) -> tokenizers.Tokenizer:
-    if model != "gpt2":
-        raise TokenizerError(f"GGUF tokenizer model {model!r} is not supported (only byte-level BPE, 'gpt2')")
-    if pre not in GGUF_PRE_TOKENIZERS:
-        raise TokenizerError(f"GGUF pre-tokenizer {pre!r} is not supported; known: {sorted(GGUF_PRE_TOKENIZERS)}")
-    vocab = {token: index for index, token in enumerate(tokens)}
-    pairs = [tuple(merge.split(" ", 1)) for merge in merges]
-    # llama.cpp looks a whole word up in the vocabulary before merging only for llama3-style vocabularies
-    bpe = models.BPE(vocab=vocab, merges=pairs, ignore_merges=pre in ("llama3", "llama-v3", "llama-bpe"))
-    backend = tokenizers.Tokenizer(bpe)
-    backend.pre_tokenizer = GGUF_PRE_TOKENIZERS[pre]()
-    backend.decoder = decoders.ByteLevel()
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                                for t, kind in zip(tokens, token_types) if kind == GGUF_CONTROL])
-    backend.add_tokens([AddedToken(t, special=False, normalized=False)
-                        for t, kind in zip(tokens, token_types) if kind == GGUF_USER_DEFINED])
-    return backend
