@@ -310,7 +310,7 @@ def test_corrupted_safetensors_headers_raise_model_load_error(tmp_path_factory, 
     from safetensors.torch import save_file
 
     from txviz.loading.errors import ModelLoadError
-    from txviz.loading.hf import read_tensors
+    from txviz.loading.hf.loader import read_tensors
 
     path = tmp_path_factory.mktemp("st") / "model.safetensors"
     save_file({"a": torch.randn(4, 8), "b": torch.arange(6, dtype=torch.int64)}, str(path))
@@ -348,7 +348,7 @@ def test_any_uploaded_config_is_read_or_refused_and_the_calculator_runs(base, ch
     from txviz.analysis.kv import memory, memory_model
     from txviz.analysis.kv.fit import max_context
     from txviz.loading.errors import ModelLoadError
-    from txviz.loading.hf_config import read_hf_config
+    from txviz.loading.hf.config import read_hf_config
 
     raw = getattr(published, base, None)
     assume(raw is not None)

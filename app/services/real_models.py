@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from txviz.config import ModelConfig
 from txviz.loading.fetch import cached_path, is_fetched
-from txviz.loading.gguf import read_gguf_config
+from txviz.loading.gguf.loader import read_gguf_config
 from txviz.loading.sources import KNOWN_MODELS
 
 

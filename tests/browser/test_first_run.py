@@ -81,7 +81,7 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
     """A prompt past TXVIZ_MAX_TOKENS pasted: the page says what it keeps, draws the map pooled (block max),
     and the region box shows exact weights of the rows asked for."""
     from app.figures.big_maps import MAX_MAP_CELLS
-    from txviz.loading.gguf import read_gguf_header, tokenizer_from_header
+    from txviz.loading.gguf.loader import read_gguf_header, tokenizer_from_header
 
     text = (Path(__file__).resolve().parents[2] / "assets" / "texts" / "how_a_model_reads.txt").read_text()
     tokenizer = tokenizer_from_header(read_gguf_header(gguf_path))

@@ -127,7 +127,7 @@ def test_flops_per_token_are_two_per_multiplied_weight_plus_attention():
                                     hf.MISTRAL_7B_V01])
 def test_flops_equal_the_moe_pages_count_for_models_txviz_runs(config):
     from txviz.model.counts import flops_per_token
-    from txviz.loading.hf_config import read_hf_config
+    from txviz.loading.hf.config import read_hf_config
 
     for context in (0, 100, 5000):
         assert memory.token_flops(model_of(config), context) == flops_per_token(read_hf_config(config), context)

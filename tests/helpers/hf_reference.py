@@ -52,7 +52,7 @@ def gguf_read_once():
     both real models when it was written): the same weights, Gemma's 4.5 -> 0.9 CPU s."""
     import gguf
 
-    import txviz.loading.gguf_reader  # noqa: F401  (binds its subclass to the real class before the patch)
+    import txviz.loading.gguf.reader  # noqa: F401  (binds its subclass to the real class before the patch)
 
     build, readers = _plain_array_reader(gguf.GGUFReader), {}
 
@@ -62,7 +62,7 @@ def gguf_read_once():
             readers[key] = build(path, *args, **kwargs)
         return readers[key]
 
-    from txviz.loading.gguf import dequantize_array
+    from txviz.loading.gguf.loader import dequantize_array
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gguf, "GGUFReader", reader)

@@ -9,7 +9,7 @@ import torch
 from tests.helpers.hf_reference import _plain_array_reader, gguf_read_once, needs_transformers
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.generate import generate
-from txviz.loading.gguf import load_gguf
+from txviz.loading.gguf.loader import load_gguf
 from txviz.capture.trace import trace
 
 pytestmark = pytest.mark.default_model

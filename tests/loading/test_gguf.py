@@ -14,7 +14,7 @@ from tests.helpers.tiny_gguf import (CONTROL_TOKENS, llamacpp_permute, quantize_
                                      write_gguf)
 from txviz import Decoder, ModelConfig
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.gguf import load_gguf, read_gguf_config, unpermute_rope_rows
+from txviz.loading.gguf.loader import load_gguf, read_gguf_config, unpermute_rope_rows
 
 
 def logits(model: Decoder, config: ModelConfig) -> torch.Tensor:
@@ -234,7 +234,7 @@ def test_unknown_tensor_is_refused_not_dropped(tmp_path):
 # ---- metadata of the wrong type: a clear refusal naming the key, never a TypeError -----------------
 @pytest.fixture(scope="module")
 def tiny_header(tiny_file):
-    from txviz.loading.gguf import read_gguf_header
+    from txviz.loading.gguf.loader import read_gguf_header
 
     return read_gguf_header(tiny_file)
 
@@ -250,7 +250,7 @@ def tiny_header(tiny_file):
     ("llama.rope.scaling.type", 3, "RoPE scaling type '3' is not supported"),
 ])
 def test_metadata_of_the_wrong_type_is_refused_by_name(tiny_header, key, value, message):
-    from txviz.loading.gguf import GGUFHeader, config_from_header
+    from txviz.loading.gguf.loader import GGUFHeader, config_from_header
 
     header = GGUFHeader(tiny_header.path, {**tiny_header.metadata, key: value}, tiny_header.tensor_types)
     with pytest.raises(ModelLoadError, match=message):
@@ -264,7 +264,7 @@ def test_metadata_of_the_wrong_type_is_refused_by_name(tiny_header, key, value, 
     ("tokenizer.ggml.tokens", [1, 2, 3], "tokenizer metadata is unusable"),
 ])
 def test_tokenizer_metadata_of_the_wrong_type_is_refused(tiny_header, key, value, message):
-    from txviz.loading.gguf import GGUFHeader, tokenizer_from_header
+    from txviz.loading.gguf.loader import GGUFHeader, tokenizer_from_header
 
     header = GGUFHeader(tiny_header.path, {**tiny_header.metadata, key: value}, tiny_header.tensor_types)
     with pytest.raises(ModelLoadError, match=message):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q
 
-from txviz.loading import gguf as loader
-from txviz.loading.gguf import dequantize_array
+from txviz.loading.gguf import loader
+from txviz.loading.gguf.loader import dequantize_array
 
 
 def decodable(qtype: Q) -> bool:

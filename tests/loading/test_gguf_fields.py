@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from txviz.loading.gguf_fields import tokenizer_field_problem
+from txviz.loading.gguf.fields import tokenizer_field_problem
 
 
 @pytest.mark.parametrize("key, value, named", [

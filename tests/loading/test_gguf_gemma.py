@@ -16,7 +16,7 @@ from tests.helpers.tiny_gguf import quantize_roundtrip
 from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
 from txviz import Decoder, ModelConfig
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.gguf import load_gguf, read_gguf_config
+from txviz.loading.gguf.loader import load_gguf, read_gguf_config
 
 BASE = dict(vocab_size=len(spm_vocab()[0]), d_model=64, n_heads=4, n_kv_heads=1, head_dim=32, ffn_hidden=96,
             max_seq_len=64, norm_eps=2.0 ** -20, ffn="geglu", gelu_approximate="tanh", embed_scale=8.0,

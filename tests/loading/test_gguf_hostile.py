@@ -133,7 +133,7 @@ def test_rope_scalings_that_would_divide_by_zero_are_config_errors(scaling, thet
 def test_any_other_failure_inside_a_loader_is_a_model_load_error(llama, monkeypatch):
     """One boundary: whatever a library under the loader raises (here OverflowError) reaches the caller
     as a ModelLoadError naming the file and the cause, which the app and the CLI show as a message."""
-    from txviz.loading import gguf
+    from txviz.loading.gguf import loader as gguf
 
     def overflow(*args, **kwargs):
         raise OverflowError("int too large to convert to float")

@@ -11,7 +11,7 @@ from gguf import GGUFReader, GGUFValueType
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from tests.helpers.tiny_gguf_gemma import spm_vocab, write_gemma_gguf
 from txviz import ModelConfig
-from txviz.loading.gguf_reader import FastGGUFReader
+from txviz.loading.gguf.reader import FastGGUFReader
 
 
 def assert_same(path) -> None:

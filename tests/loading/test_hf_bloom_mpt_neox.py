@@ -13,7 +13,7 @@ from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import WINDOW, build, edit_config, random_ids, save, variants_of
 from txviz.capture.trace import trace
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf import load_hf_dir, read_hf_config
+from txviz.loading.hf.loader import load_hf_dir, read_hf_config
 from txviz.model.positions import alibi_slopes
 
 pytestmark = NEEDS_TRANSFORMERS

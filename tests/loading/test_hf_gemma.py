@@ -21,7 +21,7 @@ from tests.helpers import tiny_hf
 from tests.helpers.tiny_hf import GEMMA_BASE, GEMMA_MIXED, WINDOW, edit_config, save, variants_of
 from txviz.capture.trace import trace
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf import load_hf_dir, read_hf_config
+from txviz.loading.hf.loader import load_hf_dir, read_hf_config
 
 pytestmark = NEEDS_TRANSFORMERS
 

@@ -20,9 +20,9 @@ from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import (SLIDING, WINDOW, build, edit_config, legacy_rope_spelling, random_ids, save,
                                    save_state_dict, variants_of)
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf import load_hf_dir, read_hf_config
-from txviz.loading.hf_config import CONFIG_READERS, SUPPORTED
-from txviz.loading.hf_names import LAYOUTS
+from txviz.loading.hf.loader import load_hf_dir, read_hf_config
+from txviz.loading.hf.config import CONFIG_READERS, SUPPORTED
+from txviz.loading.hf.names import LAYOUTS
 from txviz.capture.trace import trace
 
 pytestmark = NEEDS_TRANSFORMERS

@@ -19,7 +19,7 @@ import torch
 from tests.helpers.hub_server import HubServer
 from tests.helpers.tiny_hf import build, save
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf import load_hf_dir
+from txviz.loading.hf.loader import load_hf_dir
 from txviz.loading.hub import ensure_hub_model
 from txviz.loading.hub_policy import HubPolicy
 
@@ -218,7 +218,7 @@ def test_load_and_the_command_line_take_a_hub_id(hub, checkpoints, capsys):
 def test_a_repo_of_one_gguf_loads_it_and_several_are_named(hub, tmp_path):
     from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
     from txviz.loading import load
-    from txviz.loading.gguf import load_gguf
+    from txviz.loading.gguf.loader import load_gguf
 
     config = tiny()
     gguf_file = write_gguf(tmp_path / "tiny.Q8.gguf", config, weights_of(config))

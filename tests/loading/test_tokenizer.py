@@ -8,7 +8,7 @@ import tokenizers
 from tokenizers import Regex, models, pre_tokenizers, processors
 
 from tests.helpers.hf_reference import gguf_read_once, needs_transformers
-from txviz.loading.gguf import read_gguf_header
+from txviz.loading.gguf.loader import read_gguf_header
 from txviz.loading.errors import TokenizerError
 from txviz.loading.tokenizer.bpe import GPT2_SPLIT
 from txviz.loading.tokenizer.tokenizer import Tokenizer, byte_level_alphabet

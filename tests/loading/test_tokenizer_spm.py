@@ -85,7 +85,7 @@ def test_merges_follow_scores_not_file_order():
 
 def test_mismatched_score_list_is_refused():
     from txviz.loading.errors import ModelLoadError
-    from txviz.loading.gguf import GGUFHeader, tokenizer_from_header
+    from txviz.loading.gguf.loader import GGUFHeader, tokenizer_from_header
 
     metadata = spm_metadata()
     metadata["tokenizer.ggml.scores"] = metadata["tokenizer.ggml.scores"][:-3]

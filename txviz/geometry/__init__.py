@@ -55,6 +55,6 @@ def read_geometry(raw: dict) -> Geometry:
 
 def read_config(source) -> Geometry:
     """A config.json's geometry: a dict, its bytes or text, a path, or the directory holding it."""
-    from txviz.loading.hf_config import parse_config_json
+    from txviz.loading.hf.config import parse_config_json
 
     return read_geometry(parse_config_json(source)[0])

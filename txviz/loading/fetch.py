@@ -44,7 +44,7 @@ import torch
 
 from txviz.loading import pip_download
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.gguf import (GGUFHeader, assemble, config_from_header, dequantized_state_dict,
+from txviz.loading.gguf.loader import (GGUFHeader, assemble, config_from_header, dequantized_state_dict,
                                 header_from_reader, open_gguf)
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.sources import DEFAULT_MODEL_NAME, KNOWN_MODELS, KnownModel, PinnedWheel, known_model

@@ -182,7 +182,7 @@ def memory_needed(repo: str, files: dict[str, int], fetch_one: Callable[[str], P
     if CONFIG not in files:  # a GGUF file: its parameters at no fewer than GGUF_BITS_FLOOR bits each
         return sum(files.values()) * 8 // GGUF_BITS_FLOOR * element
     from txviz.model.counts import count_params
-    from txviz.loading.hf_config import config_from_dict, parse_config_json
+    from txviz.loading.hf.config import config_from_dict, parse_config_json
 
     raw = parse_config_json(fetch_one(CONFIG))[0]
     if raw.get("quantization_config"):
@@ -304,8 +304,8 @@ def load_hub_model(hub_id: str | HubId, *, device: torch.device | None = None, d
     pinned to the commit, so that whoever reloads that source gets the same weights."""
     from dataclasses import replace
 
-    from txviz.loading.gguf import load_gguf
-    from txviz.loading.hf import load_hf_dir
+    from txviz.loading.gguf.loader import load_gguf
+    from txviz.loading.hf.loader import load_hf_dir
 
     device = device or torch.device("cpu")
     snapshot = ensure_hub_model(hub_id, dtype=dtype, device=device, policy=policy, progress=progress)

@@ -51,7 +51,7 @@ def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
     if not path.exists():
         raise ModelLoadError(f"no such file or directory: {path}")
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from txviz.loading.gguf import load_gguf
+        from txviz.loading.gguf.loader import load_gguf
         return load_gguf(path, device=device, dtype=dtype)
     if path.is_dir():
         from txviz.loading.zoo import is_txviz_dir, load_zoo_model
@@ -60,7 +60,7 @@ def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path} has no config.json: expected a Hugging Face checkpoint directory "
                                  "(config.json + *.safetensors) or a .gguf file")
-        from txviz.loading.hf import load_hf_dir
+        from txviz.loading.hf.loader import load_hf_dir
         return load_hf_dir(path, device=device, dtype=dtype)
     raise ModelLoadError(f"cannot load {path}: give a .gguf file or a directory with config.json and "
                          "safetensors weights (pickled .bin/.pt files are never loaded)")

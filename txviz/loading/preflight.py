@@ -6,7 +6,7 @@ or None. The untrusted part, parsing the header, runs in a child process with me
 limits (txviz.loading.isolated, worker ``header_check``): a GGUF file through the bounded reader, a
 directory's config.json and its safetensors headers (no tensor data). A file that makes that child run
 out of time or memory is broken for that reason. What the child describes is then judged here with the
-loader's own checks, in arithmetic only: the GGUF config (txviz.loading.gguf.config_from_header, its size
+loader's own checks, in arithmetic only: the GGUF config (txviz.loading.gguf.loader.config_from_header, its size
 bounds and tokenizer field types), every tensor's name and shape against that config, the layers
 present, the parameters implied against those held; for a directory, its config (Hugging Face or the
 lab's) and the parameters. So a file that passes is one ``load`` would not refuse before dequantizing;
@@ -29,10 +29,10 @@ from types import SimpleNamespace
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.isolated import IsolatedError, Limits, run_worker
 
-READER = Path(__file__).with_name("gguf_reader.py")
+READER = Path(__file__).parent / "gguf" / "reader.py"
 SECONDS_PER_FILE = 10.0  # SmolLM2's header (49k tokens, 49k merges) takes ~1 s here; Gemma 3's 262k tokens ~3 s
 LIMITS = Limits(seconds=SECONDS_PER_FILE, memory_bytes=768 << 20)
-PARAMS_SLACK = 4  # as txviz.loading.gguf.check_sizes: a config implying far more weights than held is hostile
+PARAMS_SLACK = 4  # as txviz.loading.gguf.loader.check_sizes: a config implying far more weights than held is hostile
 
 _verdicts: dict[tuple, str | None] = {}
 _checking: dict[tuple, threading.Event] = {}  # versions a check is running for, set when its verdict is kept
@@ -152,7 +152,7 @@ def _judge(result: dict) -> str | None:
 
 def _judge_gguf(path: str, described: dict) -> None:
     """The loader's checks on the described header (no tensor data): config, then every tensor."""
-    from txviz.loading.gguf import GGUFHeader, check_tensor_shapes, config_from_header, txviz_names
+    from txviz.loading.gguf.loader import GGUFHeader, check_tensor_shapes, config_from_header, txviz_names
 
     elided = {key: value for key, value in described["metadata"].items() if isinstance(value, dict)}
     metadata = {key: value["head"] if key in elided else value for key, value in described["metadata"].items()}
@@ -178,7 +178,7 @@ def _judge_gguf(path: str, described: dict) -> None:
 def _judge_dir(path: str, described: dict) -> None:
     """The directory's config as the loader reads it, and the parameters it implies against those held."""
     from txviz.model.counts import count_params
-    from txviz.loading.hf_config import config_from_dict
+    from txviz.loading.hf.config import config_from_dict
     from txviz.loading.tokenizer.tokenizer import tokenizer_json_too_large
     from txviz.loading.zoo import FORMAT_KEY, txviz_config_from_dict
 

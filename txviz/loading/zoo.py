@@ -86,7 +86,7 @@ def load_zoo_model(path: str | os.PathLike, *, device: str | torch.device | None
                    dtype: torch.dtype = torch.float32) -> LoadedModel:
     """Load a lab directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
     from txviz.loading.device import default_device
-    from txviz.loading.hf import read_tensors
+    from txviz.loading.hf.loader import read_tensors
     from txviz.loading.tokenizer.tokenizer import Tokenizer
     from txviz.model import Decoder
 

@@ -21,7 +21,7 @@ from txviz.analysis.kv.sharing import kv_head_options, quality_vs_original, to_k
 from txviz.analysis.kv.memory import GIB, kv_cache_bytes_at, token_kv_bytes, weight_bytes
 from txviz.analysis.texts import read_text
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf_config import read_hf_config
+from txviz.loading.hf.config import read_hf_config
 from txviz.model.counts import count_active_params, count_params
 
 # ---- KV formula = bytes of a real KVCache ----------------------------------------------------------

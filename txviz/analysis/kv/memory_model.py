@@ -136,7 +136,7 @@ class MemoryModel:
         from pathlib import PurePath
 
         from txviz.geometry import read_geometry
-        from txviz.loading.hf_config import parse_config_json
+        from txviz.loading.hf.config import parse_config_json
 
         raw, _ = parse_config_json(data)
         geometry = read_geometry(raw)

@@ -1,6 +1,6 @@
 """Read model files' headers in a capped child process and describe them in plain JSON.
 
-A GGUF file is parsed with txviz's bounded reader (``txviz/loading/gguf_reader.py``: numpy and the gguf
+A GGUF file is parsed with txviz's bounded reader (``txviz/loading/gguf/reader.py``: numpy and the gguf
 package only, loaded here by its path so that neither txviz nor torch is imported): every count bounded
 by the bytes left, tensor data aligned, inside the file and apart. Its metadata comes back with arrays
 elided to their length and first items; its tensor table as (name, GGUF dims, type, elements).

@@ -14,7 +14,7 @@ nothing unpickled):
   ``reverse_permute_weights`` does the same — or every attention map would be silently wrong.
 
 The Gemma family (``gemma``, ``gemma2``, ``gemma3``) adds its own fields and tensor names from
-``txviz.loading.gguf_gemma``; its files are not permuted and store norm weights already as 1 + w.
+``txviz.loading.gguf.gemma``; its files are not permuted and store norm weights already as 1 + w.
 
 Anything the tables do not know (another architecture, an extra tensor such as llama 3.1's
 ``rope_freqs``, a quantization type gguf cannot dequantize) is refused with a ``ModelLoadError``.
@@ -34,8 +34,8 @@ import torch
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError, TokenizerError
-from txviz.loading.gguf_fields import tokenizer_field_problem
-from txviz.loading.gguf_gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
+from txviz.loading.gguf.fields import tokenizer_field_problem
+from txviz.loading.gguf.gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer.tokenizer import Tokenizer
 
@@ -117,7 +117,7 @@ class GGUFHeader:
 def open_gguf(path: str | Path):
     """A ``gguf.GGUFReader`` over the file (its fast-array variant), or a ModelLoadError saying why the
     file is unusable."""
-    from txviz.loading.gguf_reader import FastGGUFReader as GGUFReader
+    from txviz.loading.gguf.reader import FastGGUFReader as GGUFReader
 
     path = Path(path)
     if not path.is_file():

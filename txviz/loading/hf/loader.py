@@ -6,9 +6,9 @@
 Supported: Llama, Mistral, Qwen2, Mixtral, GPT-2, Gemma 1/2/3 (text), BLOOM, MPT, GPT-NeoX and Phi-3
 causal LMs (hf_config.SUPPORTED).
 The steps are
-plain: config.json → ModelConfig (hf_config.py); the tensors of ``model.safetensors`` or of every
+plain: config.json → ModelConfig (hf/config.py); the tensors of ``model.safetensors`` or of every
 shard that ``model.safetensors.index.json`` lists; small named transforms and a name table
-(hf_names.py); ``Decoder.from_state_dict``. Pickled weights (.bin, .pt, …) are never opened, since
+(hf/names.py); ``Decoder.from_state_dict``. Pickled weights (.bin, .pt, …) are never opened, since
 unpickling can run arbitrary code. tokenizer.json is optional, with BOS/EOS and the chat template
 from tokenizer_config.json (or chat_template.jinja).
 """
@@ -25,8 +25,8 @@ from safetensors.torch import load_file
 from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
-from txviz.loading.hf_config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config
-from txviz.loading.hf_names import to_txviz_names
+from txviz.loading.hf.config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config
+from txviz.loading.hf.names import to_txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.model import Decoder
 
