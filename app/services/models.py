@@ -5,7 +5,6 @@ file listed with its reason, never offered)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -15,8 +14,10 @@ from txviz.loading.errors import ModelLoadError
 from txviz.loading.hub import ensure_hub_model, load_hub_model
 from txviz.loading.hub_id import looks_like_hub_id
 from txviz.loading.hub_policy import HubPolicy
+from txviz.loading.known import load_known_model
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, confine, discover
+from txviz.loading.sources import (DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, confine, discover,
+                                   known_model)
 from txviz.loading.zoo import is_txviz_dir
 
 Describe = Callable[[str, int], str]  # (a zoo directory, the version of its config.json) -> its one-line description
@@ -30,7 +31,7 @@ def load_model(source: str) -> LoadedModel:
     """A known model's name (fetched if needed, loaded from its cached float32 copy), else a path,
     confined whatever the URL says, whose header passes the discovery check before it is loaded."""
     if is_known(source):
-        return fetch.load_known_model(source)
+        return load_known_model(known_model(source))
     if looks_like_hub_id(source):
         return load_hub(source)
     path = confine(source)
@@ -68,7 +69,7 @@ def known_options() -> dict[str, str]:
 
 def known_files() -> set[Path]:
     """The known models' own .gguf files (fetched into the cache, or TXVIZ_DEFAULT_GGUF), resolved."""
-    candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [os.environ.get("TXVIZ_DEFAULT_GGUF")]
+    candidates = [fetch.cached_path(m) for m in KNOWN_MODELS.values()] + [fetch.default_override()]
     known = set()
     for candidate in candidates:
         try:

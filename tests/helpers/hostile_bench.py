@@ -138,12 +138,12 @@ def hostile_cases(folder: Path) -> list[tuple[str, str, list[str], Path | None]]
 
 def _flipped_copy_home(folder: Path) -> Path:
     """A TXVIZ_HOME whose default model is a tiny GGUF with its float32 copy, a NaN written into the copy."""
-    from txviz.loading import fetch
+    from txviz.loading.gguf import float32_copy
 
     home, gguf_path = folder / "home", tiny_gguf(folder / "c7c.gguf")
     with _environment(TXVIZ_HOME=str(home), TXVIZ_DEFAULT_GGUF=str(gguf_path)):
-        fetch.load_gguf_cached(gguf_path, device="cpu")
-        copy = fetch.dequantized_copy_path(gguf_path)
+        float32_copy.load_gguf_cached(gguf_path, device="cpu")
+        copy = float32_copy.dequantized_copy_path(gguf_path)
     data = bytearray(copy.read_bytes())
     start = 8 + struct.unpack_from("<Q", data)[0]
     at = start + (len(data) - start) // 2 // 4 * 4

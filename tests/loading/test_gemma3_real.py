@@ -26,7 +26,7 @@ from tests.helpers.hf_reference import NEEDS_TRANSFORMERS, gguf_read_once
 from tests.helpers.spm_reference import SentencePieceReference
 from txviz import Decoder
 from txviz.capture.trace import trace
-from txviz.loading.fetch import load_gguf_cached
+from txviz.loading.gguf.float32_copy import load_gguf_cached
 
 pytestmark = [pytest.mark.e2e, *NEEDS_TRANSFORMERS,
               pytest.mark.skipif(find_spec("accelerate") is None, reason="accelerate is not installed")]
@@ -68,7 +68,7 @@ def loaded(gguf_path):
     first dequantizes it (~15 s), the other waits on the same lock and reads the copy (~3 s)."""
     from filelock import FileLock
 
-    from txviz.loading.fetch import txviz_home
+    from txviz.loading.home import txviz_home
 
     with FileLock(str(txviz_home() / GEMMA3_LOAD_LOCK)):
         return load_gguf_cached(gguf_path, device="cpu", dtype=torch.float32)

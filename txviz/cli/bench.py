@@ -46,7 +46,7 @@ def bench_source(model: str | None) -> str | None:
     known = resolve_model_name(model)
     if known is None or known.name == fetch.DEFAULT_MODEL.name:
         return None if known is not None else model
-    return str(fetch.ensure_model(known, progress))
+    return str(fetch.ensure(known, progress))
 
 
 def bench_model(model: str | None) -> str | None:

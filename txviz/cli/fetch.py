@@ -25,8 +25,7 @@ def cmd_fetch(args) -> dict:
     model = known_model("default" if args.model is None else args.model)  # "" names no model
     said = None if args.json else progress
     started = time.perf_counter()
-    path = fetch.ensure_default_model(said) if model.name == fetch.DEFAULT_MODEL.name else \
-        fetch.ensure_model(model, said)
+    path = fetch.ensure(model, said)
     return {"model": model.name, "path": str(path), "bytes": path.stat().st_size,
             "seconds": round(time.perf_counter() - started, 2)}
 

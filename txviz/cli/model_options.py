@@ -5,7 +5,6 @@ Hub id, a .gguf file or a checkpoint directory, on one device or spread with acc
 from __future__ import annotations
 
 import argparse
-import os
 
 import torch
 
@@ -46,6 +45,7 @@ def load_model(args):
 def _load_on(args, device):
     """``--model``: a known model's name (fetched on first use, as the default model always was), a Hub id or a path."""
     from txviz.loading import fetch, load, resolve_device
+    from txviz.loading.known import load_known_model
     from txviz.loading.sources import resolve_model_name
     from txviz.loading.hub_id import looks_like_hub_id
     if args.model and looks_like_hub_id(args.model):
@@ -55,10 +55,9 @@ def _load_on(args, device):
     known = resolve_model_name(args.model)
     if known is None:
         return load(args.model, device=device, dtype=DTYPES[args.dtype])
-    quiet = args.json or fetch.is_fetched(known) or (known.name == fetch.DEFAULT_MODEL.name
-                                                     and os.environ.get("TXVIZ_DEFAULT_GGUF"))
-    return fetch.load_known_model(known, device=resolve_device(device), dtype=DTYPES[args.dtype],
-                                  progress=None if quiet else progress)
+    quiet = args.json or not fetch.will_download(known)
+    return load_known_model(known, device=resolve_device(device), dtype=DTYPES[args.dtype],
+                            progress=None if quiet else progress)
 
 
 def max_memory(text: str | None) -> dict[int | str, str] | None:

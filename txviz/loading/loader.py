@@ -38,11 +38,11 @@ def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
     from txviz.loading.sources import KNOWN_MODELS
 
     if source is None or str(source) == DEFAULT_MODEL:
-        from txviz.loading.fetch import load_default_model
+        from txviz.loading.known import load_default_model
         return load_default_model(device=device, dtype=dtype)
     if str(source) in KNOWN_MODELS and not Path(source).exists():
-        from txviz.loading.fetch import load_known_model
-        return load_known_model(str(source), device=device, dtype=dtype)
+        from txviz.loading.known import load_known_model
+        return load_known_model(KNOWN_MODELS[str(source)], device=device, dtype=dtype)
     from txviz.loading.hub_id import looks_like_hub_id
     if looks_like_hub_id(str(source)):
         from txviz.loading.hub import load_hub_model

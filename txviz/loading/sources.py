@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.home import txviz_home
 from txviz.loading.zoo import SHIPPED_ZOO
 
 DEFAULT_SOURCE = "default"  # the app's and load()'s name for the default model (kept in URLs)
@@ -105,12 +106,8 @@ def resolve_model_name(text: str | None) -> KnownModel | None:
     return known_model(text)
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("TXVIZ_HOME") or Path.home() / ".cache" / "txviz").expanduser()
-
-
 def allowed_roots() -> list[Path]:
-    roots = [cache_dir(), SHIPPED_ZOO]
+    roots = [txviz_home(), SHIPPED_ZOO]
     for entry in os.environ.get("TXVIZ_MODEL_DIRS", "").split(os.pathsep):
         if entry.strip():
             roots.append(Path(entry.strip()).expanduser())

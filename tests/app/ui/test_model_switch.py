@@ -116,14 +116,14 @@ def test_a_known_model_not_yet_fetched_is_fetched_on_choosing_it(home, monkeypat
     stand_in.unlink()
     fetched = []
 
-    def ensure_model(model, progress=None):  # the fetch itself is tested in tests/loading
+    def ensure(model, progress=None):  # the fetch itself is tested in tests/loading
         if not stand_in.is_file():
             progress(0.5, "downloading")  # the sidebar's bar: a fetch without one fails here
             fetched.append(model.name)
             stand_in.write_bytes(kept)
         return stand_in
 
-    monkeypatch.setattr(fetch, "ensure_model", ensure_model)
+    monkeypatch.setattr(fetch, "ensure", ensure)
     at = app_on().run()
     assert fetched == []  # offering it fetches nothing
     picker(at).set_value(label_of(at, "Gemma 3 270M")).run()
