@@ -31,7 +31,7 @@ from app.services.causal import CausalRequest
 from app.services.circuit import CircuitRequest
 from app.services.traces import PromptTrace
 from app.services.zoo import VALIDATION_WINDOWS
-from app.ui.progress import bar_or_spinner, message_bar
+from app.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
