@@ -38,8 +38,9 @@ def _memory_model(args):
         return memory_model.preset(args.preset), {"preset": args.preset}, {}
     from pathlib import Path
 
+    from txviz import limits
     from txviz.geometry import read_config
-    geometry = read_config(Path(args.config))
+    geometry = read_config(Path(args.config), max_bytes=limits.current().max_config_bytes)
     size = f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params"
     model = memory_model.MemoryModel.from_geometry(geometry, size, f"config file {args.config}")
     extras = {"model_type": geometry.model_type, "architecture": geometry.architecture,

@@ -53,8 +53,9 @@ def read_geometry(raw: dict) -> Geometry:
     return replace(geometry, weight_format=weight_format, notes=geometry.notes + notes + ((unread,) if unread else ()))
 
 
-def read_config(source) -> Geometry:
-    """A config.json's geometry: a dict, its bytes or text, a path, or the directory holding it."""
-    from txviz.loading.hf.config import parse_config_json
+def read_config(source, *, max_bytes: int | None = None) -> Geometry:
+    """A config.json's geometry: a dict, its bytes or text, a path, or the directory holding it; one over
+    ``max_bytes`` (default: txviz.loading.hf.config.MAX_CONFIG_BYTES) is refused unparsed."""
+    from txviz.loading.hf.config import MAX_CONFIG_BYTES, parse_config_json
 
-    return read_geometry(parse_config_json(source)[0])
+    return read_geometry(parse_config_json(source, max_bytes=max_bytes or MAX_CONFIG_BYTES)[0])

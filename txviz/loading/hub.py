@@ -181,10 +181,11 @@ def memory_needed(repo: str, files: dict[str, int], fetch_one: Callable[[str], P
     element = torch.finfo(dtype).bits // 8 if dtype.is_floating_point else 4
     if CONFIG not in files:  # a GGUF file: its parameters at no fewer than GGUF_BITS_FLOOR bits each
         return sum(files.values()) * 8 // GGUF_BITS_FLOOR * element
-    from txviz.model.counts import count_params
+    from txviz.limits import current
     from txviz.loading.hf.config import config_from_dict, parse_config_json
+    from txviz.model.counts import count_params
 
-    raw = parse_config_json(fetch_one(CONFIG))[0]
+    raw = parse_config_json(fetch_one(CONFIG), max_bytes=current().max_config_bytes)[0]
     if raw.get("quantization_config"):
         raise ModelLoadError(f"{repo} is a quantized checkpoint; txviz loads unquantized safetensors weights")
     return count_params(config_from_dict(raw, name=repo, source=repo)) * element
@@ -309,8 +310,11 @@ def load_hub_model(hub_id: str | HubId, *, device: torch.device | None = None, d
 
     device = device or torch.device("cpu")
     snapshot = ensure_hub_model(hub_id, dtype=dtype, device=device, policy=policy, progress=progress)
-    loader = load_hf_dir if snapshot.path.is_dir() else load_gguf
-    loaded = loader(snapshot.path, device=device, dtype=dtype)
+    if snapshot.path.is_dir():  # the setting handed in, as load() hands it for a local directory
+        from txviz.limits import current
+        loaded = load_hf_dir(snapshot.path, device=device, dtype=dtype, max_config_bytes=current().max_config_bytes)
+    else:
+        loaded = load_gguf(snapshot.path, device=device, dtype=dtype)
     hub = {"repo": snapshot.id.repo, "revision": snapshot.id.revision, "commit": snapshot.commit,
            "path": str(snapshot.path), "files": snapshot.files}
     return replace(loaded, source=snapshot.pinned_id, metadata={**loaded.metadata, "hub": hub})

@@ -60,8 +60,9 @@ def _load(source, device: torch.device, dtype: torch.dtype) -> LoadedModel:
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path} has no config.json: expected a Hugging Face checkpoint directory "
                                  "(config.json + *.safetensors) or a .gguf file")
+        from txviz.limits import current
         from txviz.loading.hf.loader import load_hf_dir
-        return load_hf_dir(path, device=device, dtype=dtype)
+        return load_hf_dir(path, device=device, dtype=dtype, max_config_bytes=current().max_config_bytes)
     raise ModelLoadError(f"cannot load {path}: give a .gguf file or a directory with config.json and "
                          "safetensors weights (pickled .bin/.pt files are never loaded)")
 

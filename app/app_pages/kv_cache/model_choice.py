@@ -32,7 +32,8 @@ def model_choice() -> tuple[memory_model.MemoryModel, str] | None:
         st.info("Upload a model's config.json to size it; switch back to *Preset* for the published models.")
         return None
     try:
-        return memory_model.MemoryModel.from_config_json(upload.getvalue(), upload.name), f"upload:{upload.file_id}"
+        model = memory_model.MemoryModel.from_config_json(upload.getvalue(), upload.name, max_bytes=max_config)
+        return model, f"upload:{upload.file_id}"
     except (ModelLoadError, ValueError) as error:
         # named: a larger file the browser refuses later leaves this one, and this error, in place
         st.error(f"Could not read {plain(upload.name)}: {plain(error)}")

@@ -60,7 +60,7 @@ def any_config() -> None:
     if upload is None:
         return
     try:
-        model = MemoryModel.from_config_json(upload.getvalue(), upload.name)
+        model = MemoryModel.from_config_json(upload.getvalue(), upload.name, max_bytes=max_config)
     except ValueError as error:
         st.error(f"Could not read {plain(upload.name)}: {plain(error)}")  # names and values from the upload
         return

@@ -129,16 +129,18 @@ class MemoryModel:
                    weight_format=geometry.weight_format)
 
     @classmethod
-    def from_config_json(cls, data: bytes, filename: str = "config.json") -> "MemoryModel":
+    def from_config_json(cls, data: bytes, filename: str = "config.json", *,
+                         max_bytes: int | None = None) -> "MemoryModel":
         """An uploaded config.json of any causal LM (txviz.geometry), named after what it describes
         rather than its family ("llama"): its ``_name_or_path``, else the file's own name unless that is
-        just "config", then the architecture, parameters and layers, so that two uploads are told apart."""
+        just "config", then the architecture, parameters and layers, so that two uploads are told apart.
+        More than ``max_bytes`` (default: txviz.loading.hf.config.MAX_CONFIG_BYTES) is refused unparsed."""
         from pathlib import PurePath
 
         from txviz.geometry import read_geometry
-        from txviz.loading.hf.config import parse_config_json
+        from txviz.loading.hf.config import MAX_CONFIG_BYTES, parse_config_json
 
-        raw, _ = parse_config_json(data)
+        raw, _ = parse_config_json(data, max_bytes=max_bytes or MAX_CONFIG_BYTES)
         geometry = read_geometry(raw)
         named = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1]
         stem = PurePath(filename).stem

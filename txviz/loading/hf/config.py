@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
+from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
@@ -483,38 +484,37 @@ def model_type_of(raw: dict) -> str:
     return kind
 
 
-def _max_config_bytes() -> int:
-    """TXVIZ_MAX_CONFIG_BYTES (txviz.limits, 1 MiB by default): real config.json files are a few KiB."""
-    from txviz.limits import current
-
-    return current().max_config_bytes
+# The largest config.json read unless the caller hands in its own limit (the entry points hand in
+# TXVIZ_MAX_CONFIG_BYTES, txviz.limits): real config.json files are a few KiB.
+MAX_CONFIG_BYTES = Limits().max_config_bytes
 
 
-def _read_config_file(source: str | os.PathLike) -> tuple[bytes, str]:
+def _read_config_file(source: str | os.PathLike, max_bytes: int) -> tuple[bytes, str]:
     path = Path(source)
     path = path / "config.json" if path.is_dir() else path
     if not path.is_file():  # also for paths the OS cannot take (a NUL in them)
         raise ModelLoadError(f"no config.json at {str(path)[:200]!r}")
     try:
-        if path.stat().st_size > _max_config_bytes():
+        if path.stat().st_size > max_bytes:
             raise ModelLoadError(f"{path} is {path.stat().st_size} bytes: too large for a config.json "
-                                 f"(limit {_max_config_bytes()}, TXVIZ_MAX_CONFIG_BYTES)")
+                                 f"(limit {max_bytes}, TXVIZ_MAX_CONFIG_BYTES)")
         return path.read_bytes(), str(path)
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc}") from exc
 
 
-def parse_config_json(source: dict | bytes | str | os.PathLike) -> tuple[dict, str]:
+def parse_config_json(source: dict | bytes | str | os.PathLike, *,
+                      max_bytes: int = MAX_CONFIG_BYTES) -> tuple[dict, str]:
     """(the config as a dict, where it came from). Accepts a dict, JSON text or bytes, a config.json
-    path, or a directory holding one."""
+    path, or a directory holding one; text or a file over ``max_bytes`` is refused unparsed."""
     if isinstance(source, dict):
         return dict(source), "config dict"
     if isinstance(source, (bytes, bytearray)) or (isinstance(source, str) and source.lstrip().startswith("{")):
         text, origin = source, "config.json text"
     else:
-        text, origin = _read_config_file(source)
-    if len(text) > _max_config_bytes():
-        raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {_max_config_bytes()}, "
+        text, origin = _read_config_file(source, max_bytes)
+    if len(text) > max_bytes:
+        raise ModelLoadError(f"config.json of {len(text)} bytes is too large (limit {max_bytes}, "
                              "TXVIZ_MAX_CONFIG_BYTES)")
     try:
         raw = json.loads(text)
@@ -534,10 +534,11 @@ def config_from_dict(raw: dict, *, name: str, source: str) -> ModelConfig:
         raise ModelLoadError(f"{source} describes a model txviz cannot build: {exc}") from exc
 
 
-def read_hf_config(source: dict | bytes | str | os.PathLike, *, name: str | None = None) -> ModelConfig:
+def read_hf_config(source: dict | bytes | str | os.PathLike, *, name: str | None = None,
+                   max_bytes: int = MAX_CONFIG_BYTES) -> ModelConfig:
     """A ModelConfig from a Hugging Face config.json: a dict, its text or bytes, its path, or the
     checkpoint directory. Needs no weights."""
-    raw, origin = parse_config_json(source)
+    raw, origin = parse_config_json(source, max_bytes=max_bytes)
     if name is None:
         from_path = not isinstance(source, (dict, bytes, bytearray)) and origin != "config.json text"
         name = Path(origin).parent.name if from_path else str(raw.get("_name_or_path") or raw.get("model_type"))

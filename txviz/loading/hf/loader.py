@@ -25,7 +25,8 @@ from safetensors.torch import load_file
 from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
-from txviz.loading.hf.config import SUPPORTED, config_from_dict, model_type_of, parse_config_json, read_hf_config
+from txviz.loading.hf.config import (MAX_CONFIG_BYTES, SUPPORTED, config_from_dict, model_type_of, parse_config_json,
+                                     read_hf_config)
 from txviz.loading.hf.names import to_txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.model import Decoder
@@ -130,14 +131,14 @@ def read_tokenizer(directory: Path):
 
 
 # ---- the whole directory ------------------------------------------------------------------------
-def _read_directory_config(directory: Path) -> tuple[dict, str]:
+def _read_directory_config(directory: Path, max_config_bytes: int) -> tuple[dict, str]:
     """(config.json as a dict, its family) for a directory that can be loaded, else ModelLoadError."""
     if not directory.is_dir():
         raise ModelLoadError(f"{directory} is not a directory: expected a Hugging Face checkpoint "
                              "directory with config.json and safetensors weights")
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} has no config.json: expected a Hugging Face checkpoint directory")
-    raw, _ = parse_config_json(directory / "config.json")
+    raw, _ = parse_config_json(directory / "config.json", max_bytes=max_config_bytes)
     kind = model_type_of(raw)
     quantization = raw.get("quantization_config")
     if quantization:
@@ -148,10 +149,11 @@ def _read_directory_config(directory: Path) -> tuple[dict, str]:
 
 
 def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = None,
-                dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load a checkpoint directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``."""
+                dtype: torch.dtype = torch.float32, max_config_bytes: int = MAX_CONFIG_BYTES) -> LoadedModel:
+    """Load a checkpoint directory onto ``device`` (None: CUDA if available, else CPU) in ``dtype``; a
+    config.json over ``max_config_bytes`` is refused unread."""
     directory = Path(path).expanduser()
-    raw, kind = _read_directory_config(directory)
+    raw, kind = _read_directory_config(directory, max_config_bytes)
     device = torch.device(device) if device is not None else default_device()
     config = config_from_dict(raw, name=directory.name, source=str(directory))
     files = checkpoint_files(directory)
