@@ -157,6 +157,27 @@ def test_env_var_points_at_an_existing_gguf(home, tmp_path, monkeypatch):
         fetch.ensure(fetch.DEFAULT_MODEL)
 
 
+def test_only_the_default_model_follows_the_override_and_then_downloads_nothing(home, tmp_path, monkeypatch):
+    from txviz.loading.sources import KNOWN_MODELS
+
+    gemma = KNOWN_MODELS["gemma3-270m"]
+    assert fetch.will_download(fetch.DEFAULT_MODEL) and fetch.will_download(gemma)
+    monkeypatch.setenv("TXVIZ_DEFAULT_GGUF", str(tmp_path / "missing.gguf"))  # ensure() says it is missing
+    assert not fetch.will_download(fetch.DEFAULT_MODEL) and fetch.will_download(gemma)
+    assert not fetch.is_fetched(fetch.DEFAULT_MODEL)  # the cache itself holds nothing
+    home.mkdir()
+    (home / gemma.filename).write_bytes(b"GGUF cached")
+    assert fetch.is_fetched(gemma) and not fetch.will_download(gemma)
+
+
+def test_the_cache_and_the_allowed_roots_follow_one_home(home):
+    from txviz.loading.home import txviz_home
+    from txviz.loading.sources import allowed_roots
+
+    assert txviz_home() == home and allowed_roots()[0] == home.resolve()
+    assert fetch.cached_path(fetch.DEFAULT_MODEL).parent == float32_copy.dequantized_copy_path(home / "x.gguf").parent == home
+
+
 # ---- the dequantized copy -----------------------------------------------------------------------
 @pytest.fixture
 def tiny_gguf(tmp_path):
