@@ -25,6 +25,7 @@ BREAKS = [
     ("txviz/capture/maps.py", "import streamlit", "library-not-app"),
     ("app/services/prompts.py", "from app import cache", "app-layers"),
     ("app/services/prompts.py", "from app import cache", "app-acyclic"),  # cache imports services
+    ("app/services/traces.py", "from app.figures import big_maps", "app-layers"),  # services draw no figures
     ("app/app_pages/moe/page.py", "import app.app_pages.kv_cache.page", "app-pages-independent"),
     ("app/services/zoo.py", "from app.ui import state", "services-no-streamlit"),  # state imports streamlit
 ]
