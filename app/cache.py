@@ -24,6 +24,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app.progress import bar_or_spinner, message_bar
 from app.services import (causal, circuit, generation, heads, kv_sharing, models, positions, prompts, run_time, texts,
                           traces, zoo)
 from app.services.byte_cache import ByteBudgetCache
@@ -31,7 +32,6 @@ from app.services.causal import CausalRequest
 from app.services.circuit import CircuitRequest
 from app.services.traces import PromptTrace
 from app.services.zoo import VALIDATION_WINDOWS
-from app.progress import bar_or_spinner, message_bar
 from txviz import limits as limits_
 from txviz.capture.cost import CapturePlan
 from txviz.capture.maps import MapStorage
