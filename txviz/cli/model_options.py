@@ -45,9 +45,10 @@ def load_model(args):
 def _load_on(args, device):
     """``--model``: a known model's name (fetched on first use, as the default model always was), a Hub id or a path."""
     from txviz.loading import fetch, load, resolve_device
+    from txviz.loading.hub_id import looks_like_hub_id
     from txviz.loading.known import load_known_model
     from txviz.loading.sources import resolve_model_name
-    from txviz.loading.hub_id import looks_like_hub_id
+
     if args.model and looks_like_hub_id(args.model):
         from txviz.loading.hub import load_hub_model
         return load_hub_model(args.model, device=resolve_device(device), dtype=DTYPES[args.dtype],

@@ -1,8 +1,9 @@
 """Loading models: files -> LoadedModel. ``load(source)`` takes the default model, a known model's name, a
-GGUF file, a Hugging Face checkpoint directory or one of the lab's own directories.
+GGUF file, a Hugging Face checkpoint directory, one of the lab's own directories or a Hub id.
 
 The package is in three wings — ``gguf/``, ``hf/`` and ``tokenizer/`` — beside the fetch of known models
-(``sources``, ``fetch``, ``known``), the isolated workers for untrusted parts (``isolated``, ``preflight``,
+(``sources``, ``fetch``, ``known``), the Hub's downloads (``hub``, ``hub_id``, ``hub_policy``,
+``hub_errors``), the isolated workers for untrusted parts (``isolated``, ``preflight``,
 ``workers/``) and the device a model runs on (``device``). This face only names the few entries a caller
 needs; they are imported on first use (PEP 562), so importing one module of the package does not import
 torch for it, and no module below imports from here.
