@@ -52,6 +52,7 @@ def circuit_graph(edges: list[dict], n_layers: int, n_heads: int, *, title: str 
     """``edges`` [{source, target, input, score}] → the layered graph; only their nodes are drawn."""
     biggest = max((abs(e["score"]) for e in edges), default=1.0) or 1.0
     groups: dict[tuple, tuple[list, list]] = {}
+    nodes = {node_position(name, n_layers, n_heads) for edge in edges for name in (edge["source"], edge["target"])}
     mid_x, mid_y, mid_text = [], [], []
     for edge in edges:
         x0, y0 = node_position(edge["source"], n_layers, n_heads)
@@ -61,8 +62,9 @@ def circuit_graph(edges: list[dict], n_layers: int, n_heads: int, *, title: str 
         xs, ys = groups.setdefault((edge["score"] >= 0, edge["input"], step), ([], []))
         xs += [x0, x1, None]
         ys += [y0, y1, None]
-        mid_x.append((x0 + x1) / 2)
-        mid_y.append((y0 + y1) / 2)
+        mid = _hover_point((x0, y0), (x1, y1), nodes)
+        mid_x.append(mid[0])
+        mid_y.append(mid[1])
         mid_text.append(_describe(edge))
     fig = go.Figure()
     for (positive, kind, step), (xs, ys) in sorted(groups.items(), key=lambda item: item[0][2]):
@@ -81,6 +83,17 @@ def circuit_graph(edges: list[dict], n_layers: int, n_heads: int, *, title: str 
     fig.update_yaxes(title="head (MLP on top)", tickvals=[*range(n_heads), n_heads],
                      ticktext=[*map(str, range(n_heads)), "MLP"], range=[-0.8, n_heads + 0.8])
     return fig
+
+
+def _hover_point(start: tuple[float, float], end: tuple[float, float], nodes: set) -> tuple[float, float]:
+    """Where an edge's hover marker sits: its middle, or a point nearer one end when the middle lies on a
+    node (an edge from a head into its own layer's MLP passes the heads between): the browser gives a click
+    there to the invisible edge marker, and the head under it would not open."""
+    for t in (0.5, 0.4, 0.6, 0.3, 0.7):
+        point = (start[0] + t * (end[0] - start[0]), start[1] + t * (end[1] - start[1]))
+        if all(abs(point[0] - x) > 0.3 or abs(point[1] - y) > 0.3 for x, y in nodes):
+            return point
+    return (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
 
 
 def _nodes(edges: list[dict], n_layers: int, n_heads: int) -> go.Scatter:

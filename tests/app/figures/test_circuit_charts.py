@@ -41,3 +41,17 @@ def test_the_matrix_keeps_the_largest_rows_and_columns():
     pairs[3, 1], pairs[0, 4] = 7.0, -5.0
     fig = circuit_charts.qk_matrix(pairs, list("abcde"), list("vwxyz"), size=2)
     assert list(fig.data[0].y) == ["d", "a"] and list(fig.data[0].x) == ["w", "z"]
+
+
+def test_no_edge_s_hover_marker_lies_on_a_node():
+    """A head's edge into its own layer's MLP passes the heads between: a marker at its middle sat on
+    a2.h3, and chromium gave a click there to the invisible edge marker, so the head did not open."""
+    edges = [{"source": "a2.h2", "target": "m2", "input": None, "score": 0.4},
+             {"source": "a2.h3", "target": "m3", "input": None, "score": 0.3},
+             {"source": "a1.h0", "target": "a3.h2", "input": "k", "score": -0.2}]
+    fig = circuit_charts.circuit_graph(edges, n_layers=4, n_heads=4)
+    nodes = next(t for t in fig.data if t.name == "nodes")
+    marks = next(t for t in fig.data if t.name == "edges")
+    assert len(marks.x) == len(edges)
+    for x, y in zip(marks.x, marks.y):
+        assert all(abs(x - nx) > 0.25 or abs(y - ny) > 0.25 for nx, ny in zip(nodes.x, nodes.y)), (x, y)
