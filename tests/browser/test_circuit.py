@@ -13,7 +13,8 @@ from urllib.parse import quote
 import pytest
 
 from app.services.zoo import zoo_path
-from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, wait_idle, wait_page_head
+from tests.helpers.browser import (CHART, ERROR, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle,
+                                  wait_page_head)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -50,10 +51,12 @@ def graph_keys(page) -> list[str]:
 
 
 def enter(page, name: str, text: str) -> None:
+    """Type ``text`` (a new value: it asks a rerun) into a text box and wait for that rerun's end."""
     box = page.locator(f".st-key-circuit_{name} input")
+    mark = rerun_mark(page)
     box.fill(text)
     box.press("Enter")
-    wait_idle(page)
+    wait_idle(page, since=mark)
 
 
 def run_circuit(page) -> str:
