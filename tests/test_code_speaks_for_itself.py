@@ -22,7 +22,7 @@ CITATIONS = {
     "a QA round or finding": r"\bQA\s*\d|\bQA\b[\s,]*(round|finding|session)\s*\d",
     "a finding by number": r"\bfindings?\s*#?\d",
     "a round by number": r"\bround\s+\d",
-    "a section sign and number": r"§\s*\d",
+    "a section sign and number": r"\u00a7\s*\d",  # the sign written as its code point, so no line here holds it
     "a section by number": r"\bsection\s+\d",
     "a style habit by number": r"\b(STYLE(\.md)?|habit)\s*(habit\s*)?#?\d",
     "an issue's item by number": r"\bitem\s+\d+\s*[:,)]",
@@ -63,7 +63,7 @@ def test_no_file_cites_an_issue_a_qa_round_or_a_section_number():
     ("(" + "QA" + ", session 13)", "a QA round or finding"),
     ("# " + "finding " + "8: Gemma reads 987 tokens", "a finding by number"),
     ("(QA " + "round " + "2)", "a QA round or finding"),
-    ('"""Normalization (seed ' + "§" + '2)."""', "a section sign and number"),
+    ('"""Normalization (see ' + "\u00a7" + '2)."""', "a section sign and number"),
     ("see " + "section " + "3.1", "a section by number"),
     ("(" + "STYLE" + " 11)", "a style habit by number"),
     ("(STYLE.md " + "habit " + "9)", "a style habit by number"),
