@@ -18,6 +18,11 @@ LayerNorm without a bias (``norm_bias``, MPT), ALiBi slopes 2^(−max·h/n) with
 the paper and BLOOM; MPT makes it a setting), RoPE on only the first ``rotary_dims`` of each head
 (GPT-NeoX, Phi), and the parallel block x + Attn(Norm₁(x)) + FFN(Norm₂(x)) (``parallel_block``,
 GPT-NeoX's use_parallel_residual). Fused q/k/v weights are split by the loaders.
+
+OLMo 2, Qwen3, SmolLM3 and Phi-1/2 add: only post-norms (``pre_norm`` off with ``sandwich_norm``, OLMo 2),
+QK-norm over all heads at once (``qk_norm_scope``, OLMo 2) or as a LayerNorm (Phi), layers that skip RoPE
+(``layer_rope``, SmolLM3's NoPE layers), one norm read by both sublayers of a parallel block
+(``shared_block_norm``, Phi-1/2) and a bias on the unembedding (``lm_head_bias``, Phi-1/2).
 """
 
 from __future__ import annotations
@@ -156,7 +161,8 @@ class ModelConfig:
     # sliding_window is set, else every layer is full (Mistral). Gemma 2 alternates; Gemma 3 has 5:1.
     layer_types: tuple[str, ...] | None = None
     rope_local_theta: float | None = None  # RoPE base on sliding layers (Gemma 3: 1e4); None: rope_theta
-    qk_norm: bool = False  # RMSNorm over head_dim on each head's q and k, before RoPE (Gemma 3, Qwen3)
+    qk_norm: bool = False  # the config's norm on q and k, before RoPE (Gemma 3, Qwen3: RMSNorm; Phi-1/2: LayerNorm)
+    qk_norm_scope: Literal["head", "all_heads"] = "head"  # over each head's D, or over all heads' H·D at once (OLMo 2)
     sandwich_norm: bool = False  # Gemma 2/3: h = x + post_norm(attn(norm(x))), the same around the FFN
     embed_scale: float = 1.0  # embeddings multiplied by it (Gemma: sqrt(d_model), rounded to the dtype)
     query_scale: float | None = None  # the scores' multiplier; None: head_dim**-0.5
@@ -167,6 +173,10 @@ class ModelConfig:
     embed_norm: bool = False  # the config's norm on the embeddings before the first block (BLOOM)
     norm_bias: bool = True  # LayerNorm with a bias (MPT's has none); RMSNorm never has one
     alibi_bias_max: float = 8.0  # ALiBi slopes 2^(-alibi_bias_max·h/n), h = 1..n (Press et al.: 8; MPT's setting)
+    pre_norm: bool = True  # a norm before each sublayer; False with sandwich_norm: only the post-norms (OLMo 2)
+    layer_rope: tuple[bool, ...] | None = None  # per layer, whether RoPE rotates q and k (SmolLM3: False on NoPE layers); None: all
+    shared_block_norm: bool = False  # the parallel block's attention and FFN read one norm (Phi-1/2, GPT-J)
+    lm_head_bias: bool = False  # a bias on the unembedding (Phi-1/2)
     name: str = "model"  # shown in the UI; never branched on
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
@@ -189,8 +199,9 @@ class ModelConfig:
             if unknown:
                 raise ConfigError(f"unknown rope_scaling fields: {sorted(unknown)}")
             object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
-        if isinstance(self.layer_types, list):  # JSON has no tuples
-            object.__setattr__(self, "layer_types", tuple(self.layer_types))
+        for name in ("layer_types", "layer_rope"):
+            if isinstance(getattr(self, name), list):  # JSON has no tuples
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         if not isinstance(self.rope_scaling, RopeScaling):
             raise ConfigError(f"rope_scaling must be a RopeScaling or a dict, got {self.rope_scaling!r:.80}")
         _check_field_types(self)
@@ -235,6 +246,22 @@ class ModelConfig:
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be > 0 (or None where allowed), got {value}")
         self._check_layer_types()
+        self._check_layer_rope()
+        if self.lm_head_bias and self.tie_embeddings:
+            raise ConfigError("lm_head_bias needs an untied lm_head: tied embeddings have no head of their own")
+        if self.shared_block_norm and not self.parallel_block:
+            raise ConfigError("shared_block_norm needs parallel_block: only a parallel block's two sublayers can "
+                              "read one norm")
+
+    def _check_layer_rope(self) -> None:
+        if self.layer_rope is None:
+            return
+        if not isinstance(self.layer_rope, tuple) or not all(isinstance(r, bool) for r in self.layer_rope):
+            raise ConfigError(f"layer_rope must be a list of true/false, one per layer, got {self.layer_rope!r:.80}")
+        if len(self.layer_rope) != self.n_layers:
+            raise ConfigError(f"layer_rope has {len(self.layer_rope)} entries but n_layers={self.n_layers}")
+        if self.positions != "rope":
+            raise ConfigError(f"layer_rope says which layers RoPE rotates, but positions={self.positions!r}")
 
     def _check_layer_types(self) -> None:
         if self.layer_types is None:
@@ -287,6 +314,12 @@ class ModelConfig:
         if self.is_sliding(i) and self.rope_local_theta is not None:
             return self.rope_local_theta
         return self.rope_theta
+
+    def layer_uses_rope(self, i: int) -> bool:
+        """Whether layer ``i`` rotates q and k by RoPE (False on SmolLM3's NoPE layers and without RoPE)."""
+        if not 0 <= i < self.n_layers:
+            raise IndexError(f"layer {i} out of range for n_layers={self.n_layers}")
+        return self.positions == "rope" and (self.layer_rope is None or self.layer_rope[i])
 
     @property
     def layer_windows(self) -> tuple[int | None, ...]:

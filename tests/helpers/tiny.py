@@ -58,6 +58,14 @@ FAMILY_VARIANTS: dict[str, dict] = {
     "parallel_partial_rotary": dict(parallel_block=True, rotary_dims=4, n_kv_heads=2),
     "phi_like_partial_gqa_window": dict(rotary_dims=6, n_kv_heads=2, sliding_window=4),
     "parallel_moe": dict(parallel_block=True, n_experts=4, top_k=2),
+    # Qwen3 (per-head QK-norm, a window on one layer), OLMo 2 (post-norms only, QK-norm across heads),
+    # SmolLM3 (a NoPE layer, and a sliding one), Phi-1/2 (one-norm parallel block, QK LayerNorm, head bias)
+    "qwen3_like": dict(n_kv_heads=2, qk_norm=True, layer_types=("full", "sliding"), sliding_window=FAMILY_WINDOW),
+    "olmo2_like": dict(n_kv_heads=2, pre_norm=False, sandwich_norm=True, qk_norm=True, qk_norm_scope="all_heads"),
+    "smollm3_like": dict(n_layers=4, n_kv_heads=2, layer_rope=(True, False, True, False), tie_embeddings=True,
+                         layer_types=("full", "full", "full", "sliding"), sliding_window=FAMILY_WINDOW),
+    "phi12_like": dict(norm="layernorm", ffn="gelu_mlp", parallel_block=True, shared_block_norm=True, rotary_dims=4,
+                       qk_norm=True, qkv_bias=True, out_bias=True, mlp_bias=True, lm_head_bias=True),
 }
 
 

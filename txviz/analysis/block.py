@@ -141,7 +141,7 @@ def logit_lens(model, resid: torch.Tensor, top: int = 5) -> tuple[torch.Tensor, 
     """resid (L+1, d) at one position → (probabilities, token ids), each (L+1, top): the model's
     next-token guesses if it stopped after each layer (row 0: right after the embedding)."""
     x = resid.to(model.embed.weight.device, model.embed.weight.dtype)
-    logits = F.linear(model.final_norm(x), model.unembedding).float()  # (L+1, V)
+    logits = F.linear(model.final_norm(x), model.unembedding, model.unembedding_bias).float()  # (L+1, V)
     probs = logits.softmax(dim=-1)
     values, ids = probs.topk(top, dim=-1)
     return values.cpu(), ids.cpu()

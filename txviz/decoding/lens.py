@@ -32,7 +32,7 @@ STEPS_PER_PRODUCT = 8  # steps read in one product: (8·(L+1), V) float32 logits
 def lens_logits(model, resid: torch.Tensor) -> torch.Tensor:
     """resid (..., d) → (..., V) float32 logits of the lens (final norm, unembedding, soft-cap)."""
     x = resid.to(model.embed.weight.device, model.embed.weight.dtype)
-    return model.cap_logits(F.linear(model.final_norm(x), model.unembedding)).float()
+    return model.cap_logits(F.linear(model.final_norm(x), model.unembedding, model.unembedding_bias)).float()
 
 
 @torch.inference_mode()

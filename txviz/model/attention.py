@@ -33,7 +33,7 @@ from torch.nn import functional as F
 
 from txviz.config import ModelConfig
 from txviz.model.kv_cache import NO_LAYER_CACHE, LayerKVCache, NoLayerCache
-from txviz.model.norm import RMSNorm
+from txviz.model.norm import make_qk_norm
 from txviz.model.positions import apply_rotary
 from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 from txviz.model.softcap import make_softcap
@@ -190,9 +190,10 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
         self.v_proj = nn.Linear(d, h_kv * self.head_dim, bias=config.qkv_bias)
         self.o_proj = nn.Linear(h * self.head_dim, d, bias=config.out_bias)
-        # QK-norm: an RMSNorm over head_dim shared by the heads, on q and k before RoPE (identity when off)
-        self.q_norm = RMSNorm(self.head_dim, config.norm_eps) if config.qk_norm else nn.Identity()
-        self.k_norm = RMSNorm(self.head_dim, config.norm_eps) if config.qk_norm else nn.Identity()
+        # QK-norm on q and k before RoPE: over each head's D, shared by the heads, or over all heads at once
+        # (txviz.model.norm.make_qk_norm); the identity when off
+        self.q_norm = make_qk_norm(config, h)
+        self.k_norm = make_qk_norm(config, h_kv)
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:

@@ -27,14 +27,31 @@ def _attention_params(c: ModelConfig) -> int:
     return weights + (q_width + 2 * kv_width if c.qkv_bias else 0) + (c.d_model if c.out_bias else 0)
 
 
+def _qk_norm_params(c: ModelConfig, per_feature: int) -> int:
+    """QK-norm on q and on k: the config's norm over each head's D, or over all heads' H·D and Hkv·D."""
+    if not c.qk_norm:
+        return 0
+    widths = (c.head_dim, c.head_dim) if c.qk_norm_scope == "head" else (c.n_heads * c.head_dim,
+                                                                          c.n_kv_heads * c.head_dim)
+    return per_feature * sum(widths)
+
+
+def _block_norms(c: ModelConfig) -> int:
+    """Norms of width d_model in a block: the pre-norms (one with shared_block_norm), the post-norms."""
+    pre = (1 if c.shared_block_norm else 2) if c.pre_norm else 0
+    return pre + (2 if c.sandwich_norm else 0)
+
+
 def _params(c: ModelConfig, experts_used: int) -> int:
-    norm = c.d_model * (2 if c.norm == "layernorm" and c.norm_bias else 1)  # a LayerNorm's bias (not MPT's)
+    per_feature = 2 if c.norm == "layernorm" and c.norm_bias else 1  # a LayerNorm's bias (not MPT's)
+    norm = c.d_model * per_feature
     ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
-    qk_norms = 2 * c.head_dim if c.qk_norm else 0  # QK-norm is an RMSNorm over head_dim on q and on k
-    layer = (4 if c.sandwich_norm else 2) * norm + qk_norms + _attention_params(c) + ffn
+    layer = _block_norms(c) * norm + _qk_norm_params(c, per_feature) + _attention_params(c) + ffn
     embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
     positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
-    return embeddings + positions + c.n_layers * layer + norm * (2 if c.embed_norm else 1)  # final (+ BLOOM's)
+    head_bias = c.vocab_size if c.lm_head_bias else 0
+    return (embeddings + positions + head_bias + c.n_layers * layer
+            + norm * (2 if c.embed_norm else 1))  # final (+ BLOOM's)
 
 
 def count_params(config: ModelConfig) -> int:

@@ -40,10 +40,55 @@ class LayerNorm(nn.Module):
         return nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
-def make_norm(config: ModelConfig) -> nn.Module:
+class _AcrossHeads:
+    """The norm over every head of a token at once, H·D wide, on q or k laid out (B, H, T, D) (OLMo 2's
+    QK-norm, which normalizes the whole projection before it is split into heads)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, h, t, d = x.shape
+        flat = x.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H·D): the projection as it came out
+        return super().forward(flat).view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
+
+
+class RMSNormAcrossHeads(_AcrossHeads, RMSNorm):
+    pass
+
+
+class LayerNormAcrossHeads(_AcrossHeads, LayerNorm):
+    pass
+
+
+class SharedNorm(nn.Module):
+    """Another norm of the block, called again: a norm without parameters of its own (Phi-1/2's FFN reads
+    the attention's norm). The norm is kept in a tuple so it is not registered, and saved, twice."""
+
+    def __init__(self, norm: nn.Module):
+        super().__init__()
+        self.shared = (norm,)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.shared[0](x)  # called, not read: a placement hook sees the norm run
+
+
+def make_norm(config: ModelConfig, dim: int | None = None) -> nn.Module:
+    """The config's norm over ``dim`` features (None: d_model)."""
+    dim = config.d_model if dim is None else dim
     if config.norm == "layernorm":
-        return LayerNorm(config.d_model, config.norm_eps, config.norm_bias)
-    return RMSNorm(config.d_model, config.norm_eps)
+        return LayerNorm(dim, config.norm_eps, config.norm_bias)
+    return RMSNorm(dim, config.norm_eps)
+
+
+def make_qk_norm(config: ModelConfig, n_heads: int) -> nn.Module:
+    """QK-norm on q or k (B, ``n_heads``, T, D), before RoPE: the config's norm over each head's D (Gemma 3,
+    Qwen3, Phi-1/2) or over all heads' H·D at once (OLMo 2); the identity without QK-norm."""
+    if not config.qk_norm:
+        return nn.Identity()
+    if config.qk_norm_scope == "head":
+        return make_norm(config, config.head_dim)
+    width = n_heads * config.head_dim
+    if config.norm == "layernorm":
+        return LayerNormAcrossHeads(width, config.norm_eps, config.norm_bias)
+    return RMSNormAcrossHeads(width, config.norm_eps)
 
 
 def make_optional_norm(config: ModelConfig, wanted: bool) -> nn.Module:

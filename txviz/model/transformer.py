@@ -3,12 +3,14 @@
     h = x + Attention(Norm(x));   y = h + FFN(Norm(h))
     h = x + PostNorm(Attention(Norm(x)));   y = h + PostNorm(FFN(Norm(h)))   (``sandwich_norm``, Gemma 2/3)
     y = x + Attention(Norm₁(x)) + FFN(Norm₂(x))   (``parallel_block``, GPT-NeoX; Wang & Komatsuzaki 2021)
+    y = x + Attention(Norm(x)) + FFN(Norm(x))   (``shared_block_norm``, Phi-1/2)
+    h = x + PostNorm(Attention(x));   y = h + PostNorm(FFN(h))   (``pre_norm`` off, OLMo 2)
 
 Embeddings are multiplied by ``embed_scale`` (Gemma: √d), normalized where ``embed_norm`` asks
 (BLOOM's word_embeddings_layernorm), and the logits soft-capped where the config
 asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
-(``layer_types``, ``rope_local_theta``); each call builds one AttentionContext per kind (mask, window,
-RoPE tables) and each layer takes its kind's. A trace records the global kind's RoPE tables; layer i's
+(``layer_types``, ``rope_local_theta``), with RoPE or without (``layer_rope``, SmolLM3); each call
+builds one AttentionContext per kind (mask, window, RoPE tables) and each layer takes its kind's. A trace records the global kind's RoPE tables; layer i's
 own are ``model.kind_positions[model.kind_of[i]].angles(positions)``.
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
@@ -21,10 +23,11 @@ sees it run, and position tables follow the hidden states.
 
 Parameter names (the loaders' target):
   embed.weight · positions.weight (learned only) · embed_norm.{weight,bias} (embed_norm)
-  final_norm.{weight,bias} · lm_head.weight (untied)
-  layers.{i}.attn_norm / ffn_norm .{weight,bias} · post_attn_norm / post_ffn_norm (sandwich_norm)
+  final_norm.{weight,bias} · lm_head.weight (untied) · lm_head.bias (lm_head_bias)
+  layers.{i}.attn_norm / ffn_norm .{weight,bias} (pre_norm; no ffn_norm with shared_block_norm)
+  layers.{i}.post_attn_norm / post_ffn_norm (sandwich_norm)
   layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
-  layers.{i}.attn.{q,k}_norm.weight (qk_norm)
+  layers.{i}.attn.{q,k}_norm.{weight,bias} (qk_norm: D wide, or H·D / Hkv·D across heads)
   layers.{i}.ffn.{gate,up,down}_proj (SwiGLU, GeGLU) · ffn.{up,down}_proj (GELU MLP)
   layers.{i}.ffn.router.weight · ffn.experts.{e}.{gate,up,down}_proj (MoE)
 """
@@ -39,8 +42,8 @@ from txviz.config import ModelConfig, RopeScaling
 from txviz.model.attention import Attention, AttentionContext
 from txviz.model.ffn import make_ffn
 from txviz.model.kv_cache import NO_CACHE, NO_LAYER_CACHE, KVCache, LayerKVCache, NoCache, NoLayerCache
-from txviz.model.norm import make_norm, make_optional_norm
-from txviz.model.positions import make_positions
+from txviz.model.norm import SharedNorm, make_norm, make_optional_norm
+from txviz.model.positions import NoPositions, make_positions
 from txviz.model.recording import NULL_LAYER_RECORDER, NULL_RECORDER, LayerRecorderProtocol, RecorderProtocol
 from txviz.model.softcap import make_softcap
 
@@ -52,10 +55,10 @@ class InputError(ValueError):
 class Block(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.attn_norm = make_norm(config)
+        self.attn_norm = make_optional_norm(config, config.pre_norm)  # identity without pre-norms (OLMo 2)
         self.attn = Attention(config)
         self.post_attn_norm = make_optional_norm(config, config.sandwich_norm)  # identity without sandwich
-        self.ffn_norm = make_norm(config)
+        self.ffn_norm = make_optional_norm(config, config.pre_norm)
         self.ffn = make_ffn(config)
         self.post_ffn_norm = make_optional_norm(config, config.sandwich_norm)
 
@@ -92,11 +95,27 @@ class ParallelBlock(Block):
         return record.edit("resid_post", ffn_out + attn_out + x)  # transformers' order of the sum
 
 
+class SharedNormParallelBlock(ParallelBlock):
+    """The parallel block with one norm read by both sublayers (Phi-1/2, GPT-J):
+    y = x + Attn(norm(x)) + FFN(norm(x)). Its ``ffn_norm`` calls ``attn_norm`` again and holds no weights
+    of its own, so whatever recomputes a block's FFN input (the block walkthrough, circuits) gets it right."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.ffn_norm = SharedNorm(self.attn_norm)
+
+
 class ParallelMoEBlock(ParallelBlock, MoEBlock):
     """The parallel block with a Mixture-of-Experts FFN."""
 
 
+class SharedNormParallelMoEBlock(SharedNormParallelBlock, MoEBlock):
+    """The one-norm parallel block with a Mixture-of-Experts FFN."""
+
+
 def make_block(config: ModelConfig) -> Block:
+    if config.shared_block_norm:  # the config allows it only with parallel_block
+        return (SharedNormParallelMoEBlock if config.is_moe else SharedNormParallelBlock)(config)
     kinds = {(False, False): Block, (False, True): MoEBlock, (True, False): ParallelBlock,
              (True, True): ParallelMoEBlock}
     return kinds[config.parallel_block, config.is_moe](config)
@@ -121,21 +140,29 @@ class Decoder(nn.Module):
         self.embed_norm = make_optional_norm(config, config.embed_norm)  # identity without one
         self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config)
-        self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size,
+                                                                    bias=config.lm_head_bias)
         self.cap_logits = make_softcap(config.final_softcap)  # identity without a cap
-        # Layer kinds: each distinct window (None: full attention), with the first layer of the kind,
-        # whose cache tells the kind's key positions; layer i attends with context kind_of[i].
-        windows = config.layer_windows
-        self.kind_windows = tuple(dict.fromkeys(windows))
-        self.kind_first_layer = tuple(windows.index(w) for w in self.kind_windows)
-        self.kind_of = tuple(self.kind_windows.index(w) for w in windows)
-        self.kind_positions = tuple(self._positions_for(w) for w in self.kind_windows)  # a tuple: not submodules
-        self.global_kind = self.kind_windows.index(None) if None in self.kind_windows else 0  # what a trace records
+        # Layer kinds: each distinct (window, RoPE or not) (window None: full attention; no RoPE: SmolLM3's
+        # NoPE layers), with the first layer of the kind, whose cache tells the kind's key positions; layer i
+        # attends with context kind_of[i].
+        layer_kinds = tuple(zip(config.layer_windows, map(config.layer_uses_rope, range(config.n_layers))))
+        kinds = tuple(dict.fromkeys(layer_kinds))
+        self.kind_windows = tuple(window for window, _ in kinds)
+        self.kind_first_layer = tuple(layer_kinds.index(kind) for kind in kinds)
+        self.kind_of = tuple(kinds.index(kind) for kind in layer_kinds)
+        self.kind_positions = tuple(self._positions_for(*kind) for kind in kinds)  # a tuple: not submodules
+        self.global_kind = self._global_kind(kinds)  # what a trace records
 
     @property
     def unembedding(self) -> torch.Tensor:
         """(V, d): the matrix that turns the final residual into logits (tied to the embedding or not)."""
         return self.embed.weight if self.lm_head is None else self.lm_head.weight
+
+    @property
+    def unembedding_bias(self) -> torch.Tensor | None:
+        """(V,): the bias added to the logits (Phi-1/2's lm_head), or None."""
+        return None if self.lm_head is None else self.lm_head.bias
 
     def check_ids(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         if not isinstance(ids, torch.Tensor):
@@ -214,13 +241,24 @@ class Decoder(nn.Module):
         kind = self.kind_of[layer]
         return AttentionContext(self.kind_positions[kind], q_pos, k_pos, self.kind_windows[kind], dtype)
 
-    def _positions_for(self, window: int | None) -> nn.Module:
-        """The positions module of a kind: sliding layers with their own RoPE base get their own
-        parameter-free RoPE, unscaled (as in Gemma 3); every other layer shares ``positions``."""
+    def _positions_for(self, window: int | None, rope: bool = True) -> nn.Module:
+        """The positions module of a kind: layers RoPE skips get none (SmolLM3's NoPE layers); sliding
+        layers with their own RoPE base get their own parameter-free RoPE, unscaled (as in Gemma 3); every
+        other layer shares ``positions``."""
         c = self.config
+        if c.positions == "rope" and not rope:
+            return NoPositions()
         if window is None or c.positions != "rope" or c.rope_local_theta is None:
             return self.positions
         return make_positions(c.replace(rope_theta=c.rope_local_theta, rope_scaling=RopeScaling()))
+
+    @staticmethod
+    def _global_kind(kinds: tuple[tuple[int | None, bool], ...]) -> int:
+        """The kind whose positions a trace records: full attention with RoPE where there is one."""
+        for wanted in ((None, True), (None, False)):
+            if wanted in kinds:
+                return kinds.index(wanted)
+        return 0
 
     def _embed_scale(self, dtype: torch.dtype) -> float:
         """``embed_scale`` rounded to the activations' dtype first, as the references multiply by a
