@@ -14,15 +14,18 @@ calculators; malformed, oversized or absurd input raises ModelLoadError naming t
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf.families import qwen3
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -462,6 +465,15 @@ CONFIG_READERS: dict[str, Callable[[dict], dict[str, Any]]] = {
     "gemma": gemma_config, "gemma2": gemma2_config, "gemma3_text": gemma3_text_config,
     "bloom": bloom_config, "mpt": mpt_config, "gpt_neox": gpt_neox_config, "phi3": phi3_config,
 }
+
+# Families with modules of their own (txviz.loading.hf.families), each reader handed the helpers above
+READER_HELPERS = SimpleNamespace(count=_count, positive=_positive, flag=_flag, llama_fields=_llama_fields,
+                                 llama_defaults=LLAMA_DEFAULTS, read_rope=read_rope, rotary_dims=rotary_dims,
+                                 gelu_forms=GELU_FORMS, layer_type_names=LAYER_TYPE_NAMES,
+                                 bounded_layers=_bounded_layers)
+DENSE_FAMILIES = {"qwen3": (qwen3.ARCHITECTURE, qwen3.qwen3_config)}
+SUPPORTED.update({kind: architecture for kind, (architecture, _) in DENSE_FAMILIES.items()})
+CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS) for kind, (_, reader) in DENSE_FAMILIES.items()})
 
 
 # ---- entry points -------------------------------------------------------------------------------

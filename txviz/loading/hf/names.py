@@ -117,6 +117,13 @@ GPT_NEOX_NAMES = {
     "gpt_neox.layers.{i}.mlp.dense_4h_to_h.{p}": "layers.{i}.ffn.down_proj.{p}",
 }
 
+QWEN3_NAMES = {
+    **LLAMA_NAMES,
+    "model.layers.{i}.self_attn.q_norm.weight": "layers.{i}.attn.q_norm.weight",
+    "model.layers.{i}.self_attn.k_norm.weight": "layers.{i}.attn.k_norm.weight",
+}
+
+
 # ---- transforms: every supported layout → the family's classic one ---------------------------
 def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
     """With tied embeddings a stored ``lm_head.weight`` must be the embedding's copy. A different one
@@ -285,6 +292,7 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "mpt": ((drop_tied_lm_head, split_stacked_qkv), MPT_NAMES),
     "gpt_neox": ((drop_neox_buffers, drop_tied_lm_head, split_per_head_qkv), GPT_NEOX_NAMES),
     "phi3": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_qkv, split_gate_up), LLAMA_NAMES),
+    "qwen3": ((drop_rotary_buffers, drop_tied_lm_head), QWEN3_NAMES),
 }
 
 

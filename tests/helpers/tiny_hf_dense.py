@@ -1,0 +1,43 @@
+"""Tiny, seeded, randomly initialized transformers models of Qwen3, OLMo 2, SmolLM3 and Phi-1/2, built
+offline from ``AutoConfig.for_model(model_type, ...)`` in float32 with eager attention (so transformers
+returns its attention maps), every parameter redrawn as in tests/helpers/tiny_hf.py.
+
+The variants are the options that change the math: Qwen3 with a window on some layers only, with
+biases and tied embeddings; OLMo 2 with GQA and with biases; SmolLM3 with its default mix of RoPE and
+NoPE layers, a mix of its own, and windows on its NoPE layers; Phi with partial rotary (0.5 and Phi-2's
+0.4), QK LayerNorm, GQA, full rotary and exact GELU.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.helpers.tiny_hf import WINDOW, randomize_
+
+DIMS = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+
+# variant → (model_type, config overrides on DIMS)
+DENSE_VARIANTS: dict[str, tuple[str, dict]] = {
+    "qwen3": ("qwen3", dict(head_dim=16)),
+    "qwen3_window_on_layer_1": ("qwen3", dict(head_dim=16, use_sliding_window=True, sliding_window=WINDOW,
+                                              max_window_layers=1)),
+    "qwen3_biases_tied_head_dim_8": ("qwen3", dict(head_dim=8, attention_bias=True, tie_word_embeddings=True)),
+}
+
+
+def dense_config(variant: str):
+    """The transformers config of ``variant``, eager attention."""
+    from transformers import AutoConfig
+
+    model_type, overrides = DENSE_VARIANTS[variant]
+    return AutoConfig.for_model(model_type, **{**DIMS, **overrides}, attn_implementation="eager")
+
+
+def build_dense(variant: str, seed: int = 0) -> torch.nn.Module:
+    """The transformers causal LM of ``variant``: float32, eval mode, every parameter redrawn."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(dense_config(variant)).to(torch.float32)
+    return randomize_(model, seed).eval()
