@@ -23,6 +23,8 @@ DENSE_VARIANTS: dict[str, tuple[str, dict]] = {
     "qwen3_window_on_layer_1": ("qwen3", dict(head_dim=16, use_sliding_window=True, sliding_window=WINDOW,
                                               max_window_layers=1)),
     "qwen3_biases_tied_head_dim_8": ("qwen3", dict(head_dim=8, attention_bias=True, tie_word_embeddings=True)),
+    "olmo2": ("olmo2", dict()),
+    "olmo2_mha_biases": ("olmo2", dict(num_key_value_heads=4, attention_bias=True)),
 }
 
 

@@ -110,6 +110,8 @@ PUBLISHED = {
     "Qwen3-0.6B": ("qwen3", dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
                                  num_attention_heads=16, num_key_value_heads=8, head_dim=128,
                                  tie_word_embeddings=True, max_position_embeddings=40960)),
+    "OLMo-2-1B": ("olmo2", dict(vocab_size=100352, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096)),
 }
 
 
@@ -131,6 +133,7 @@ def test_parameter_counts_at_published_sizes_equal_transformers(name, tmp_path):
     ("qwen3", dict(qk_norm=True, qk_norm_scope="head", head_dim=16, sliding_window=None, layer_types=None)),
     ("qwen3_window_on_layer_1", dict(sliding_window=WINDOW, layer_types=("full", "sliding"))),
     ("qwen3_biases_tied_head_dim_8", dict(qkv_bias=True, out_bias=True, tie_embeddings=True, head_dim=8)),
+    ("olmo2", dict(pre_norm=False, sandwich_norm=True, qk_norm=True, qk_norm_scope="all_heads")),
 ])
 def test_configs_read_the_family_options(variant, fields, tmp_path):
     dense_config(variant).save_pretrained(tmp_path)

@@ -123,6 +123,14 @@ QWEN3_NAMES = {
     "model.layers.{i}.self_attn.k_norm.weight": "layers.{i}.attn.k_norm.weight",
 }
 
+# OLMo 2: no norm before a sublayer; post_attention_layernorm and post_feedforward_layernorm normalize
+# the sublayers' outputs, and q_norm/k_norm span all heads
+OLMO2_NAMES = {
+    **{hf: ours for hf, ours in QWEN3_NAMES.items() if "layernorm" not in hf},
+    "model.layers.{i}.post_attention_layernorm.weight": "layers.{i}.post_attn_norm.weight",
+    "model.layers.{i}.post_feedforward_layernorm.weight": "layers.{i}.post_ffn_norm.weight",
+}
+
 
 # ---- transforms: every supported layout → the family's classic one ---------------------------
 def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
@@ -293,6 +301,7 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "gpt_neox": ((drop_neox_buffers, drop_tied_lm_head, split_per_head_qkv), GPT_NEOX_NAMES),
     "phi3": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_qkv, split_gate_up), LLAMA_NAMES),
     "qwen3": ((drop_rotary_buffers, drop_tied_lm_head), QWEN3_NAMES),
+    "olmo2": ((drop_rotary_buffers, drop_tied_lm_head), OLMO2_NAMES),
 }
 
 
