@@ -25,6 +25,11 @@ DENSE_VARIANTS: dict[str, tuple[str, dict]] = {
     "qwen3_biases_tied_head_dim_8": ("qwen3", dict(head_dim=8, attention_bias=True, tie_word_embeddings=True)),
     "olmo2": ("olmo2", dict()),
     "olmo2_mha_biases": ("olmo2", dict(num_key_value_heads=4, attention_bias=True)),
+    "smollm3_every_4th_nope": ("smollm3", dict(num_hidden_layers=4)),
+    "smollm3_nope_first_and_third": ("smollm3", dict(num_hidden_layers=4, no_rope_layers=[0, 1, 0, 1])),
+    "smollm3_windowed_nope": ("smollm3", dict(num_hidden_layers=4, no_rope_layers=[1, 0, 1, 0],
+                                              use_sliding_window=True, sliding_window=WINDOW,
+                                              tie_word_embeddings=False)),
 }
 
 

@@ -71,6 +71,7 @@ def test_the_plain_call_agrees_too(pair):
 
 
 def test_cached_decode_equals_the_full_forward(pair):
+    """Prefill, then chunks and single tokens through the KV cache (sliding and NoPE layers among them)."""
     _, hf_model, loaded = pair
     ids = random_ids(hf_model.config.vocab_size)
     cache = KVCache(loaded.config, SEQ_LEN, batch=ids.shape[0])
@@ -90,6 +91,20 @@ def test_the_band_is_in_force_on_sliding_layers_only(pair):
         beyond = maps[layer][..., distance >= WINDOW]
         assert loaded.config.layer_window(layer) == (WINDOW if kind == "sliding_attention" else None)
         assert (beyond.abs().max() == 0) if kind == "sliding_attention" else (beyond.sum() > 0.01)
+
+
+@pytest.mark.parametrize("variant", [v for v in sorted(DENSE_VARIANTS) if v.startswith("smollm3")])
+def test_nope_layers_leave_q_and_k_unrotated_and_rope_layers_rotate_them(variant, tmp_path):
+    hf_model = build_dense(variant)
+    loaded = load_hf_dir(save(hf_model, tmp_path), device="cpu")
+    tr = trace(loaded.model, random_ids(hf_model.config.vocab_size), capture=["q", "q_rot", "k", "k_rot"])
+    uses_rope = [bool(flag) for flag in hf_model.config.no_rope_layers]  # transformers: 1 where RoPE is used
+    assert False in uses_rope and True in uses_rope  # the premise: a mix
+    for layer, rope in enumerate(uses_rope):
+        assert loaded.config.layer_uses_rope(layer) == rope
+        for name in ("q", "k"):
+            same = torch.equal(tr[f"{name}_rot"][layer], tr[name][layer])
+            assert same != rope, (layer, name)
 
 
 # ---- what it costs: parameters --------------------------------------------------------------------
@@ -112,6 +127,9 @@ PUBLISHED = {
                                  tie_word_embeddings=True, max_position_embeddings=40960)),
     "OLMo-2-1B": ("olmo2", dict(vocab_size=100352, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                                 num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096)),
+    "SmolLM3-3B": ("smollm3", dict(vocab_size=128256, hidden_size=2048, intermediate_size=11008,
+                                   num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
+                                   max_position_embeddings=65536)),
 }
 
 
@@ -134,6 +152,9 @@ def test_parameter_counts_at_published_sizes_equal_transformers(name, tmp_path):
     ("qwen3_window_on_layer_1", dict(sliding_window=WINDOW, layer_types=("full", "sliding"))),
     ("qwen3_biases_tied_head_dim_8", dict(qkv_bias=True, out_bias=True, tie_embeddings=True, head_dim=8)),
     ("olmo2", dict(pre_norm=False, sandwich_norm=True, qk_norm=True, qk_norm_scope="all_heads")),
+    ("smollm3_every_4th_nope", dict(layer_rope=(True, True, True, False), layer_types=None, tie_embeddings=True)),
+    ("smollm3_windowed_nope", dict(layer_rope=(True, False, True, False), sliding_window=WINDOW,
+                                   layer_types=("full", "sliding", "full", "sliding"))),
 ])
 def test_configs_read_the_family_options(variant, fields, tmp_path):
     dense_config(variant).save_pretrained(tmp_path)
@@ -141,7 +162,15 @@ def test_configs_read_the_family_options(variant, fields, tmp_path):
     assert {name: getattr(config, name) for name in fields} == fields
 
 
+def test_smollm3_without_a_list_skips_rope_every_interval(tmp_path):
+    dense_config("smollm3_every_4th_nope").save_pretrained(tmp_path)
+    edit_config(tmp_path, lambda c: {**{k: v for k, v in c.items() if k != "no_rope_layers"},
+                                     "no_rope_layer_interval": 2})
+    assert read_hf_config(tmp_path).layer_rope == (True, False, True, False)
+
+
 @pytest.mark.parametrize("variant, edit, message", [
+    ("smollm3_every_4th_nope", lambda c: {**c, "no_rope_layers": [1, 0]}, "no_rope_layers"),
     ("qwen3", lambda c: {**c, "layer_types": ["full_attention", "sliding_attention"]}, "sliding window is off"),
     ("qwen3", lambda c: {**c, "layer_types": ["full_attention"]}, "layer_types has 1 entries"),
 ])

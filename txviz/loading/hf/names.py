@@ -302,6 +302,7 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "phi3": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_qkv, split_gate_up), LLAMA_NAMES),
     "qwen3": ((drop_rotary_buffers, drop_tied_lm_head), QWEN3_NAMES),
     "olmo2": ((drop_rotary_buffers, drop_tied_lm_head), OLMO2_NAMES),
+    "smollm3": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
 }
 
 
