@@ -30,6 +30,10 @@ DENSE_VARIANTS: dict[str, tuple[str, dict]] = {
     "smollm3_windowed_nope": ("smollm3", dict(num_hidden_layers=4, no_rope_layers=[1, 0, 1, 0],
                                               use_sliding_window=True, sliding_window=WINDOW,
                                               tie_word_embeddings=False)),
+    "phi_half_rotary": ("phi", dict(num_key_value_heads=4)),
+    "phi_qk_layernorm_phi2_rotary": ("phi", dict(num_key_value_heads=4, qk_layernorm=True,
+                                                 partial_rotary_factor=0.4)),
+    "phi_gqa_full_rotary_gelu": ("phi", dict(partial_rotary_factor=1.0, hidden_act="gelu", qk_layernorm=True)),
 }
 
 

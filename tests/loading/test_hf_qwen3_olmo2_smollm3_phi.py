@@ -130,6 +130,8 @@ PUBLISHED = {
     "SmolLM3-3B": ("smollm3", dict(vocab_size=128256, hidden_size=2048, intermediate_size=11008,
                                    num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
                                    max_position_embeddings=65536)),
+    "phi-2": ("phi", dict(vocab_size=51200, hidden_size=2560, intermediate_size=10240, num_hidden_layers=32,
+                          num_attention_heads=32, partial_rotary_factor=0.4)),
 }
 
 
@@ -155,6 +157,10 @@ def test_parameter_counts_at_published_sizes_equal_transformers(name, tmp_path):
     ("smollm3_every_4th_nope", dict(layer_rope=(True, True, True, False), layer_types=None, tie_embeddings=True)),
     ("smollm3_windowed_nope", dict(layer_rope=(True, False, True, False), sliding_window=WINDOW,
                                    layer_types=("full", "sliding", "full", "sliding"))),
+    ("phi_half_rotary", dict(rotary_dims=8, parallel_block=True, shared_block_norm=True, lm_head_bias=True,
+                             qk_norm=False, norm="layernorm", gelu_approximate="tanh")),
+    ("phi_qk_layernorm_phi2_rotary", dict(rotary_dims=6, qk_norm=True, qk_norm_scope="head")),
+    ("phi_gqa_full_rotary_gelu", dict(rotary_dims=None, n_kv_heads=2, gelu_approximate="none")),
 ])
 def test_configs_read_the_family_options(variant, fields, tmp_path):
     dense_config(variant).save_pretrained(tmp_path)
@@ -169,7 +175,15 @@ def test_smollm3_without_a_list_skips_rope_every_interval(tmp_path):
     assert read_hf_config(tmp_path).layer_rope == (True, False, True, False)
 
 
+def test_phi_without_a_rotary_factor_rotates_half_of_each_head(tmp_path):
+    dense_config("phi_half_rotary").save_pretrained(tmp_path)
+    edit_config(tmp_path, lambda c: {**c, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}})
+    assert read_hf_config(tmp_path).rotary_dims == 8  # PhiConfig's default factor, 0.5 of 16
+
+
 @pytest.mark.parametrize("variant, edit, message", [
+    ("phi_half_rotary", lambda c: {**c, "tie_word_embeddings": True}, "tied embeddings"),
+    ("phi_half_rotary", lambda c: {**c, "hidden_act": "relu"}, "hidden_act"),
     ("smollm3_every_4th_nope", lambda c: {**c, "no_rope_layers": [1, 0]}, "no_rope_layers"),
     ("qwen3", lambda c: {**c, "layer_types": ["full_attention", "sliding_attention"]}, "sliding window is off"),
     ("qwen3", lambda c: {**c, "layer_types": ["full_attention"]}, "layer_types has 1 entries"),

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf.families import olmo2, qwen3, smollm3
+from txviz.loading.hf.families import olmo2, phi, qwen3, smollm3
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -471,9 +471,8 @@ READER_HELPERS = SimpleNamespace(count=_count, positive=_positive, flag=_flag, l
                                  llama_defaults=LLAMA_DEFAULTS, read_rope=read_rope, rotary_dims=rotary_dims,
                                  gelu_forms=GELU_FORMS, layer_type_names=LAYER_TYPE_NAMES,
                                  bounded_layers=_bounded_layers)
-DENSE_FAMILIES = {"qwen3": (qwen3.ARCHITECTURE, qwen3.qwen3_config),
-                  "olmo2": (olmo2.ARCHITECTURE, olmo2.olmo2_config),
-                  "smollm3": (smollm3.ARCHITECTURE, smollm3.smollm3_config)}
+DENSE_FAMILIES = {"qwen3": (qwen3.ARCHITECTURE, qwen3.qwen3_config), "olmo2": (olmo2.ARCHITECTURE, olmo2.olmo2_config),
+                  "smollm3": (smollm3.ARCHITECTURE, smollm3.smollm3_config), "phi": (phi.ARCHITECTURE, phi.phi_config)}
 SUPPORTED.update({kind: architecture for kind, (architecture, _) in DENSE_FAMILIES.items()})
 CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS) for kind, (_, reader) in DENSE_FAMILIES.items()})
 

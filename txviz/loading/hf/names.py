@@ -131,6 +131,20 @@ OLMO2_NAMES = {
     "model.layers.{i}.post_feedforward_layernorm.weight": "layers.{i}.post_ffn_norm.weight",
 }
 
+PHI_NAMES = {
+    "model.embed_tokens.weight": "embed.weight",
+    "model.final_layernorm.{p}": "final_norm.{p}",
+    "lm_head.{p}": "lm_head.{p}",
+    "model.layers.{i}.input_layernorm.{p}": "layers.{i}.attn_norm.{p}",  # read by attention and MLP alike
+    "model.layers.{i}.self_attn.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",
+    "model.layers.{i}.self_attn.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
+    "model.layers.{i}.self_attn.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
+    "model.layers.{i}.self_attn.dense.{p}": "layers.{i}.attn.o_proj.{p}",
+    "model.layers.{i}.self_attn.q_layernorm.{p}": "layers.{i}.attn.q_norm.{p}",
+    "model.layers.{i}.self_attn.k_layernorm.{p}": "layers.{i}.attn.k_norm.{p}",
+    "model.layers.{i}.mlp.fc1.{p}": "layers.{i}.ffn.up_proj.{p}",
+    "model.layers.{i}.mlp.fc2.{p}": "layers.{i}.ffn.down_proj.{p}",
+}
 
 # ---- transforms: every supported layout → the family's classic one ---------------------------
 def drop_tied_lm_head(tensors: Tensors, config: ModelConfig) -> Tensors:
@@ -303,6 +317,7 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "qwen3": ((drop_rotary_buffers, drop_tied_lm_head), QWEN3_NAMES),
     "olmo2": ((drop_rotary_buffers, drop_tied_lm_head), OLMO2_NAMES),
     "smollm3": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
+    "phi": ((drop_rotary_buffers, drop_tied_lm_head), PHI_NAMES),
 }
 
 
