@@ -1,8 +1,8 @@
 """ModelConfig: every architectural choice of a decoder-only transformer, in one frozen dataclass.
 
 One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2, Gemma 1/2/3, BLOOM, MPT, GPT-NeoX,
-Phi-3, Qwen3, OLMo 2, SmolLM3, Phi-1/2 and the lab's tiny variants. The choices follow the tutorial's: attention heads and KV
-sharing, pre-norm blocks with RMSNorm or LayerNorm and a SwiGLU, GeGLU or GELU FFN,
+Phi-3, Qwen3, OLMo 2, SmolLM3, Phi-1/2 and the lab's tiny variants. The choices follow the tutorial's:
+attention heads and KV sharing, pre-norm blocks with RMSNorm or LayerNorm and a SwiGLU, GeGLU or GELU FFN,
 positions, dense or Mixture-of-Experts FFN. Derived fields are filled in ``__post_init__``;
 bad combinations raise ``ConfigError`` with a message that says what to change.
 
@@ -174,7 +174,7 @@ class ModelConfig:
     norm_bias: bool = True  # LayerNorm with a bias (MPT's has none); RMSNorm never has one
     alibi_bias_max: float = 8.0  # ALiBi slopes 2^(-alibi_bias_max·h/n), h = 1..n (Press et al.: 8; MPT's setting)
     pre_norm: bool = True  # a norm before each sublayer; False with sandwich_norm: only the post-norms (OLMo 2)
-    layer_rope: tuple[bool, ...] | None = None  # per layer, whether RoPE rotates q and k (SmolLM3: False on NoPE layers); None: all
+    layer_rope: tuple[bool, ...] | None = None  # per layer, RoPE on q and k or not (SmolLM3's NoPE layers); None: all
     shared_block_norm: bool = False  # the parallel block's attention and FFN read one norm (Phi-1/2, GPT-J)
     lm_head_bias: bool = False  # a bias on the unembedding (Phi-1/2)
     name: str = "model"  # shown in the UI; never branched on

@@ -79,3 +79,49 @@ def test_the_attention_row_names_qk_norm_the_scale_and_the_cap_only_where_the_mo
     steps, _ = block_walkthrough(model, torch.randn(4, model.config.d_model), 0)
     assert steps[2].equation == ("q, k ← RMSNorm over each head's d_k (QK-norm); "
                                  "concat_h softmax(50·tanh(q kᵀ·0.125/50) + M) v · W_O")
+
+
+@torch.inference_mode()
+def test_a_post_norm_only_block_has_no_pre_norm_rows_and_names_its_qk_norm_across_heads():
+    """OLMo 2: the sublayers read the stream itself; their outputs are normalized before they join it."""
+    model = random_decoder(tiny_config(n_kv_heads=2, pre_norm=False, sandwich_norm=True, qk_norm=True,
+                                       qk_norm_scope="all_heads"))
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=CAPTURE)
+    steps, out = block_walkthrough(model, tr["resid"][0, 0], 0)
+    rows = _reference_rows(model, tr, 0)
+    del rows["norm (attention)"], rows["norm (FFN)"]
+    rows["FFN"] = model.layers[0].ffn(rows["h"])
+    assert [s.name for s in steps] == ["input x", "multi-head attention", "RMSNorm′ (post-attention)", "residual add",
+                                       "SwiGLU FFN", "RMSNorm″ (post-FFN)", "residual add"]
+    assert [s.mean_norm for s in steps] == pytest.approx([_mean_norm(t) for t in rows.values()], rel=1e-5)
+    assert_close(out, tr["resid"][1, 0], rtol=1e-5, atol=1e-5)
+    assert steps[1].equation.startswith("q, k ← RMSNorm over all heads at once (H·d_k) (QK-norm); ")
+    assert (steps[3].equation, steps[6].equation) == ("h = x + RMSNorm′(attention(x))", "y = h + RMSNorm″(FFN(h))")
+
+
+@torch.inference_mode()
+def test_a_shared_norm_parallel_block_shows_the_ffn_reading_the_attention_s_norm():
+    """Phi-1/2: one LayerNorm, read by attention and MLP alike; QK-norm as a LayerNorm per head."""
+    model = random_decoder(tiny_config(norm="layernorm", ffn="gelu_mlp", parallel_block=True, shared_block_norm=True,
+                                       qk_norm=True, rotary_dims=4, lm_head_bias=True))
+    x = trace(model, random_ids(model.config, N_TOKENS), capture=["resid"])["resid"][1, 0]
+    steps, out = block_walkthrough(model, x, 1)
+    by_name = {s.name: s for s in steps}
+    assert by_name["LayerNorm (FFN)"].equation == "b = a (the attention's norm, shared)"
+    assert by_name["LayerNorm (FFN)"].mean_norm == by_name["LayerNorm (attention)"].mean_norm
+    assert steps[2].equation.startswith("q, k ← LayerNorm over each head's d_k (QK-norm); ")
+    layer = model.layers[1]
+    ctx = model.layer_context(1, torch.arange(N_TOKENS), torch.arange(N_TOKENS), x.dtype)
+    normed = layer.attn_norm(x[None])
+    assert_close(out, (x[None] + layer.attn(normed, ctx) + layer.ffn(normed))[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_block_equation_follows_where_the_norms_sit():
+    from txviz.analysis.block import block_equation
+
+    olmo2 = block_equation(tiny_config(pre_norm=False, sandwich_norm=True))
+    assert r"\mathrm{RMSNorm}'\big(\mathrm{MHA}(x)\big)" in olmo2 and r"\hat h=h," in olmo2
+    phi = block_equation(tiny_config(norm="layernorm", ffn="gelu_mlp", parallel_block=True, shared_block_norm=True))
+    assert r"\hat h=\mathrm{LayerNorm}(x)," in phi and r"\mathrm{LayerNorm}_2" not in phi
+    plain = block_equation(tiny_config())
+    assert r"\mathrm{MHA}(\mathrm{RMSNorm}(x))" in plain and r"\hat h=\mathrm{RMSNorm}(h)," in plain

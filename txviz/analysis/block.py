@@ -2,7 +2,8 @@
 
     a = Norm₁(x) → h = x + Attention(a) → b = Norm₂(h) → y = h + FFN(b)
 
-(Gemma 2/3 normalize each sublayer's output once more before adding it: h = x + Norm′(Attention(a)))
+(Gemma 2/3 normalize each sublayer's output once more before adding it: h = x + Norm′(Attention(a));
+OLMo 2 has only those norms: h = x + Norm′(Attention(x)); Phi-1/2's parallel FFN reads the attention's norm)
 
 and the logit lens (nostalgebraist 2020): read the residual stream after every layer through the
 final norm and the unembedding, as if the model stopped there. ``block_equation`` writes that block
@@ -75,13 +76,14 @@ def block_equation(config) -> str:
         expert = rf"W_{{2,e}}\,{gelu}(W_{{1,e}} \hat h)"
     if config.is_moe:
         ffn = rf"\sum_{{e\in\mathrm{{top}}\text{{-}}{config.top_k}}} g_e(\hat h)\,{expert}"
-    attn, ffn_post = rf"\mathrm{{MHA}}({norm}(x))", ffn
-    if config.sandwich_norm:  # Gemma 2/3 normalize each sublayer's output again before adding it
+    attn, ffn_post = (rf"\mathrm{{MHA}}({norm}(x))" if config.pre_norm else r"\mathrm{MHA}(x)"), ffn
+    if config.sandwich_norm:  # Gemma 2/3 and OLMo 2 normalize each sublayer's output before adding it
         attn, ffn_post = rf"{norm}'\big({attn}\big)", rf"{norm}''\big({ffn}\big)"
-    if config.parallel_block:  # GPT-NeoX: both sublayers read x
-        lines = [rf"y = x + {attn} + {ffn_post},", rf"\hat h={norm}_2(x),"]
+    if config.parallel_block:  # GPT-NeoX: both sublayers read x; Phi-1/2 through the attention's own norm
+        ffn_input = rf"\hat h={norm}(x)," if config.shared_block_norm else rf"\hat h={norm}_2(x),"
+        lines = [rf"y = x + {attn} + {ffn_post},", ffn_input]
     else:
-        lines = [rf"h = x + {attn},", rf"y = h + {ffn_post},\quad \hat h={norm}(h),"]
+        lines = [rf"h = x + {attn},", rf"y = h + {ffn_post},\quad \hat h={norm + '(h)' if config.pre_norm else 'h'},"]
     # one line per part: on one line the norm's definition ran past the page's width (1440 px screens)
     return r"\begin{gathered}" + r" \\ ".join([*lines, _LATEX_NORM_DEF[config.norm]]) + r"\end{gathered}"
 
@@ -93,9 +95,42 @@ def attention_terms(config) -> str:
     if config.attn_softcap is not None:  # Gemma 2: the scores are capped before the mask
         scores = f"{config.attn_softcap:g}·tanh({scores}/{config.attn_softcap:g})"
     text = f"concat_h softmax({scores} + M) v · W_O"
-    if config.qk_norm:  # Gemma 3, Qwen3: each head's q and k are RMS-normalized over d_k before the scores
-        text = "q, k ← RMSNorm over each head's d_k (QK-norm); " + text
+    if config.qk_norm:  # Gemma 3, Qwen3, Phi: each head's q and k are normalized over d_k; OLMo 2: all heads at once
+        where = "each head's d_k" if config.qk_norm_scope == "head" else "all heads at once (H·d_k)"
+        text = f"q, k ← {norm_terms(config)[0]} over {where} (QK-norm); " + text
     return text
+
+
+def _steps(config, t: dict[str, torch.Tensor]) -> list[Step]:
+    """The rows of block_walkthrough from its tensors ``t`` (each (T, d)): the pre-norms where the block
+    has them (not OLMo 2's), the post-norms where it has them (Gemma 2/3, OLMo 2), the FFN's own norm or
+    the attention's shared one (Phi-1/2)."""
+    parallel, sandwich, pre = config.parallel_block, config.sandwich_norm, config.pre_norm
+    norm_name, norm_eq = norm_terms(config)
+    ffn_name, ffn_eq = ffn_terms(config)
+    a, b = ("a", "b") if pre else ("x", "x" if parallel else "h")  # what each sublayer reads
+    attn_term, ffn_term = (f"{norm_name}′(attention({a}))", f"{norm_name}″(FFN({b}))") if sandwich else \
+        (f"attention({a})", f"FFN({b})")
+    ffn_norm_eq = "b = a (the attention's norm, shared)" if config.shared_block_norm else \
+        "b = " + norm_eq.format(v="x" if parallel else "h")
+    steps = [_step("input x", "residual stream entering the block", t["x"])]
+    if pre:
+        steps.append(_step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), t["a"]))
+    steps.append(_step("multi-head attention", attention_terms(config), t["attn_raw"]))
+    if sandwich:
+        steps.append(_step(f"{norm_name}′ (post-attention)",
+                           norm_eq.format(v=f"attention({a})").replace("· w", "· w′"), t["attn"]))
+    steps.append(_step("residual add", f"h = x + {attn_term}" + (" (shown; the FFN reads x)" if parallel else ""),
+                       t["h"]))
+    if pre:
+        steps.append(_step(f"{norm_name} (FFN)", ffn_norm_eq, t["b"]))
+    steps.append(_step(ffn_name, ffn_eq, t["ffn_raw"]))
+    if sandwich:
+        steps.append(_step(f"{norm_name}″ (post-FFN)", norm_eq.format(v=f"FFN({b})").replace("· w", "· w″"),
+                           t["ffn"]))
+    steps.append(_step("residual add", f"y = x + {attn_term} + {ffn_term}" if parallel else f"y = h + {ffn_term}",
+                       t["y"]))
+    return steps
 
 
 @torch.inference_mode()
@@ -108,8 +143,8 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     x = x.to(model.embed.weight.device, model.embed.weight.dtype)[None]  # (1, T, d)
     positions = torch.arange(x.shape[1], device=x.device)
     ctx = model.layer_context(layer, positions, positions, x.dtype)  # the layer's own window and RoPE base
-    parallel, sandwich = config.parallel_block, config.sandwich_norm  # GPT-NeoX: the FFN reads x, not h
-    a = block.attn_norm(x)
+    parallel = config.parallel_block  # GPT-NeoX, Phi: the FFN reads x, not h
+    a = block.attn_norm(x)  # identity without pre-norms (OLMo 2)
     attn_raw = block.attn(a, ctx)
     attn = block.post_attn_norm(attn_raw)  # identity unless sandwich_norm
     h = x + attn
@@ -117,22 +152,8 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     ffn_raw = block.ffn(b)
     ffn = block.post_ffn_norm(ffn_raw)
     y = ffn + attn + x if parallel else h + ffn  # the model's own order of the sum
-    norm_name, norm_eq = norm_terms(config)
-    ffn_name, ffn_eq = ffn_terms(config)
-    attn_term, ffn_term = (f"{norm_name}′(attention(a))", f"{norm_name}″(FFN(b))") if sandwich else \
-        ("attention(a)", "FFN(b)")
-    steps = [_step("input x", "residual stream entering the block", x[0]),
-             _step(f"{norm_name} (attention)", "a = " + norm_eq.format(v="x"), a[0]),
-             _step("multi-head attention", attention_terms(config), attn_raw[0])]
-    if sandwich:
-        steps.append(_step(f"{norm_name}′ (post-attention)", norm_eq.format(v="attention(a)").replace("· w", "· w′"), attn[0]))
-    steps += [_step("residual add", f"h = x + {attn_term}" + (" (shown; the FFN reads x)" if parallel else ""), h[0]),
-              _step(f"{norm_name} (FFN)", "b = " + norm_eq.format(v="x" if parallel else "h"), b[0]),
-              _step(ffn_name, ffn_eq, ffn_raw[0])]
-    if sandwich:
-        steps.append(_step(f"{norm_name}″ (post-FFN)", norm_eq.format(v="FFN(b)").replace("· w", "· w″"), ffn[0]))
-    steps.append(_step("residual add", f"y = x + {attn_term} + {ffn_term}" if parallel else f"y = h + {ffn_term}",
-                       y[0]))
+    tensors = dict(x=x, a=a, attn_raw=attn_raw, attn=attn, h=h, b=b, ffn_raw=ffn_raw, ffn=ffn, y=y)
+    steps = _steps(config, {name: t[0] for name, t in tensors.items()})
     return steps, y[0].cpu()
 
 

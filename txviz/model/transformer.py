@@ -10,8 +10,9 @@ Embeddings are multiplied by ``embed_scale`` (Gemma: √d), normalized where ``e
 (BLOOM's word_embeddings_layernorm), and the logits soft-capped where the config
 asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
 (``layer_types``, ``rope_local_theta``), with RoPE or without (``layer_rope``, SmolLM3); each call
-builds one AttentionContext per kind (mask, window, RoPE tables) and each layer takes its kind's. A trace records the global kind's RoPE tables; layer i's
-own are ``model.kind_positions[model.kind_of[i]].angles(positions)``.
+builds one AttentionContext per kind (mask, window, RoPE tables) and each layer takes its kind's. A
+trace records the global kind's RoPE tables; layer i's own are
+``model.kind_positions[model.kind_of[i]].angles(positions)``.
 
 Token ids in, logits out; the model never sees strings and keeps no state between calls. What a
 caller wants to see is asked for per call through a recorder (txviz.model.recording names what the

@@ -474,7 +474,8 @@ READER_HELPERS = SimpleNamespace(count=_count, positive=_positive, flag=_flag, l
 DENSE_FAMILIES = {"qwen3": (qwen3.ARCHITECTURE, qwen3.qwen3_config), "olmo2": (olmo2.ARCHITECTURE, olmo2.olmo2_config),
                   "smollm3": (smollm3.ARCHITECTURE, smollm3.smollm3_config), "phi": (phi.ARCHITECTURE, phi.phi_config)}
 SUPPORTED.update({kind: architecture for kind, (architecture, _) in DENSE_FAMILIES.items()})
-CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS) for kind, (_, reader) in DENSE_FAMILIES.items()})
+CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS)
+                       for kind, (_, reader) in DENSE_FAMILIES.items()})
 
 
 # ---- entry points -------------------------------------------------------------------------------
