@@ -97,6 +97,7 @@ def test_a_post_norm_only_block_has_no_pre_norm_rows_and_names_its_qk_norm_acros
     assert_close(out, tr["resid"][1, 0], rtol=1e-5, atol=1e-5)
     assert steps[1].equation.startswith("q, k ← RMSNorm over all heads at once (H·d_k) (QK-norm); ")
     assert (steps[3].equation, steps[6].equation) == ("h = x + RMSNorm′(attention(x))", "y = h + RMSNorm″(FFN(h))")
+    assert steps[4].equation == "W_down(SiLU(h W_gate) ⊙ h W_up)"
 
 
 @torch.inference_mode()

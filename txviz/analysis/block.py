@@ -12,6 +12,7 @@ for one config: its own norm (RMSNorm or LayerNorm) and FFN (SwiGLU, GELU MLP, o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -109,6 +110,7 @@ def _steps(config, t: dict[str, torch.Tensor]) -> list[Step]:
     norm_name, norm_eq = norm_terms(config)
     ffn_name, ffn_eq = ffn_terms(config)
     a, b = ("a", "b") if pre else ("x", "x" if parallel else "h")  # what each sublayer reads
+    ffn_eq = ffn_eq if pre else re.sub(r"\bb\b", b, ffn_eq)  # the FFN reads the stream itself
     attn_term, ffn_term = (f"{norm_name}′(attention({a}))", f"{norm_name}″(FFN({b}))") if sandwich else \
         (f"attention({a})", f"FFN({b})")
     ffn_norm_eq = "b = a (the attention's norm, shared)" if config.shared_block_norm else \
