@@ -37,3 +37,15 @@ def test_edges_by_name_round_trip_and_later_sources_are_refused():
     with pytest.raises(KeyError):
         graph.edge_mask([("a0.h0", "m1", "q")])  # an MLP has no query input
     assert torch.equal(graph.valid[graph.target_index("a1.h2", "k")], graph.valid[graph.target_index("a1.h0", "q")])
+
+
+def test_a_qk_norm_across_all_heads_has_no_graph_and_says_why():
+    """OLMo 2's QK-norm mixes every head's query (and key) projection: no head has inputs of its own."""
+    from tests.helpers.tiny import FAMILY_VARIANTS
+    from txviz.circuit.graph import unsupported
+
+    olmo2 = tiny_config(**FAMILY_VARIANTS["olmo2_like"])
+    assert "normalizes all heads' queries and keys together" in unsupported(olmo2)
+    with pytest.raises(ValueError, match="no circuit graph for model: its QK-norm"):
+        CircuitGraph(olmo2)
+    assert unsupported(tiny_config(**FAMILY_VARIANTS["qwen3_like"])) is None  # per head: heads stay apart

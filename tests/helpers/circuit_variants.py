@@ -1,6 +1,6 @@
 """Tiny configs for the circuit tests: every variant of tests.helpers.tiny plus the choices whose
 graph runs differ most (Gemma's sandwich norms with QK-norm and soft caps, the parallel block with
-partial rotary, an embedding norm)."""
+partial rotary, an embedding norm, Qwen3's, SmolLM3's and Phi-1/2's own)."""
 
 from __future__ import annotations
 
@@ -11,4 +11,6 @@ CIRCUIT_VARIANTS: dict[str, dict] = {
     "gemma_like": FAMILY_VARIANTS["gemma_sandwich_capped"],
     "parallel": FAMILY_VARIANTS["parallel_partial_rotary"],
     "embed_norm": FAMILY_VARIANTS["embed_norm_alibi"],
+    # per-head QK-norm and a window on one layer; NoPE layers; one norm for both sublayers and a QK LayerNorm
+    **{name: FAMILY_VARIANTS[name] for name in ("qwen3_like", "smollm3_like", "phi12_like")},
 }

@@ -19,6 +19,9 @@ its g query heads. Here every query head has its own k and v inputs (the split T
 it ungroups grouped-query attention, which the EAP-IG code follows), so an edge into head h's keys
 changes the keys h reads and not those of its group mates. With no edge patched the g copies are equal,
 so the clean and corrupt runs are the model's own.
+
+A QK-norm over all heads at once (OLMo 2) makes every head's query and key a function of every head's
+projection: no head has inputs of its own to patch, so such a model has no graph here (``unsupported``).
 """
 
 from __future__ import annotations
@@ -53,10 +56,21 @@ class Edge:
         return {"source": self.source, "target": self.target, "input": self.input}
 
 
+def unsupported(config: ModelConfig) -> str | None:
+    """Why this model's heads cannot be the graph's nodes, or None when they can."""
+    if config.qk_norm and config.qk_norm_scope == "all_heads":
+        return ("its QK-norm normalizes all heads' queries and keys together (as OLMo 2's does), so no head has "
+                "a query or key input of its own to patch")
+    return None
+
+
 class CircuitGraph:
     """Sources, targets and edges of one model's config; no tensors of the model."""
 
     def __init__(self, config: ModelConfig):
+        reason = unsupported(config)
+        if reason is not None:
+            raise ValueError(f"no circuit graph for {config.name}: {reason}")
         self.n_layers, self.n_heads = config.n_layers, config.n_heads
         self.parallel = config.parallel_block
         h = self.n_heads

@@ -103,6 +103,13 @@ def _parts(layer, proj, rows: slice, parts: torch.Tensor) -> torch.Tensor:
     return torch.cat([normed @ weight.T, bias[None]])
 
 
+def _qk_normed(norm, parts: torch.Tensor) -> torch.Tensor:
+    """parts (n + 1, D), the biases last, through the frozen QK-norm; a LayerNorm's bias (Phi's) joins the
+    biases' part, so the parts still sum to the normed query or key."""
+    shares, bias = frozen_shares(norm, parts)
+    return shares if bias is None else torch.cat([shares[:-1], shares[-1:] + bias])
+
+
 def _rotated(ctx, x: torch.Tensor, position: int) -> torch.Tensor:
     return x if ctx.cos is None else apply_rotary(x, ctx.cos[position:position + 1], ctx.sin[position:position + 1])
 
@@ -132,8 +139,8 @@ def qk_attribution(model, ids, layer: int, head: int, query: int, key: int, *,
     positions = torch.arange(n_tokens)
     ctx = model.layer_context(layer, positions, positions, outputs.dtype)
 
-    q_parts = frozen_shares(attn.q_norm, _parts(block, attn.q_proj, q_rows, outputs[:n, query]))[0]
-    k_parts = frozen_shares(attn.k_norm, _parts(block, attn.k_proj, kv_rows, outputs[:n, key]))[0]
+    q_parts = _qk_normed(attn.q_norm, _parts(block, attn.q_proj, q_rows, outputs[:n, query]))
+    k_parts = _qk_normed(attn.k_norm, _parts(block, attn.k_proj, kv_rows, outputs[:n, key]))
     pairs = attn.scale * _rotated(ctx, q_parts, query) @ _rotated(ctx, k_parts, key).T  # (n + 1, n + 1)
 
     recorder = _OneLayer(layer)
