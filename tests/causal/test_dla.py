@@ -63,3 +63,15 @@ def test_parts_sum_with_post_attention_norms_and_a_final_cap(variant):
     else:  # the parts add up to the difference before the cap; the model's own output is the capped one
         assert dla.capped_total == pytest.approx(capped, abs=1e-6)
         assert abs(dla.total) > abs(capped) and dla.total != pytest.approx(capped, abs=1e-3)
+
+
+@pytest.mark.parametrize("variant", ["qwen3_like", "olmo2_like", "smollm3_like", "phi12_like"])
+def test_parts_sum_on_the_2025_families(variant):
+    """QK-norms, post-norms only (OLMo 2), NoPE layers, and Phi's shared norm with a bias on the unembedding,
+    which counts among the biases' part."""
+    model = random_decoder(tiny_config(**family_variants(variant)[variant]))
+    ids = random_ids(model.config, 12, seed=2)
+    dla = direct_logit_attribution(model, ids, 3, 7)
+    with torch.no_grad():
+        assert dla.total == pytest.approx(float(logit_diff(model(ids), 3, 7)[0]), abs=1e-6)
+    assert dla.parts_sum == pytest.approx(dla.total, abs=1e-4)

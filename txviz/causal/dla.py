@@ -94,6 +94,8 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
             bias = bias + score(post(o_bias.detach().double()))
     if getattr(model.final_norm, "bias", None) is not None:
         bias = bias + model.final_norm.bias.detach().double() @ direction
+    if model.unembedding_bias is not None:  # Phi-1/2's lm_head bias: a part of the difference of its own
+        bias = bias + (model.unembedding_bias[answer_id] - model.unembedding_bias[wrong_id]).detach().double()
     model_diff = float(logit_diff(logits, answer_id, wrong_id)[0])
     capped = model.config.final_softcap is not None
     total = float(_uncapped_diff(model, final, answer_id, wrong_id)) if capped else model_diff
