@@ -5,7 +5,7 @@ a prompt three sliding windows long. The variants (tests/helpers/tiny_hf_dense.p
 family adds: per-head QK-norm and a window on some layers (Qwen3), post-norms only and QK-norm across
 all heads (OLMo 2), layers without RoPE (SmolLM3), the one-norm parallel block with partial rotary,
 QK LayerNorm and biases on the unembedding (Phi). Then the KV cache, the parameter counts, the configs'
-fields and the refusals."""
+fields and the refusals, and the transformers 4.x spelling the published config.json files use."""
 
 from __future__ import annotations
 
@@ -193,3 +193,26 @@ def test_unsupported_or_inconsistent_configs_are_refused_by_name(variant, edit, 
     edit_config(tmp_path, edit)
     with pytest.raises(ModelLoadError, match=message):
         read_hf_config(tmp_path)
+
+
+def _transformers_4_spelling(config: dict) -> dict:
+    """As the published config.json files of these families are written (transformers 4.x): rope_theta and
+    partial_rotary_factor at the top level, rope_scaling null, no layer_types (the families' rules give them)."""
+    params = dict(config.pop("rope_parameters"))
+    config.pop("layer_types", None)
+    config["rope_theta"] = params.pop("rope_theta")
+    if "partial_rotary_factor" in params:
+        config["partial_rotary_factor"] = params.pop("partial_rotary_factor")
+    assert params.pop("rope_type") == "default" and not params
+    return {**config, "rope_scaling": None}
+
+
+def test_the_transformers_4_spelling_loads_the_same_model(pair, tmp_path):
+    variant, hf_model, loaded = pair
+    save(hf_model, tmp_path)
+    edit_config(tmp_path, _transformers_4_spelling)
+    legacy = load_hf_dir(tmp_path, device="cpu")
+    assert legacy.config.replace(name="", source="") == loaded.config.replace(name="", source="")
+    ids = random_ids(hf_model.config.vocab_size)
+    with torch.no_grad():
+        assert_close(legacy.model(ids), reference(hf_model, ids)[0], atol=1e-4, rtol=1e-4)
