@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.helpers.tiny_hf import WINDOW, randomize_
+from tests.helpers.tiny_hf import WINDOW, randomize_, save
 
 DIMS = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, bos_token_id=0, eos_token_id=0)
@@ -52,3 +52,22 @@ def build_dense(variant: str, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(dense_config(variant)).to(torch.float32)
     return randomize_(model, seed).eval()
+
+
+def save_with_tokenizer(variant: str, root) -> tuple[torch.nn.Module, object, str]:
+    """(the transformers model, its tokenizer, the directory): ``variant`` sized to a real byte-level
+    tokenizer (tests/helpers/byte_tokenizer.py), saved with its tokenizer.json under ``root`` as
+    ``tiny-<variant>``: a checkpoint the app's pages can feed text."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from tests.helpers.byte_tokenizer import ByteLevelTokenizer
+
+    tokenizer = ByteLevelTokenizer()
+    model_type, overrides = DENSE_VARIANTS[variant]
+    config = AutoConfig.for_model(model_type, **{**DIMS, **overrides, "vocab_size": tokenizer.vocab_size},
+                                  attn_implementation="eager")
+    torch.manual_seed(0)
+    model = randomize_(AutoModelForCausalLM.from_config(config), 0).eval()
+    directory = save(model, root / f"tiny-{variant}")
+    tokenizer._tokenizer.save(str(directory / "tokenizer.json"))
+    return model, tokenizer, str(directory)

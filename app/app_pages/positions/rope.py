@@ -18,6 +18,10 @@ from txviz.analysis.positions.rope_kinds import layer_inv_freq, layer_span
 
 def angles_tab(view: PositionsView) -> None:
     config = view.config
+    if not config.layer_uses_rope(view.layer):  # a NoPE layer (SmolLM3): nothing rotates here
+        st.info(f"Layer {view.layer} uses no positions: RoPE does not rotate its queries and keys. Pick a RoPE "
+                "layer to see the angles.")
+        return
     inv_freq = layer_inv_freq(config, view.layer)  # Gemma 3's local layers have their own base
     n_pos = bounded_slider(st, "Positions shown", min(16, config.max_seq_len), min(4096, config.max_seq_len),
                            min(256, config.max_seq_len), key="rope_positions")

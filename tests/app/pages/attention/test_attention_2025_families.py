@@ -10,11 +10,9 @@ import pytest
 import torch
 
 from tests.helpers.apptest import app_on, no_errors
-from tests.helpers.byte_tokenizer import ByteLevelTokenizer
 from tests.helpers.head_maps import layer_maps
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
-from tests.helpers.tiny_hf import randomize_, save
-from tests.helpers.tiny_hf_dense import DENSE_VARIANTS, DIMS
+from tests.helpers.tiny_hf_dense import save_with_tokenizer
 
 pytestmark = NEEDS_TRANSFORMERS
 
@@ -22,24 +20,10 @@ PROMPT = "Mary said she would come back"  # 22 byte-level tokens and the sink: o
 ONE_PER_FAMILY = ["qwen3_window_on_layer_1", "olmo2", "smollm3_windowed_nope", "phi_qk_layernorm_phi2_rotary"]
 
 
-def checkpoint(variant: str, root) -> tuple[torch.nn.Module, ByteLevelTokenizer, str]:
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    tokenizer = ByteLevelTokenizer()
-    model_type, overrides = DENSE_VARIANTS[variant]
-    config = AutoConfig.for_model(model_type, **{**DIMS, **overrides, "vocab_size": tokenizer.vocab_size},
-                                  attn_implementation="eager")
-    torch.manual_seed(0)
-    model = randomize_(AutoModelForCausalLM.from_config(config), 0).eval()
-    directory = save(model, root / f"tiny-{variant}")
-    tokenizer._tokenizer.save(str(directory / "tokenizer.json"))
-    return model, tokenizer, str(directory)
-
-
 @pytest.mark.parametrize("variant", ONE_PER_FAMILY)
 def test_the_page_draws_transformers_own_maps(variant, tmp_path, monkeypatch):
     monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
-    model, tokenizer, directory = checkpoint(variant, tmp_path)
+    model, tokenizer, directory = save_with_tokenizer(variant, tmp_path)
     at = app_on(directory, PROMPT).run()
     no_errors(at)
     assert at.session_state["bos"] == "sink"
