@@ -52,11 +52,44 @@ CASES = {
     "cohere": (pub.COMMAND_R_V01, "MHA", 40 * 2 * 64 * 128 * BF16,  # one bias-free LayerNorm per layer, tied
                256000 * 8192 + 8192 + 40 * (4 * 8192 * 8192 + 3 * 8192 * 22528 + 8192)),
     "deepseek_v3": (pub.DEEPSEEK_V3, "MLA", 61 * (512 + 64) * BF16, 671_026_404_352),  # txviz's preset, "671B"
-    # "116.83B": the published count (116,829,156,672) less the routers' biases and attention sinks, 36 × (128 + 64)
+    # "116.83B": the published count, 116,829,156,672, with the router's 128 biases and 64 attention sinks per layer
     "gpt_oss": (pub.GPT_OSS_120B, "GQA", 36 * 2 * 8 * 64 * BF16,
                 2 * 201088 * 2880 + 2880 + 36 * (2 * 2880 + 2880 * 4096 + 4096 + 2 * (2880 * 512 + 512)
-                                                 + 4096 * 2880 + 2880 + 2880 * 128 + 128 * (3 * 2880 * 2880 + 3 * 2880))),
+                                                 + 4096 * 2880 + 2880 + 2880 * 128 + 128 * (3 * 2880 * 2880 + 3 * 2880)
+                                                 + 128 + 64)),
     "deepseek_v2": (pub.DEEPSEEK_V2_LITE, "MLA", 27 * (512 + 64) * BF16, 15_706_484_224),  # V2-Lite "15.7B"
+    # Kimi K2: DeepSeek-V3's MLA with 64 heads, 384 experts and one dense layer ("1T total, 32B active")
+    "kimi_k2": (pub.KIMI_K2_INSTRUCT, "MLA", 61 * (512 + 64) * BF16,
+                2 * 163840 * 7168 + 7168 + 61 * (2 * 7168 + 512 + 1536  # RMSNorms: 2 per layer, latent, q rank
+                                                 + 7168 * 1536 + 1536 * 64 * (128 + 64)  # q_a, q_b
+                                                 + 7168 * (512 + 64) + 512 * 64 * (128 + 128)  # kv_a, kv_b
+                                                 + 64 * 128 * 7168)  # o
+                + 3 * 7168 * 18432 + 60 * (7168 * 384 + 3 * 7168 * 2048 + 384 * 3 * 7168 * 2048)),
+    # Command R7B: one bias-free LayerNorm per layer, tied; 8.03B
+    "cohere2": (pub.COMMAND_R7B, "GQA", 32 * 2 * 8 * 128 * BF16,
+                256000 * 4096 + 4096 + 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336 + 4096)),
+    # SmolLM3 3B: Llama's blocks, tied embeddings
+    "smollm3": (pub.SMOLLM3_3B, "GQA", 36 * 2 * 4 * 128 * BF16,
+                128256 * 2048 + 2048 + 36 * (2048 * (2048 + 2 * 512) + 2048 * 2048 + 3 * 2048 * 11008 + 2 * 2048)),
+    # Llama 4 Scout (text): 16 routed experts and a shared one on every layer, the L2 q/k norm holds no weights
+    # ("109B total, 17B active" with its vision tower)
+    "llama4_text": (pub.LLAMA_4_SCOUT, "GQA", 48 * 2 * 8 * 128 * BF16,
+                    2 * 202048 * 5120 + 5120 + 48 * (2 * 5120 + 5120 * (5120 + 2 * 1024) + 5120 * 5120
+                                                     + 5120 * 16 + 16 * 3 * 5120 * 8192 + 3 * 5120 * 8192)),
+    # Jamba: K/V on its 4 attention layers only; 28 Mamba mixers; experts on every other layer ("52B")
+    "jamba": (pub.JAMBA_1_5_MINI, "GQA", 4 * 2 * 8 * 128 * BF16,
+              2 * 65536 * 4096 + 4096 + 32 * 2 * 4096
+              + 4 * (2 * 4096 * 4096 + 2 * 4096 * 1024)
+              + 28 * (4096 * 2 * 8192 + 8192 * 4 + 8192 * (256 + 2 * 16) + 256 * 8192 + 8192 * 4096  # in, conv, x, dt, out
+                      + 8192 * 16 + 8192 + 8192 + 8192 + 256 + 2 * 16)  # A_log, D, conv and dt biases, 3 RMSNorms
+              + 16 * (4096 * 16 + 16 * 3 * 4096 * 14336) + 16 * 3 * 4096 * 14336),
+    # Qwen3-Next 80B-A3B: K/V on its 12 gated-attention layers only; 36 gated DeltaNets; 512 experts + a shared one
+    "qwen3_next": (pub.QWEN3_NEXT_80B, "GQA", 12 * 2 * 2 * 256 * BF16,
+                   2 * 151936 * 2048 + 2048 + 48 * 2 * 2048
+                   + 12 * (2048 * 2 * 16 * 256 + 2 * 2048 * 2 * 256 + 16 * 256 * 2048 + 2 * 256)  # q and its gate, k, v, o
+                   + 36 * (2048 * (2 * 2048 + 2 * 4096) + 2048 * 2 * 32 + (2 * 2048 + 4096) * 4 + 4096 * 2048
+                           + 2 * 32 + 128)  # qkvz, ba, conv, out; dt_bias, A_log, gated RMSNorm
+                   + 48 * (2048 * 512 + 512 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048)),
 }
 
 
@@ -72,6 +105,7 @@ def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
     assert geometry.n_params == n_params
     assert memory.weight_bytes(model, "bf16") == 2 * n_params and memory.weight_bytes(model, "int4") == n_params // 2
     assert not geometry.assumptions  # a known family is read without guessing
+    assert not geometry.ignored  # and every key of its published config is understood
 
 
 def test_every_family_of_the_issue_has_a_case():

@@ -44,10 +44,12 @@ def _memory_model(args):
     size = f"{geometry.architecture}, {geometry.n_params / 1e9:.2f} B params"
     model = memory_model.MemoryModel.from_geometry(geometry, size, f"config file {args.config}")
     extras = {"model_type": geometry.model_type, "architecture": geometry.architecture,
-              "warnings": list(geometry.assumptions), "notes": list(geometry.notes),
+              "warnings": list(geometry.assumptions) + list(geometry.ignored), "notes": list(geometry.notes),
               "tied_embeddings": geometry.tied_embeddings,
               "per_layer": {"kv_heads": list(geometry.kv_heads), "head_dim": list(geometry.head_dims),
-                            "window": list(geometry.windows)},
+                            "window": list(geometry.windows), "layer_type": list(geometry.layer_types),
+                            "state_elements": list(geometry.state_elements),
+                            "without_positions": list(geometry.positionless)},
               "moe_layers": geometry.moe_layers, "shared_experts": geometry.shared_experts}
     return model, {"config": args.config}, extras
 

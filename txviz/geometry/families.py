@@ -11,15 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-WindowRule = Literal["none", "all", "qwen2", "gemma2", "gemma3"]
-MoeRule = Literal["none", "mixtral", "qwen_moe"]
+WindowRule = Literal["none", "all", "qwen2", "gemma2", "gemma3", "cohere2", "smollm3", "llama4"]
+MoeRule = Literal["none", "mixtral", "qwen_moe", "llama4"]
 
 
 @dataclass(frozen=True)
 class Traits:
     norm: str = "rms"  # txviz.geometry.params.NORM_PARAMS
     norms_per_layer: int = 2
-    qk_norm: Literal["none", "head", "full"] = "none"  # per head_dim (Qwen3, Gemma 3) | over all heads (OLMo 2)
+    # per head_dim (Qwen3, Gemma 3) | over all heads (OLMo 2) | without weights (Llama 4's L2 norm)
+    qk_norm: Literal["none", "head", "full", "weightless"] = "none"
     qkv_bias: tuple[str | None, bool] = ("attention_bias", False)  # (config key, default)
     out_bias: bool = True  # the output projection follows qkv_bias (False: never biased, Qwen2)
     mlp_bias: tuple[str | None, bool] = ("mlp_bias", False)
@@ -31,6 +32,9 @@ class Traits:
     tied_default: bool = False  # the family's config class default for tie_word_embeddings
     windows: WindowRule = "none"
     moe: MoeRule = "none"
+    rope_on_sliding_only: bool = False  # full-attention layers have no positions (Cohere 2)
+    attention_sinks: bool = False  # one learned sink logit per query head and layer (gpt-oss)
+    router_bias: bool = False  # the router's linear layer has a bias (gpt-oss)
 
 
 LLAMA = Traits()
@@ -62,15 +66,23 @@ TRAITS: dict[str, Traits] = {
     "starcoder2": Traits(norm="layernorm", qkv_bias=("use_bias", True), mlp_bias=("use_bias", True), gated=False,
                          tied_default=True, windows="all"),
     "cohere": Traits(norm="layernorm_nobias", norms_per_layer=1, tied_default=True),  # qk norm: use_qk_norm
-    # gpt-oss: biased experts, windows per layer_types; its routers' biases and per-head attention sinks
-    # (under 10,000 parameters in all) are not counted
-    "gpt_oss": Traits(mlp_bias=(None, True), windows="all", moe="mixtral"),
+    # gpt-oss: biased experts and routers, windows per layer_types, a sink logit per query head
+    "gpt_oss": Traits(mlp_bias=(None, True), windows="all", moe="mixtral", attention_sinks=True, router_bias=True),
+    # Command R7B: Cohere's parallel block; 3 sliding layers with RoPE, then one global layer without positions
+    "cohere2": Traits(norm="layernorm_nobias", norms_per_layer=1, tied_default=True, windows="cohere2",
+                      rope_on_sliding_only=True),
+    "smollm3": Traits(tied_default=True, windows="smollm3"),  # every 4th layer without RoPE
+    # Llama 4: chunked attention on its RoPE layers, global attention without positions on every 4th;
+    # routed experts plus one shared expert on the MoE layers, dense MLPs of intermediate_size_mlp elsewhere
+    "llama4_text": Traits(qk_norm="weightless", windows="llama4", moe="llama4"),
 }
 
 # Other names the same families go by in published configs.
-TYPE_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon", "gemma3": "gemma3_text"}
+# Kimi K2 publishes DeepSeek-V3's architecture under its own model_type.
+TYPE_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon", "gemma3": "gemma3_text", "kimi_k2": "deepseek_v3"}
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
-KNOWN_TYPES = tuple(TRAITS) + MLA_TYPES
+HYBRID_TYPES = ("jamba", "qwen3_next")  # layers that keep a state instead of K and V (txviz.geometry.hybrid)
+KNOWN_TYPES = tuple(TRAITS) + MLA_TYPES + HYBRID_TYPES
 
 # transformers' config-class defaults, for the families whose published configs leave numbers out
 # (Gemma 3's multimodal checkpoints nest a text_config that gives only what differs from these;
@@ -80,4 +92,5 @@ CONFIG_DEFAULTS: dict[str, dict] = {
     "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                     "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                     "max_position_embeddings": 131_072, "sliding_window": 4096, "sliding_window_pattern": 6},
+    "llama4_text": {"attention_chunk_size": 8192},
 }

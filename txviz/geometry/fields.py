@@ -51,13 +51,40 @@ class GeometryError(ValueError):
     """A config.json whose geometry cannot be read: the message names the fields at fault."""
 
 
-class Fields:
-    """One config dict being read; ``missing`` collects required fields that are absent."""
+class ReadKeys(dict):
+    """A config dict that remembers which keys were looked at (``seen``, shared between the copies a
+    reader makes): what no reader looked at is what it did not understand (txviz.geometry.unread)."""
 
-    def __init__(self, raw: dict, model_type: str):
-        self.raw, self.model_type, self.missing = raw, model_type, []
+    def __init__(self, raw: dict, seen: set[str] | None = None):
+        super().__init__(raw)
+        self.seen = set() if seen is None else seen
+
+    def get(self, key, default=None):
+        self.seen.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        self.seen.add(key)
+        return super().__contains__(key)
+
+
+class Fields:
+    """One config dict being read; ``missing`` collects required fields that are absent, ``seen`` every
+    key looked at (``seen`` may be shared with another Fields reading a copy of the same config)."""
+
+    def __init__(self, raw: dict, model_type: str, seen: set[str] | None = None):
+        self.raw, self.model_type, self.missing = ReadKeys(raw, seen), model_type, []
+
+    @property
+    def seen(self) -> set[str]:
+        return self.raw.seen
 
     def _lookup(self, name: str) -> tuple[str, Any]:
+        self.seen.update(ALIASES.get(name, (name,)))  # every spelling of the number is understood
         for key in ALIASES.get(name, (name,)):
             if self.raw.get(key) is not None:
                 return key, self.raw[key]

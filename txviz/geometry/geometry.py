@@ -2,6 +2,13 @@
 (txviz.geometry.read_geometry). Per layer: KV heads, head size and sliding window; for multi-head latent
 attention (MLA, DeepSeek-AI 2024) the cached latent and RoPE key widths; for a mixture of experts the
 experts held and those a token runs; parameters counted from the shapes of the family's modules.
+
+Each layer has a type, as transformers' ``layer_types`` names them: ``full_attention`` keeps every token,
+``sliding_attention`` the last ``sliding_window`` (Mistral, Gemma 2/3, gpt-oss, Cohere 2),
+``chunked_attention`` at most ``attention_chunk_size`` (Llama 4: a token attends within its chunk), and
+``linear_attention`` / ``mamba`` keep no K/V at all but a fixed state per sequence (Qwen3-Next's gated
+DeltaNet, Jamba's Mamba layers), counted in ``state_elements``. Layers without positions beside RoPE
+layers (Llama 4, SmolLM3, Cohere 2) change no byte but are listed in ``positionless``.
 Bytes and FLOPs are computed from it by txviz.analysis.kv.memory, once it is a
 ``txviz.analysis.kv.memory_model.MemoryModel`` (``MemoryModel.from_geometry``).
 """
@@ -12,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Kind = Literal["MHA", "GQA", "MQA", "MLA"]
+FULL, SLIDING, CHUNKED = "full_attention", "sliding_attention", "chunked_attention"
+NO_KV_TYPES = ("linear_attention", "mamba")  # layers that keep a fixed state instead of K and V
+LAYER_TYPES = (FULL, SLIDING, CHUNKED) + NO_KV_TYPES
 
 
 @dataclass(frozen=True)
@@ -44,11 +54,22 @@ class Geometry:
     weight_format: object = field(default=None, compare=False)  # the published quantization (txviz.geometry.quantization)
     assumptions: tuple[str, ...] = field(default=(), compare=False)  # what a generic reading assumed
     notes: tuple[str, ...] = field(default=(), compare=False)  # what is left out (a vision tower...)
+    layer_types: tuple[str, ...] = ()  # per layer, one of LAYER_TYPES; (): sliding where a window is, else full
+    state_elements: tuple[int, ...] = ()  # per layer: fixed state per sequence (NO_KV_TYPES); (): none
+    positionless: tuple[int, ...] = ()  # layers without position encoding beside RoPE layers (NoPE)
+    attention_sinks: int = 0  # learned sink logits per attention layer (gpt-oss): parameters, no KV
+    ignored: tuple[str, ...] = field(default=(), compare=False)  # config keys no reader understood (warnings)
 
     def __post_init__(self) -> None:
-        for name in ("kv_heads", "head_dims", "windows"):
+        if not self.layer_types:
+            object.__setattr__(self, "layer_types", tuple(FULL if w is None else SLIDING for w in self.windows))
+        if not self.state_elements:
+            object.__setattr__(self, "state_elements", (0,) * self.n_layers)
+        for name in ("kv_heads", "head_dims", "windows", "layer_types", "state_elements"):
             if len(getattr(self, name)) != self.n_layers:
                 raise ValueError(f"{name} must have one entry per layer ({self.n_layers})")
+        if not set(self.layer_types) <= set(LAYER_TYPES):
+            raise ValueError(f"layer_types must be among {', '.join(LAYER_TYPES)}")
 
     @property
     def kind(self) -> Kind:
@@ -60,6 +81,8 @@ class Geometry:
 
     def kv_elements(self, layer: int) -> int:
         """Elements one token adds to ``layer``'s cache: K and V of each KV head, or MLA's latent + key."""
+        if self.layer_types[layer] in NO_KV_TYPES:
+            return 0
         if self.latent_dim:
             return self.latent_dim + self.rope_dim
         return 2 * self.kv_heads[layer] * self.head_dims[layer]

@@ -41,6 +41,7 @@ def _moe_layers(f: Fields, n_layers: int) -> tuple[bool, ...]:
 
 def read_mla(f: Fields, model_type: str) -> Geometry:
     n, d = f.count("num_hidden_layers"), f.count("hidden_size")
+    f.raw.get("num_key_value_heads")  # understood: MLA caches a latent, its KV heads are the query heads
     heads, vocab, dense = f.count("num_attention_heads"), f.count("vocab_size"), f.count("intermediate_size")
     attention, norms, dims = _attention(f, d, heads)
     moe = _moe_layers(f, n)

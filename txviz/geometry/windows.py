@@ -1,53 +1,77 @@
-"""Which layers keep a sliding window, per family (the window itself is ``sliding_window``):
+"""Each layer's attention type and the tokens it keeps, per family, read as transformers' config classes
+derive ``layer_types`` (the window itself is ``sliding_window``; a chunk is ``attention_chunk_size``):
 
-- an explicit ``layer_types`` list ("sliding_attention" / "full_attention") wins everywhere;
-- all:    every layer (Mistral, Mixtral, Phi-3, StarCoder2);
-- qwen2:  only with ``use_sliding_window``, the layers from ``max_window_layers`` on (Qwen2, Qwen3);
-- gemma2: every other layer, starting with the first (Gemma 2: local, global, local, …);
-- gemma3: all but every ``sliding_window_pattern``-th layer (Gemma 3: 5 local, then 1 global);
-- none:   no layer, whatever the config says.
+- an explicit ``layer_types`` list wins everywhere ("full_attention", "sliding_attention",
+  "chunked_attention", "linear_attention");
+- all:     every layer slides (Mistral, Mixtral, Phi-3, StarCoder2);
+- qwen2:   only with ``use_sliding_window``, the layers from ``max_window_layers`` on (Qwen2, Qwen3);
+- gemma2:  every other layer, starting with the first (Gemma 2: local, global, local, …);
+- gemma3:  all but every ``sliding_window_pattern``-th layer (Gemma 3: 5 local, then 1 global; Cohere 2: 3 and 1);
+- smollm3: with ``use_sliding_window`` and a window, the layers without RoPE (``no_rope_layers``);
+- llama4:  the RoPE layers attend within chunks of ``attention_chunk_size``, the others to everything;
+- none:    no layer, whatever the config says.
+
+A chunked layer is sized as transformers' cache holds it: at most a chunk of tokens (the last
+``attention_chunk_size``), like a window of that width.
 """
 
 from __future__ import annotations
 
 from txviz.geometry.fields import Fields, GeometryError
+from txviz.geometry.geometry import CHUNKED, FULL, LAYER_TYPES, SLIDING
+from txviz.geometry.positions import rope_layers
 
-SLIDING, FULL = "sliding_attention", "full_attention"
+PATTERN_DEFAULTS = {"gemma3": 6, "cohere2": 4}  # the config classes' sliding_window_pattern
 
 
-def _from_layer_types(layer_types, n_layers: int) -> tuple[bool, ...]:
+def _from_layer_types(layer_types, n_layers: int) -> tuple[str, ...]:
     if not isinstance(layer_types, list) or len(layer_types) != n_layers or \
-            any(t not in (SLIDING, FULL, "chunked_attention") for t in layer_types):
-        raise GeometryError(f"config.json: layer_types must list {n_layers} entries of {SLIDING!r} or {FULL!r}")
-    return tuple(t == SLIDING for t in layer_types)
+            any(t not in LAYER_TYPES for t in layer_types):
+        raise GeometryError(f"config.json: layer_types must list {n_layers} entries among "
+                            f"{', '.join(map(repr, LAYER_TYPES))}")
+    return tuple(layer_types)
 
 
-def sliding_layers(fields: Fields, rule: str, n_layers: int) -> tuple[bool, ...]:
-    """For each layer, whether it keeps a window (before knowing the window's width)."""
+def _by_rule(fields: Fields, rule: str, n_layers: int) -> tuple[str, ...]:
+    layers = range(n_layers)
+    slides: tuple[bool, ...] = tuple(False for _ in layers)
+    if rule == "all":
+        slides = tuple(True for _ in layers)
+    elif rule == "qwen2" and fields.raw.get("max_window_layers", 0) is not None \
+            and fields.flag("use_sliding_window", False):  # max_window_layers matters only with windows on
+        first = fields.count("max_window_layers", default=28, minimum=0)
+        slides = tuple(i >= first for i in layers)
+    elif rule == "gemma2":
+        slides = tuple(i % 2 == 0 for i in layers)
+    elif rule in PATTERN_DEFAULTS:
+        pattern = fields.count("sliding_window_pattern", default=PATTERN_DEFAULTS[rule])
+        slides = tuple((i + 1) % pattern != 0 for i in layers)
+    elif rule == "smollm3" and fields.raw.get("max_window_layers", 0) is not None \
+            and fields.flag("use_sliding_window", False):  # SmolLM3Config reads no max_window_layers
+        slides = tuple(not rope for rope in rope_layers(fields, n_layers))
+    elif rule == "llama4":
+        chunked = fields.raw.get("attention_chunk_size") is not None
+        return tuple(CHUNKED if rope and chunked else FULL for rope in rope_layers(fields, n_layers))
+    return tuple(SLIDING if s else FULL for s in slides)
+
+
+def layer_types(fields: Fields, rule: str, n_layers: int) -> tuple[str, ...]:
+    """Each layer's type (txviz.geometry.geometry.LAYER_TYPES)."""
     if fields.raw.get("layer_types") is not None:
         return _from_layer_types(fields.raw["layer_types"], n_layers)
-    layers = range(n_layers)
-    if rule == "all":
-        return tuple(True for _ in layers)
-    if rule == "qwen2":
-        if not fields.flag("use_sliding_window", False):
-            return tuple(False for _ in layers)
-        first = fields.count("max_window_layers", default=28, minimum=0)
-        return tuple(i >= first for i in layers)
-    if rule == "gemma2":
-        return tuple(i % 2 == 0 for i in layers)
-    if rule == "gemma3":
-        pattern = fields.count("sliding_window_pattern", default=6)
-        return tuple((i + 1) % pattern != 0 for i in layers)
-    return tuple(False for _ in layers)
+    return _by_rule(fields, rule, n_layers)
 
 
-def layer_windows(fields: Fields, rule: str, n_layers: int) -> tuple[int | None, ...]:
-    """Tokens each layer keeps: ``sliding_window`` on the layers the rule picks, None elsewhere."""
+def layer_windows(fields: Fields, rule: str, n_layers: int) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """(each layer's type, the tokens it keeps: ``sliding_window`` on sliding layers,
+    ``attention_chunk_size`` on chunked ones, None elsewhere)."""
+    types = layer_types(fields, rule, n_layers)
     window = fields.optional("sliding_window")
-    sliding = sliding_layers(fields, rule, n_layers)
-    if window is None:
-        if any(sliding) and fields.raw.get("layer_types") is not None:
+    chunk = fields.optional("attention_chunk_size") if CHUNKED in types else None
+    if CHUNKED in types and chunk is None:
+        raise GeometryError("config.json: layer_types names chunked layers but attention_chunk_size is not set")
+    if window is None and SLIDING in types:
+        if fields.raw.get("layer_types") is not None:
             raise GeometryError("config.json: layer_types names sliding layers but sliding_window is not set")
-        return tuple(None for _ in sliding)
-    return tuple(window if s else None for s in sliding)
+        types = tuple(FULL if t == SLIDING else t for t in types)  # a rule's windows need a width
+    return types, tuple(window if t == SLIDING else chunk if t == CHUNKED else None for t in types)

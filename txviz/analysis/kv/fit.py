@@ -75,17 +75,25 @@ class ContextFit:
         return {**self.__dict__, "unbounded_by_kv": self.unbounded_by_kv, "usable_tokens": self.usable_tokens}
 
 
-def _longest_fit(model: MemoryModel, free_bits: int, batch: int, bits: int) -> int | None:
-    """Largest t with kv_cache_bits(t) <= free_bits; None if no t ever exceeds it."""
-    per_layer = batch * model.kv_elements_per_token_layer * bits  # bits per token per layer
-    all_growing = free_bits // (per_layer * model.n_layers)
-    window, windowed = model.sliding_window, model.n_window_layers
-    if not windowed or all_growing < window:
-        return all_growing
-    full_layers = model.n_layers - windowed
-    if not full_layers:
-        return None
-    return (free_bits - per_layer * windowed * window) // (per_layer * full_layers)
+def _longest_fit(model: MemoryModel, free_bytes: int, batch: int, kv_dtype: str) -> int | None:
+    """Largest t whose cache (K and V kept, plus any fixed state) fits ``free_bytes``; None if the cache stops
+    growing (every layer keeps a window or no K/V at all) below it."""
+    def fits(tokens: int) -> bool:
+        return memory.kv_cache_bytes_at(model, tokens, batch, kv_dtype) <= free_bytes
+
+    if not any(group.grows for group in model.layer_groups):
+        widest = max((group.window for group in model.layer_groups if group.caches_kv), default=1)
+        if fits(widest):
+            return None
+    if not fits(1):
+        return 0
+    low, high = 1, 2  # the cache grows with t: double until it no longer fits, then halve the gap
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def max_context(spec: Spec, gpu_gib: float, *, batch: int = 1, kv_dtype: str = "bf16",
@@ -97,7 +105,8 @@ def max_context(spec: Spec, gpu_gib: float, *, batch: int = 1, kv_dtype: str = "
         raise ValueError(f"need gpu_gib > 0, batch >= 1, reserve_gib >= 0; got {gpu_gib}, {batch}, {reserve_gib}")
     gpu, weights = int(gpu_gib * memory.GIB), memory.weight_bytes(model, weight_dtype)
     free = gpu - int(reserve_gib * memory.GIB) - weights
-    tokens = 0 if free < 0 else _longest_fit(model, free * 8, batch, memory.dtype_bits(kv_dtype))
+    memory.dtype_bits(kv_dtype)  # an unknown dtype is refused by name
+    tokens = 0 if free < 0 else _longest_fit(model, free, batch, kv_dtype)
     return ContextFit(gpu, weights, free, tokens, model.max_context,
                       _fit_note(model, weights, free, tokens, batch, kv_dtype))
 
@@ -107,8 +116,12 @@ def _fit_note(model: MemoryModel, weights: int, free: int, tokens: int | None, b
     if free < 0:
         return f"The weights alone ({weights / memory.GIB:.1f} GiB) do not fit."
     if tokens is None:
-        cap = memory.kv_cache_bytes_at(model, model.sliding_window, batch, kv_dtype)
-        return (f"Every layer keeps only the last {model.sliding_window:,} tokens, so the {kv_dtype} cache "
+        widest = max(group.window for group in model.layer_groups if group.caches_kv and group.window) \
+            if model.kv_layers else 1
+        cap = memory.kv_cache_bytes_at(model, widest, batch, kv_dtype)
+        kept = f"only the last {widest:,} tokens" if model.kv_layers == model.n_layers else \
+            f"at most its last {widest:,} tokens or a fixed state"
+        return (f"Every layer keeps {kept}, so the {kv_dtype} cache "
                 f"stops growing at {cap / memory.GIB:.2f} GiB: context length is unbounded by KV memory, "
                 f"though each layer sees only its window{trained}.")
     windows = ""

@@ -6,8 +6,9 @@ three at a context length; with FLOPs per token. The model is a
     KV bytes = layers × tokens_kept × batch × bytes_per_element × (2·kv_heads·head_dim   | MHA/GQA/MQA
                                                                    latent_dim + rope_dim) | MLA
 
-A layer with a sliding window of W keeps at most W tokens; when every layer has one the cache stops
-growing. Weights take n_params × bytes_per_weight: all experts of a MoE stay in memory although
+A layer with a sliding window of W (or chunks of W) keeps at most W tokens; when every layer has one the
+cache stops growing. A linear-attention or state-space layer keeps no K and V but a fixed state per
+sequence, counted once per sequence (in the KV dtype when it is a float, else bf16). Weights take n_params × bytes_per_weight: all experts of a MoE stay in memory although
 only top-k run per token. Quantized sizes are ideal (no scales or zero points; real int4 formats add
 a few percent). For a ModelConfig these equal ``txviz.model.kv_cache``'s formula and the bytes of a
 real KVCache (tests/analysis/kv/test_memory.py). 
@@ -44,24 +45,46 @@ def _bytes(elements: int, dtype: str) -> int:
 def token_kv_bytes(spec: Spec, kv_dtype: str = "bf16") -> int:
     """Bytes one token adds to the cache of a batch of one, while no window has filled."""
     model = as_memory_model(spec)
-    return _bytes(model.n_layers * model.kv_elements_per_token_layer, kv_dtype)
+    return _bytes(model.kv_layers * model.kv_elements_per_token_layer, kv_dtype)
 
 
 def token_kv_bytes_past_windows(spec: Spec, kv_dtype: str = "bf16") -> int:
     """Bytes one token adds once every window is full: only the layers without a window still grow (0
-    when every layer has one; ``token_kv_bytes`` when none has)."""
+    when every layer has one or keeps no K/V; ``token_kv_bytes`` when none has)."""
     model = as_memory_model(spec)
-    return _bytes((model.n_layers - model.n_window_layers) * model.kv_elements_per_token_layer, kv_dtype)
+    growing = sum(group.layers for group in model.layer_groups if group.grows)
+    return _bytes(growing * model.kv_elements_per_token_layer, kv_dtype)
+
+
+def group_kv_bytes(spec: Spec, group, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
+    """Bytes the layers of one group (txviz.analysis.kv.layer_groups) keep at ``tokens`` tokens: K and V of
+    the tokens they keep, or their fixed state per sequence (none before the first token)."""
+    model = as_memory_model(spec)
+    if not group.caches_kv:
+        return _bytes(group.layers * group.state_elements * batch, state_dtype(kv_dtype)) if tokens else 0
+    return _bytes(group.layers * group.kept(tokens) * batch * model.kv_elements_per_token_layer, kv_dtype)
+
+
+def state_dtype(kv_dtype: str) -> str:
+    """The dtype a linear-attention or state-space layer keeps its state in: the KV dtype when it is a float,
+    else bf16 (no server quantizes a recurrent state the way it may quantize K and V)."""
+    return kv_dtype if kv_dtype in ("fp32", "bf16", "fp16") else "bf16"
 
 
 def kv_cache_bytes_at(spec: Spec, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> int:
-    """Bytes of the cache holding ``tokens`` tokens for each of ``batch`` sequences."""
+    """Bytes of the cache holding ``tokens`` tokens for each of ``batch`` sequences, with the fixed state of
+    layers that keep no K and V."""
     model = as_memory_model(spec)
     if tokens < 0 or batch < 0:
         raise ValueError(f"tokens and batch must be >= 0, got {tokens} and {batch}")
-    windowed = model.n_window_layers
-    kept = (model.n_layers - windowed) * tokens + windowed * min(tokens, model.sliding_window or tokens)
-    return _bytes(kept * batch * model.kv_elements_per_token_layer, kv_dtype)
+    kept = sum(group.layers * group.kept(tokens) for group in model.layer_groups)
+    state = state_bytes(model, batch, kv_dtype) if tokens else 0
+    return _bytes(kept * batch * model.kv_elements_per_token_layer, kv_dtype) + state
+
+
+def state_bytes(spec: Spec, batch: int = 1, kv_dtype: str = "bf16") -> int:
+    """The fixed state of the layers that keep no K and V, for ``batch`` sequences (0 for a transformer)."""
+    return _bytes(as_memory_model(spec).state_elements_per_sequence * batch, state_dtype(kv_dtype))
 
 
 def weight_dtypes(spec: Spec) -> tuple[str, ...]:
@@ -88,8 +111,7 @@ def token_flops(spec: Spec, context: int) -> int:
     model = as_memory_model(spec)
     if context < 0:
         raise ValueError(f"context must be >= 0, got {context}")
-    windowed = model.n_window_layers
-    attended = (model.n_layers - windowed) * context + windowed * min(context, model.sliding_window or context)
+    attended = sum(group.layers * group.kept(context) for group in model.layer_groups)
     per_position = 2 * model.n_heads * ((model.qk_head_dim or model.head_dim) + model.head_dim)
     return 2 * ((model.active_params or model.n_params) - model.unmultiplied_params) + per_position * attended
 

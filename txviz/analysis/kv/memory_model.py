@@ -6,7 +6,8 @@ read by ``txviz.geometry``) and the published presets (``preset``; the data in
 
 Per token and layer the cache keeps K and V for every KV head (MHA: one per query head; GQA: one per
 group; MQA: one), or, with DeepSeek's multi-head latent attention (MLA), one compressed latent plus
-one small RoPE key shared by all heads (DeepSeek-AI 2024).
+one small RoPE key shared by all heads (DeepSeek-AI 2024). Layers differ in how many tokens they keep
+and whether they keep K and V at all (``layer_groups``, txviz.analysis.kv.layer_groups).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from txviz.analysis.kv.layer_groups import LayerGroup, groups_of_geometry, groups_of_windows
 from txviz.analysis.kv.presets import PRESETS
 from txviz.config import ModelConfig
 from txviz.model.counts import count_active_params, count_params
@@ -28,7 +30,9 @@ class MemoryModel:
 
     For MLA, ``kv_heads``·``head_dim`` describe attention after the latent is expanded (informative
     only); the cache holds ``latent_dim + rope_dim`` elements per token and layer. ``window_layers``:
-    how many layers use ``sliding_window`` (None: all of them).
+    how many layers use ``sliding_window`` (None: all of them). ``layer_groups``: the layers by what they
+    keep; given, they set ``sliding_window`` (the narrowest window) and ``window_layers``, else they are
+    derived from those two.
     """
 
     name: str
@@ -55,6 +59,8 @@ class MemoryModel:
     kv_bias: bool = False  # K and V projections carry biases
     param_groups: tuple[tuple[str, int], ...] = ()  # per txviz.geometry.params.GROUPS (configs only)
     weight_format: object = None  # the published quantization (txviz.geometry.quantization.WeightFormat)
+    layer_groups: tuple[LayerGroup, ...] = ()
+    ignored: tuple[str, ...] = ()  # config keys no reader understood, as warnings (txviz.geometry.unread)
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
@@ -77,6 +83,28 @@ class MemoryModel:
             object.__setattr__(self, "d_model", self.n_heads * self.head_dim)
         if not self.ffn_width:
             object.__setattr__(self, "ffn_width", 4 * self.d_model)
+        self._settle_groups()
+
+    def _settle_groups(self) -> None:
+        if not self.layer_groups:
+            object.__setattr__(self, "layer_groups",
+                               groups_of_windows(self.n_layers, self.sliding_window, self.window_layers or 0))
+            return
+        if sum(group.layers for group in self.layer_groups) != self.n_layers:
+            raise ValueError(f"layer_groups must hold the {self.n_layers} layers")
+        windowed = [g for g in self.layer_groups if g.caches_kv and g.window is not None]
+        object.__setattr__(self, "sliding_window", min(g.window for g in windowed) if windowed else None)
+        object.__setattr__(self, "window_layers", sum(g.layers for g in windowed) if windowed else None)
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep K and V (all but linear-attention and state-space layers)."""
+        return sum(group.layers for group in self.layer_groups if group.caches_kv)
+
+    @property
+    def state_elements_per_sequence(self) -> int:
+        """Fixed state of the layers that keep no K and V, per sequence."""
+        return sum(group.layers * group.state_elements for group in self.layer_groups)
 
     @property
     def kind(self) -> Kind:
@@ -110,17 +138,14 @@ class MemoryModel:
 
     @classmethod
     def from_geometry(cls, geometry, name: str, source: str) -> "MemoryModel":
-        """A config's geometry (txviz.geometry) in the calculator's terms: one KV width and one window
-        width for all layers, which every family read there has."""
-        widths = geometry.window_sizes
-        if len(set(geometry.kv_heads)) > 1 or len(set(geometry.head_dims)) > 1 or len(widths) > 1:
-            raise ValueError(f"{name}: layers differ in KV heads, head size or window width, which the "
-                             "calculator does not model")
+        """A config's geometry (txviz.geometry) in the calculator's terms: one KV width for all layers, which
+        every family read there has; layers grouped by what they keep."""
+        if len(set(geometry.kv_heads)) > 1 or len(set(geometry.head_dims)) > 1:
+            raise ValueError(f"{name}: layers differ in KV heads or head size, which the calculator does not model")
         return cls(name=name, n_layers=geometry.n_layers, n_heads=geometry.n_heads, kv_heads=geometry.kv_heads[0],
                    head_dim=geometry.head_dims[0], n_params=geometry.n_params,
                    latent_dim=geometry.latent_dim, rope_dim=geometry.rope_dim,
-                   sliding_window=min(widths) if widths else None,
-                   window_layers=sum(w is not None for w in geometry.windows) if widths else None,
+                   layer_groups=groups_of_geometry(geometry), ignored=geometry.ignored,
                    active_params=geometry.active_params, max_context=geometry.max_context, source=source,
                    d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
                    unmultiplied_params=geometry.unmultiplied_params, qk_head_dim=geometry.qk_head_dim,
@@ -200,8 +225,8 @@ def with_kv_heads(model: MemoryModel, kv_heads: int, name: str) -> MemoryModel:
     each, per layer, and their biases) that many heads need: parameters, weight bytes, FLOPs and
     activations all follow, not only the cache."""
     extra = kv_heads - model.kv_heads
-    weights = model.n_layers * 2 * model.d_model * model.head_dim * extra
-    biases = model.n_layers * 2 * model.head_dim * extra if model.kv_bias else 0
+    weights = model.kv_layers * 2 * model.d_model * model.head_dim * extra  # only layers that keep K and V
+    biases = model.kv_layers * 2 * model.head_dim * extra if model.kv_bias else 0
     groups = dict(model.param_groups)
     if groups:
         groups["attention"] += weights

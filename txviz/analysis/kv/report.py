@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from txviz.analysis.kv import memory
 from txviz.analysis.kv.fit import ContextFit, Fit, fit, max_context
+from txviz.analysis.kv.layer_figures import group_figures
 from txviz.analysis.kv.memory_model import MemoryModel, kind_variants
 
 UNKNOWN_CONTEXT = 131072  # the longest length charted when a model does not say what it was built for
@@ -66,6 +67,8 @@ class MemoryReport:
                   "n_params": model.n_params, "active_params": model.active_params,
                   "n_experts": model.n_experts, "experts_per_token": model.experts_per_token,
                   "sliding_window": model.sliding_window, "window_layers": model.window_layers,
+                  "layer_groups": group_figures(model, self.tokens, self.batch, self.kv_dtype),
+                  "state_bytes_per_sequence": memory.state_bytes(model, 1, self.kv_dtype),
                   "seq": self.tokens, "batch": self.batch, "kv_dtype": self.kv_dtype,
                   "weight_dtype": self.weight_dtype,
                   "weight_format": None if model.weight_format is None else {

@@ -1,0 +1,129 @@
+"""Hybrid decoders whose layers mostly keep no K and V (after transformers' modules for each):
+
+- Jamba (AI21 2024): attention on every ``attn_layer_period``-th layer from ``attn_layer_offset``, Mamba
+  elsewhere; experts on every ``expert_layer_period``-th layer from ``expert_layer_offset``. A Mamba layer's
+  state per sequence: a convolution window of ``mamba_d_conv`` columns and an SSM state of ``mamba_d_state``,
+  each over ``mamba_expand`` × hidden channels (transformers' cache keeps the kernel's whole width).
+- Qwen3-Next: ``layer_types`` (else every ``full_attention_interval``-th layer) of gated attention (its
+  query projection doubles as an output gate; RMSNorms on q and k) and gated DeltaNet linear attention,
+  whose state per sequence is a recurrent matrix of ``linear_key_head_dim`` × ``linear_value_head_dim`` per
+  value head, plus a convolution window over the q, k and v channels; MoE as Qwen2-MoE (a gated shared
+  expert) on every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``.
+
+The state does not grow with the context: the calculator adds it once per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+
+from txviz.geometry import params
+from txviz.geometry.decoder import Moe, read_moe
+from txviz.geometry.families import Traits
+from txviz.geometry.fields import Fields, GeometryError, architectures
+from txviz.geometry.geometry import FULL, Geometry
+from txviz.geometry.shape import read_shape
+from txviz.geometry.windows import layer_types
+
+
+def _mamba(f: Fields, d: int) -> tuple[int, int, int]:
+    """(a Mamba mixer's parameters, its biases and norm weights, its state elements per sequence)."""
+    inner = f.count("mamba_expand", default=2) * d
+    d_state, d_conv = f.count("mamba_d_state", default=16), f.count("mamba_d_conv", default=4)
+    rank = f.raw.get("mamba_dt_rank", "auto")
+    rank = math.ceil(d / 16) if rank == "auto" else f.count("mamba_dt_rank")
+    conv_bias, proj_bias = f.flag("mamba_conv_bias", True), f.flag("mamba_proj_bias", False)
+    matrices = (params.linear(d, 2 * inner) + inner * d_conv + params.linear(inner, rank + 2 * d_state)
+                + params.linear(rank, inner) + params.linear(inner, d))
+    small = (inner * d_state + inner  # A_log, D
+             + (2 * inner + d) * proj_bias + inner * conv_bias + inner  # in/out biases, conv and dt biases
+             + rank + 2 * d_state)  # the dt, B and C RMSNorms
+    return matrices, small, inner * (d_conv + d_state)
+
+
+def _deltanet(f: Fields, d: int) -> tuple[int, int, int]:
+    """(a gated DeltaNet's parameters, its small ones, its state elements per sequence)."""
+    k_heads, v_heads = f.count("linear_num_key_heads"), f.count("linear_num_value_heads")
+    k_dim, v_dim = f.count("linear_key_head_dim"), f.count("linear_value_head_dim")
+    kernel = f.count("linear_conv_kernel_dim", default=4)
+    keys, values = k_heads * k_dim, v_heads * v_dim
+    conv = 2 * keys + values
+    matrices = params.linear(d, 2 * keys + 2 * values) + params.linear(d, 2 * v_heads) + conv * kernel \
+        + params.linear(values, d)
+    small = 2 * v_heads + v_dim  # dt_bias, A_log, the gated RMSNorm
+    return matrices, small, v_heads * k_dim * v_dim + conv * kernel
+
+
+def _jamba_layers(f: Fields, n: int) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    period, offset = f.count("attn_layer_period", default=8), f.count("attn_layer_offset", default=4, minimum=0)
+    e_period, e_offset = f.count("expert_layer_period", default=2), f.count("expert_layer_offset", default=1,
+                                                                            minimum=0)
+    if offset >= period or e_offset >= e_period:
+        raise GeometryError("config.json: attn_layer_offset and expert_layer_offset must be below their periods")
+    types = tuple(FULL if i % period == offset else "mamba" for i in range(n))
+    return types, tuple(i % e_period == e_offset for i in range(n))
+
+
+def _qwen3_next_types(f: Fields, n: int) -> tuple[str, ...]:
+    if f.raw.get("layer_types") is not None:
+        return layer_types(f, "none", n)
+    interval = f.count("full_attention_interval", default=4)
+    return tuple(FULL if (i + 1) % interval == 0 else "linear_attention" for i in range(n))
+
+
+def read_hybrid(f: Fields, model_type: str) -> Geometry:
+    shape = read_shape(f, model_type, False)
+    n, d = shape.n_layers, shape.d_model
+    if model_type == "jamba":
+        types, expert_layers = _jamba_layers(f, n)
+        moe = Moe(expert_layers, f.count("num_experts"), f.count("num_experts_per_tok"),
+                  f.count("intermediate_size")) if f.count("num_experts", default=1) > 1 else None
+        mixer, mixer_small, state = _mamba(f, d)
+        gate, qk_norms = 1, 0
+    else:
+        f.raw.get("use_sliding_window")  # Qwen3NextConfig has no windows: transformers reads no such key
+        types = _qwen3_next_types(f, n)
+        moe = read_moe(f, Traits(moe="qwen_moe"), n)
+        mixer, mixer_small, state = _deltanet(f, d)
+        gate, qk_norms = 2, 2 * shape.head_dim  # the query projection's gate half; q and k RMSNorms
+    dense = f.count("intermediate_size", default=0 if moe and all(moe.layers) else None)
+    f.check()
+    bias = f.flag("attention_bias", False)
+    q, kv = shape.n_heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    attention = params.linear(d, gate * q, bias) + 2 * params.linear(d, kv, bias) + params.linear(q, d, bias)
+    attention_biases = (gate * q + 2 * kv + d) * bias
+    tally = params.Tally()
+    tally.add(shape.vocab_size * d, "embeddings", multiplied=shape.tied)
+    widths = []
+    for layer, kind in enumerate(types):
+        tally.add(2 * d, "small", multiplied=False)  # the two RMSNorms around the mixer and the FFN
+        if kind == FULL:
+            tally.add(attention - attention_biases, "attention")
+            tally.add(attention_biases + qk_norms, "small", multiplied=False)
+        else:
+            tally.add(mixer, "attention")
+            tally.add(mixer_small, "small", multiplied=False)
+        if moe is not None and moe.layers[layer]:
+            tally.add(params.linear(d, moe.n_experts), "router")
+            tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=True, bias=False), moe.used)
+            if moe.shared_width:
+                tally.add(params.mlp(d, moe.shared_width, gated=True, bias=False), "mlp")
+                tally.add(params.linear(d, 1), "router")
+            widths.append(moe.used * moe.width + moe.shared_width)
+        else:
+            tally.add(params.mlp(d, dense, gated=True, bias=False), "mlp")
+            widths.append(dense)
+    tally.add(d, "small", multiplied=False)
+    tally.add(0 if shape.tied else d * shape.vocab_size, "embeddings")
+    mtp = f.raw.get("mtp_num_hidden_layers") or f.raw.get("num_nextn_predict_layers")
+    return Geometry(
+        model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n, d_model=d,
+        vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
+        head_dims=(shape.head_dim,) * n, windows=(None,) * n, layer_types=types,
+        state_elements=tuple(0 if t == FULL else state for t in types),
+        n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
+        ffn_width=max(widths), tied_embeddings=shape.tied, max_context=shape.max_context,
+        n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
+        shared_experts=int(bool(moe and moe.shared_width)), moe_layers=sum(moe.layers) if moe else 0,
+        kv_bias=bias, param_groups=tuple(tally.groups.items()),
+        notes=("multi-token-prediction layers not counted",) if mtp else ())
