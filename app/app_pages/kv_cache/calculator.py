@@ -8,6 +8,7 @@ import streamlit as st
 from app.app_pages.kv_cache.model_choice import PRESET, describe, model_choice
 from app.figures import calculator_charts
 from app.ui import state
+from app.ui.config_notes import config_warnings, layer_table
 from app.ui.widgets import byte_size, counted, plain
 from txviz.analysis.kv import memory, memory_model, presets
 from txviz.analysis.kv.fit import chosen_kind
@@ -29,8 +30,7 @@ def draw() -> None:
         return
     spec, identity = chosen
     st.caption(describe(spec))
-    if spec.assumptions:
-        st.warning("Read by txviz's generic rule, which assumed: " + plain("; ".join(spec.assumptions)) + ".")
+    config_warnings(spec)
     settings, gpu_gib = serving_settings(spec, identity)
     if settings["weight_dtype"] == memory.PUBLISHED:
         st.info(plain(spec.weight_format.assumption))
@@ -87,11 +87,17 @@ def kv_rates(column, report: MemoryReport, kind: str) -> None:
     selected = report.model
     column.metric(f"KV bytes per token ({kind})", byte_size(report.kv_bytes_per_token))
     if selected.n_window_layers:
-        growing = selected.n_layers - selected.n_window_layers
-        column.metric(f"Past {selected.sliding_window:,} tokens, per token",
+        growing = sum(group.layers for group in selected.layer_groups if group.grows)
+        widest = max(group.window for group in selected.layer_groups if group.caches_kv and group.window)
+        column.metric(f"Past {widest:,} tokens, per token",
                       byte_size(report.kv_bytes_per_token_past_windows),
                       help=f"Once every window is full, only the {counted(growing, 'layer')} of {selected.n_layers} "
                            "without one keep growing.")
+    state_bytes = memory.state_bytes(selected, 1, report.kv_dtype)
+    if state_bytes:
+        column.metric("Fixed state per sequence", byte_size(state_bytes),
+                      help="Linear-attention and state-space layers keep no K and V but a state of this size per "
+                           "sequence, whatever the context.")
 
 
 def what_if(spec: memory_model.MemoryModel, selected: memory_model.MemoryModel, kind: str) -> None:
@@ -118,6 +124,7 @@ def bill_numbers(selected: memory_model.MemoryModel, kind: str, settings: dict, 
                    f"in {gpu_gib:g} GiB: a smaller weight dtype, a bigger GPU, or several GPUs.")
     c.metric(f"Total at {at:,} tokens", f"{total.total / memory.GIB:,.2f} GiB",
              delta=f"{summary.free_gib:+,.2f} GiB free", delta_color="normal")
+    layer_table(selected, at, settings["batch"], settings["kv_dtype"])
     flops = report.flops_per_token
     st.caption(f"A token at position {at:,} takes {flops / 1e9:,.2f} GFLOPs (2 per weight it multiplies, plus "
                f"attention over the positions each layer keeps). "

@@ -11,8 +11,9 @@ from txviz.analysis.kv import memory_model, presets
 from txviz.loading.errors import ModelLoadError
 
 PRESET, UPLOAD = "Preset", "Your config.json"
-FAMILIES = ("Llama, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Gemma 1–3, Phi, Phi-3, Falcon, GPT-2, GPT-NeoX, "
-            "GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, DeepSeek-V2/V3 (MLA)")
+FAMILIES = ("Llama, Llama 4, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Qwen3-Next, Gemma 1–3, Phi, Phi-3, Falcon, "
+            "GPT-2, GPT-NeoX, GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, Command R7B, SmolLM3, gpt-oss, "
+            "Jamba, DeepSeek-V2/V3 and Kimi K2 (MLA)")
 PRESET_BY_NAME = {fields["name"]: key for key, fields in presets.PRESETS.items()}  # the box shows names
 
 
@@ -40,12 +41,22 @@ def model_choice() -> tuple[memory_model.MemoryModel, str] | None:
         return None
 
 
+def _layers(spec: memory_model.MemoryModel) -> str:
+    """The layers' kinds: each group where some keep chunks or no K/V or apply no positions, else the window."""
+    windows_only = {group.kind for group in spec.layer_groups} <= {"sliding_attention", "full_attention"} \
+        and not any(group.positionless for group in spec.layer_groups)
+    if not windows_only:
+        return ", layers: " + " + ".join(group.label + (f" (window {group.window:,})" if group.window else "")
+                                         for group in spec.layer_groups)
+    if spec.sliding_window:
+        return (f", sliding window {spec.sliding_window}" + ("" if spec.window_layers == spec.n_layers else
+                                                             f" on {spec.window_layers} of {spec.n_layers} layers"))
+    return ""
+
+
 def describe(spec: memory_model.MemoryModel) -> str:
     """One line on what sets the model's memory: kind, heads, windows, MLA latent, experts, source."""
-    windows = ""
-    if spec.sliding_window:
-        windows = (f", sliding window {spec.sliding_window}" + ("" if spec.window_layers == spec.n_layers else
-                                                                f" on {spec.window_layers} of {spec.n_layers} layers"))
+    windows = _layers(spec)
     latent = (f", MLA: a {spec.latent_dim}-wide latent + a {spec.rope_dim}-wide RoPE key cached per token and layer"
               if spec.latent_dim else "")
     experts = (f", {spec.n_experts} experts, {spec.experts_per_token} per token ({spec.n_params / 1e9:,.1f} B "

@@ -10,8 +10,10 @@ from app.app_pages.tradeoffs.real_kinds import real_and_zoo
 from app.app_pages.tradeoffs.view import TradeoffsView
 from app.app_pages.tradeoffs.zoo_findings import loss_noise, zoo_table
 from app.figures import tradeoff_charts
+from app.ui.config_notes import config_warnings, layer_table
 from app.ui.widgets import counted, limit_text, plain
 from txviz.analysis.kv.memory_model import MemoryModel
+from txviz.analysis.kv.report import UNKNOWN_CONTEXT
 from txviz.analysis.tradeoffs import tables
 from txviz.analysis.tradeoffs import noise, zoo_results
 
@@ -64,12 +66,12 @@ def any_config() -> None:
     except ValueError as error:
         st.error(f"Could not read {plain(upload.name)}: {plain(error)}")  # names and values from the upload
         return
-    for assumption in model.assumptions:
-        st.warning(plain(assumption))
+    config_warnings(model)
     st.caption(f"**{plain(model.name)}**: {plain(model.kind)}, {counted(model.n_heads, 'query head')} and "
                f"{counted(model.kv_heads, 'KV head')} of {model.head_dim} on {counted(model.n_layers, 'layer')}.")
     try:
         st.dataframe(tables.attention_kind_rows(model, "bf16"), hide_index=True)
     except ValueError as error:  # MLA caches a latent: no per-head kinds to toggle
         st.info(f"{plain(error)}: it keeps {model.latent_dim + model.rope_dim} numbers per token and layer.")
+    layer_table(model, model.max_context or UNKNOWN_CONTEXT)
 

@@ -56,3 +56,18 @@ def test_an_uploaded_name_and_its_warnings_are_shown_as_written_not_as_markdown(
     for markdown in [line, *(w.value for w in at.warning)]:
         rendered = MarkdownIt("commonmark").render(markdown)
         assert "<a " not in rendered and "<img" not in rendered and rendered.count("<strong>") <= 1, rendered
+
+
+def test_unread_keys_and_each_kind_of_layer_are_shown_and_follow_the_upload():
+    at = upload(kinds_tab(), {**pub.JAMBA_1_5_MINI, "mamba_n_groups": 8})
+    no_errors(at)
+    warnings = [w.value for w in at.warning if "leave out" in w.value]
+    assert len(warnings) == 1 and plain("`mamba_n_groups` ignored") in warnings[0]
+    layers = {row["type"]: row for d in at.dataframe if "what they keep" in d.value.columns
+              for _, row in d.value.iterrows()}
+    assert layers["mamba"]["fixed state bytes/sequence"] == 28 * 8192 * (4 + 16) * 2
+    assert layers["full_attention"]["KV bytes/token (bf16)"] == 4 * 2 * 8 * 128 * 2
+    assert kinds_table(at)["GQA"] == (8, 4 * 2 * 8 * 128 * 2)  # only the attention layers keep K and V
+    at = upload(at, pub.JAMBA_1_5_MINI)
+    no_errors(at)
+    assert not [w.value for w in at.warning if "leave out" in w.value]
