@@ -24,10 +24,11 @@ def config_warnings(model: MemoryModel) -> None:
 
 def layer_rows(model: MemoryModel, tokens: int, batch: int, kv_dtype: str) -> list[dict]:
     """One row per kind of layer, bytes as numbers and what they keep in words."""
-    return [{"layers": row["layers"], "type": row["layer_type"], "window or chunk": row["window"],
+    return [{"what they keep": row["summary"], "layers": row["layers"], "type": row["layer_type"],
+             "window or chunk": row["window"],
              "without positions": row["without_positions"], f"KV bytes/token ({kv_dtype})": row["kv_bytes_per_token"],
              f"bytes at {tokens:,} tokens": row["bytes_at_tokens"],
-             "fixed state bytes/sequence": row["state_bytes_per_sequence"], "what they keep": row["summary"]}
+             "fixed state bytes/sequence": row["state_bytes_per_sequence"]}
             for row in group_figures(model, tokens, batch, kv_dtype)]
 
 
@@ -35,4 +36,7 @@ def layer_table(model: MemoryModel, tokens: int, batch: int = 1, kv_dtype: str =
     """The table, only where the layers differ in what they keep or in positions."""
     if differs(model):
         st.markdown(f"**What each kind of layer keeps** (batch {batch:,}, at {tokens:,} tokens)")
-        st.dataframe(layer_rows(model, tokens, batch, kv_dtype), hide_index=True)
+        rows = layer_rows(model, tokens, batch, kv_dtype)
+        numbers = {column: st.column_config.NumberColumn(format="localized") for column in rows[0]
+                   if column not in ("what they keep", "type")}  # 1,207,959,552 rather than 1207959552
+        st.dataframe(rows, hide_index=True, column_config=numbers)

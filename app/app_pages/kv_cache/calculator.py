@@ -13,6 +13,7 @@ from app.ui.widgets import byte_size, counted, plain
 from txviz.analysis.kv import memory, memory_model, presets
 from txviz.analysis.kv.fit import chosen_kind
 from txviz.analysis.kv.report import MemoryReport, charted_lengths, memory_report
+from txviz.limits import format_bytes
 
 WHOLE = "whole prompt"
 DEFAULTS = {"mem_source": PRESET, "mem_preset": presets.PRESETS["llama-3-8b"]["name"],
@@ -95,7 +96,7 @@ def kv_rates(column, report: MemoryReport, kind: str) -> None:
                            "without one keep growing.")
     state_bytes = memory.state_bytes(selected, 1, report.kv_dtype)
     if state_bytes:
-        column.metric("Fixed state per sequence", byte_size(state_bytes),
+        column.metric("Fixed state per sequence", format_bytes(state_bytes),
                       help="Linear-attention and state-space layers keep no K and V but a state of this size per "
                            "sequence, whatever the context.")
 

@@ -68,7 +68,8 @@ def any_config() -> None:
         return
     config_warnings(model)
     st.caption(f"**{plain(model.name)}**: {plain(model.kind)}, {counted(model.n_heads, 'query head')} and "
-               f"{counted(model.kv_heads, 'KV head')} of {model.head_dim} on {counted(model.n_layers, 'layer')}.")
+               f"{counted(model.kv_heads, 'KV head')} of {model.head_dim} on {counted(model.n_layers, 'layer')}"
+               + (f", of which {model.kv_layers} keep K and V." if model.kv_layers != model.n_layers else "."))
     try:
         st.dataframe(tables.attention_kind_rows(model, "bf16"), hide_index=True)
     except ValueError as error:  # MLA caches a latent: no per-head kinds to toggle

@@ -72,6 +72,6 @@ def test_jamba_shows_its_fixed_state_and_the_table_goes_with_a_uniform_model():
     at = upload(calculator(), pub.JAMBA_1_5_MINI)
     state = 28 * 8192 * (4 + 16) * BF16
     assert layer_table(at)["mamba"]["fixed state bytes/sequence"] == state
-    assert {m.label: m.value for m in at.metric}["Fixed state per sequence"] == f"{state / 1024:,.1f} KiB"
+    assert {m.label: m.value for m in at.metric}["Fixed state per sequence"] == f"{state / 2**20:.1f} MiB"
     at = upload(at, hf.LLAMA_3_8B)
     assert layer_table(at) == {} and "Fixed state per sequence" not in {m.label for m in at.metric}

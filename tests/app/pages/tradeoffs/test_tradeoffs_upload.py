@@ -68,6 +68,7 @@ def test_unread_keys_and_each_kind_of_layer_are_shown_and_follow_the_upload():
     assert layers["mamba"]["fixed state bytes/sequence"] == 28 * 8192 * (4 + 16) * 2
     assert layers["full_attention"]["KV bytes/token (bf16)"] == 4 * 2 * 8 * 128 * 2
     assert kinds_table(at)["GQA"] == (8, 4 * 2 * 8 * 128 * 2)  # only the attention layers keep K and V
+    assert any("on 32 layers, of which 4 keep K and V." in c.value for c in at.caption)
     at = upload(at, pub.JAMBA_1_5_MINI)
     no_errors(at)
     assert not [w.value for w in at.warning if "leave out" in w.value]
