@@ -14,11 +14,12 @@ CONFIG_OF_PRESET = {
     "gpt2": hf.GPT2_SMALL, "smollm2-135m": hf.SMOLLM2_135M, "llama-2-7b": hf.LLAMA_2_7B, "llama-3-8b": hf.LLAMA_3_8B,
     "mistral-7b-v0.1": hf.MISTRAL_7B_V01, "mixtral-8x7b": hf.MIXTRAL_8X7B, "qwen2.5-7b": hf.QWEN2_7B,
     "gemma-2-9b": pub.GEMMA_2_9B, "falcon-7b": pub.FALCON_7B, "deepseek-v3": pub.DEEPSEEK_V3_FP8,
-    "gemma-3-270m": pub.GEMMA_3_270M, "qwen3-30b-a3b": pub.QWEN3_30B_A3B,
+    "gemma-3-270m": pub.GEMMA_3_270M, "qwen3-30b-a3b": pub.QWEN3_30B_A3B, "llama-4-scout": pub.LLAMA_4_SCOUT,
+    "jamba-1.5-mini": pub.JAMBA_1_5_MINI, "qwen3-next-80b-a3b": pub.QWEN3_NEXT_80B,
 }
 FIELDS = ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params", "latent_dim", "rope_dim", "sliding_window",
           "window_layers", "max_context", "d_model", "ffn_width", "vocab_size", "unmultiplied_params", "qk_head_dim",
-          "n_experts", "experts_per_token", "kind", "kv_bias")
+          "n_experts", "experts_per_token", "kind", "kv_bias", "layer_groups")
 
 
 @pytest.mark.parametrize("key", sorted(CONFIG_OF_PRESET))

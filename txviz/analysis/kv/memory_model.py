@@ -194,6 +194,7 @@ def preset(name: str) -> MemoryModel:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}")
     fields = dict(PRESETS[name])
+    fields["layer_groups"] = tuple(LayerGroup(*group) for group in fields.get("layer_groups", ()))
     published = fields.pop("quantization_config", None)
     if published is not None:
         from txviz.geometry.quantization import read_quantization

@@ -18,6 +18,9 @@ activation estimate; for a MoE ``ffn_width`` is what one token runs through: Mix
 
 Fields are those of ``txviz.analysis.kv.memory_model.MemoryModel``: KV cache per token per layer is
 2 · kv_heads · head_dim elements, or latent_dim + rope_dim for multi-head latent attention (MLA).
+``layer_groups`` lists (layer type, layers, window or chunk, state elements per sequence, layers without
+positions) where the layers differ in more than a sliding window: Llama 4's chunked and NoPE layers,
+Jamba's Mamba layers and Qwen3-Next's gated DeltaNet, which keep a fixed state instead of K and V.
 """
 
 from __future__ import annotations
@@ -144,6 +147,41 @@ PRESETS: dict[str, dict] = {
         n_params=30_532_122_624, active_params=3_353_032_704, max_context=40960,
         source="Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads, 4 KV heads, head_dim 128, "
                "128 experts of 768, 8 per token, context 40960 (Qwen Team 2025, '30.5B total, 3.3B activated'); GQA"),
+    "llama-4-scout": dict(
+        name="Llama 4 Scout (17B active, 16 experts)", n_layers=48, n_heads=40, kv_heads=8, head_dim=128,
+        d_model=5120, ffn_width=2 * 8192, vocab_size=202048, n_experts=16, experts_per_token=1,
+        layer_groups=(("chunked_attention", 36, 8192, 0, 0), ("full_attention", 12, None, 0, 12)),
+        unmultiplied_params=202048 * 5120 + 48 * 2 * 5120 + 5120,
+        n_params=2 * 202048 * 5120 + 5120 + 48 * (2 * 5120 + 5120 * 7168 + 5120 * 5120 + 5120 * 16
+                                                  + 16 * 3 * 5120 * 8192 + 3 * 5120 * 8192),
+        active_params=2 * 202048 * 5120 + 5120 + 48 * (2 * 5120 + 5120 * 7168 + 5120 * 5120 + 5120 * 16
+                                                       + 3 * 5120 * 8192 + 3 * 5120 * 8192),
+        max_context=262144,
+        source="meta-llama/Llama-4-Scout-17B-16E config.json (text_config): 48 layers, hidden 5120, 40 heads, "
+               "8 KV heads, attention_chunk_size 8192 on the 36 RoPE layers, every 4th layer global without "
+               "positions (no_rope_layers), 16 experts of 8192 + a shared one on every layer; the text model, "
+               "107.8B of the '109B total'; GQA"),
+    "jamba-1.5-mini": dict(
+        name="Jamba 1.5 Mini (Mamba + attention)", n_layers=32, n_heads=32, kv_heads=8, head_dim=128,
+        d_model=4096, ffn_width=2 * 14336, vocab_size=65536, n_experts=16, experts_per_token=2,
+        layer_groups=(("mamba", 28, None, 8192 * (4 + 16), 0), ("full_attention", 4, None, 0, 0)),
+        unmultiplied_params=65536 * 4096 + 64 * 4096 + 4096 + 28 * (8192 * 16 + 3 * 8192 + 256 + 2 * 16),
+        n_params=51_570_323_328, active_params=12_110_311_296, max_context=262144,
+        source="ai21labs/AI21-Jamba-1.5-Mini config.json: 32 layers, hidden 4096, attention on every 8th layer "
+               "from the 5th (attn_layer_period 8, offset 4) with 8 KV heads, Mamba elsewhere (mamba_expand 2, "
+               "d_state 16, d_conv 4: a fixed state per sequence), 16 experts, 2 per token on every other "
+               "layer (AI21 2024, '52B total, 12B active'); parameters summed in tests/geometry; GQA"),
+    "qwen3-next-80b-a3b": dict(
+        name="Qwen3-Next 80B-A3B (gated DeltaNet + attention)", n_layers=48, n_heads=16, kv_heads=2, head_dim=256,
+        d_model=2048, ffn_width=10 * 512 + 512, vocab_size=151936, n_experts=512, experts_per_token=10,
+        layer_groups=(("linear_attention", 36, None, 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 4, 0),
+                      ("full_attention", 12, None, 0, 0)),
+        unmultiplied_params=151936 * 2048 + 96 * 2048 + 2048 + 12 * 512 + 36 * (64 + 128),
+        n_params=79_674_391_296, active_params=3_874_929_408, max_context=262144,
+        source="Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, hidden 2048, gated attention (16 heads, "
+               "2 KV heads of 256) on every 4th layer, gated DeltaNet (linear_num_value_heads 32 of 128) on the "
+               "others: a fixed state per sequence; 512 experts of 512, 10 per token, and a shared one "
+               "(Qwen Team 2025, '80B total, 3B activated'); parameters summed in tests/geometry; GQA"),
 }
 
 # One well-known model per kind, for charts that compare kinds.
