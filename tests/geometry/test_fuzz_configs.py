@@ -24,7 +24,10 @@ KEYS = ["hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden
         "n_layer", "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
         "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "first_k_dense_replace", "model_type", "architectures",
         "tie_word_embeddings", "text_config", "attn_config", "multi_query", "new_decoder_architecture",
-        "expansion_ratio", "use_sliding_window", "max_window_layers", "mlp_only_layers", "d_model", "n_heads"]
+        "expansion_ratio", "use_sliding_window", "max_window_layers", "mlp_only_layers", "d_model", "n_heads",
+        "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "moe_layers", "interleave_moe_layer_step",
+        "sliding_window_pattern", "attn_layer_period", "attn_layer_offset", "expert_layer_period", "mamba_d_state",
+        "mamba_dt_rank", "mamba_expand", "linear_num_value_heads", "linear_conv_kernel_dim", "full_attention_interval"]
 
 
 @settings(max_examples=200, derandomize=True, database=None, deadline=None)

@@ -25,7 +25,9 @@ PAST = [(hf.LLAMA_3_8B, "num_hidden_layers", "n_layers"), (hf.LLAMA_3_8B, "hidde
         (hf.MISTRAL_7B_V01, "sliding_window", "max_seq_len"), (hf.MIXTRAL_8X7B, "num_local_experts", "n_experts"),
         (hf.MIXTRAL_8X7B, "num_experts_per_tok", "top_k"), (pub.DEEPSEEK_V3, "n_routed_experts", "n_experts"),
         (pub.DEEPSEEK_V3, "kv_lora_rank", "d_model"), (pub.QWEN3_30B_A3B, "moe_intermediate_size", "ffn_hidden"),
-        (pub.GPT_J_6B, "n_layer", "n_layers")]
+        (pub.GPT_J_6B, "n_layer", "n_layers"), (pub.JAMBA_1_5_MINI, "attn_layer_period", "n_layers"),
+        (pub.LLAMA_4_SCOUT["text_config"], "attention_chunk_size", "max_seq_len"),
+        (pub.QWEN3_NEXT_80B, "linear_num_value_heads", "n_heads")]
 
 
 @pytest.mark.parametrize("config,field,bound", PAST, ids=[f"{c.get('model_type')}-{f}" for c, f, _ in PAST])

@@ -27,6 +27,12 @@ BOUNDED_AS: dict[str, str] = {
     "vocab_size": "vocab_size", "max_position_embeddings": "max_seq_len", "sliding_window": "max_seq_len",
     "num_experts": "n_experts", "num_local_experts": "n_experts", "n_routed_experts": "n_experts",
     "n_shared_experts": "n_experts", "num_experts_per_tok": "top_k",
+    # the 2025 layouts: periods and intervals of layers, a chunk of tokens, linear attention's heads
+    "attn_layer_period": "n_layers", "attn_layer_offset": "n_layers", "expert_layer_period": "n_layers",
+    "expert_layer_offset": "n_layers", "full_attention_interval": "n_layers", "no_rope_layer_interval": "n_layers",
+    "interleave_moe_layer_step": "n_layers", "attention_chunk_size": "max_seq_len",
+    "linear_num_key_heads": "n_heads", "linear_num_value_heads": "n_heads", "linear_key_head_dim": "head_dim",
+    "linear_value_head_dim": "head_dim", "intermediate_size_mlp": "ffn_hidden",
 }
 
 

@@ -51,6 +51,9 @@ def test_the_warnings_name_each_unread_key_and_follow_the_upload():
     assert any(w.value.startswith("Read by txviz's generic rule") for w in at.warning)
     (warning,) = ignored_warnings(at)
     assert plain("`mamba_d_state` ignored") in warning
+    next(r for r in at.radio if r.key == "mem_source").set_value("Preset").run()  # a preset: nothing left unread
+    no_errors(at)
+    assert ignored_warnings(at) == [] and not any(w.value.startswith("Read by txviz's generic rule") for w in at.warning)
 
 
 def test_llama4_shows_its_chunked_and_global_layers_with_their_bytes():
