@@ -126,7 +126,7 @@ def _output(tally: params.Tally, traits: Traits, shape: Shape) -> None:
         tally.add(shape.vocab_size, "small", multiplied=False)
 
 
-def _ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: int, gated: bool,
+def add_ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_width: int, gated: bool,
          bias: bool, router_bias: bool = False) -> int:
     """Adds one layer's FFN; returns the hidden width a token runs through."""
     if moe is None or not moe.layers[layer]:
@@ -157,7 +157,7 @@ def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions
     for layer in range(shape.n_layers):
         tally.add(norms + sinks, "small", multiplied=False)
         tally.biased(*attention, "attention")
-        widths.append(_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias, traits.router_bias))
+        widths.append(add_ffn(tally, moe, layer, shape.d_model, width, traits.gated, mlp_bias, traits.router_bias))
     _output(tally, traits, shape)
     n = shape.n_layers
     types, windows = layer_windows(fields, traits.windows, n)

@@ -16,9 +16,10 @@ The state does not grow with the context: the calculator adds it once per sequen
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from txviz.geometry import params
-from txviz.geometry.decoder import Moe, read_moe
+from txviz.geometry.decoder import Moe, add_ffn, read_moe
 from txviz.geometry.families import Traits
 from txviz.geometry.fields import Fields, GeometryError, architectures
 from txviz.geometry.geometry import FULL, Geometry
@@ -71,56 +72,62 @@ def _qwen3_next_types(f: Fields, n: int) -> tuple[str, ...]:
     return tuple(FULL if (i + 1) % interval == 0 else "linear_attention" for i in range(n))
 
 
-def read_hybrid(f: Fields, model_type: str) -> Geometry:
-    shape = read_shape(f, model_type, False)
-    n, d = shape.n_layers, shape.d_model
+@dataclass(frozen=True)
+class Mixers:
+    """A hybrid's layer types and routed experts, its state-keeping mixer's parameters (matrices, small ones)
+    and state per sequence, and what its attention layers add: a gate as wide as the queries, q/k norms."""
+
+    types: tuple[str, ...]
+    moe: Moe | None
+    mixer: int
+    mixer_small: int
+    state: int
+    query_gate: bool
+    qk_norms: int
+
+
+def _mixers(f: Fields, model_type: str, n: int, d: int, head_dim: int) -> Mixers:
     if model_type == "jamba":
         types, expert_layers = _jamba_layers(f, n)
         moe = Moe(expert_layers, f.count("num_experts"), f.count("num_experts_per_tok"),
                   f.count("intermediate_size")) if f.count("num_experts", default=1) > 1 else None
-        mixer, mixer_small, state = _mamba(f, d)
-        gate, qk_norms = 1, 0
-    else:
-        f.raw.get("use_sliding_window")  # Qwen3NextConfig has no windows: transformers reads no such key
-        types = _qwen3_next_types(f, n)
-        moe = read_moe(f, Traits(moe="qwen_moe"), n)
-        mixer, mixer_small, state = _deltanet(f, d)
-        gate, qk_norms = 2, 2 * shape.head_dim  # the query projection's gate half; q and k RMSNorms
+        return Mixers(types, moe, *_mamba(f, d), query_gate=False, qk_norms=0)
+    f.raw.get("use_sliding_window")  # Qwen3NextConfig has no windows: transformers reads no such key
+    types, moe = _qwen3_next_types(f, n), read_moe(f, Traits(moe="qwen_moe"), n)
+    return Mixers(types, moe, *_deltanet(f, d), query_gate=True, qk_norms=2 * head_dim)
+
+
+def read_hybrid(f: Fields, model_type: str) -> Geometry:
+    shape = read_shape(f, model_type, False)
+    n, d = shape.n_layers, shape.d_model
+    parts = _mixers(f, model_type, n, d, shape.head_dim)
+    moe = parts.moe
     dense = f.count("intermediate_size", default=0 if moe and all(moe.layers) else None)
     f.check()
     bias = f.flag("attention_bias", False)
-    q, kv = shape.n_heads * shape.head_dim, shape.kv_heads * shape.head_dim
-    attention = params.linear(d, gate * q, bias) + 2 * params.linear(d, kv, bias) + params.linear(q, d, bias)
-    attention_biases = (gate * q + 2 * kv + d) * bias
+    gate = shape.n_heads * shape.head_dim if parts.query_gate else 0  # the query projection's second half
+    attention = [params.attention(d, shape.n_heads, shape.kv_heads, shape.head_dim, qkv_bias=b, out_bias=b)
+                 + params.linear(d, gate, b) for b in (bias, False)]
     tally = params.Tally()
     tally.add(shape.vocab_size * d, "embeddings", multiplied=shape.tied)
     widths = []
-    for layer, kind in enumerate(types):
+    for layer, kind in enumerate(parts.types):
         tally.add(2 * d, "small", multiplied=False)  # the two RMSNorms around the mixer and the FFN
         if kind == FULL:
-            tally.add(attention - attention_biases, "attention")
-            tally.add(attention_biases + qk_norms, "small", multiplied=False)
+            tally.biased(*attention, "attention")
+            tally.add(parts.qk_norms, "small", multiplied=False)
         else:
-            tally.add(mixer, "attention")
-            tally.add(mixer_small, "small", multiplied=False)
-        if moe is not None and moe.layers[layer]:
-            tally.add(params.linear(d, moe.n_experts), "router")
-            tally.experts(moe.n_experts, params.mlp(d, moe.width, gated=True, bias=False), moe.used)
-            if moe.shared_width:
-                tally.add(params.mlp(d, moe.shared_width, gated=True, bias=False), "mlp")
-                tally.add(params.linear(d, 1), "router")
-            widths.append(moe.used * moe.width + moe.shared_width)
-        else:
-            tally.add(params.mlp(d, dense, gated=True, bias=False), "mlp")
-            widths.append(dense)
+            tally.add(parts.mixer, "attention")
+            tally.add(parts.mixer_small, "small", multiplied=False)
+        widths.append(add_ffn(tally, moe, layer, d, dense, True, False))
     tally.add(d, "small", multiplied=False)
     tally.add(0 if shape.tied else d * shape.vocab_size, "embeddings")
     mtp = f.raw.get("mtp_num_hidden_layers") or f.raw.get("num_nextn_predict_layers")
     return Geometry(
         model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n, d_model=d,
         vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
-        head_dims=(shape.head_dim,) * n, windows=(None,) * n, layer_types=types,
-        state_elements=tuple(0 if t == FULL else state for t in types),
+        head_dims=(shape.head_dim,) * n, windows=(None,) * n, layer_types=parts.types,
+        state_elements=tuple(0 if t == FULL else parts.state for t in parts.types),
         n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
         ffn_width=max(widths), tied_embeddings=shape.tied, max_context=shape.max_context,
         n_experts=moe.n_experts if moe else 0, experts_per_token=moe.used if moe else 0,
