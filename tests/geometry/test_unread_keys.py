@@ -69,3 +69,14 @@ def test_the_warnings_reach_the_calculator_model_and_txviz_memory(tmp_path, caps
     out = json.loads(capsys.readouterr().out)
     assert out["warnings"] == list(model.ignored)
     assert [g["layer_type"] for g in out["layer_groups"]] == ["linear_attention", "full_attention"]
+    assert out["layer_kinds"] == [g["summary"] for g in out["layer_groups"]]  # the sentences, near the top
+    assert out["layer_kinds"][1] == "12 global layers grow by 24.0 KiB per token"
+
+
+def test_txviz_memory_keeps_what_the_reading_left_out_among_its_notes(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(pub.LLAMA_4_SCOUT))
+    assert cli.main(["memory", "--json", "--config", str(path), "--seq", "1000000"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[0] == "the vision tower is not counted: text model only"
+    assert "--seq 1,000,000 is longer than the 262,144 tokens the model was built for" in notes

@@ -79,4 +79,4 @@ def cmd_memory(args) -> dict:
                            prefill_chunk=args.prefill_chunk, gpu_gib=args.gpu_gib)
     notes = [] if not model.max_context or seq <= model.max_context else \
         [f"--seq {seq:,} is longer than the {model.max_context:,} tokens the model was built for"]
-    return {**report.to_dict(origin, extras), "notes": notes + report.notes}
+    return {**report.to_dict(origin, extras), "notes": extras.get("notes", []) + notes + report.notes}

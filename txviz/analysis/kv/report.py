@@ -59,7 +59,9 @@ class MemoryReport:
         """The report as plain data (the CLI's JSON): ``origin`` (where the model came from) first,
         ``extras`` (what only a config.json tells) after the model's name, kind and source."""
         model = self.model
-        result = {**origin, "model": model.name, "kind": model.kind, "source": model.source, **extras,
+        groups = group_figures(model, self.tokens, self.batch, self.kv_dtype)
+        result = {**origin, "model": model.name, "kind": model.kind,
+                  "layer_kinds": [group["summary"] for group in groups], "source": model.source, **extras,
                   "n_layers": model.n_layers, "n_heads": model.n_heads, "kv_heads": model.kv_heads,
                   "head_dim": model.head_dim, "latent_dim": model.latent_dim, "rope_dim": model.rope_dim,
                   "d_model": model.d_model, "vocab_size": model.vocab_size,
@@ -67,7 +69,7 @@ class MemoryReport:
                   "n_params": model.n_params, "active_params": model.active_params,
                   "n_experts": model.n_experts, "experts_per_token": model.experts_per_token,
                   "sliding_window": model.sliding_window, "window_layers": model.window_layers,
-                  "layer_groups": group_figures(model, self.tokens, self.batch, self.kv_dtype),
+                  "layer_groups": groups,
                   "state_bytes_per_sequence": memory.state_bytes(model, 1, self.kv_dtype),
                   "seq": self.tokens, "batch": self.batch, "kv_dtype": self.kv_dtype,
                   "weight_dtype": self.weight_dtype,
