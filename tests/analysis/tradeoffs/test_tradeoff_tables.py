@@ -63,6 +63,15 @@ def test_attention_kind_rows_shrink_the_cache_with_the_kv_heads():
     assert len(per_head) == 1 and rows[1]["KV bytes/token (bf16)"] == token_kv_bytes(SMOLLM2, "bf16")
 
 
+def test_attention_kind_rows_name_each_window_and_chunk():
+    from txviz.analysis.kv import memory_model
+
+    scout = memory_model.preset("llama-4-scout")
+    assert {r["window"] for r in tables.attention_kind_rows(scout, "bf16")} == {"chunks of 8,192 on 36 of 48 layers"}
+    gemma = memory_model.preset("gemma-2-9b")
+    assert tables.attention_kind_rows(gemma, "bf16")[0]["window"] == "4,096 on 21 of 42 layers"
+
+
 def test_context_memory_grows_linearly_for_the_cache_as_given_for_the_scores():
     lengths = [16, 32, 64]
     series = tables.context_memory_mib(SMOLLM2, lengths, [2 ** 20, 4 * 2 ** 20, 16 * 2 ** 20], "fp32")

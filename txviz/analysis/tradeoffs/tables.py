@@ -76,8 +76,8 @@ def attention_kind_rows(config, dtype: str) -> list[dict]:
     and past them; ValueError where the kinds do not apply (an MLA cache)."""
     rows = []
     for kind, model in kind_variants(config).items():
-        window = (f"{model.sliding_window:,} on {model.n_window_layers} of {model.n_layers} layers"
-                  if model.n_window_layers else "none")
+        window = "; ".join(f"{'chunks of ' * (g.kind == 'chunked_attention')}{g.window:,} on {g.layers} of "
+                           f"{model.n_layers} layers" for g in model.layer_groups if g.caches_kv and g.window) or "none"
         rows.append({"kind": kind, "KV heads": model.kv_heads, "params": model.n_params, "window": window,
                      f"KV bytes/token ({dtype})": token_kv_bytes(model, dtype),
                      f"KV bytes/token past the window ({dtype})": token_kv_bytes_past_windows(model, dtype)})
