@@ -50,7 +50,7 @@ def test_a_config_without_the_numbers_is_refused_naming_each():
     ("num_hidden_layers", -4, "between 1 and"), ("hidden_size", 1 << 40, "beyond any real model"),
     ("num_attention_heads", "32", "whole number"), ("num_key_value_heads", 5, "not divisible"),
     ("vocab_size", True, "whole number"), ("sliding_window", 0.5, "whole number"),
-    ("tie_word_embeddings", "yes", "true or false"), ("layer_types", ["sliding_attention"], "layer_types"),
+    ("tie_word_embeddings", "yes", "true or false"),
 ])
 def test_bad_values_are_refused_with_a_message(field, value, message):
     with pytest.raises(GeometryError, match=message):

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
 from txviz.analysis.kv import memory, memory_model
-from txviz.geometry import read_geometry
+from txviz.geometry import GeometryError, read_geometry
 
 BF16 = 2
 
@@ -56,10 +56,24 @@ def test_qwen2_windows_only_the_layers_from_max_window_layers_when_switched_on()
     assert memory.kv_cache_bytes_at(model_of(variant), 32768) == (20 * 32768 + 8 * 4096) * 2 * 4 * 128 * BF16
 
 
-def test_an_explicit_layer_types_list_wins():
-    types = ["full_attention", "sliding_attention"] * 16
-    geometry = read_geometry({**hf.MISTRAL_7B_V01, "layer_types": types})
-    assert geometry.windows == (None, 4096) * 16
+def test_an_explicit_layer_types_list_wins_where_the_family_s_config_class_has_one():
+    types = ["full_attention", "sliding_attention"] * 14
+    qwen2 = {**hf.QWEN2_7B, "use_sliding_window": True, "sliding_window": 4096, "layer_types": types}
+    assert read_geometry(qwen2).windows == (None, 4096) * 14
+    gpt_oss = {k: v for k, v in pub.GPT_OSS_120B.items() if k != "layer_types"}  # GptOssConfig: sliding first
+    assert read_geometry(gpt_oss).windows == read_geometry(pub.GPT_OSS_120B).windows == (128, None) * 18
+    with pytest.raises(GeometryError, match="layer_types"):
+        read_geometry({**qwen2, "layer_types": ["sliding_attention"]})
+
+
+def test_a_family_whose_classes_read_no_layer_types_keeps_its_own_layers_and_says_so():
+    # transformers' MistralConfig reads no layer_types (its warning points to Ministral): every layer slides
+    geometry = read_geometry({**hf.MISTRAL_7B_V01, "layer_types": ["full_attention", "sliding_attention"] * 16})
+    assert geometry.windows == (4096,) * 32
+    assert geometry.ignored == ("`layer_types` ignored: the figure assumes the layers this family's transformers "
+                                "classes build, which read no layer_types",)
+    llama = read_geometry({**hf.LLAMA_3_8B, "sliding_window": 4096})  # nor does Llama keep a window
+    assert llama.windows == (None,) * 32 and "`sliding_window` ignored" in llama.ignored[0]
 
 
 def test_mixtral_holds_8_experts_and_runs_2():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-WindowRule = Literal["none", "all", "qwen2", "gemma2", "gemma3", "cohere2", "smollm3", "llama4"]
+WindowRule = Literal["none", "all", "listed", "qwen2", "gemma2", "gemma3", "cohere2", "smollm3", "llama4"]
 MoeRule = Literal["none", "mixtral", "qwen_moe", "llama4"]
 
 
@@ -66,8 +66,9 @@ TRAITS: dict[str, Traits] = {
     "starcoder2": Traits(norm="layernorm", qkv_bias=("use_bias", True), mlp_bias=("use_bias", True), gated=False,
                          tied_default=True, windows="all"),
     "cohere": Traits(norm="layernorm_nobias", norms_per_layer=1, tied_default=True),  # qk norm: use_qk_norm
-    # gpt-oss: biased experts and routers, windows per layer_types, a sink logit per query head
-    "gpt_oss": Traits(mlp_bias=(None, True), windows="all", moe="mixtral", attention_sinks=True, router_bias=True),
+    # gpt-oss: biased experts and routers, windows per layer_types (else every other layer, as Gemma 2), a sink
+    # logit per query head
+    "gpt_oss": Traits(mlp_bias=(None, True), windows="gemma2", moe="mixtral", attention_sinks=True, router_bias=True),
     # Command R7B: Cohere's parallel block; 3 sliding layers with RoPE, then one global layer without positions
     "cohere2": Traits(norm="layernorm_nobias", norms_per_layer=1, tied_default=True, windows="cohere2",
                       rope_on_sliding_only=True),

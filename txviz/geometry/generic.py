@@ -42,7 +42,7 @@ def read_generic(f: Fields, model_type: str) -> Geometry:
                "intermediate_size": raw.get("moe_intermediate_size", raw.get("intermediate_size"))}
         said.append(f"{experts} experts on every layer, each as wide as "
                     f"{'moe_intermediate_size' if 'moe_intermediate_size' in f.raw else 'intermediate_size'}")
-    traits = replace(LLAMA, gated=gated, tied_default=True, windows="all", moe=moe)
+    traits = replace(LLAMA, gated=gated, tied_default=True, windows="listed", moe=moe)
     fields = Fields(raw, model_type, f.seen)
     fields.count("intermediate_size")  # required here, though Llama-like families have it anyway
     return read_decoder(fields, traits, model_type, assumptions=tuple(said))

@@ -67,7 +67,7 @@ def _jamba_layers(f: Fields, n: int) -> tuple[tuple[str, ...], tuple[bool, ...]]
 
 def _qwen3_next_types(f: Fields, n: int) -> tuple[str, ...]:
     if f.raw.get("layer_types") is not None:
-        return layer_types(f, "none", n)
+        return layer_types(f, "listed", n)
     interval = f.count("full_attention_interval", default=4)
     return tuple(FULL if (i + 1) % interval == 0 else "linear_attention" for i in range(n))
 

@@ -54,6 +54,11 @@ ASSUMED: dict[str, tuple[object, str]] = {
 }
 
 
+# Keys a family's transformers classes read nothing from, though other families size layers by them.
+MEANING = {"layer_types": "the layers this family's transformers classes build, which read no layer_types",
+           "sliding_window": "no sliding window, as this family's transformers classes keep none"}
+
+
 def unread_warnings(raw: dict, seen: set[str]) -> tuple[str, ...]:
     """One warning per key of ``raw`` that no reader looked at and that could change the figures."""
     said = []
@@ -66,6 +71,6 @@ def unread_warnings(raw: dict, seen: set[str]) -> tuple[str, ...]:
                 continue
             said.append(f"`{key}` ignored: the figure assumes {meaning}")
         else:
-            said.append(f"`{key}` ignored: the figure assumes it changes neither the KV cache nor the "
-                        "parameter count")
+            said.append(f"`{key}` ignored: the figure assumes " + MEANING.get(
+                key, "it changes neither the KV cache nor the parameter count"))
     return tuple(said)

@@ -1,9 +1,11 @@
 """Each layer's attention type and the tokens it keeps, per family, read as transformers' config classes
 derive ``layer_types`` (the window itself is ``sliding_window``; a chunk is ``attention_chunk_size``):
 
-- an explicit ``layer_types`` list wins everywhere ("full_attention", "sliding_attention",
-  "chunked_attention", "linear_attention");
+- an explicit ``layer_types`` list ("full_attention", "sliding_attention", "chunked_attention",
+  "linear_attention") wins wherever the family's config class has one; the classes of the "none" and "all"
+  families read none, so there it is left unread and named as ignored (txviz.geometry.unread);
 - all:     every layer slides (Mistral, Mixtral, Phi-3, StarCoder2);
+- listed:  every layer slides unless ``layer_types`` says otherwise (a family read by the generic rule);
 - qwen2:   only with ``use_sliding_window``, the layers from ``max_window_layers`` on (Qwen2, Qwen3);
 - gemma2:  every other layer, starting with the first (Gemma 2: local, global, local, …);
 - gemma3:  all but every ``sliding_window_pattern``-th layer (Gemma 3: 5 local, then 1 global; Cohere 2: 3 and 1);
@@ -22,6 +24,7 @@ from txviz.geometry.geometry import CHUNKED, FULL, LAYER_TYPES, SLIDING
 from txviz.geometry.positions import rope_layers
 
 PATTERN_DEFAULTS = {"gemma3": 6, "cohere2": 4}  # the config classes' sliding_window_pattern
+IGNORES_LAYER_TYPES = ("none", "all")  # Llama, Gemma, Mistral, Mixtral, Phi-3, StarCoder2: no layer_types field
 
 
 def _from_layer_types(layer_types, n_layers: int) -> tuple[str, ...]:
@@ -35,7 +38,7 @@ def _from_layer_types(layer_types, n_layers: int) -> tuple[str, ...]:
 def _by_rule(fields: Fields, rule: str, n_layers: int) -> tuple[str, ...]:
     layers = range(n_layers)
     slides: tuple[bool, ...] = tuple(False for _ in layers)
-    if rule == "all":
+    if rule in ("all", "listed"):
         slides = tuple(True for _ in layers)
     elif rule == "qwen2" and fields.raw.get("max_window_layers", 0) is not None \
             and fields.flag("use_sliding_window", False):  # max_window_layers matters only with windows on
@@ -57,7 +60,7 @@ def _by_rule(fields: Fields, rule: str, n_layers: int) -> tuple[str, ...]:
 
 def layer_types(fields: Fields, rule: str, n_layers: int) -> tuple[str, ...]:
     """Each layer's type (txviz.geometry.geometry.LAYER_TYPES)."""
-    if fields.raw.get("layer_types") is not None:
+    if rule not in IGNORES_LAYER_TYPES and fields.raw.get("layer_types") is not None:
         return _from_layer_types(fields.raw["layer_types"], n_layers)
     return _by_rule(fields, rule, n_layers)
 
@@ -66,12 +69,12 @@ def layer_windows(fields: Fields, rule: str, n_layers: int) -> tuple[tuple[str, 
     """(each layer's type, the tokens it keeps: ``sliding_window`` on sliding layers,
     ``attention_chunk_size`` on chunked ones, None elsewhere)."""
     types = layer_types(fields, rule, n_layers)
-    window = fields.optional("sliding_window")
+    window = fields.optional("sliding_window") if rule != "none" else None  # Llama's classes keep no window
     chunk = fields.optional("attention_chunk_size") if CHUNKED in types else None
     if CHUNKED in types and chunk is None:
         raise GeometryError("config.json: layer_types names chunked layers but attention_chunk_size is not set")
     if window is None and SLIDING in types:
-        if fields.raw.get("layer_types") is not None:
+        if rule not in IGNORES_LAYER_TYPES and fields.raw.get("layer_types") is not None:
             raise GeometryError("config.json: layer_types names sliding layers but sliding_window is not set")
         types = tuple(FULL if t == SLIDING else t for t in types)  # a rule's windows need a width
     return types, tuple(window if t == SLIDING else chunk if t == CHUNKED else None for t in types)
