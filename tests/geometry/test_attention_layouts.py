@@ -95,6 +95,7 @@ def test_gpt_oss_sinks_are_parameters_and_keep_no_kv():
     small = dict(geometry.param_groups)["small"]  # norms, attention biases, sinks, router biases (not the experts')
     assert small == 36 * (2 * 2880 + 4096 + 2 * 512 + 2880 + 64 + 128) + 2880
     model = model_of(pub.GPT_OSS_120B)
+    assert model.attention_sinks == 64
     assert memory.kv_cache_bytes_at(model, 131072) == (18 * 128 + 18 * 131072) * 2 * 8 * 64 * BF16
 
 

@@ -63,8 +63,10 @@ def describe(spec: memory_model.MemoryModel) -> str:
                f"parameters held, {(spec.active_params or spec.n_params) / 1e9:,.1f} B run per token)"
                if spec.n_experts else f", {spec.n_params / 1e9:,.2f} B parameters")
     published = f", published as {spec.weight_format.scheme}" if spec.weight_format else ""
+    sinks = (f", {spec.attention_sinks} attention sinks per layer (parameters, no KV)"
+             if spec.attention_sinks else "")
     return (f"**{plain(spec.name)}** — {spec.kind}: {counted(spec.n_layers, 'layer')}, "
             f"{counted(spec.n_heads, 'query head')}, "
             f"{counted(spec.kv_heads, 'KV head')}, head_dim {spec.head_dim}, d_model {spec.d_model}"
-            f"{windows}{latent}{experts}{published}"
+            f"{windows}{latent}{sinks}{experts}{published}"
             + (f". Source: {plain(spec.source)}" if spec.source else "."))

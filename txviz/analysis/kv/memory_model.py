@@ -61,6 +61,7 @@ class MemoryModel:
     weight_format: object = None  # the published quantization (txviz.geometry.quantization.WeightFormat)
     layer_groups: tuple[LayerGroup, ...] = ()
     ignored: tuple[str, ...] = ()  # config keys no reader understood, as warnings (txviz.geometry.unread)
+    attention_sinks: int = 0  # learned sink logits per attention layer (gpt-oss): in n_params, no KV
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "n_heads", "kv_heads", "head_dim", "n_params"):
@@ -146,6 +147,7 @@ class MemoryModel:
                    head_dim=geometry.head_dims[0], n_params=geometry.n_params,
                    latent_dim=geometry.latent_dim, rope_dim=geometry.rope_dim,
                    layer_groups=groups_of_geometry(geometry), ignored=geometry.ignored,
+                   attention_sinks=geometry.attention_sinks,
                    active_params=geometry.active_params, max_context=geometry.max_context, source=source,
                    d_model=geometry.d_model, ffn_width=geometry.ffn_width, vocab_size=geometry.vocab_size,
                    unmultiplied_params=geometry.unmultiplied_params, qk_head_dim=geometry.qk_head_dim,

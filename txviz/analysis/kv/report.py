@@ -69,7 +69,7 @@ class MemoryReport:
                   "n_params": model.n_params, "active_params": model.active_params,
                   "n_experts": model.n_experts, "experts_per_token": model.experts_per_token,
                   "sliding_window": model.sliding_window, "window_layers": model.window_layers,
-                  "layer_groups": groups,
+                  "layer_groups": groups, "attention_sinks_per_layer": model.attention_sinks,
                   "state_bytes_per_sequence": memory.state_bytes(model, 1, self.kv_dtype),
                   "seq": self.tokens, "batch": self.batch, "kv_dtype": self.kv_dtype,
                   "weight_dtype": self.weight_dtype,

@@ -78,3 +78,11 @@ def test_jamba_shows_its_fixed_state_and_the_table_goes_with_a_uniform_model():
     assert {m.label: m.value for m in at.metric}["Fixed state per sequence"] == f"{state / 2**20:.1f} MiB"
     at = upload(at, hf.LLAMA_3_8B)
     assert layer_table(at) == {} and "Fixed state per sequence" not in {m.label for m in at.metric}
+
+
+def test_gpt_oss_says_its_sinks_are_parameters_without_kv():
+    at = upload(calculator(), pub.GPT_OSS_120B)
+    assert "64 attention sinks per layer (parameters, no KV)" in " ".join(c.value for c in at.caption)
+    rows = layer_table(at)
+    assert (rows["sliding_attention"]["layers"], rows["sliding_attention"]["window or chunk"]) == (18, 128)
+    assert rows["full_attention"]["KV bytes/token (bf16)"] == 18 * 2 * 8 * 64 * BF16
