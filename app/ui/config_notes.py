@@ -23,9 +23,8 @@ def config_warnings(model: MemoryModel) -> None:
 
 
 def layer_rows(model: MemoryModel, tokens: int, batch: int, kv_dtype: str) -> list[dict]:
-    """One row per kind of layer, bytes as numbers and what they keep in words."""
-    return [{"what they keep": row["summary"], "layers": row["layers"], "type": row["layer_type"],
-             "window or chunk": row["window"],
+    """One row per kind of layer, its bytes as numbers."""
+    return [{"layers": row["layers"], "type": row["layer_type"], "window or chunk": row["window"],
              "without positions": row["without_positions"], f"KV bytes/token ({kv_dtype})": row["kv_bytes_per_token"],
              f"bytes at {tokens:,} tokens": row["bytes_at_tokens"],
              "fixed state bytes/sequence": row["state_bytes_per_sequence"]}
@@ -33,10 +32,12 @@ def layer_rows(model: MemoryModel, tokens: int, batch: int, kv_dtype: str) -> li
 
 
 def layer_table(model: MemoryModel, tokens: int, batch: int = 1, kv_dtype: str = "bf16") -> None:
-    """The table, only where the layers differ in what they keep or in positions."""
-    if differs(model):
-        st.markdown(f"**What each kind of layer keeps** (batch {batch:,}, at {tokens:,} tokens)")
-        rows = layer_rows(model, tokens, batch, kv_dtype)
-        numbers = {column: st.column_config.NumberColumn(format="localized") for column in rows[0]
-                   if column not in ("what they keep", "type")}  # 1,207,959,552 rather than 1207959552
-        st.dataframe(rows, hide_index=True, column_config=numbers)
+    """Each kind of layer in a sentence, then its numbers, only where the layers differ in what they keep or
+    in positions."""
+    if not differs(model):
+        return
+    st.markdown(f"**What each kind of layer keeps** (batch {batch:,}, at {tokens:,} tokens)\n\n"
+                + "\n".join(f"- {plain(row['summary'])}" for row in group_figures(model, tokens, batch, kv_dtype)))
+    rows = layer_rows(model, tokens, batch, kv_dtype)
+    numbers = {column: st.column_config.NumberColumn(format="localized") for column in rows[0] if column != "type"}
+    st.dataframe(rows, hide_index=True, column_config=numbers)  # 1,207,959,552 rather than 1207959552

@@ -34,7 +34,7 @@ def ignored_warnings(at) -> list[str]:
 
 
 def layer_table(at) -> dict[str, dict]:
-    frames = [d.value for d in at.dataframe if "what they keep" in d.value.columns]
+    frames = [d.value for d in at.dataframe if "without positions" in d.value.columns]
     return {row["type"]: row for frame in frames for _, row in frame.iterrows()}
 
 
@@ -69,6 +69,8 @@ def test_llama4_shows_its_chunked_and_global_layers_with_their_bytes():
     assert chunked[at_column] == 36 * min(tokens, 8192) * per_layer and full[at_column] == 12 * tokens * per_layer
     caption = " ".join(c.value for c in at.caption)
     assert "36 chunked layers (window 8,192) + 12 global layers without positions" in caption
+    said = next(m.value for m in at.markdown if "What each kind of layer keeps" in m.value)
+    assert plain("12 global layers without positions grow by 48.0 KiB per token") in said
 
 
 def test_jamba_shows_its_fixed_state_and_the_table_goes_with_a_uniform_model():

@@ -63,7 +63,7 @@ def test_unread_keys_and_each_kind_of_layer_are_shown_and_follow_the_upload():
     no_errors(at)
     warnings = [w.value for w in at.warning if "leave out" in w.value]
     assert len(warnings) == 1 and plain("`mamba_n_groups` ignored") in warnings[0]
-    layers = {row["type"]: row for d in at.dataframe if "what they keep" in d.value.columns
+    layers = {row["type"]: row for d in at.dataframe if "without positions" in d.value.columns
               for _, row in d.value.iterrows()}
     assert layers["mamba"]["fixed state bytes/sequence"] == 28 * 8192 * (4 + 16) * 2
     assert layers["full_attention"]["KV bytes/token (bf16)"] == 4 * 2 * 8 * 128 * 2
