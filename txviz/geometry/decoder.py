@@ -142,7 +142,7 @@ def add_ffn(tally: params.Tally, moe: Moe | None, layer: int, d: int, dense_widt
 
 
 def read_decoder(fields: Fields, traits: Traits, model_type: str, *, assumptions: tuple[str, ...] = ()) -> Geometry:
-    shape = read_shape(fields, model_type, traits.tied_default)
+    shape = read_shape(fields, model_type, traits.tied_default, traits.gqa)
     width, moe = ffn_width(fields, traits, model_type, shape.d_model), read_moe(fields, traits, shape.n_layers)
     fields.check()
     qkv_bias, mlp_bias = _bias(fields, traits.qkv_bias), _bias(fields, traits.mlp_bias)

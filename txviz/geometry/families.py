@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-WindowRule = Literal["none", "all", "listed", "qwen2", "gemma2", "gemma3", "cohere2", "smollm3", "llama4"]
+WindowRule = Literal["none", "all", "listed", "qwen2", "qwen2_moe", "qwen3_moe", "gemma2", "gemma3", "cohere2",
+                     "smollm3", "llama4"]
 MoeRule = Literal["none", "mixtral", "qwen_moe", "llama4"]
 
 
@@ -32,26 +33,28 @@ class Traits:
     tied_default: bool = False  # the family's config class default for tie_word_embeddings
     windows: WindowRule = "none"
     moe: MoeRule = "none"
+    gqa: bool = True  # the family reads num_key_value_heads (GPT-2, GPT-NeoX, GPT-J and BLOOM have one per head)
     rope_on_sliding_only: bool = False  # full-attention layers have no positions (Cohere 2)
     attention_sinks: bool = False  # one learned sink logit per query head and layer (gpt-oss)
     router_bias: bool = False  # the router's linear layer has a bias (gpt-oss)
 
 
 LLAMA = Traits()
-GPT_LIKE = dict(norm="layernorm", qkv_bias=(None, True), mlp_bias=(None, True), gated=False, ffn_default_mult=4)
+GPT_LIKE = dict(norm="layernorm", qkv_bias=(None, True), mlp_bias=(None, True), gated=False, ffn_default_mult=4,
+                gqa=False)
 
 TRAITS: dict[str, Traits] = {
     "llama": LLAMA,
     "mistral": Traits(windows="all"),
     "mixtral": Traits(windows="all", moe="mixtral"),
     "qwen2": Traits(qkv_bias=(None, True), out_bias=False, windows="qwen2"),
-    "qwen2_moe": Traits(qkv_bias=(None, True), out_bias=False, windows="qwen2", moe="qwen_moe"),
+    "qwen2_moe": Traits(qkv_bias=("qkv_bias", True), out_bias=False, windows="qwen2_moe", moe="qwen_moe"),
     "qwen3": Traits(qk_norm="head", windows="qwen2"),
-    "qwen3_moe": Traits(qk_norm="head", windows="qwen2", moe="qwen_moe"),
+    "qwen3_moe": Traits(qk_norm="head", windows="qwen3_moe", moe="qwen_moe"),
     "gemma": Traits(tied_default=True),
     "gemma2": Traits(norms_per_layer=4, tied_default=True, windows="gemma2"),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm="head", tied_default=True, windows="gemma3"),
-    "phi": Traits(**{**GPT_LIKE, "norms_per_layer": 1}, lm_head_bias=True),
+    "phi": Traits(**{**GPT_LIKE, "norms_per_layer": 1, "gqa": True}, lm_head_bias=True),
     "phi3": Traits(windows="all"),
     "falcon": Traits(norm="layernorm", qkv_bias=("bias", False), mlp_bias=("bias", False), gated=False,
                      ffn_default_mult=4, tied_default=True),  # norms per layer: txviz.geometry.read

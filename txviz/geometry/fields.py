@@ -49,6 +49,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
                             "multi_query_group_num"),
     "intermediate_size": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
     "vocab_size": ("vocab_size", "padded_vocab_size", "n_vocab"),
+    "num_experts": ("num_experts", "num_local_experts"),  # transformers 5 writes Qwen3-MoE's as num_local_experts
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"),
 }
 

@@ -41,7 +41,8 @@ def _moe_layers(f: Fields, n_layers: int) -> tuple[bool, ...]:
 
 def read_mla(f: Fields, model_type: str) -> Geometry:
     n, d = f.count("num_hidden_layers"), f.count("hidden_size")
-    f.raw.get("num_key_value_heads")  # understood: MLA caches a latent, its KV heads are the query heads
+    for derived in ("num_key_value_heads", "head_dim", "qk_head_dim"):  # understood: MLA caches a latent, its
+        f.raw.get(derived)  # KV heads are the query heads, its head sizes follow from the dims read below
     heads, vocab, dense = f.count("num_attention_heads"), f.count("vocab_size"), f.count("intermediate_size")
     attention, norms, dims = _attention(f, d, heads)
     moe = _moe_layers(f, n)

@@ -21,11 +21,12 @@ class Shape:
     tied: bool
 
 
-def kv_heads_of(fields: Fields, model_type: str, n_heads: int) -> int:
+def kv_heads_of(fields: Fields, model_type: str, n_heads: int, gqa: bool = True) -> int:
     raw = fields.raw
     if model_type == "falcon":
+        kv_heads = fields.count("num_key_value_heads", default=n_heads)  # the new architecture's; read either way
         if fields.flag("new_decoder_architecture", False):
-            return fields.count("num_key_value_heads", default=n_heads)
+            return kv_heads
         return 1 if fields.flag("multi_query", True) else n_heads  # FalconConfig's default is multi-query
     if model_type == "mpt":
         attn = raw.get("attn_config") or {}
@@ -36,13 +37,13 @@ def kv_heads_of(fields: Fields, model_type: str, n_heads: int) -> int:
             return 1
         return Fields(attn, model_type).count("kv_n_heads", default=n_heads) if kind == "grouped_query_attention" \
             else n_heads
-    return fields.count("num_key_value_heads", default=n_heads)
+    return fields.count("num_key_value_heads", default=n_heads) if gqa else n_heads  # else left unread: named
 
 
-def read_shape(fields: Fields, model_type: str, tied_default: bool) -> Shape:
+def read_shape(fields: Fields, model_type: str, tied_default: bool, gqa: bool = True) -> Shape:
     n_layers, d_model = fields.count("num_hidden_layers"), fields.count("hidden_size")
     n_heads, vocab = fields.count("num_attention_heads"), fields.count("vocab_size")
-    kv_heads = kv_heads_of(fields, model_type, n_heads)
+    kv_heads = kv_heads_of(fields, model_type, n_heads, gqa)
     fields.check()
     explicit = fields.optional("head_dim")
     if explicit is None and d_model % n_heads:

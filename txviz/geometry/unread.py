@@ -28,7 +28,8 @@ NEUTRAL = frozenset({
     # attention arithmetic that holds no parameters and keeps no bytes
     "query_pre_attn_scalar", "clip_qkv", "alibi", "offset_alibi", "alibi_bias_max", "attention_softmax_in_fp32",
     "masked_softmax_fusion", "slow_but_exact", "skip_bias_add", "skip_bias_add_qkv", "pretraining_tp",
-    "use_bidirectional_attention", "attn_temperature_tuning", "floor_scale", "swiglu_limit",
+    "use_bidirectional_attention", "attn_temperature_tuning", "floor_scale", "swiglu_limit", "swiglu_alpha",
+    "activation",
     "use_parallel_residual", "apply_residual_connection_post_layernorm", "reorder_and_upcast_attn",
     "verbose", "init_device", "norm_type", "learned_pos_emb", "position_embedding_type", "for_llm_compressor", "embedding_fraction", "attn_output_gate_init", "num_logits_to_keep",
     # MoE routing: which experts run, never how many are held
@@ -46,6 +47,7 @@ NEUTRAL_PATTERN = re.compile(
 # Keys the readers take at one value: (that value, what the figure assumes in words).
 ASSUMED: dict[str, tuple[object, str]] = {
     "no_bias": (True, "no biases in attention and MLP"),
+    "mlp_bias": (False, "no biases in the MLPs"),  # read by the Llama-like families; DeepSeek's MLA reader assumes it
     "mlp_type": ("default", "a plain MLP, not a mixture of experts"),
     # Cohere 2's configs carry keys of their original release that transformers hard-codes
     "use_gated_activation": (True, "a gated (SwiGLU) MLP"),

@@ -1,0 +1,79 @@
+"""Every family txviz.geometry reads, against transformers itself: a tiny config built by the family's own
+config class (``AutoConfig.for_model``, offline), written out as ``to_dict()`` writes it (every default, in
+transformers 5's spellings), is read with no key left unread; its parameters equal those of the model
+transformers builds from it (on the meta device: shapes, no weights); its layer types equal the config
+class's ``layer_types`` wherever it derives one (windows switched on where a switch exists), read from the list
+and, as a config written before transformers 5 has it, without."""
+
+from __future__ import annotations
+
+import pytest
+
+from txviz.geometry import KNOWN_TYPES, read_geometry
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+BASE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=300, max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+GPT_LIKE = dict(hidden_size=64, num_hidden_layers=8, num_attention_heads=4, vocab_size=300,
+                max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+MLA = dict(kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_routed_experts=8,
+           n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=24, first_k_dense_replace=1)
+WINDOW = dict(sliding_window=16)
+# (family, its config class's arguments): small dims, the family's own features switched on
+CASES = {
+    "llama": BASE, "mistral": {**BASE, **WINDOW}, "mixtral": {**BASE, "num_local_experts": 4, "num_experts_per_tok": 2},
+    "qwen2": {**BASE, **WINDOW, "use_sliding_window": True, "max_window_layers": 3},
+    "qwen2_moe": {**BASE, **WINDOW, "use_sliding_window": True, "max_window_layers": 5, "num_experts": 8,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 24, "shared_expert_intermediate_size": 40},
+    "qwen3": {**BASE, "head_dim": 32}, "qwen3_moe": {**BASE, **WINDOW, "use_sliding_window": True, "head_dim": 32,
+                                                    "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24},
+    "gemma": {**BASE, "head_dim": 32}, "gemma2": {**BASE, **WINDOW, "head_dim": 32},
+    "gemma3_text": {**BASE, **WINDOW, "head_dim": 32}, "phi": BASE, "phi3": {**BASE, **WINDOW},
+    "falcon": GPT_LIKE, "gpt2": {**GPT_LIKE, "n_positions": 512}, "gpt_neox": {**GPT_LIKE, "intermediate_size": 96},
+    "gptj": {**GPT_LIKE, "n_positions": 512, "rotary_dim": 8}, "bloom": GPT_LIKE,
+    "mpt": dict(d_model=64, n_heads=4, n_layers=8, max_seq_len=512, vocab_size=300), "olmo": BASE, "olmo2": BASE,
+    "starcoder2": {**BASE, **WINDOW}, "cohere": BASE, "cohere2": {**BASE, **WINDOW},
+    "smollm3": {**BASE, **WINDOW, "use_sliding_window": True},
+    "llama4_text": {**BASE, "intermediate_size_mlp": 128, "head_dim": 16, "num_local_experts": 4,
+                    "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "attention_chunk_size": 32},
+    "gpt_oss": {**BASE, **WINDOW, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
+                "max_position_embeddings": 131072},  # its default yarn scaling assumes this context
+    "deepseek_v2": {**BASE, **MLA}, "deepseek_v3": {**BASE, **MLA, "n_group": 1, "topk_group": 1},
+    "jamba": {**BASE, "num_experts": 4, "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1,
+              "mamba_d_state": 8, "mamba_dt_rank": 6},
+    "qwen3_next": {**BASE, "head_dim": 32, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                   "shared_expert_intermediate_size": 40, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                   "linear_key_head_dim": 16, "linear_value_head_dim": 12, "mlp_only_layers": [2]},
+}
+SAME_NAMES = {"mamba": "linear_attention"}
+# the cases whose layers differ: windows on some, chunks, linear attention or Mamba beside attention
+MIXED = {"qwen2", "qwen2_moe", "gemma2", "gemma3_text", "cohere2", "smollm3", "llama4_text", "gpt_oss", "jamba",
+         "qwen3_next"}  # Jamba's config class calls its Mamba layers linear attention
+
+
+def built(family: str):
+    config = transformers.AutoConfig.for_model(family, **CASES[family])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return config, sum(p.numel() for p in model.parameters())
+
+
+def test_every_family_has_a_case():
+    assert set(KNOWN_TYPES) <= set(CASES)
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_parameters_and_layer_types_equal_transformers_own(family):
+    config, n_params = built(family)
+    geometry = read_geometry(config.to_dict())
+    assert geometry.n_params == n_params
+    assert geometry.ignored == ()
+    derived = getattr(config, "layer_types", None)
+    if derived is not None and family not in ("mistral", "qwen3_moe"):  # classes that keep no layer_types
+        assert [SAME_NAMES.get(t, t) for t in geometry.layer_types] == list(derived)
+        # a config written before transformers 5 has no list: the family's rule must derive the same one
+        without_list = read_geometry({k: v for k, v in config.to_dict().items() if k != "layer_types"})
+        assert without_list.layer_types == geometry.layer_types and without_list.windows == geometry.windows
+    assert (len(set(geometry.layer_types)) > 1) == (family in MIXED)
