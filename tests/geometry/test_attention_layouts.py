@@ -107,6 +107,7 @@ JAMBA_KV = 4 * 2 * 8 * 128  # elements per token: 4 attention layers' K and V
 def test_jamba_keeps_kv_on_its_attention_layers_and_a_fixed_state_on_its_mamba_layers():
     geometry = read_geometry(pub.JAMBA_1_5_MINI)
     assert [i for i, t in enumerate(geometry.layer_types) if t == "full_attention"] == [4, 12, 20, 28]
+    assert geometry.positionless == (4, 12, 20, 28)  # Jamba's attention applies no positions
     model = model_of(pub.JAMBA_1_5_MINI)
     assert memory.token_kv_bytes(model) == JAMBA_KV * BF16
     assert memory.kv_cache_bytes_at(model, 0) == 0

@@ -111,4 +111,6 @@ def test_kv_bytes_parameters_and_kind_from_the_published_config(family):
 def test_every_family_of_the_issue_has_a_case():
     from txviz.geometry import KNOWN_TYPES
 
-    assert set(KNOWN_TYPES) <= {read_geometry(CASES[f][0]).model_type for f in CASES}
+    # no published Granite 4.0 hybrid config is written in tests/helpers: that family is held equal to
+    # transformers' own modules and cache instead (tests/geometry/test_counts_match_transformers.py)
+    assert set(KNOWN_TYPES) - {"granitemoehybrid"} <= {read_geometry(CASES[f][0]).model_type for f in CASES}

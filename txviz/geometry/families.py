@@ -85,7 +85,7 @@ TRAITS: dict[str, Traits] = {
 # Kimi K2 publishes DeepSeek-V3's architecture under its own model_type.
 TYPE_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon", "gemma3": "gemma3_text", "kimi_k2": "deepseek_v3"}
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
-HYBRID_TYPES = ("jamba", "qwen3_next")  # layers that keep a state instead of K and V (txviz.geometry.hybrid)
+HYBRID_TYPES = ("jamba", "qwen3_next", "granitemoehybrid")  # layers that keep a state instead of K and V (txviz.geometry.hybrid)
 KNOWN_TYPES = tuple(TRAITS) + MLA_TYPES + HYBRID_TYPES
 
 # transformers' config-class defaults, for the families whose published configs leave numbers out

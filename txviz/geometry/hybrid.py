@@ -10,7 +10,14 @@
   value head, plus a convolution window over the q, k and v channels; MoE as Qwen2-MoE (a gated shared
   expert) on every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``.
 
-The state does not grow with the context: the calculator adds it once per sequence.
+- Granite 4.0 hybrids (granitemoehybrid): ``layer_types`` of Mamba-2 ("mamba") and attention layers; a
+  Mamba-2 layer's state is ``mamba_n_heads`` × ``mamba_d_head`` × ``mamba_d_state`` plus a convolution
+  window over its x, B and C channels; every layer has routed experts (``num_local_experts``, none for the
+  dense models) and an ungated-in-name but gated shared MLP of ``shared_intermediate_size``; attention
+  applies RoPE only when ``position_embedding_type`` is "rope".
+
+Jamba's attention layers apply no positions (its Mamba layers carry the order). The state does not grow with
+the context: the calculator adds it once per sequence.
 """
 
 from __future__ import annotations
@@ -55,6 +62,31 @@ def _deltanet(f: Fields, d: int) -> tuple[int, int, int]:
     return matrices, small, v_heads * k_dim * v_dim + conv * kernel
 
 
+def _mamba2(f: Fields, d: int) -> tuple[int, int, int]:
+    """(a Mamba-2 mixer's parameters, its small ones, its state elements per sequence)."""
+    inner, heads = f.count("mamba_expand", default=2) * d, f.count("mamba_n_heads", default=128)
+    f.raw.get("mamba_d_head")  # inner / heads, which the config class checks
+    groups, d_state = f.count("mamba_n_groups", default=1), f.count("mamba_d_state", default=256)
+    kernel = f.count("mamba_d_conv", default=4)
+    conv = inner + 2 * groups * d_state  # x, B and C go through the convolution
+    conv_bias, proj_bias = f.flag("mamba_conv_bias", True), f.flag("mamba_proj_bias", False)
+    matrices = params.linear(d, inner + conv + heads) + conv * kernel + params.linear(inner, d)
+    small = 3 * heads + inner + conv * conv_bias + (inner + conv + heads + d) * proj_bias  # dt_bias, A_log, D, norm
+    return matrices, small, inner * d_state + conv * kernel
+
+
+GRANITE_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": FULL, "full_attention": FULL}
+
+
+def _granite_types(f: Fields, n: int) -> tuple[str, ...]:
+    listed = f.raw.get("layer_types", f.raw.get("layers_block_type"))
+    if listed is None:
+        return tuple("mamba" for _ in range(n))  # the config class's default
+    if not isinstance(listed, list) or len(listed) != n or any(t not in GRANITE_NAMES for t in listed):
+        raise GeometryError(f"config.json: layer_types must list {n} entries of 'mamba' or 'attention'")
+    return tuple(GRANITE_NAMES[t] for t in listed)
+
+
 def _jamba_layers(f: Fields, n: int) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     period, offset = f.count("attn_layer_period", default=8), f.count("attn_layer_offset", default=4, minimum=0)
     e_period, e_offset = f.count("expert_layer_period", default=2), f.count("expert_layer_offset", default=1,
@@ -84,6 +116,8 @@ class Mixers:
     state: int
     query_gate: bool
     qk_norms: int
+    attention_positionless: bool = False  # the attention layers apply no positions
+    dense_width: int | None = None  # the MLP of layers without experts, when not intermediate_size
 
 
 def _mixers(f: Fields, model_type: str, n: int, d: int, head_dim: int) -> Mixers:
@@ -91,7 +125,14 @@ def _mixers(f: Fields, model_type: str, n: int, d: int, head_dim: int) -> Mixers
         types, expert_layers = _jamba_layers(f, n)
         moe = Moe(expert_layers, f.count("num_experts"), f.count("num_experts_per_tok"),
                   f.count("intermediate_size")) if f.count("num_experts", default=1) > 1 else None
-        return Mixers(types, moe, *_mamba(f, d), query_gate=False, qk_norms=0)
+        return Mixers(types, moe, *_mamba(f, d), query_gate=False, qk_norms=0, attention_positionless=True)
+    if model_type == "granitemoehybrid":
+        shared, experts = f.count("shared_intermediate_size", default=1024), f.count("num_experts", default=8, minimum=0)
+        moe = Moe(tuple(True for _ in range(n)), experts, f.count("num_experts_per_tok", default=2),
+                  f.count("intermediate_size"), shared_width=shared, shared_gate=False) if experts else None
+        rope = f.raw.get("position_embedding_type") == "rope"
+        return Mixers(_granite_types(f, n), moe, *_mamba2(f, d), query_gate=False, qk_norms=0,
+                      attention_positionless=not rope, dense_width=shared)
     f.raw.get("use_sliding_window")  # Qwen3NextConfig has no windows: transformers reads no such key
     types, moe = _qwen3_next_types(f, n), read_moe(f, Traits(moe="qwen_moe"), n)
     return Mixers(types, moe, *_deltanet(f, d), query_gate=True, qk_norms=2 * head_dim)
@@ -102,7 +143,7 @@ def read_hybrid(f: Fields, model_type: str) -> Geometry:
     n, d = shape.n_layers, shape.d_model
     parts = _mixers(f, model_type, n, d, shape.head_dim)
     moe = parts.moe
-    dense = f.count("intermediate_size", default=0 if moe and all(moe.layers) else None)
+    dense = parts.dense_width or f.count("intermediate_size", default=0 if moe and all(moe.layers) else None)
     f.check()
     bias = f.flag("attention_bias", False)
     gate = shape.n_heads * shape.head_dim if parts.query_gate else 0  # the query projection's second half
@@ -127,6 +168,7 @@ def read_hybrid(f: Fields, model_type: str) -> Geometry:
         model_type=model_type, architecture=(architectures(f.raw) or [model_type])[0], n_layers=n, d_model=d,
         vocab_size=shape.vocab_size, n_heads=shape.n_heads, kv_heads=(shape.kv_heads,) * n,
         head_dims=(shape.head_dim,) * n, windows=(None,) * n, layer_types=parts.types,
+        positionless=tuple(i for i, t in enumerate(parts.types) if t == FULL and parts.attention_positionless),
         state_elements=tuple(0 if t == FULL else parts.state for t in parts.types),
         n_params=tally.total, active_params=tally.active, unmultiplied_params=tally.unmultiplied,
         ffn_width=max(widths), tied_embeddings=shape.tied, max_context=shape.max_context,

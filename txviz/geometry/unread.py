@@ -29,7 +29,7 @@ NEUTRAL = frozenset({
     "query_pre_attn_scalar", "clip_qkv", "alibi", "offset_alibi", "alibi_bias_max", "attention_softmax_in_fp32",
     "masked_softmax_fusion", "slow_but_exact", "skip_bias_add", "skip_bias_add_qkv", "pretraining_tp",
     "use_bidirectional_attention", "attn_temperature_tuning", "floor_scale", "swiglu_limit", "swiglu_alpha",
-    "activation",
+    "activation", "mamba_chunk_size", "time_step_limit", "time_step_min", "time_step_max", "time_step_floor",
     "use_parallel_residual", "apply_residual_connection_post_layernorm", "reorder_and_upcast_attn",
     "verbose", "init_device", "norm_type", "learned_pos_emb", "position_embedding_type", "for_llm_compressor", "embedding_fraction", "attn_output_gate_init", "num_logits_to_keep",
     # MoE routing: which experts run, never how many are held

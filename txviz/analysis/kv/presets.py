@@ -164,11 +164,12 @@ PRESETS: dict[str, dict] = {
     "jamba-1.5-mini": dict(
         name="Jamba 1.5 Mini (Mamba + attention)", n_layers=32, n_heads=32, kv_heads=8, head_dim=128,
         d_model=4096, ffn_width=2 * 14336, vocab_size=65536, n_experts=16, experts_per_token=2,
-        layer_groups=(("mamba", 28, None, 8192 * (4 + 16), 0), ("full_attention", 4, None, 0, 0)),
+        layer_groups=(("mamba", 28, None, 8192 * (4 + 16), 0), ("full_attention", 4, None, 0, 4)),
         unmultiplied_params=65536 * 4096 + 64 * 4096 + 4096 + 28 * (8192 * 16 + 3 * 8192 + 256 + 2 * 16),
         n_params=51_570_323_328, active_params=12_110_311_296, max_context=262144,
         source="ai21labs/AI21-Jamba-1.5-Mini config.json: 32 layers, hidden 4096, attention on every 8th layer "
-               "from the 5th (attn_layer_period 8, offset 4) with 8 KV heads, Mamba elsewhere (mamba_expand 2, "
+               "from the 5th (attn_layer_period 8, offset 4) with 8 KV heads and no positions, Mamba elsewhere "
+               "(mamba_expand 2, "
                "d_state 16, d_conv 4: a fixed state per sequence), 16 experts, 2 per token on every other "
                "layer (AI21 2024, '52B total, 12B active'); parameters summed in tests/geometry; GQA"),
     "qwen3-next-80b-a3b": dict(
