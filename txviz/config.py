@@ -23,6 +23,12 @@ OLMo 2, Qwen3, SmolLM3 and Phi-1/2 add: only post-norms (``pre_norm`` off with `
 QK-norm over all heads at once (``qk_norm_scope``, OLMo 2) or as a LayerNorm (Phi), layers that skip RoPE
 (``layer_rope``, SmolLM3's NoPE layers), one norm read by both sublayers of a parallel block
 (``shared_block_norm``, Phi-1/2) and a bias on the unembedding (``lm_head_bias``, Phi-1/2).
+
+Mixture-of-Experts models choose their router the same way (txviz.model.router): softmax over all
+experts then top-k, or top-k logits then a softmax over them (``router_order``), renormalised gates or
+not (``router_norm``), a router bias; routed experts of their own width (``expert_hidden``), a shared
+expert every token runs through with or without a sigmoid gate (Qwen-MoE), and layers kept dense
+(``dense_layers``). Granite's fixed multipliers are options too (``residual_scale``, ``logit_divisor``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ LAYER_TYPES: tuple[str, ...] = typing.get_args(LayerType)
 Positions = Literal["rope", "alibi", "learned", "none"]
 RopeScalingKind = Literal["none", "linear", "ntk", "yarn", "llama3"]
 RouterNorm = Literal["topk", "all"]
+RouterOrder = Literal["softmax_topk", "topk_softmax"]  # txviz.model.router
 
 
 class ConfigError(ValueError):
@@ -148,6 +155,12 @@ class ModelConfig:
     n_experts: int = 0  # 0: dense FFN; >0: Mixture of Experts
     top_k: int = 2
     router_norm: RouterNorm = "topk"  # topk: gates renormalized over the chosen experts (Mixtral)
+    router_order: RouterOrder = "softmax_topk"  # topk_softmax: top-k logits, softmax over them (Granite)
+    router_bias: bool = False  # the router's linear map has a bias (gpt-oss)
+    expert_hidden: int | None = None  # each routed expert's width; None: ffn_hidden
+    shared_expert_hidden: int = 0  # an always-on expert outside the top-k, this wide (Qwen-MoE); 0: none
+    shared_expert_gate: bool = False  # the shared expert's output scaled by sigmoid(x·w) (Qwen-MoE)
+    dense_layers: tuple[int, ...] = ()  # layers of a MoE model with a dense FFN ffn_hidden wide (Qwen-MoE)
     positions: Positions = "rope"
     rope_theta: float = 10000.0
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
@@ -177,6 +190,8 @@ class ModelConfig:
     layer_rope: tuple[bool, ...] | None = None  # per layer, RoPE on q and k or not (SmolLM3's NoPE layers); None: all
     shared_block_norm: bool = False  # the parallel block's attention and FFN read one norm (Phi-1/2, GPT-J)
     lm_head_bias: bool = False  # a bias on the unembedding (Phi-1/2)
+    residual_scale: float = 1.0  # each sublayer's output times this before it joins the residual (Granite)
+    logit_divisor: float = 1.0  # logits divided by it (Granite's logits_scaling)
     name: str = "model"  # shown in the UI; never branched on
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
@@ -199,7 +214,7 @@ class ModelConfig:
             if unknown:
                 raise ConfigError(f"unknown rope_scaling fields: {sorted(unknown)}")
             object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
-        for name in ("layer_types", "layer_rope"):
+        for name in ("layer_types", "layer_rope", "dense_layers"):
             if isinstance(getattr(self, name), list):  # JSON has no tuples
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         if not isinstance(self.rope_scaling, RopeScaling):
@@ -241,12 +256,13 @@ class ModelConfig:
         if self.rotary_dims is not None and not (0 < self.rotary_dims <= self.head_dim and self.rotary_dims % 2 == 0):
             raise ConfigError(f"rotary_dims={self.rotary_dims} must be even and between 2 and head_dim={self.head_dim}")
         for name in ("rope_local_theta", "query_scale", "attn_softcap", "final_softcap", "embed_scale",
-                     "alibi_bias_max"):
+                     "alibi_bias_max", "residual_scale", "logit_divisor"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be > 0 (or None where allowed), got {value}")
         self._check_layer_types()
         self._check_layer_rope()
+        self._check_experts()
         if self.lm_head_bias and self.tie_embeddings:
             raise ConfigError("lm_head_bias needs an untied lm_head: tied embeddings have no head of their own")
         if self.shared_block_norm and not self.parallel_block:
@@ -262,6 +278,24 @@ class ModelConfig:
             raise ConfigError(f"layer_rope has {len(self.layer_rope)} entries but n_layers={self.n_layers}")
         if self.positions != "rope":
             raise ConfigError(f"layer_rope says which layers RoPE rotates, but positions={self.positions!r}")
+
+    def _check_experts(self) -> None:
+        bound = SIZE_BOUNDS["ffn_hidden"]
+        for name, low in (("expert_hidden", 1), ("shared_expert_hidden", 0)):
+            value = getattr(self, name)
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if value is not None and not (whole and low <= value <= bound):
+                raise ConfigError(f"{name} must be an integer from {low} to {bound:,}, got {value!r}")
+        if self.router_order == "topk_softmax" and self.router_norm != "topk":
+            raise ConfigError("router_order 'topk_softmax' (a softmax over the chosen experts) gives gates that sum "
+                              "to 1: router_norm must be 'topk'")
+        if self.shared_expert_gate and not self.shared_expert_hidden:
+            raise ConfigError("shared_expert_gate needs a shared expert: set shared_expert_hidden")
+        layers = self.dense_layers
+        if not isinstance(layers, tuple) or not all(isinstance(i, int) and not isinstance(i, bool) for i in layers):
+            raise ConfigError(f"dense_layers must be a list of layer indices, got {layers!r:.80}")
+        if any(not 0 <= i < self.n_layers for i in layers) or len(set(layers)) != len(layers):
+            raise ConfigError(f"dense_layers {list(layers)[:8]} must be distinct layers in 0..{self.n_layers - 1}")
 
     def _check_layer_types(self) -> None:
         if self.layer_types is None:
@@ -292,6 +326,20 @@ class ModelConfig:
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether layer ``i`` routes its tokens to experts (a MoE model may keep some layers dense)."""
+        return self.is_moe and i not in self.dense_layers
+
+    @property
+    def moe_layers(self) -> tuple[int, ...]:
+        """The layers with a Mixture-of-Experts FFN, in order (none for a dense model)."""
+        return tuple(i for i in range(self.n_layers) if self.is_moe_layer(i))
+
+    @property
+    def expert_width(self) -> int:
+        """Each routed expert's hidden width: ``expert_hidden``, or ``ffn_hidden``."""
+        return self.ffn_hidden if self.expert_hidden is None else self.expert_hidden
 
     @property
     def rope_dims(self) -> int:

@@ -14,11 +14,13 @@ from txviz.config import ModelConfig
 
 
 # ---- parameters -----------------------------------------------------------------------------------
-def _expert_params(c: ModelConfig) -> int:
+def _expert_params(c: ModelConfig, hidden: int | None = None) -> int:
+    """One FFN (or expert) ``hidden`` wide (None: ffn_hidden)."""
+    hidden = c.ffn_hidden if hidden is None else hidden
     gated = c.ffn != "gelu_mlp"  # SwiGLU, GeGLU: gate, up, down | GELU MLP: up, down
     matrices = 3 if gated else 2
-    bias = (2 * c.ffn_hidden + c.d_model if gated else c.ffn_hidden + c.d_model) if c.mlp_bias else 0
-    return matrices * c.d_model * c.ffn_hidden + bias
+    bias = (2 * hidden + c.d_model if gated else hidden + c.d_model) if c.mlp_bias else 0
+    return matrices * c.d_model * hidden + bias
 
 
 def _attention_params(c: ModelConfig) -> int:
@@ -42,15 +44,26 @@ def _block_norms(c: ModelConfig) -> int:
     return pre + (2 if c.sandwich_norm else 0)
 
 
+def _ffn_params(c: ModelConfig, layer: int, experts_used: int) -> int:
+    """Layer ``layer``'s FFN: dense, or the router (and its bias), ``experts_used`` routed experts and
+    the shared expert with its gate, which every token runs through."""
+    if not c.is_moe_layer(layer):
+        return _expert_params(c)
+    router = c.d_model * c.n_experts + (c.n_experts if c.router_bias else 0)
+    shared = _expert_params(c, c.shared_expert_hidden) if c.shared_expert_hidden else 0
+    shared_gate = c.d_model if c.shared_expert_gate else 0
+    return router + experts_used * _expert_params(c, c.expert_width) + shared + shared_gate
+
+
 def _params(c: ModelConfig, experts_used: int) -> int:
     per_feature = 2 if c.norm == "layernorm" and c.norm_bias else 1  # a LayerNorm's bias (not MPT's)
     norm = c.d_model * per_feature
-    ffn = _expert_params(c) if not c.is_moe else c.d_model * c.n_experts + experts_used * _expert_params(c)
-    layer = _block_norms(c) * norm + _qk_norm_params(c, per_feature) + _attention_params(c) + ffn
+    layer = _block_norms(c) * norm + _qk_norm_params(c, per_feature) + _attention_params(c)
+    ffns = sum(_ffn_params(c, i, experts_used) for i in range(c.n_layers))  # dense or MoE, layer by layer
     embeddings = c.vocab_size * c.d_model * (1 if c.tie_embeddings else 2)
     positions = c.max_seq_len * c.d_model if c.positions == "learned" else 0
     head_bias = c.vocab_size if c.lm_head_bias else 0
-    return (embeddings + positions + head_bias + c.n_layers * layer
+    return (embeddings + positions + head_bias + c.n_layers * layer + ffns
             + norm * (2 if c.embed_norm else 1))  # final (+ BLOOM's)
 
 
@@ -60,7 +73,8 @@ def count_params(config: ModelConfig) -> int:
 
 
 def count_active_params(config: ModelConfig) -> int:
-    """Parameters one token runs through: a MoE counts its router and top_k experts per layer."""
+    """Parameters one token runs through: a MoE layer counts its router, top_k experts and any shared
+    expert (with its gate)."""
     return _params(config, config.top_k if config.is_moe else 0)
 
 
@@ -73,9 +87,10 @@ def non_embedding_params(config: ModelConfig) -> int:
 
 
 # ---- FLOPs per token ------------------------------------------------------------------------------
-def expert_matmul_params(config: ModelConfig) -> int:
-    """Weights of one FFN (or one expert): gate, up, down (SwiGLU) or up, down (GELU MLP)."""
-    return (2 if config.ffn == "gelu_mlp" else 3) * config.d_model * config.ffn_hidden
+def expert_matmul_params(config: ModelConfig, hidden: int | None = None) -> int:
+    """Weights of one FFN (or one expert) ``hidden`` wide (None: ffn_hidden): gate, up, down (SwiGLU)
+    or up, down (GELU MLP)."""
+    return (2 if config.ffn == "gelu_mlp" else 3) * config.d_model * (config.ffn_hidden if hidden is None else hidden)
 
 
 def projection_flops_per_token(config: ModelConfig) -> int:
@@ -84,11 +99,25 @@ def projection_flops_per_token(config: ModelConfig) -> int:
     return 2 * (config.d_model * (q_width + 2 * kv_width) + q_width * config.d_model)
 
 
+def layer_ffn_flops_per_token(config: ModelConfig, layer: int) -> int:
+    """Layer ``layer``'s FFN: the dense FFN, or the router, the top-k experts a token runs through and
+    the shared expert (with its gate) that every token runs through."""
+    c = config
+    if not c.is_moe_layer(layer):
+        return 2 * expert_matmul_params(c)
+    shared = expert_matmul_params(c, c.shared_expert_hidden) + (c.d_model if c.shared_expert_gate else 0)
+    return 2 * (c.d_model * c.n_experts + c.top_k * expert_matmul_params(c, c.expert_width) + shared)
+
+
+def total_ffn_flops_per_token(config: ModelConfig) -> int:
+    """Every layer's FFN together."""
+    return sum(layer_ffn_flops_per_token(config, i) for i in range(config.n_layers))
+
+
 def ffn_flops_per_token(config: ModelConfig) -> int:
-    """One layer's FFN: the dense FFN, or the router plus the top-k experts a token runs through."""
-    if not config.is_moe:
-        return 2 * expert_matmul_params(config)
-    return 2 * (config.d_model * config.n_experts + config.top_k * expert_matmul_params(config))
+    """One layer's FFN: the dense FFN, or the router plus the experts a token runs through (with dense
+    and MoE layers mixed: their mean, rounded down)."""
+    return total_ffn_flops_per_token(config) // config.n_layers
 
 
 def attention_flops_per_token(config: ModelConfig, context: int) -> int:
@@ -101,5 +130,5 @@ def attention_flops_per_token(config: ModelConfig, context: int) -> int:
 def flops_per_token(config: ModelConfig, context: int = 0) -> int:
     """Forward FLOPs of one token attending ``context`` keys: every layer's projections, attention and
     (active) FFN, and the unembedding. With context 0 it is 2 × the weights a token multiplies by."""
-    layer = projection_flops_per_token(config) + ffn_flops_per_token(config) + attention_flops_per_token(config, context)
-    return config.n_layers * layer + 2 * config.d_model * config.vocab_size
+    layer = projection_flops_per_token(config) + attention_flops_per_token(config, context)
+    return config.n_layers * layer + total_ffn_flops_per_token(config) + 2 * config.d_model * config.vocab_size

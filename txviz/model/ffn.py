@@ -3,7 +3,11 @@
 SwiGLU: W_down(SiLU(x W_gate) ⊙ x W_up) (Shazeer 2020); GeGLU, the same gate with GELU (Shazeer 2020;
 Gemma, with GELU's tanh form). GELU MLP: W_down(GELU(x W_up)) (GPT-2).
 MoE: a linear router scores every expert, the top-k are run and mixed by their gate weights
-(Shazeer et al. 2017; Mixtral, Jiang et al. 2024):  y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x).
+(Shazeer et al. 2017; Mixtral, Jiang et al. 2024):  y = Σ_{e ∈ TopK(g(x))} g_e(x) · FFN_e(x); how the
+router turns scores into choices and gates is txviz.model.router's. A shared expert runs for every
+token beside the routed ones, outside the top-k, its output optionally scaled by a sigmoid gate
+σ(x·w) (Qwen-MoE; DeepSeekMoE, Dai et al. 2024):  y = Σ_{e ∈ TopK} g_e(x) · FFN_e(x) + σ(x·w) · FFN_s(x).
+A MoE model may keep a dense FFN on some layers (``dense_layers``): make_ffn picks per layer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from torch.nn import functional as F
 
 from txviz.config import ModelConfig
 from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
+from txviz.model.router import make_router
 
 
 class SwiGLU(nn.Module):
@@ -52,35 +57,32 @@ class GeluMLP(nn.Module):
         return self.down_proj(F.gelu(self.up_proj(x), approximate=self.approximate))
 
 
-def make_expert(config: ModelConfig) -> nn.Module:
+def make_expert(config: ModelConfig, hidden: int | None = None) -> nn.Module:
+    """The config's FFN kind, ``hidden`` wide (None: ``ffn_hidden``)."""
+    hidden = config.ffn_hidden if hidden is None else hidden
     if config.ffn == "swiglu":
-        return SwiGLU(config.d_model, config.ffn_hidden, config.mlp_bias)
+        return SwiGLU(config.d_model, hidden, config.mlp_bias)
     if config.ffn == "geglu":
-        return GeGLU(config.d_model, config.ffn_hidden, config.mlp_bias, config.gelu_approximate)
-    return GeluMLP(config.d_model, config.ffn_hidden, config.mlp_bias, config.gelu_approximate)
+        return GeGLU(config.d_model, hidden, config.mlp_bias, config.gelu_approximate)
+    return GeluMLP(config.d_model, hidden, config.mlp_bias, config.gelu_approximate)
 
 
 class MoE(nn.Module):
-    """Top-k routed experts. ``router_norm='topk'`` renormalizes the chosen gates to sum to 1
-    (Mixtral); ``'all'`` keeps the softmax over all experts (Switch, Qwen-MoE)."""
+    """Top-k routed experts, each ``expert_width`` wide; the router (txviz.model.router) picks them and
+    their gates: ``router_norm='topk'`` renormalizes the chosen gates to sum to 1 (Mixtral); ``'all'``
+    keeps the softmax over all experts (Switch, Qwen-MoE)."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.top_k = config.top_k
-        self.renormalize = config.router_norm == "topk"
-        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
-        self.experts = nn.ModuleList(make_expert(config) for _ in range(config.n_experts))
+        self.router = make_router(config)
+        self.experts = nn.ModuleList(make_expert(config, config.expert_width) for _ in range(config.n_experts))
 
     def forward(self, x: torch.Tensor, record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         # legend: B batch, T tokens, d model width, E experts, K chosen per token
         shape = x.shape
         flat = x.reshape(-1, shape[-1])  # (B*T, d)
-        logits = self.router(flat)  # (B*T, E)
-        probs = F.softmax(logits, dim=-1, dtype=torch.float32)
-        gates, chosen = torch.topk(probs, self.top_k, dim=-1)  # (B*T, K) each
-        if self.renormalize:
-            gates = gates / gates.sum(dim=-1, keepdim=True)
-        gates = gates.to(x.dtype)
+        logits, probs, chosen, gates = self.router.route(flat)  # (B*T, E), (B*T, E), (B*T, K), (B*T, K)
         out = torch.zeros_like(flat)
         for e, expert in enumerate(self.experts):
             token_idx, slot = torch.where(chosen == e)
@@ -89,8 +91,39 @@ class MoE(nn.Module):
         lead = shape[:-1]
         record.many(router_logits=logits.reshape(*lead, -1), router_probs=probs.reshape(*lead, -1),
                     expert_ids=chosen.reshape(*lead, -1), expert_gates=gates.reshape(*lead, -1))
-        return out.reshape(shape)
+        return self.add_shared(flat, out).reshape(shape)
+
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
+        return routed  # no shared expert
 
 
-def make_ffn(config: ModelConfig) -> nn.Module:
-    return MoE(config) if config.is_moe else make_expert(config)
+class SharedExpertMoE(MoE):
+    """Routed experts plus one expert every token runs through, ``shared_expert_hidden`` wide."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.shared_expert = make_expert(config, config.shared_expert_hidden)
+
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
+        return routed + self.shared_expert(flat)
+
+
+class GatedSharedExpertMoE(SharedExpertMoE):
+    """The shared expert's output scaled per token by σ(x·w) (Qwen-MoE's ``shared_expert_gate``)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.shared_expert_gate = nn.Linear(config.d_model, 1, bias=False)
+
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
+        gate = torch.sigmoid(self.shared_expert_gate(flat))  # (B*T, 1)
+        return routed + gate * self.shared_expert(flat)
+
+
+def make_ffn(config: ModelConfig, layer: int = 0) -> nn.Module:
+    """Layer ``layer``'s FFN: routed experts (with a shared one if the config has it) or a dense FFN."""
+    if not config.is_moe_layer(layer):
+        return make_expert(config)
+    if not config.shared_expert_hidden:
+        return MoE(config)
+    return GatedSharedExpertMoE(config) if config.shared_expert_gate else SharedExpertMoE(config)

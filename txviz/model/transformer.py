@@ -8,7 +8,8 @@
 
 Embeddings are multiplied by ``embed_scale`` (Gemma: √d), normalized where ``embed_norm`` asks
 (BLOOM's word_embeddings_layernorm), and the logits soft-capped where the config
-asks. Layers come in kinds: full attention, or sliding over a window with its own RoPE base
+asks. A MoE model's FFN is picked per layer (``dense_layers`` stay dense). Layers come in kinds: full
+attention, or sliding over a window with its own RoPE base
 (``layer_types``, ``rope_local_theta``), with RoPE or without (``layer_rope``, SmolLM3); each call
 builds one AttentionContext per kind (mask, window, RoPE tables) and each layer takes its kind's. A
 trace records the global kind's RoPE tables; layer i's own are
@@ -30,7 +31,8 @@ Parameter names (the loaders' target):
   layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
   layers.{i}.attn.{q,k}_norm.{weight,bias} (qk_norm: D wide, or H·D / Hkv·D across heads)
   layers.{i}.ffn.{gate,up,down}_proj (SwiGLU, GeGLU) · ffn.{up,down}_proj (GELU MLP)
-  layers.{i}.ffn.router.weight · ffn.experts.{e}.{gate,up,down}_proj (MoE)
+  layers.{i}.ffn.router.{weight,bias} · ffn.experts.{e}.{gate,up,down}_proj (MoE)
+  layers.{i}.ffn.shared_expert.{gate,up,down}_proj · ffn.shared_expert_gate.weight (shared expert)
 """
 
 from __future__ import annotations
@@ -54,21 +56,22 @@ class InputError(ValueError):
 
 
 class Block(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, layer: int = 0):
         super().__init__()
         self.attn_norm = make_optional_norm(config, config.pre_norm)  # identity without pre-norms (OLMo 2)
         self.attn = Attention(config)
         self.post_attn_norm = make_optional_norm(config, config.sandwich_norm)  # identity without sandwich
         self.ffn_norm = make_optional_norm(config, config.pre_norm)
-        self.ffn = make_ffn(config)
+        self.ffn = make_ffn(config, layer)  # dense, or experts on a MoE layer
         self.post_ffn_norm = make_optional_norm(config, config.sandwich_norm)
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         x = record.edit("resid_pre", x)
-        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))  # what joins the residual
-        h = x + attn_out
-        ffn_out = record.edit("ffn_out", self.post_ffn_norm(self.feed_forward(self.ffn_norm(h), record)))
+        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))
+        h = x + attn_out  # attn_out: what joins the residual
+        ffn = self.post_ffn_norm(self.feed_forward(self.ffn_norm(h), record))
+        ffn_out = record.edit("ffn_out", ffn)
         record.many(attn_out=attn_out, ffn_out=ffn_out)
         return record.edit("resid_post", h + ffn_out)
 
@@ -91,7 +94,8 @@ class ParallelBlock(Block):
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         x = record.edit("resid_pre", x)
         attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))
-        ffn_out = record.edit("ffn_out", self.post_ffn_norm(self.feed_forward(self.ffn_norm(x), record)))
+        ffn = self.post_ffn_norm(self.feed_forward(self.ffn_norm(x), record))
+        ffn_out = record.edit("ffn_out", ffn)
         record.many(attn_out=attn_out, ffn_out=ffn_out)
         return record.edit("resid_post", ffn_out + attn_out + x)  # transformers' order of the sum
 
@@ -101,8 +105,8 @@ class SharedNormParallelBlock(ParallelBlock):
     y = x + Attn(norm(x)) + FFN(norm(x)). Its ``ffn_norm`` calls ``attn_norm`` again and holds no weights
     of its own, so whatever recomputes a block's FFN input (the block walkthrough, circuits) gets it right."""
 
-    def __init__(self, config: ModelConfig):
-        super().__init__(config)
+    def __init__(self, config: ModelConfig, layer: int = 0):
+        super().__init__(config, layer)
         self.ffn_norm = SharedNorm(self.attn_norm)
 
 
@@ -114,12 +118,12 @@ class SharedNormParallelMoEBlock(SharedNormParallelBlock, MoEBlock):
     """The one-norm parallel block with a Mixture-of-Experts FFN."""
 
 
-def make_block(config: ModelConfig) -> Block:
+def make_block(config: ModelConfig, layer: int = 0) -> Block:
     if config.shared_block_norm:  # the config allows it only with parallel_block
-        return (SharedNormParallelMoEBlock if config.is_moe else SharedNormParallelBlock)(config)
+        return (SharedNormParallelMoEBlock if config.is_moe_layer(layer) else SharedNormParallelBlock)(config, layer)
     kinds = {(False, False): Block, (False, True): MoEBlock, (True, False): ParallelBlock,
              (True, True): ParallelMoEBlock}
-    return kinds[config.parallel_block, config.is_moe](config)
+    return kinds[config.parallel_block, config.is_moe_layer(layer)](config, layer)
 
 
 def _embedding(vocab_size: int, d_model: int) -> nn.Embedding:
@@ -139,7 +143,7 @@ class Decoder(nn.Module):
         self.embed = _embedding(config.vocab_size, config.d_model)
         self.positions = make_positions(config)
         self.embed_norm = make_optional_norm(config, config.embed_norm)  # identity without one
-        self.layers = nn.ModuleList(make_block(config) for _ in range(config.n_layers))
+        self.layers = nn.ModuleList(make_block(config, i) for i in range(config.n_layers))
         self.final_norm = make_norm(config)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size,
                                                                     bias=config.lm_head_bias)

@@ -28,7 +28,7 @@ import torch
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
-from txviz.model.counts import count_active_params, count_params, ffn_flops_per_token, flops_per_token
+from txviz.model.counts import count_active_params, count_params, flops_per_token, total_ffn_flops_per_token
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
 
@@ -201,4 +201,4 @@ class Capacity:
 
 def capacity(config: ModelConfig, context: int = 0) -> Capacity:
     return Capacity(config.name, count_params(config), count_active_params(config), flops_per_token(config, context),
-                    config.n_layers * ffn_flops_per_token(config), context)
+                    total_ffn_flops_per_token(config), context)
