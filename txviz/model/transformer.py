@@ -5,10 +5,11 @@
     y = x + Attention(Norm₁(x)) + FFN(Norm₂(x))   (``parallel_block``, GPT-NeoX; Wang & Komatsuzaki 2021)
     y = x + Attention(Norm(x)) + FFN(Norm(x))   (``shared_block_norm``, Phi-1/2)
     h = x + PostNorm(Attention(x));   y = h + PostNorm(FFN(h))   (``pre_norm`` off, OLMo 2)
+    h = x + m·Attention(Norm(x));   y = h + m·FFN(Norm(h))   (m = ``residual_scale``, Granite)
 
 Embeddings are multiplied by ``embed_scale`` (Gemma: √d), normalized where ``embed_norm`` asks
-(BLOOM's word_embeddings_layernorm), and the logits soft-capped where the config
-asks. A MoE model's FFN is picked per layer (``dense_layers`` stay dense). Layers come in kinds: full
+(BLOOM's word_embeddings_layernorm), and the logits divided by ``logit_divisor`` (Granite) and
+soft-capped where the config asks. A MoE model's FFN is picked per layer (``dense_layers`` stay dense). Layers come in kinds: full
 attention, or sliding over a window with its own RoPE base
 (``layer_types``, ``rope_local_theta``), with RoPE or without (``layer_rope``, SmolLM3); each call
 builds one AttentionContext per kind (mask, window, RoPE tables) and each layer takes its kind's. A
@@ -48,6 +49,7 @@ from txviz.model.kv_cache import NO_CACHE, NO_LAYER_CACHE, KVCache, LayerKVCache
 from txviz.model.norm import SharedNorm, make_norm, make_optional_norm
 from txviz.model.positions import NoPositions, make_positions
 from txviz.model.recording import NULL_LAYER_RECORDER, NULL_RECORDER, LayerRecorderProtocol, RecorderProtocol
+from txviz.model.scale import make_divide, make_multiply, then
 from txviz.model.softcap import make_softcap
 
 
@@ -64,14 +66,15 @@ class Block(nn.Module):
         self.ffn_norm = make_optional_norm(config, config.pre_norm)
         self.ffn = make_ffn(config, layer)  # dense, or experts on a MoE layer
         self.post_ffn_norm = make_optional_norm(config, config.sandwich_norm)
+        self.scale_residual = make_multiply(config.residual_scale)  # identity but for Granite
 
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         x = record.edit("resid_pre", x)
-        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))
+        attn_out = self.scale_residual(self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record)))
         h = x + attn_out  # attn_out: what joins the residual
         ffn = self.post_ffn_norm(self.feed_forward(self.ffn_norm(h), record))
-        ffn_out = record.edit("ffn_out", ffn)
+        ffn_out = record.edit("ffn_out", self.scale_residual(ffn))
         record.many(attn_out=attn_out, ffn_out=ffn_out)
         return record.edit("resid_post", h + ffn_out)
 
@@ -93,9 +96,9 @@ class ParallelBlock(Block):
     def forward(self, x: torch.Tensor, ctx: AttentionContext, cache: LayerKVCache | NoLayerCache = NO_LAYER_CACHE,
                 record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         x = record.edit("resid_pre", x)
-        attn_out = self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record))
+        attn_out = self.scale_residual(self.post_attn_norm(self.attn(self.attn_norm(x), ctx, cache, record)))
         ffn = self.post_ffn_norm(self.feed_forward(self.ffn_norm(x), record))
-        ffn_out = record.edit("ffn_out", ffn)
+        ffn_out = record.edit("ffn_out", self.scale_residual(ffn))
         record.many(attn_out=attn_out, ffn_out=ffn_out)
         return record.edit("resid_post", ffn_out + attn_out + x)  # transformers' order of the sum
 
@@ -147,7 +150,8 @@ class Decoder(nn.Module):
         self.final_norm = make_norm(config)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size,
                                                                     bias=config.lm_head_bias)
-        self.cap_logits = make_softcap(config.final_softcap)  # identity without a cap
+        # logits / logit_divisor (Granite), then soft-capped (Gemma 2): the identity for most models
+        self.cap_logits = then(make_divide(config.logit_divisor), make_softcap(config.final_softcap))
         # Layer kinds: each distinct (window, RoPE or not) (window None: full attention; no RoPE: SmolLM3's
         # NoPE layers), with the first layer of the kind, whose cache tells the kind's key positions; layer i
         # attends with context kind_of[i].
