@@ -16,6 +16,8 @@ import torch
 
 from txviz.config import ModelConfig
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.hf.families import qwen2_moe
+from txviz.loading.hf.families.expert_weights import split_stacked_experts
 
 Tensors = dict[str, torch.Tensor]
 Transform = Callable[[Tensors, ModelConfig], Tensors]
@@ -319,6 +321,11 @@ LAYOUTS: dict[str, tuple[tuple[Transform, ...], dict[str, str]]] = {
     "smollm3": ((drop_rotary_buffers, drop_tied_lm_head), LLAMA_NAMES),
     "phi": ((drop_rotary_buffers, drop_tied_lm_head), PHI_NAMES),
 }
+# Mixture-of-Experts families (txviz.loading.hf.families): Llama's names plus their experts'
+LAYOUTS.update({
+    "qwen2_moe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
+                  {**LLAMA_NAMES, **qwen2_moe.EXPERT_NAMES, **qwen2_moe.SHARED_EXPERT_NAMES}),
+})
 
 
 def _compile(template: str) -> re.Pattern:

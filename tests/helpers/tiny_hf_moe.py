@@ -1,0 +1,72 @@
+"""Tiny, seeded, randomly initialised transformers models of the Mixture-of-Experts families txviz loads
+(Qwen2-MoE, Qwen3-MoE, OLMoE, Granite-MoE), built offline with ``AutoConfig.for_model`` in float32 with
+eager attention; and what their routers decide, read from transformers' own router modules.
+
+Every parameter is redrawn (tests/helpers/tiny_hf.randomize_), so no norm hides behind 1 and no router
+behind 0. transformers is imported when a model is built, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.helpers.tiny_hf import randomize_
+
+BASE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, pad_token_id=0,
+            bos_token_id=0, eos_token_id=0)
+_QWEN2 = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=40, shared_expert_intermediate_size=56)
+_QWEN3 = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=40, head_dim=16)
+_GRANITE = dict(num_local_experts=4, num_experts_per_tok=2)
+
+# variant → (model_type, config overrides): each family's router choices, and dense layers mixed in
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "qwen2_moe": ("qwen2_moe", _QWEN2),
+    "qwen2_moe_norm_topk": ("qwen2_moe", dict(_QWEN2, norm_topk_prob=True)),
+    "qwen2_moe_sparse_step_2": ("qwen2_moe", dict(_QWEN2, decoder_sparse_step=2)),  # layers 0 and 2 dense
+    "qwen2_moe_mlp_only_top1": ("qwen2_moe", dict(_QWEN2, mlp_only_layers=[1], num_experts_per_tok=1)),
+    "qwen3_moe": ("qwen3_moe", _QWEN3),
+    "qwen3_moe_norm_topk_mlp_only": ("qwen3_moe", dict(_QWEN3, norm_topk_prob=True, mlp_only_layers=[0])),
+    "qwen3_moe_attention_bias_top3": ("qwen3_moe", dict(_QWEN3, attention_bias=True, num_experts_per_tok=3)),
+    "olmoe": ("olmoe", dict(num_experts=4, num_experts_per_tok=2)),
+    "olmoe_norm_topk_mha": ("olmoe", dict(num_experts=5, num_experts_per_tok=2, norm_topk_prob=True,
+                                          num_key_value_heads=4)),
+    "granitemoe": ("granitemoe", _GRANITE),
+    "granitemoe_multipliers": ("granitemoe", dict(_GRANITE, embedding_multiplier=3.0, attention_multiplier=0.3,
+                                                  residual_multiplier=0.6, logits_scaling=2.5)),
+    "granitemoe_tied_top1": ("granitemoe", dict(_GRANITE, num_experts_per_tok=1, tie_word_embeddings=True)),
+}
+
+
+def variants_of(*families: str) -> list[str]:
+    return sorted(name for name, (family, _) in VARIANTS.items() if family in families)
+
+
+def build(variant: str, seed: int = 0, scale: float = 0.15) -> torch.nn.Module:
+    """The transformers model of ``variant``: float32, eager attention, eval mode, every parameter redrawn."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    family, overrides = VARIANTS[variant]
+    config = AutoConfig.for_model(family, **{**BASE, **overrides}, attn_implementation="eager")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config).to(torch.float32)
+    return randomize_(model, seed, scale).eval()
+
+
+def hf_routing(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, list[tuple[int, tuple]]]:
+    """(logits, [(layer, (router logits (N, E), gates (N, K), chosen (N, K))) for each MoE layer]): one
+    forward of transformers' model, its routers' own outputs caught by forward hooks."""
+    caught: list[tuple[int, tuple]] = []
+    hooks = []
+    for name, module in model.named_modules():
+        if type(module).__name__.endswith("TopKRouter"):
+            layer = int(name.split(".layers.")[1].split(".")[0])
+            hooks.append(module.register_forward_hook(
+                lambda _m, _args, out, layer=layer: caught.append((layer, tuple(t.detach() for t in out)))))
+    try:
+        with torch.no_grad():
+            out = model(ids, output_attentions=True, use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return out, caught

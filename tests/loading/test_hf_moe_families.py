@@ -1,0 +1,67 @@
+"""Mixture-of-Experts checkpoints against transformers itself: tiny random Qwen2-MoE, Qwen3-MoE, OLMoE
+and Granite-MoE models saved with ``save_pretrained`` (and in transformers 5's stacked-expert layout),
+loaded through txviz, must give the same logits, the same attention map in every layer and head, and the
+same routing: per token and MoE layer, the router's logits and probabilities, the experts chosen (in
+order) and their gates, as transformers' own router modules computed them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import random_ids, save, save_state_dict
+from tests.helpers.tiny_hf_moe import VARIANTS, build, hf_routing
+from txviz.capture.trace import trace
+from txviz.loading.hf.loader import load_hf_dir
+from txviz.model.counts import count_params
+
+pytestmark = NEEDS_TRANSFORMERS
+
+ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
+FAMILIES = ("qwen2_moe",)
+CASES = sorted(name for name, (family, _) in VARIANTS.items() if family in FAMILIES)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def check_against_transformers(hf_model, loaded) -> None:
+    ids = random_ids(hf_model.config.vocab_size)
+    out, routers = hf_routing(hf_model, ids)
+    config = loaded.config
+    tr = trace(loaded.model, ids, capture=("logits", "attn_probs"))
+    assert_close(tr["attn_probs"], torch.stack(out.attentions))  # (L, B, H, T, S)
+    assert_close(tr["logits"], out.logits)
+    assert [layer for layer, _ in routers] == list(config.moe_layers)
+    routed = trace(loaded.model, ids, capture=ROUTER_CAPTURES, layers=config.moe_layers)
+    for slot, (layer, (logits, gates, chosen)) in enumerate(routers):
+        flat = {name: routed[name][slot].reshape(-1, routed[name].shape[-1]) for name in ROUTER_CAPTURES}  # (B·T, ·)
+        assert_close(flat["router_logits"].float(), logits.float())
+        assert_close(flat["router_probs"], torch.softmax(logits.float(), dim=-1))
+        assert torch.equal(flat["expert_ids"], chosen), f"layer {layer}: different experts chosen"
+        assert_close(flat["expert_gates"], gates)
+
+
+@pytest.mark.parametrize("variant", CASES)
+def test_logits_maps_and_routing_match_transformers(variant, tmp_path):
+    hf_model = build(variant)
+    loaded = load_hf_dir(save(hf_model, tmp_path), device="cpu")
+    assert loaded.metadata["architecture"] == hf_model.config.architectures[0]
+    check_against_transformers(hf_model, loaded)
+    assert count_params(loaded.config) == hf_model.num_parameters()
+    assert sum(p.numel() for p in loaded.model.parameters()) == hf_model.num_parameters()
+
+
+@pytest.mark.parametrize("variant", [CASES[0]])
+def test_transformers_5_stacked_experts_load_the_same(variant, tmp_path):
+    hf_model = build(variant)
+    assert any(name.endswith("experts.gate_up_proj") for name in hf_model.state_dict())  # the premise
+    loaded = load_hf_dir(save_state_dict(hf_model, tmp_path), device="cpu")
+    check_against_transformers(hf_model, loaded)
