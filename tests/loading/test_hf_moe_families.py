@@ -20,7 +20,7 @@ from txviz.model.counts import count_params
 pytestmark = NEEDS_TRANSFORMERS
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
-FAMILIES = ("qwen2_moe",)
+FAMILIES = ("qwen2_moe", "qwen3_moe")
 CASES = sorted(name for name, (family, _) in VARIANTS.items() if family in FAMILIES)
 
 
@@ -59,7 +59,7 @@ def test_logits_maps_and_routing_match_transformers(variant, tmp_path):
     assert sum(p.numel() for p in loaded.model.parameters()) == hf_model.num_parameters()
 
 
-@pytest.mark.parametrize("variant", [CASES[0]])
+@pytest.mark.parametrize("variant", sorted({VARIANTS[name][0] for name in CASES}))
 def test_transformers_5_stacked_experts_load_the_same(variant, tmp_path):
     hf_model = build(variant)
     assert any(name.endswith("experts.gate_up_proj") for name in hf_model.state_dict())  # the premise

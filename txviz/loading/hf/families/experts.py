@@ -37,11 +37,11 @@ def number(raw: dict, key: str) -> float:
     return float(value)
 
 
-def n_experts(raw: dict, *keys: str) -> int:
-    """The routed experts: the first of ``keys`` the config has (transformers 5 writes Qwen3-MoE's
-    ``num_experts`` back as ``num_local_experts``)."""
-    key = next((k for k in keys if raw.get(k) is not None), keys[0])
-    return count(raw, key)
+def n_experts(raw: dict, default: int) -> int:
+    """The routed experts: ``num_experts``, else ``num_local_experts`` (transformers 5 writes Qwen3-MoE's
+    back under that name), else the class default."""
+    key = next((k for k in ("num_experts", "num_local_experts") if raw.get(k) is not None), None)
+    return default if key is None else count(raw, key)
 
 
 def routing(raw: dict, experts: int) -> dict[str, Any]:
