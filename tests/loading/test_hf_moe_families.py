@@ -20,7 +20,7 @@ from txviz.model.counts import count_params
 pytestmark = NEEDS_TRANSFORMERS
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
-FAMILIES = ("qwen2_moe", "qwen3_moe")
+FAMILIES = ("qwen2_moe", "qwen3_moe", "granitemoe")
 CASES = sorted(name for name, (family, _) in VARIANTS.items() if family in FAMILIES)
 
 

@@ -16,7 +16,7 @@ import torch
 
 from txviz.config import ModelConfig
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf.families import qwen2_moe, qwen3_moe
+from txviz.loading.hf.families import granitemoe, qwen2_moe, qwen3_moe
 from txviz.loading.hf.families.expert_weights import split_stacked_experts
 
 Tensors = dict[str, torch.Tensor]
@@ -327,6 +327,8 @@ LAYOUTS.update({
                   {**LLAMA_NAMES, **qwen2_moe.EXPERT_NAMES, **qwen2_moe.SHARED_EXPERT_NAMES}),
     "qwen3_moe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
                   {**LLAMA_NAMES, **qwen3_moe.QK_NORM_NAMES, **qwen2_moe.EXPERT_NAMES}),
+    "granitemoe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
+                   {**{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf}, **granitemoe.EXPERT_NAMES}),
 })
 
 
