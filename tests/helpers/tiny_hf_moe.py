@@ -8,6 +8,9 @@ behind 0. transformers is imported when a model is built, never when this module
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import torch
 
 from tests.helpers.tiny_hf import randomize_
@@ -42,31 +45,45 @@ def variants_of(*families: str) -> list[str]:
     return sorted(name for name, (family, _) in VARIANTS.items() if family in families)
 
 
-def build(variant: str, seed: int = 0, scale: float = 0.15) -> torch.nn.Module:
-    """The transformers model of ``variant``: float32, eager attention, eval mode, every parameter redrawn."""
+def build(variant: str, seed: int = 0, scale: float = 0.15, **changes) -> torch.nn.Module:
+    """The transformers model of ``variant`` (its settings with ``changes``): float32, eager attention, eval
+    mode, every parameter redrawn."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     family, overrides = VARIANTS[variant]
-    config = AutoConfig.for_model(family, **{**BASE, **overrides}, attn_implementation="eager")
+    config = AutoConfig.for_model(family, **{**BASE, **overrides, **changes}, attn_implementation="eager")
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config).to(torch.float32)
     return randomize_(model, seed, scale).eval()
 
 
-def hf_routing(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, list[tuple[int, tuple]]]:
-    """(logits, [(layer, (router logits (N, E), gates (N, K), chosen (N, K))) for each MoE layer]): one
-    forward of transformers' model, its routers' own outputs caught by forward hooks."""
+def hf_routing(model: torch.nn.Module, ids: torch.Tensor) -> tuple[object, list[tuple[int, tuple]], dict]:
+    """(output, [(layer, (router logits (N, E), gates (N, K), chosen (N, K))) for each MoE layer],
+    {layer: shared expert's gate σ(x·w) (N,)}): one forward of transformers' model with its attention maps,
+    its routers' own outputs and its shared experts' gate logits caught by forward hooks."""
     caught: list[tuple[int, tuple]] = []
+    shared: dict[int, torch.Tensor] = {}
     hooks = []
     for name, module in model.named_modules():
+        layer = int(name.split(".layers.")[1].split(".")[0]) if ".layers." in name else None
         if type(module).__name__.endswith("TopKRouter"):
-            layer = int(name.split(".layers.")[1].split(".")[0])
             hooks.append(module.register_forward_hook(
                 lambda _m, _args, out, layer=layer: caught.append((layer, tuple(t.detach() for t in out)))))
+        elif name.endswith("mlp.shared_expert_gate"):
+            hooks.append(module.register_forward_hook(
+                lambda _m, _args, out, layer=layer: shared.update({layer: torch.sigmoid(out.detach())[:, 0]})))
     try:
         with torch.no_grad():
             out = model(ids, output_attentions=True, use_cache=False)
     finally:
         for hook in hooks:
             hook.remove()
-    return out, caught
+    return out, caught, shared
+
+
+def save_checkpoint(variant: str, directory: Path, tokenizer: Path, **changes) -> Path:
+    """``variant`` saved by transformers' save_pretrained with ``tokenizer`` (a tokenizer.json) beside it:
+    a checkpoint folder the app can open."""
+    build(variant, **changes).save_pretrained(directory, safe_serialization=True)
+    shutil.copy(tokenizer, directory / "tokenizer.json")
+    return directory

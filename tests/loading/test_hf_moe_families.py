@@ -2,7 +2,7 @@
 and Granite-MoE models saved with ``save_pretrained`` (and in transformers 5's stacked-expert layout),
 loaded through txviz, must give the same logits, the same attention map in every layer and head, and the
 same routing: per token and MoE layer, the router's logits and probabilities, the experts chosen (in
-order) and their gates, as transformers' own router modules computed them."""
+order) and their gates, and a shared expert's sigmoid gate, as transformers' own modules computed them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from torch.testing import assert_close
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import random_ids, save, save_state_dict
 from tests.helpers.tiny_hf_moe import VARIANTS, build, hf_routing
+from txviz.analysis.moe.routing import router_captures
 from txviz.capture.trace import trace
 from txviz.loading.hf.loader import load_hf_dir
 from txviz.model.counts import count_params
@@ -34,19 +35,22 @@ def one_thread():
 
 def check_against_transformers(hf_model, loaded) -> None:
     ids = random_ids(hf_model.config.vocab_size)
-    out, routers = hf_routing(hf_model, ids)
+    out, routers, shared = hf_routing(hf_model, ids)
     config = loaded.config
     tr = trace(loaded.model, ids, capture=("logits", "attn_probs"))
     assert_close(tr["attn_probs"], torch.stack(out.attentions))  # (L, B, H, T, S)
     assert_close(tr["logits"], out.logits)
     assert [layer for layer, _ in routers] == list(config.moe_layers)
-    routed = trace(loaded.model, ids, capture=ROUTER_CAPTURES, layers=config.moe_layers)
+    routed = trace(loaded.model, ids, capture=router_captures(config), layers=config.moe_layers)
     for slot, (layer, (logits, gates, chosen)) in enumerate(routers):
         flat = {name: routed[name][slot].reshape(-1, routed[name].shape[-1]) for name in ROUTER_CAPTURES}  # (B·T, ·)
         assert_close(flat["router_logits"].float(), logits.float())
         assert_close(flat["router_probs"], torch.softmax(logits.float(), dim=-1))
         assert torch.equal(flat["expert_ids"], chosen), f"layer {layer}: different experts chosen"
         assert_close(flat["expert_gates"], gates)
+        if config.shared_expert_gate:  # the shared expert's gate on every token
+            assert_close(routed["shared_expert_gate"][slot].reshape(-1), shared[layer])
+    assert sorted(shared) == (list(config.moe_layers) if config.shared_expert_gate else [])
 
 
 @pytest.mark.parametrize("variant", CASES)

@@ -72,7 +72,8 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
 
 
 _LAYER_SCOPED = {"q", "k", "v", "q_rot", "k_rot", "attn_logits", "attn_scores", "attn_probs", "head_summaries",
-                 "kv_bytes", "attn_out", "ffn_out", "router_logits", "router_probs", "expert_ids", "expert_gates"}
+                 "kv_bytes", "attn_out", "ffn_out", "router_logits", "router_probs", "expert_ids", "expert_gates",
+                 "shared_expert_gate"}
 
 
 def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[str, int]:
@@ -87,6 +88,7 @@ def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[st
         "kv_bytes": 8, "attn_out": t * width * e, "ffn_out": t * width * e,
         "router_logits": t * experts * e, "router_probs": t * experts * e, "expert_ids": t * top_k * 8,
         "expert_gates": t * top_k * e, "resid": (c.n_layers + 1) * t * width * e, "resid_norm": (c.n_layers + 1) * t * 4,
+        "shared_expert_gate": t * e * (c.is_moe and c.shared_expert_gate),
         "positions": t * 8, "rope_angles": rope * t * d // 2 * 4, "rope_cos": rope * t * d * e, "rope_sin": rope * t * d * e,
         "rope_local_angles": local_rope * t * d // 2 * 4, "rope_local_cos": local_rope * t * d * e,
         "rope_local_sin": local_rope * t * d * e,

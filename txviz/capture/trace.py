@@ -47,6 +47,7 @@ LAYER_CAPTURES = {
     "router_probs": "MoE router softmax over all experts (B, T, E)",
     "expert_ids": "MoE experts chosen per token (B, T, K)",
     "expert_gates": "MoE gate weights of the chosen experts (B, T, K)",
+    "shared_expert_gate": "MoE shared expert's sigmoid gate, on every token outside the top-k (B, T)",
 }
 RESIDUAL_CAPTURES = {
     "resid": "residual stream after the embedding (index 0) and after each layer (B, T, d)",

@@ -91,10 +91,12 @@ class MoE(nn.Module):
         lead = shape[:-1]
         record.many(router_logits=logits.reshape(*lead, -1), router_probs=probs.reshape(*lead, -1),
                     expert_ids=chosen.reshape(*lead, -1), expert_gates=gates.reshape(*lead, -1))
-        return self.add_shared(flat, out).reshape(shape)
+        return self.add_shared(flat, out, record, lead).reshape(shape)
 
-    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
-        return routed  # no shared expert
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor, record: LayerRecorderProtocol,
+                   lead: torch.Size) -> torch.Tensor:
+        """``routed`` (B*T, d) plus a shared expert's output on ``flat``: none here."""
+        return routed
 
 
 class SharedExpertMoE(MoE):
@@ -104,7 +106,8 @@ class SharedExpertMoE(MoE):
         super().__init__(config)
         self.shared_expert = make_expert(config, config.shared_expert_hidden)
 
-    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor, record: LayerRecorderProtocol,
+                   lead: torch.Size) -> torch.Tensor:
         return routed + self.shared_expert(flat)
 
 
@@ -115,8 +118,10 @@ class GatedSharedExpertMoE(SharedExpertMoE):
         super().__init__(config)
         self.shared_expert_gate = nn.Linear(config.d_model, 1, bias=False)
 
-    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor) -> torch.Tensor:
+    def add_shared(self, flat: torch.Tensor, routed: torch.Tensor, record: LayerRecorderProtocol,
+                   lead: torch.Size) -> torch.Tensor:
         gate = torch.sigmoid(self.shared_expert_gate(flat))  # (B*T, 1)
+        record("shared_expert_gate", gate.reshape(lead))  # (B, T)
         return routed + gate * self.shared_expert(flat)
 
 

@@ -31,6 +31,12 @@ from txviz.config import ModelConfig
 from txviz.model.counts import count_active_params, count_params, flops_per_token, total_ffn_flops_per_token
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
+SHARED_GATE = "shared_expert_gate"  # the sigmoid gate of a shared expert (Qwen-MoE), where there is one
+
+
+def router_captures(config: ModelConfig) -> tuple[str, ...]:
+    """What a trace must capture for ``routing``: the router's outputs, and a shared expert's gate."""
+    return ROUTER_CAPTURES + ((SHARED_GATE,) if config.is_moe and config.shared_expert_gate else ())
 
 
 # ---- routing formulas -----------------------------------------------------------------------------
@@ -84,6 +90,7 @@ class Routing:
     probs: torch.Tensor  # (L, N, E) softmax over every expert
     expert_ids: torch.Tensor  # (L, N, K) chosen experts, best first
     gates: torch.Tensor  # (L, N, K) their mixing weights (renormalized for router_norm="topk")
+    shared_gates: torch.Tensor | None = None  # (L, N) a gated shared expert's σ(x·w), on every token
 
     @property
     def n_experts(self) -> int:
@@ -137,24 +144,27 @@ class Routing:
 
 
 def routing(tr, batch: int | None = None) -> Routing:
-    """The Routing of a Trace that captured ``ROUTER_CAPTURES``: one sequence (``batch``), or every
-    sequence of the batch pooled (None)."""
-    def tokens(name: str) -> torch.Tensor:
-        tensor = tr[name]  # (L, B, T, ·)
+    """The Routing of a Trace that captured ``router_captures(config)`` (on the MoE layers: a dense layer
+    has no router): one sequence (``batch``), or every sequence of the batch pooled (None)."""
+    def tokens(name: str, per_token: bool = False) -> torch.Tensor:
+        tensor = tr[name]  # (L, B, T, ·), or (L, B, T) for one number per token
         tensor = tensor[:, batch:batch + 1] if batch is not None else tensor
-        return tensor.reshape(tensor.shape[0], -1, tensor.shape[-1])  # (L, N, ·)
+        return tensor.reshape(tensor.shape[0], -1, *([] if per_token else [tensor.shape[-1]]))  # (L, N, ·)
 
+    shared = tokens(SHARED_GATE, per_token=True).float() if SHARED_GATE in tr else None  # (L, N)
     return Routing(tuple(tr.layers), tokens("router_logits").float(), tokens("router_probs").float(),
-                   tokens("expert_ids"), tokens("expert_gates").float())
+                   tokens("expert_ids"), tokens("expert_gates").float(), shared)
 
 
 def measure_routing(model, ids: torch.Tensor, layers=None) -> Routing:
     """Run ``model`` on ``ids`` (B, T) and pool the routing of every token."""
     from txviz.capture.trace import trace
 
-    if not model.config.is_moe:
-        raise ValueError(f"{model.config.name} has a dense FFN: there is no router to measure")
-    return routing(trace(model, ids, capture=ROUTER_CAPTURES, layers=layers))
+    config = model.config
+    if not config.moe_layers:
+        raise ValueError(f"{config.name} has a dense FFN: there is no router to measure")
+    layers = config.moe_layers if layers is None else layers
+    return routing(trace(model, ids, capture=router_captures(config), layers=layers))
 
 
 def balance_finding(top_k: int, n_experts: int, without: list[float], with_loss: list[float],
