@@ -23,9 +23,10 @@ def _expert_colorscale(n_experts: int) -> list:
 
 
 def expert_map(expert_ids: np.ndarray, gates: np.ndarray, tokens: list[str], n_experts: int, *,
-               layers: list[int] | None = None, title: str = "") -> go.Figure:
+               layers: list[int] | None = None, title: str = "", shared_gates: np.ndarray | None = None) -> go.Figure:
     """Token × layer map of the best expert each token was sent to; the hover lists every chosen
-    expert with its gate. expert_ids and gates are (T, L, K)."""
+    expert with its gate, and the shared expert (on every token, outside the top-k) with its gate where
+    the model has one. expert_ids and gates are (T, L, K); shared_gates (T, L)."""
     expert_ids, gates = np.asarray(expert_ids), np.asarray(gates, dtype=float)
     t, n_layers, _ = expert_ids.shape
     layers = layers if layers is not None else list(range(n_layers))
@@ -33,7 +34,8 @@ def expert_map(expert_ids: np.ndarray, gates: np.ndarray, tokens: list[str], n_e
     for i in range(t):
         for j in range(n_layers):
             chosen = ", ".join(f"expert {e} ({g:.2f})" for e, g in zip(expert_ids[i, j], gates[i, j]))
-            hover[i, j] = f"{tokens[i]!r} · layer {layers[j]}<br>{chosen}"
+            shared = "" if shared_gates is None else f"<br>+ shared expert, always on ({shared_gates[i, j]:.2f})"
+            hover[i, j] = f"{tokens[i]!r} · layer {layers[j]}<br>{chosen}{shared}"
     fig = go.Figure(go.Heatmap(
         z=expert_ids[:, :, 0].astype(float), x=[str(layer) for layer in layers], y=token_labels(tokens),
         text=hover, hovertemplate="%{text}<extra></extra>", zmin=-0.5, zmax=n_experts - 0.5,

@@ -17,6 +17,7 @@ from app.ui import sidebar, state
 from app.ui.widgets import bounded_slider
 from txviz.analysis.moe import routing as moe
 from txviz.analysis.moe import tables
+from txviz.analysis.moe.anatomy import describe_routing, gate_rule
 from txviz.analysis.tradeoffs.zoo_results import zoo_rows
 from txviz.loading.display_name import display_name
 
@@ -43,9 +44,12 @@ def routed_text(view: MoeView):
     """(model name, its config, tokens, router trace) of the text to show, or None without a MoE."""
     if view.loaded.config.is_moe:
         config = view.loaded.config
-        gates = "renormalized over the chosen" if config.router_norm == "topk" else "as the softmax gives them"
-        st.caption(f"The loaded model routes each token to {config.top_k} of {config.n_experts} experts (gates {gates}).")
-        _, _, traced = sidebar.prompt_trace(capture=moe.ROUTER_CAPTURES)
+        st.caption(describe_routing(config))  # the loaded model's own router, read from its config
+        if not config.moe_layers:
+            st.info("Every layer of this model keeps a dense FFN: no router runs.")
+            return None
+        # a dense layer has no router: only the MoE layers are traced
+        _, _, traced = sidebar.prompt_trace(capture=moe.router_captures(config), layers=config.moe_layers)
         return display_name(view.loaded), config, list(traced.tokens), traced.trace
     if view.variant is None:
         st.info("The loaded model has a dense FFN and the zoo has no trained MoE variant yet (`txviz lab train moe_top1`).")
@@ -72,19 +76,37 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
               help=f"log E = {np.log(routing.n_experts):.2f} nats for a router that cannot decide")
     m4.metric("Load CV (mean)", f"{float(routing.cv.mean()):.2f}", help="std/mean of the expert shares; 0 = even")
     left, right = st.columns([3, 2])
+    shared = shared_gates(config, routing)  # (L, N) or None: the shared expert's gate on every token
     left.plotly_chart(tradeoff_charts.expert_map(routing.expert_ids.permute(1, 0, 2).numpy(),
                                         routing.gates.permute(1, 0, 2).numpy(), tokens, routing.n_experts,
-                                        layers=list(routing.layers),
+                                        layers=list(routing.layers), shared_gates=None if shared is None else shared.T,
                                         title=f"{html.escape(name)}: best expert per token and layer"), key="moe_map")
-    left.caption("Hover a cell: every expert the token was sent to in that layer, with its gate.")
+    left.caption("Hover a cell: every expert the token was sent to in that layer, with its gate"
+                 + (", and the shared expert that runs on every token." if shared is not None else "."))
     last = len(routing.layers) - 1
     layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")
     right.plotly_chart(tradeoff_charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,
                                          x_title="router probability",
                                          title=f"Layer {routing.layers[layer]}: router probability by rank"),
                        key="moe_gates")
-    right.caption(f"The top {routing.top_k} run; their gates are these probabilities"
-                  + (" renormalized to sum to 1." if config.router_norm == "topk" else "."))
+    right.caption(f"The top {routing.top_k} run; their gates: {gate_rule(config)}.")
+    if routing.shared_gates is not None:
+        right.plotly_chart(tradeoff_charts.histograms({"shared expert's gate": shared[layer]}, x_range=(0.0, 1.0),
+                                                      bins=20, x_title="σ(x·w)",
+                                                      title=f"Layer {routing.layers[layer]}: the shared expert's "
+                                                            "gate, on every token"), key="moe_shared_gates")
+    if shared is not None:
+        right.caption("The shared expert is not one of the routed experts and not in the shares below: it runs "
+                      "on every token, its output scaled by " + ("this gate." if routing.shared_gates is not None
+                                                                  else "1."))
     right.plotly_chart(tradeoff_charts.expert_load_bars(routing.load.numpy(), layers=list(routing.layers),
                                                title="Share of this text's assignments per expert"), key="moe_load_text")
     st.dataframe(routing.summary(), hide_index=True)
+
+
+def shared_gates(config, routing: moe.Routing) -> np.ndarray | None:
+    """(L, N) the weight of the shared expert on each token: its captured sigmoid gate, 1 for an ungated
+    one; None without a shared expert."""
+    if routing.shared_gates is not None:
+        return routing.shared_gates.numpy()
+    return np.ones(routing.probs.shape[:2]) if config.shared_expert_hidden else None
