@@ -8,49 +8,26 @@ them): the helpers they build on, the Llama fields among them, are handed to eac
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from txviz.loading.errors import ModelLoadError
 
-MAX_LAYERS = 1024  # txviz.config.SIZE_BOUNDS: checked before a per-layer list is built
 
-
-def count(raw: dict, key: str, minimum: int = 1) -> int:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 1 << 31:
-        raise ModelLoadError(f"config.json: {key} must be an integer from {minimum} to 2^31, got {value!r}")
-    return value
-
-
-def flag(raw: dict, key: str) -> bool:
-    value = raw.get(key)
-    if not isinstance(value, bool):
-        raise ModelLoadError(f"config.json: {key} must be true or false, got {value!r}")
-    return value
-
-
-def number(raw: dict, key: str) -> float:
-    """A positive finite multiplier (Granite's)."""
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise ModelLoadError(f"config.json: {key} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def n_experts(raw: dict, default: int) -> int:
+def n_experts(hf: SimpleNamespace, raw: dict, default: int) -> int:
     """The routed experts: ``num_experts``, else ``num_local_experts`` (transformers 5 writes Qwen3-MoE's
     back under that name), else the class default."""
     key = next((k for k in ("num_experts", "num_local_experts") if raw.get(k) is not None), None)
-    return default if key is None else count(raw, key)
+    return default if key is None else hf.count(raw, key)
 
 
-def routing(raw: dict, experts: int) -> dict[str, Any]:
+def routing(hf: SimpleNamespace, raw: dict, experts: int) -> dict[str, Any]:
     """top_k and router_norm of the softmax-then-top-k routers (Qwen-MoE, OLMoE): ``norm_topk_prob``
     renormalises the chosen probabilities."""
-    top_k = count(raw, "num_experts_per_tok")
+    top_k = hf.count(raw, "num_experts_per_tok")
     if top_k > experts:
         raise ModelLoadError(f"config.json: num_experts_per_tok={top_k} is more than the {experts} experts")
-    return {"n_experts": experts, "top_k": top_k, "router_norm": "topk" if flag(raw, "norm_topk_prob") else "all"}
+    return {"n_experts": experts, "top_k": top_k, "router_norm": "topk" if hf.flag(raw, "norm_topk_prob") else "all"}
 
 
 def no_sliding_window(raw: dict) -> None:
@@ -61,12 +38,11 @@ def no_sliding_window(raw: dict) -> None:
                              "Qwen MoE model is not supported")
 
 
-def dense_layers(raw: dict, n_layers: int) -> tuple[int, ...]:
+def dense_layers(hf: SimpleNamespace, raw: dict, n_layers: int) -> tuple[int, ...]:
     """Qwen-MoE's dense layers: those in ``mlp_only_layers``, and those whose number (from 1) is not a
     multiple of ``decoder_sparse_step`` (transformers' Qwen2MoeDecoderLayer)."""
-    if n_layers > MAX_LAYERS:
-        raise ModelLoadError(f"config.json: num_hidden_layers={n_layers:,} is beyond any real model")
-    step = count(raw, "decoder_sparse_step")
+    hf.bounded_layers(n_layers)  # before a list of that many entries is built
+    step = hf.count(raw, "decoder_sparse_step")
     only = raw.get("mlp_only_layers") or []
     if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
         raise ModelLoadError(f"config.json: mlp_only_layers must be a list of layer numbers, got {str(only)[:80]}")

@@ -14,8 +14,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from txviz.loading.hf.families import experts
-
 ARCHITECTURE = "GraniteMoeForCausalLM"
 # GraniteMoeConfig's defaults for the keys a config may leave out
 DEFAULTS = {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 2048,
@@ -27,19 +25,19 @@ DEFAULTS = {"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embedding
 def granitemoe_config(raw: dict, hf: SimpleNamespace) -> dict[str, Any]:
     raw = {**DEFAULTS, **raw}
     fields = hf.llama_fields({**raw, "mlp_bias": False})
-    n_experts = experts.count(raw, "num_local_experts")
-    top_k = experts.count(raw, "num_experts_per_tok")
+    n_experts = hf.count(raw, "num_local_experts")
+    top_k = hf.count(raw, "num_experts_per_tok")
     return {**fields, "n_experts": n_experts, "top_k": top_k,
             "router_order": "topk_softmax", "router_norm": "topk",
-            "embed_scale": experts.number(raw, "embedding_multiplier"),
-            "query_scale": experts.number(raw, "attention_multiplier"),
-            "residual_scale": experts.number(raw, "residual_multiplier"),
-            "logit_divisor": experts.number(raw, "logits_scaling")}
+            "embed_scale": hf.positive(raw, "embedding_multiplier"),
+            "query_scale": hf.positive(raw, "attention_multiplier"),
+            "residual_scale": hf.positive(raw, "residual_multiplier"),
+            "logit_divisor": hf.positive(raw, "logits_scaling")}
 
 
 EXPERT_NAMES = {  # after expert_weights.split_stacked_experts
     "model.layers.{i}.block_sparse_moe.router.layer.weight": "layers.{i}.ffn.router.weight",
     "model.layers.{i}.block_sparse_moe.router.weight": "layers.{i}.ffn.router.weight",
-    **{f"model.layers.{{i}}.block_sparse_moe.experts.{{e}}.{part}.weight": f"layers.{{i}}.ffn.experts.{{e}}.{part}.weight"
-       for part in ("gate_proj", "up_proj", "down_proj")},
+    **{f"model.layers.{{i}}.block_sparse_moe.experts.{{e}}.{part}.weight":
+       f"layers.{{i}}.ffn.experts.{{e}}.{part}.weight" for part in ("gate_proj", "up_proj", "down_proj")},
 }

@@ -24,13 +24,13 @@ def qwen2_moe_config(raw: dict, hf: SimpleNamespace) -> dict[str, Any]:
     raw = {**DEFAULTS, **raw}
     experts.no_sliding_window(raw)
     fields = hf.llama_fields({**raw, "attention_bias": False, "mlp_bias": False})
-    n_experts = experts.count(raw, "num_experts", 0)
+    n_experts = hf.count(raw, "num_experts", 0)
     if not n_experts:  # transformers then builds every layer dense
         return fields
-    shared = experts.count(raw, "shared_expert_intermediate_size")
-    return {**fields, "qkv_bias": experts.flag(raw, "qkv_bias"), **experts.routing(raw, n_experts),
-            "expert_hidden": experts.count(raw, "moe_intermediate_size"), "shared_expert_hidden": shared,
-            "shared_expert_gate": True, "dense_layers": experts.dense_layers(raw, fields["n_layers"])}
+    shared = hf.count(raw, "shared_expert_intermediate_size")
+    return {**fields, "qkv_bias": hf.flag(raw, "qkv_bias"), **experts.routing(hf, raw, n_experts),
+            "expert_hidden": hf.count(raw, "moe_intermediate_size"), "shared_expert_hidden": shared,
+            "shared_expert_gate": True, "dense_layers": experts.dense_layers(hf, raw, fields["n_layers"])}
 
 
 # Published and save_pretrained names of a MoE layer's FFN (a dense layer's are Llama's ``mlp.*_proj``);

@@ -23,10 +23,10 @@ def qwen3_moe_config(raw: dict, hf: SimpleNamespace) -> dict[str, Any]:
     raw = {**DEFAULTS, **raw}
     experts.no_sliding_window(raw)
     fields = hf.llama_fields({**raw, "mlp_bias": False})
-    n_experts = experts.n_experts(raw, default=128)
-    return {**fields, "qk_norm": True, **experts.routing(raw, n_experts),
-            "expert_hidden": experts.count(raw, "moe_intermediate_size"),
-            "dense_layers": experts.dense_layers(raw, fields["n_layers"])}
+    n_experts = experts.n_experts(hf, raw, default=128)
+    return {**fields, "qk_norm": True, **experts.routing(hf, raw, n_experts),
+            "expert_hidden": hf.count(raw, "moe_intermediate_size"),
+            "dense_layers": experts.dense_layers(hf, raw, fields["n_layers"])}
 
 
 QK_NORM_NAMES = {  # beside Llama's names and Qwen2-MoE's expert names
