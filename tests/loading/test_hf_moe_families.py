@@ -21,7 +21,7 @@ from txviz.model.counts import count_params
 pytestmark = NEEDS_TRANSFORMERS
 
 ROUTER_CAPTURES = ("router_logits", "router_probs", "expert_ids", "expert_gates")
-FAMILIES = ("qwen2_moe", "qwen3_moe", "granitemoe")
+FAMILIES = ("qwen2_moe", "qwen3_moe", "olmoe", "granitemoe")
 CASES = sorted(name for name, (family, _) in VARIANTS.items() if family in FAMILIES)
 
 

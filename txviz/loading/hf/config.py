@@ -25,7 +25,7 @@ from typing import Any, Callable
 from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
-from txviz.loading.hf.families import granitemoe, olmo2, phi, qwen2_moe, qwen3, qwen3_moe, smollm3
+from txviz.loading.hf.families import granitemoe, olmo2, olmoe, phi, qwen2_moe, qwen3, qwen3_moe, smollm3
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -480,7 +480,8 @@ CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS)
 # Mixture-of-Experts families, each in its own module (txviz.loading.hf.families), handed the same helpers
 MOE_FAMILIES = {"qwen2_moe": (qwen2_moe.ARCHITECTURE, qwen2_moe.qwen2_moe_config),
                 "qwen3_moe": (qwen3_moe.ARCHITECTURE, qwen3_moe.qwen3_moe_config),
-                "granitemoe": (granitemoe.ARCHITECTURE, granitemoe.granitemoe_config)}
+                "granitemoe": (granitemoe.ARCHITECTURE, granitemoe.granitemoe_config),
+                "olmoe": (olmoe.ARCHITECTURE, olmoe.olmoe_config)}
 SUPPORTED.update({kind: architecture for kind, (architecture, _) in MOE_FAMILIES.items()})
 CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS)
                        for kind, (_, reader) in MOE_FAMILIES.items()})

@@ -327,6 +327,8 @@ LAYOUTS.update({
                   {**LLAMA_NAMES, **qwen2_moe.EXPERT_NAMES, **qwen2_moe.SHARED_EXPERT_NAMES}),
     "qwen3_moe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
                   {**LLAMA_NAMES, **qwen3_moe.QK_NORM_NAMES, **qwen2_moe.EXPERT_NAMES}),
+    "olmoe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
+              {**LLAMA_NAMES, **qwen3_moe.QK_NORM_NAMES, **qwen2_moe.EXPERT_NAMES}),
     "granitemoe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
                    {**{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf}, **granitemoe.EXPERT_NAMES}),
 })

@@ -23,6 +23,7 @@ TOKENIZER = SHIPPED_ZOO / "alibi" / "tokenizer.json"  # a small word-level token
 CHECKPOINTS = {
     "qwen2_moe": ("qwen2_moe_sparse_step_2", dict(num_experts=5)),  # layers 0 and 2 dense, a gated shared expert
     "qwen3_moe": ("qwen3_moe_norm_topk_mlp_only", dict(num_experts=6)),  # layer 0 dense
+    "olmoe": ("olmoe", dict(num_experts=3)),
     "granitemoe": ("granitemoe_multipliers", dict(num_local_experts=7)),
 }
 
