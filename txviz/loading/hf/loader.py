@@ -4,7 +4,8 @@
     config = read_hf_config("uploaded/config.json")   # ModelConfig only, no weights needed
 
 Supported: Llama, Mistral, Qwen2, Mixtral, GPT-2, Gemma 1/2/3 (text), BLOOM, MPT, GPT-NeoX and Phi-3
-causal LMs, and Qwen3, OLMo 2, SmolLM3 and Phi-1/1.5/2 (hf/families/) (hf_config.SUPPORTED).
+causal LMs, and Qwen3, OLMo 2, SmolLM3, Phi-1/1.5/2, Qwen2-MoE, Qwen3-MoE, OLMoE and Granite-MoE
+(hf/families/) (hf_config.SUPPORTED).
 The steps are
 plain: config.json → ModelConfig (hf/config.py); the tensors of ``model.safetensors`` or of every
 shard that ``model.safetensors.index.json`` lists; small named transforms and a name table
