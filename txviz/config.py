@@ -3,8 +3,8 @@
 One config describes Llama, Mistral, Qwen2, Mixtral, GPT-2, SmolLM2, Gemma 1/2/3, BLOOM, MPT, GPT-NeoX,
 Phi-3, Qwen3, OLMo 2, SmolLM3, Phi-1/2, Qwen2/3-MoE, OLMoE, Granite-MoE and the lab's tiny variants.
 The choices follow the tutorial's: attention heads and KV sharing, pre-norm blocks with RMSNorm or
-LayerNorm and a SwiGLU, GeGLU or GELU FFN,
-positions, dense or Mixture-of-Experts FFN. Derived fields are filled in ``__post_init__``;
+LayerNorm and a SwiGLU, GeGLU or GELU FFN, positions, dense or Mixture-of-Experts FFN. Derived fields
+are filled in ``__post_init__``;
 bad combinations raise ``ConfigError`` with a message that says what to change.
 
 Gemma's pieces are plain options, never a model name: per-layer attention kinds (``layer_types``, each
