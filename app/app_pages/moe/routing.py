@@ -89,7 +89,7 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
                                          x_title="router probability",
                                          title=f"Layer {routing.layers[layer]}: router probability by rank"),
                        key="moe_gates")
-    right.caption(f"The top {routing.top_k} run; their gates: {gate_rule(config)}.")
+    right.caption(f"The top {routing.top_k} run. This router takes {gate_rule(config)}.")
     if routing.shared_gates is not None:
         right.plotly_chart(tradeoff_charts.histograms({"shared expert's gate": shared[layer]}, x_range=(0.0, 1.0),
                                                       bins=20, x_title="σ(x·w)",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.apptest import chart, decode, has_chart, no_errors, open_at, texts
+from tests.helpers.apptest import chart, click_tab, decode, has_chart, no_errors, open_at, texts
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf_moe import save_checkpoint
 from txviz.analysis.moe.routing import measure_routing
@@ -73,6 +73,10 @@ def test_the_moe_page_draws_the_loaded_checkpoints_routing(family, checkpoints):
     at = open_at("moe", str(directory), PROMPT, timeout=300)
     no_errors(at)
     check_page_shows(at, directory)
+    click_tab(at, "moe_tab", "Capacity vs compute")  # its costs are the loaded checkpoint's
+    row = next(d.value for d in at.dataframe if "total params" in d.value.columns).iloc[0]
+    weights = sum(p.numel() for p in load_hf_dir(directory, device="cpu").model.parameters())
+    assert row["model"] == directory.name and row["total params"] == weights
 
 
 def test_switching_checkpoints_the_page_follows(checkpoints):
