@@ -260,3 +260,21 @@ def test_noise_decides_where_the_runs_of_the_two_methods_overlap():
     assert any("1,024 tokens naive and SDPA" in n for n in notes)
     assert any(n.startswith("naive at 1,024 tokens has a run as fast as one at 512") for n in notes)  # 55 ms < 80 ms
     assert not tables.noise_notes([apart, row(1024, [0.300, 0.310, 0.320], [0.030, 0.031, 0.032])])
+
+
+def test_equal_budget_shapes_of_a_moe_with_dense_layers_keep_its_pattern():
+    """Qwen-MoE keeps some layers dense: at another depth the same repeated pattern is dense."""
+    config = tiny_config(n_layers=4, n_experts=4, top_k=2, expert_hidden=16, dense_layers=(1, 3))
+    shapes = tr.equal_budget_shapes(config, [2, 4, 6])
+    assert [s.dense_layers for s in shapes] == [(1,), (1, 3), (1, 3, 5)]
+    budget = non_embedding_params(config)
+    assert all(abs(non_embedding_params(s) - budget) <= 0.05 * budget for s in shapes)
+
+
+def test_equal_budget_shapes_of_a_moe_whose_experts_have_their_own_width():
+    """Qwen3-MoE: every layer routed, experts expert_hidden wide, so ffn_hidden sizes nothing; the
+    width search alone meets the budget."""
+    config = tiny_config(n_layers=4, n_experts=4, top_k=2, expert_hidden=16)
+    shapes = tr.equal_budget_shapes(config, [1, 2, 4, 8])
+    assert [s.n_layers for s in shapes] == [1, 2, 4, 8]
+    assert shapes[2].d_model == config.d_model

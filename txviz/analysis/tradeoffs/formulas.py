@@ -41,7 +41,16 @@ REFERENCES = {
 def _reshaped(config: ModelConfig, n_layers: int, d_model: int, ffn_hidden: int) -> ModelConfig:
     return config.replace(n_layers=n_layers, d_model=d_model, ffn_hidden=max(1, ffn_hidden), head_dim=None,
                           layer_types=layer_pattern(config.layer_types, n_layers),
-                          name=f"{n_layers} layers × d {d_model}")
+                          dense_layers=_dense_layers(config, n_layers), name=f"{n_layers} layers × d {d_model}")
+
+
+def _dense_layers(config: ModelConfig, n_layers: int) -> tuple[int, ...]:
+    """A MoE model's dense layers (Qwen-MoE's) at another depth, by the same repeated pattern."""
+    if not config.dense_layers:
+        return ()
+    kinds = layer_pattern(tuple("dense" if i in config.dense_layers else "moe" for i in range(config.n_layers)),
+                          n_layers)
+    return tuple(i for i, kind in enumerate(kinds) if kind == "dense")
 
 
 def layer_pattern(layer_types: tuple[str, ...] | None, n_layers: int) -> tuple[str, ...] | None:
@@ -82,9 +91,13 @@ def equal_budget_shapes(config: ModelConfig, depths: Iterable[int], budget: int 
 
 
 def _fit_ffn(config: ModelConfig, budget: int) -> ModelConfig:
-    """Parameters are affine in ffn_hidden: solve for the width that meets the budget."""
+    """Parameters are affine in ffn_hidden: solve for the width that meets the budget. A MoE whose
+    experts have a width of their own (``expert_hidden``) and no dense layer does not use ffn_hidden at
+    all: it is kept as the width search left it."""
     at_one = non_embedding_params(config.replace(ffn_hidden=1))
     per_unit = non_embedding_params(config.replace(ffn_hidden=2)) - at_one
+    if not per_unit:
+        return config
     return config.replace(ffn_hidden=max(1, round(1 + (budget - at_one) / per_unit)))
 
 
