@@ -59,8 +59,9 @@ def build(variant: str, seed: int = 0, scale: float = 0.15, **changes) -> torch.
 
 def hf_routing(model: torch.nn.Module, ids: torch.Tensor) -> tuple[object, list[tuple[int, tuple]], dict]:
     """(output, [(layer, (router logits (N, E), gates (N, K), chosen (N, K))) for each MoE layer],
-    {layer: shared expert's gate σ(x·w) (N,)}): one forward of transformers' model with its attention maps,
-    its routers' own outputs and its shared experts' gate logits caught by forward hooks."""
+    {layer: shared expert's gate σ(x·w) (N,)}): one forward of transformers' model with its attention maps
+    and router logits (``output_router_logits``), its routers' own outputs (choices and gates too) and its
+    shared experts' gate logits caught by forward hooks."""
     caught: list[tuple[int, tuple]] = []
     shared: dict[int, torch.Tensor] = {}
     hooks = []
@@ -74,7 +75,7 @@ def hf_routing(model: torch.nn.Module, ids: torch.Tensor) -> tuple[object, list[
                 lambda _m, _args, out, layer=layer: shared.update({layer: torch.sigmoid(out.detach())[:, 0]})))
     try:
         with torch.no_grad():
-            out = model(ids, output_attentions=True, use_cache=False)
+            out = model(ids, output_attentions=True, output_router_logits=True, use_cache=False)
     finally:
         for hook in hooks:
             hook.remove()

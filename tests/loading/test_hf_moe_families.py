@@ -41,6 +41,8 @@ def check_against_transformers(hf_model, loaded) -> None:
     assert_close(tr["attn_probs"], torch.stack(out.attentions))  # (L, B, H, T, S)
     assert_close(tr["logits"], out.logits)
     assert [layer for layer, _ in routers] == list(config.moe_layers)
+    for (_, (logits, _, _)), reported in zip(routers, out.router_logits, strict=True):
+        assert torch.equal(logits, reported)  # the hooks saw what output_router_logits reports
     routed = trace(loaded.model, ids, capture=router_captures(config), layers=config.moe_layers)
     for slot, (layer, (logits, gates, chosen)) in enumerate(routers):
         flat = {name: routed[name][slot].reshape(-1, routed[name].shape[-1]) for name in ROUTER_CAPTURES}  # (B·T, ·)
