@@ -10,7 +10,7 @@ from torch.testing import assert_close
 
 from tests.helpers.gemma_standin import GEMMA_LIKE
 from tests.helpers.tiny import random_decoder, random_ids, tiny_config
-from txviz.analysis.block import block_walkthrough
+from txviz.analysis.block import block_equation, block_walkthrough
 from txviz.capture.trace import trace
 from txviz.model.attention import repeat_kv
 
@@ -126,3 +126,42 @@ def test_the_block_equation_follows_where_the_norms_sit():
     assert r"\hat h=\mathrm{LayerNorm}(x)," in phi and r"\mathrm{LayerNorm}_2" not in phi
     plain = block_equation(tiny_config())
     assert r"\mathrm{MHA}(\mathrm{RMSNorm}(x))" in plain and r"\hat h=\mathrm{RMSNorm}(h)," in plain
+
+
+@torch.inference_mode()
+def test_granite_s_residual_multiplier_is_in_the_rows_and_the_stream():
+    """Granite: each sublayer's output times residual_scale before it joins the stream; the walkthrough's
+    output is the model's own next residual."""
+    model = random_decoder(tiny_config(n_kv_heads=2, n_experts=4, top_k=2, router_order="topk_softmax",
+                                       residual_scale=0.4, logit_divisor=3.0))
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=CAPTURE)
+    steps, out = block_walkthrough(model, tr["resid"][1, 0], 1)
+    assert_close(out, tr["resid"][2, 0], rtol=1e-5, atol=1e-5)
+    assert steps[3].equation == "h = x + 0.4·attention(a)" and steps[6].equation == "y = h + 0.4·FFN(b)"
+    assert r"0.4\,\mathrm{MHA}" in block_equation(model.config)
+
+
+@torch.inference_mode()
+def test_a_moe_model_s_dense_layer_and_shared_expert_are_named_per_layer():
+    model = random_decoder(tiny_config(n_layers=3, n_experts=4, top_k=2, dense_layers=(1,), shared_expert_hidden=16,
+                                       shared_expert_gate=True))
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=CAPTURE)
+    for layer, name in ((0, "MoE FFN (4 SwiGLU FFN experts, top-2 + 1 shared, always on)"), (1, "SwiGLU FFN")):
+        steps, out = block_walkthrough(model, tr["resid"][layer, 0], layer)
+        assert steps[5].name == name
+        assert_close(out, tr["resid"][layer + 1, 0], rtol=1e-5, atol=1e-5)
+    assert steps[5].equation == "W_down(SiLU(b W_gate) ⊙ b W_up)"
+    assert block_walkthrough(model, tr["resid"][0, 0], 0)[0][5].equation.endswith(" + σ(b w_s) · FFN_s(b)")
+    assert r"\sigma(w_s^\top \hat h)\,\mathrm{FFN}_s(\hat h)" in block_equation(model.config)
+
+
+@torch.inference_mode()
+def test_the_logit_lens_ends_as_the_model_does():
+    """Its last row is the model's own next-token distribution (Granite divides the logits)."""
+    from txviz.analysis.block import logit_lens
+
+    model = random_decoder(tiny_config(logit_divisor=3.0))
+    tr = trace(model, random_ids(model.config, N_TOKENS), capture=["resid", "logits"])
+    probs, ids = logit_lens(model, tr["resid"][:, 0, -1])
+    expected = tr["logits"][0, -1].softmax(dim=-1).topk(5)
+    assert_close(probs[-1], expected.values) and torch.equal(ids[-1], expected.indices)

@@ -42,19 +42,23 @@ def _gelu_name(config) -> str:
     return "GELU_tanh" if config.gelu_approximate == "tanh" else "GELU"
 
 
-def ffn_terms(config) -> tuple[str, str]:
-    """(name, plain-text equation on the normed input b) of the config's FFN, dense or mixture."""
+def ffn_terms(config, layer: int = 0) -> tuple[str, str]:
+    """(name, plain-text equation on the normed input b) of layer ``layer``'s FFN, dense or mixture (with
+    the shared expert every token runs through, where the model has one)."""
     plus = " + bias" if config.mlp_bias else ""
     if config.ffn in ("swiglu", "geglu"):  # gated: SiLU (SwiGLU) or GELU (GeGLU) on the gate
         act = "SiLU" if config.ffn == "swiglu" else _gelu_name(config)
         name, eq = f"{'SwiGLU' if config.ffn == 'swiglu' else 'GeGLU'} FFN", f"W_down({act}(b W_gate) ⊙ b W_up){plus}"
     else:
         name, eq = f"{_gelu_name(config)} MLP", f"W_down {_gelu_name(config)}(b W_up){plus}"
-    if config.is_moe:
+    if config.is_moe_layer(layer):
         expert = f"W_down,e({act}(b W_gate,e) ⊙ b W_up,e)" if config.ffn != "gelu_mlp" else \
             f"W_down,e {_gelu_name(config)}(b W_up,e)"
-        name = f"MoE FFN ({config.n_experts} {name} experts, top-{config.top_k})"
+        shared = "" if not config.shared_expert_hidden else " + 1 shared, always on"
+        name = f"MoE FFN ({config.n_experts} {name} experts, top-{config.top_k}{shared})"
         eq = f"Σ_top-{config.top_k} g_e(b) · {expert}"
+        if config.shared_expert_hidden:
+            eq += " + " + ("σ(b w_s) · " if config.shared_expert_gate else "") + "FFN_s(b)"
     return name, eq
 
 
@@ -77,9 +81,14 @@ def block_equation(config) -> str:
         expert = rf"W_{{2,e}}\,{gelu}(W_{{1,e}} \hat h)"
     if config.is_moe:
         ffn = rf"\sum_{{e\in\mathrm{{top}}\text{{-}}{config.top_k}}} g_e(\hat h)\,{expert}"
+        if config.shared_expert_hidden:  # Qwen-MoE: an expert every token runs through, outside the top-k
+            gate = r"\sigma(w_s^\top \hat h)\," if config.shared_expert_gate else ""
+            ffn += rf" + {gate}\mathrm{{FFN}}_s(\hat h)"
     attn, ffn_post = (rf"\mathrm{{MHA}}({norm}(x))" if config.pre_norm else r"\mathrm{MHA}(x)"), ffn
     if config.sandwich_norm:  # Gemma 2/3 and OLMo 2 normalize each sublayer's output before adding it
         attn, ffn_post = rf"{norm}'\big({attn}\big)", rf"{norm}''\big({ffn}\big)"
+    if config.residual_scale != 1:  # Granite: each sublayer's output scaled before it joins the stream
+        attn, ffn_post = rf"{config.residual_scale:g}\,{attn}", rf"{config.residual_scale:g}\,{ffn_post}"
     if config.parallel_block:  # GPT-NeoX: both sublayers read x; Phi-1/2 through the attention's own norm
         ffn_input = rf"\hat h={norm}(x)," if config.shared_block_norm else rf"\hat h={norm}_2(x),"
         lines = [rf"y = x + {attn} + {ffn_post},", ffn_input]
@@ -102,17 +111,19 @@ def attention_terms(config) -> str:
     return text
 
 
-def _steps(config, t: dict[str, torch.Tensor]) -> list[Step]:
+def _steps(config, t: dict[str, torch.Tensor], layer: int = 0) -> list[Step]:
     """The rows of block_walkthrough from its tensors ``t`` (each (T, d)): the pre-norms where the block
     has them (not OLMo 2's), the post-norms where it has them (Gemma 2/3, OLMo 2), the FFN's own norm or
     the attention's shared one (Phi-1/2)."""
     parallel, sandwich, pre = config.parallel_block, config.sandwich_norm, config.pre_norm
     norm_name, norm_eq = norm_terms(config)
-    ffn_name, ffn_eq = ffn_terms(config)
+    ffn_name, ffn_eq = ffn_terms(config, layer)
     a, b = ("a", "b") if pre else ("x", "x" if parallel else "h")  # what each sublayer reads
     ffn_eq = ffn_eq if pre else re.sub(r"\bb\b", b, ffn_eq)  # the FFN reads the stream itself
     attn_term, ffn_term = (f"{norm_name}′(attention({a}))", f"{norm_name}″(FFN({b}))") if sandwich else \
         (f"attention({a})", f"FFN({b})")
+    if config.residual_scale != 1:  # Granite: each sublayer's output scaled before it joins the stream
+        attn_term, ffn_term = f"{config.residual_scale:g}·{attn_term}", f"{config.residual_scale:g}·{ffn_term}"
     ffn_norm_eq = "b = a (the attention's norm, shared)" if config.shared_block_norm else \
         "b = " + norm_eq.format(v="x" if parallel else "h")
     steps = [_step("input x", "residual stream entering the block", t["x"])]
@@ -148,14 +159,14 @@ def block_walkthrough(model, x: torch.Tensor, layer: int) -> tuple[list[Step], t
     parallel = config.parallel_block  # GPT-NeoX, Phi: the FFN reads x, not h
     a = block.attn_norm(x)  # identity without pre-norms (OLMo 2)
     attn_raw = block.attn(a, ctx)
-    attn = block.post_attn_norm(attn_raw)  # identity unless sandwich_norm
+    attn = block.scale_residual(block.post_attn_norm(attn_raw))  # post-norm with sandwich_norm; × m (Granite)
     h = x + attn
     b = block.ffn_norm(x if parallel else h)
     ffn_raw = block.ffn(b)
-    ffn = block.post_ffn_norm(ffn_raw)
+    ffn = block.scale_residual(block.post_ffn_norm(ffn_raw))
     y = ffn + attn + x if parallel else h + ffn  # the model's own order of the sum
     tensors = dict(x=x, a=a, attn_raw=attn_raw, attn=attn, h=h, b=b, ffn_raw=ffn_raw, ffn=ffn, y=y)
-    steps = _steps(config, {name: t[0] for name, t in tensors.items()})
+    steps = _steps(config, {name: t[0] for name, t in tensors.items()}, layer)
     return steps, y[0].cpu()
 
 
@@ -164,7 +175,8 @@ def logit_lens(model, resid: torch.Tensor, top: int = 5) -> tuple[torch.Tensor, 
     """resid (L+1, d) at one position → (probabilities, token ids), each (L+1, top): the model's
     next-token guesses if it stopped after each layer (row 0: right after the embedding)."""
     x = resid.to(model.embed.weight.device, model.embed.weight.dtype)
-    logits = F.linear(model.final_norm(x), model.unembedding, model.unembedding_bias).float()  # (L+1, V)
+    # the model's own last step: divided by logit_divisor (Granite), soft-capped (Gemma 2)
+    logits = model.cap_logits(F.linear(model.final_norm(x), model.unembedding, model.unembedding_bias)).float()
     probs = logits.softmax(dim=-1)
     values, ids = probs.topk(top, dim=-1)
     return values.cpu(), ids.cpu()
