@@ -65,7 +65,8 @@ def test_parts_sum_with_post_attention_norms_and_a_final_cap(variant):
         assert abs(dla.total) > abs(capped) and dla.total != pytest.approx(capped, abs=1e-3)
 
 
-@pytest.mark.parametrize("variant", ["qwen3_like", "olmo2_like", "smollm3_like", "phi12_like"])
+@pytest.mark.parametrize("variant", ["qwen3_like", "olmo2_like", "smollm3_like", "phi12_like", "qwen_moe_like",
+                                     "olmoe_like", "granite_moe_like"])
 def test_parts_sum_on_the_2025_families(variant):
     """QK-norms, post-norms only (OLMo 2), NoPE layers, and Phi's shared norm with a bias on the unembedding,
     which counts among the biases' part."""

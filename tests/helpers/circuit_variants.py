@@ -13,4 +13,6 @@ CIRCUIT_VARIANTS: dict[str, dict] = {
     "embed_norm": FAMILY_VARIANTS["embed_norm_alibi"],
     # per-head QK-norm and a window on one layer; NoPE layers; one norm for both sublayers and a QK LayerNorm
     **{name: FAMILY_VARIANTS[name] for name in ("qwen3_like", "smollm3_like", "phi12_like")},
+    # a MoE with a dense layer and a gated shared expert; Granite's residual and logit multipliers
+    **{name: FAMILY_VARIANTS[name] for name in ("qwen_moe_like", "granite_moe_like")},
 }

@@ -66,6 +66,13 @@ FAMILY_VARIANTS: dict[str, dict] = {
                          layer_types=("full", "full", "full", "sliding"), sliding_window=FAMILY_WINDOW),
     "phi12_like": dict(norm="layernorm", ffn="gelu_mlp", parallel_block=True, shared_block_norm=True, rotary_dims=4,
                        qk_norm=True, qkv_bias=True, out_bias=True, mlp_bias=True, lm_head_bias=True),
+    # MoE families: Qwen2-MoE (a dense layer, a gated shared expert, gates as the softmax gives them),
+    # OLMoE (QK-norm across heads), Granite-MoE (top-k then softmax, its four multipliers)
+    "qwen_moe_like": dict(n_layers=3, n_kv_heads=2, qkv_bias=True, n_experts=4, top_k=2, router_norm="all",
+                          expert_hidden=16, shared_expert_hidden=40, shared_expert_gate=True, dense_layers=(1,)),
+    "olmoe_like": dict(n_kv_heads=2, qk_norm=True, qk_norm_scope="all_heads", n_experts=4, top_k=2, router_norm="all"),
+    "granite_moe_like": dict(n_kv_heads=2, n_experts=4, top_k=2, router_order="topk_softmax", embed_scale=3.0,
+                             query_scale=0.3, residual_scale=0.5, logit_divisor=2.5),
 }
 
 

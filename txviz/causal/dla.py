@@ -12,7 +12,8 @@ Gemma 2/3 normalize the attention output again before it joins the residual (``p
 norm is frozen the same way, at the scale of the layer's whole attention output, so each head's share
 still adds up exactly (the FFN's recorded output is already post-normed). A final logit soft-cap
 (Gemma 2) is not linear: the attribution is then of the logit difference *before* the cap, ``total``,
-and ``capped_total`` is what the model outputs.
+and ``capped_total`` is what the model outputs. Granite's multipliers are linear: each head's share is
+scaled by ``residual_scale`` as its output is, and every part divided by ``logit_divisor`` as the logits are.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
     final = acts[last_layer, "resid_post"][0, -1].double()  # (d,)
     linear = frozen_norm(model.final_norm, final)
     unembed = model.unembedding.detach()[[answer_id, wrong_id]].double()  # the two rows read, not all V
-    direction = unembed[0] - unembed[1]  # (d,)
+    divisor, scale = model.config.logit_divisor, model.config.residual_scale  # Granite's; 1 elsewhere
+    direction = (unembed[0] - unembed[1]) / divisor  # (d,)
 
     def score(part: torch.Tensor) -> torch.Tensor:
         return linear(part.double()) @ direction
@@ -88,14 +90,14 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
     for i, layer in enumerate(model.layers):
         parts, o_bias = _head_parts(layer.attn, acts[i, "head_out"][0, :, -1]), layer.attn.o_proj.bias
         post = _post_attention(layer, parts, o_bias)
-        heads.append(score(post(parts)))
+        heads.append(score(scale * post(parts)))
         mlps.append(score(acts[i, "ffn_out"][0, -1]))
         if o_bias is not None:
-            bias = bias + score(post(o_bias.detach().double()))
+            bias = bias + score(scale * post(o_bias.detach().double()))
     if getattr(model.final_norm, "bias", None) is not None:
         bias = bias + model.final_norm.bias.detach().double() @ direction
     if model.unembedding_bias is not None:  # Phi-1/2's lm_head bias: a part of the difference of its own
-        bias = bias + (model.unembedding_bias[answer_id] - model.unembedding_bias[wrong_id]).detach().double()
+        bias = bias + (model.unembedding_bias[answer_id] - model.unembedding_bias[wrong_id]).detach().double() / divisor
     model_diff = float(logit_diff(logits, answer_id, wrong_id)[0])
     capped = model.config.final_softcap is not None
     total = float(_uncapped_diff(model, final, answer_id, wrong_id)) if capped else model_diff
@@ -107,4 +109,4 @@ def direct_logit_attribution(model, ids: torch.Tensor, answer_id: int, wrong_id:
 def _uncapped_diff(model, final: torch.Tensor, answer_id: int, wrong_id: int) -> torch.Tensor:
     """The logit difference before the final soft-cap, from the final residual (d,)."""
     normed = model.final_norm(final.to(model.unembedding.dtype)[None])[0]
-    return (model.unembedding[answer_id] - model.unembedding[wrong_id]) @ normed
+    return (model.unembedding[answer_id] - model.unembedding[wrong_id]) @ normed / model.config.logit_divisor

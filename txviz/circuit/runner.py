@@ -121,7 +121,8 @@ def attention_heads(layer, ctx, x: torch.Tensor) -> torch.Tensor:
     if attn.o_proj.bias is not None:
         out = out + attn.o_proj.bias / h
     shares, bias = frozen_shares(layer.post_attn_norm, out, part_dim=1)
-    return shares if bias is None else shares + bias / h
+    shares = shares if bias is None else shares + bias / h
+    return layer.scale_residual(shares)  # × Granite's residual multiplier; the identity elsewhere
 
 
 def _project(x: torch.Tensor, proj, n_rows: int, dim: int, groups: int) -> torch.Tensor:
@@ -135,7 +136,7 @@ def _project(x: torch.Tensor, proj, n_rows: int, dim: int, groups: int) -> torch
 
 def mlp_output(layer, x: torch.Tensor) -> torch.Tensor:
     """x (B, T, d) the MLP's (or MoE's) input → what it adds to the residual stream."""
-    return layer.post_ffn_norm(layer.feed_forward(layer.ffn_norm(x), NULL_LAYER_RECORDER))
+    return layer.scale_residual(layer.post_ffn_norm(layer.feed_forward(layer.ffn_norm(x), NULL_LAYER_RECORDER)))
 
 
 def final_logits(model, x: torch.Tensor) -> torch.Tensor:
