@@ -14,5 +14,6 @@ def draw(loaded, resid, tokens: list[str]) -> None:
     position = st.select_slider("Position", options=list(range(len(tokens))), value=len(tokens) - 1,
                                 key="lens_position", format_func=lambda i: f"{i}: {tokens[i]}")
     probs, ids = logit_lens(loaded.model, resid[:, position], top=5)
-    st.dataframe(lens_top_tokens(probs, ids, loaded.tokenizer.decode), hide_index=True, key="lens_table")
+    table = lens_top_tokens(probs, ids, loaded.tokenizer.decode, known=loaded.tokenizer.vocab_size)
+    st.dataframe(table, hide_index=True, key="lens_table")
     st.caption("Row 0 reads the embedding itself; the last row is the model's real prediction for the next token.")

@@ -32,6 +32,14 @@ def test_the_lens_table_reads_every_layer_and_decodes_each_rank():
     assert list(table["#2"]) == ["'t3' 0.25", "'t7' 0.05", "'t2' 0.30"]
 
 
+def test_the_lens_table_names_ids_past_the_tokenizer_by_number():
+    """A model's vocabulary padded past its tokenizer's (Qwen's 151936 rows for 151665 tokens): the lens
+    may rank a padding row; it is shown by number, never decoded."""
+    probs, ids = torch.tensor([[0.5, 0.25]]), torch.tensor([[7, 230]])
+    table = lens_top_tokens(probs, ids, lambda toks: f"t{toks[0]}", known=226)
+    assert list(table["#1"]) == ["'t7' 0.50"] and list(table["#2"]) == ["<id 230: no token> 0.25"]
+
+
 def test_stream_norms_and_the_recomputed_difference():
     resid = torch.tensor([[[3.0, 4.0], [0.0, 1.0]], [[6.0, 8.0], [1.0, 0.0]]])  # (L+1=2, T=2, d=2)
     assert stream_norms(resid).tolist() == [[5.0, 1.0], [10.0, 1.0]]

@@ -88,3 +88,17 @@ def test_switching_checkpoints_the_page_follows(checkpoints):
     no_errors(at)
     check_page_shows(at, second)
     assert "top-2 logits" not in texts(at) and "largest router logits" in texts(at)  # Granite's router, in words
+
+
+def test_every_page_draws_on_a_moe_checkpoint_with_a_padded_vocabulary(checkpoints):
+    """Qwen2-MoE with a dense layer and a shared expert, its 256 logits past the tokenizer's 226 tokens
+    (as real Qwen checkpoints pad theirs): every page, on a MoE layer and on the dense one."""
+    from tests.helpers.apptest import PAGE_NAMES, page_path
+
+    at = open_at("moe", str(checkpoints("qwen2_moe")), PROMPT, timeout=300)
+    for name in PAGE_NAMES:
+        at.switch_page(page_path(name)).run()
+        for layer in (0, 1):  # layer 0 routes its tokens, layer 1 keeps a dense FFN
+            at.session_state["layer"] = layer
+            at.run()
+            assert not at.exception and not at.error, (name, layer, [e.value for e in (*at.exception, *at.error)])
