@@ -88,3 +88,30 @@ def save_checkpoint(variant: str, directory: Path, tokenizer: Path, **changes) -
     build(variant, **changes).save_pretrained(directory, safe_serialization=True)
     shutil.copy(tokenizer, directory / "tokenizer.json")
     return directory
+
+
+# Real sizes, read by txviz and built by transformers on the meta device (no weights): the numbers of
+# allenai/OLMoE-1B-7B-0924's and ibm-granite/granite-3.0-1b-a400m-base's config.json (their model names
+# say 1B of 7B and 400M active: the counts agree); Qwen's two are in published_geometry_configs.py.
+OLMOE_1B_7B = {
+    "architectures": ["OlmoeForCausalLM"], "attention_bias": False, "clip_qkv": None, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 1024, "max_position_embeddings": 4096, "model_type": "olmoe",
+    "norm_topk_prob": False, "num_attention_heads": 16, "num_experts": 64, "num_experts_per_tok": 8,
+    "num_hidden_layers": 16, "num_key_value_heads": 16, "pad_token_id": 1, "eos_token_id": 50279,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "vocab_size": 50304}
+GRANITE_3_0_1B_A400M = {
+    "architectures": ["GraniteMoeForCausalLM"], "attention_bias": False, "hidden_act": "silu", "hidden_size": 1024,
+    "intermediate_size": 512, "max_position_embeddings": 4096, "model_type": "granitemoe",
+    "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 24, "num_local_experts": 32,
+    "num_experts_per_tok": 8, "vocab_size": 49155, "embedding_multiplier": 12.0, "attention_multiplier": 0.015625,
+    "residual_multiplier": 0.22, "logits_scaling": 6.0, "tie_word_embeddings": True, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}
+
+
+def meta_parameters(raw: dict) -> int:
+    """transformers' num_parameters() of the model a config.json describes, built on the meta device."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    settings = {k: v for k, v in raw.items() if k not in ("architectures", "model_type", "torch_dtype")}
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(AutoConfig.for_model(raw["model_type"], **settings)).num_parameters()

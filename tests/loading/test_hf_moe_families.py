@@ -12,11 +12,12 @@ from torch.testing import assert_close
 
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import random_ids, save, save_state_dict
-from tests.helpers.tiny_hf_moe import VARIANTS, build, hf_routing
+from tests.helpers.published_geometry_configs import QWEN1_5_MOE_A2_7B, QWEN3_30B_A3B
+from tests.helpers.tiny_hf_moe import GRANITE_3_0_1B_A400M, OLMOE_1B_7B, VARIANTS, build, hf_routing, meta_parameters
 from txviz.analysis.moe.routing import router_captures
 from txviz.capture.trace import trace
-from txviz.loading.hf.loader import load_hf_dir
-from txviz.model.counts import count_params
+from txviz.loading.hf.loader import load_hf_dir, read_hf_config
+from txviz.model.counts import count_active_params, count_params
 
 pytestmark = NEEDS_TRANSFORMERS
 
@@ -71,3 +72,15 @@ def test_transformers_5_stacked_experts_load_the_same(variant, tmp_path):
     assert any(name.endswith("experts.gate_up_proj") for name in hf_model.state_dict())  # the premise
     loaded = load_hf_dir(save_state_dict(hf_model, tmp_path), device="cpu")
     check_against_transformers(hf_model, loaded)
+
+
+@pytest.mark.parametrize("raw, active_billions", [
+    (QWEN1_5_MOE_A2_7B, 2.7), (QWEN3_30B_A3B, 3.4), (OLMOE_1B_7B, 1.3), (GRANITE_3_0_1B_A400M, 0.43)],
+    ids=["qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "olmoe-1b-7b", "granite-3.0-1b-a400m"])
+def test_real_sizes_count_as_transformers_builds_them(raw, active_billions):
+    """At the published sizes: every parameter counted (shared experts, their gates, dense layers) equals
+    transformers' num_parameters(), and the active count is near what the name says (A2.7B, A3B, 1B of 7B,
+    A400M)."""
+    config = read_hf_config(raw)
+    assert count_params(config) == meta_parameters(raw)
+    assert round(count_active_params(config) / 1e9, 2 if active_billions < 1 else 1) == active_billions
