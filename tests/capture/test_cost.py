@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.helpers.expected import SMOLLM2_135M
-from tests.helpers.tiny import VARIANTS, random_decoder, random_ids, tiny_config
+from tests.helpers.tiny import FAMILY_VARIANTS, VARIANTS, random_decoder, random_ids, tiny_config
 from txviz import CAPTURES, CaptureError, trace
 from txviz.capture.cost import attention_path, capture_cost, choose_capture
 from txviz.capture.maps import MapStorage
@@ -15,11 +15,12 @@ from txviz.capture.trace import SUMMARY_CAPTURE
 
 
 
-@pytest.mark.parametrize("variant", ["moe", "alibi", "learned", "sliding_window"])
-@pytest.mark.parametrize("layers", [None, [1]])
+@pytest.mark.parametrize("variant", ["moe", "alibi", "learned", "sliding_window", "qwen_moe_like"])
+@pytest.mark.parametrize("layers", [None, [1], [0, 2]])
 @pytest.mark.parametrize("maps", [MapStorage(), MapStorage(dtype=torch.float16, lower_triangle=True)], ids=str)
 def test_estimated_stored_bytes_equal_the_trace_tensors(variant, layers, maps):
-    config = tiny_config(**VARIANTS[variant], n_layers=3)
+    """qwen_moe_like: layer 1 keeps a dense FFN, so only layers [0, 2] keep routing (and the shared gate)."""
+    config = tiny_config(**{**{**VARIANTS, **FAMILY_VARIANTS}[variant], "n_layers": 3})
     tr = trace(random_decoder(config), random_ids(config, 11), capture=tuple(CAPTURES), layers=layers, maps=maps)
     cost = capture_cost(config, 11, CAPTURES, layers=layers, maps=maps)
     assert cost.stored == {name: tr[name].nbytes for name in tr.data}

@@ -61,9 +61,12 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
     unknown = set(names) - set(CAPTURES)
     if unknown:
         raise CaptureError(f"unknown capture names {sorted(unknown)}; known: {sorted(CAPTURES)}")
-    n_layers = config.n_layers if layers is None else len(set(layers))
+    chosen = set(range(config.n_layers)) if layers is None else set(layers)
+    n_layers = len(chosen)
     per_name = _bytes_per_name(config, n_tokens, element_bytes, maps)
     layer_names = {n for n in names if n in _LAYER_SCOPED}
+    if not all(config.is_moe_layer(i) for i in chosen):  # a dense layer offers no routing: a trace keeps none
+        per_name = {n: 0 if n in _ROUTER_SCOPED else size for n, size in per_name.items()}
     stored = {n: per_name[n] * (n_layers if n in layer_names else 1) for n in names if per_name.get(n)}
     path = attention_path(names, softcapped=config.attn_softcap is not None)
     return CaptureCost(n_tokens=n_tokens, path=path, stored=stored, weight_bytes=weight_bytes,
@@ -74,6 +77,7 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
 _LAYER_SCOPED = {"q", "k", "v", "q_rot", "k_rot", "attn_logits", "attn_scores", "attn_probs", "head_summaries",
                  "kv_bytes", "attn_out", "ffn_out", "router_logits", "router_probs", "expert_ids", "expert_gates",
                  "shared_expert_gate"}
+_ROUTER_SCOPED = {"router_logits", "router_probs", "expert_ids", "expert_gates", "shared_expert_gate"}
 
 
 def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[str, int]:
