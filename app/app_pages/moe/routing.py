@@ -14,7 +14,6 @@ from app.app_pages.moe.view import MoeView
 from app.figures import tradeoff_charts
 from app.services.zoo import MOE_VARIANTS, first_story, trained
 from app.ui import sidebar, state
-from app.ui.widgets import bounded_slider
 from txviz.analysis.moe import routing as moe
 from txviz.analysis.moe import tables
 from txviz.analysis.moe.anatomy import describe_routing, gate_rule
@@ -83,8 +82,7 @@ def show_routing(name: str, config, tokens: list[str], tr) -> None:
                                         title=f"{html.escape(name)}: best expert per token and layer"), key="moe_map")
     left.caption("Hover a cell: every expert the token was sent to in that layer, with its gate"
                  + (", and the shared expert that runs on every token." if shared is not None else "."))
-    last = len(routing.layers) - 1
-    layer = bounded_slider(right, "Layer", 0, last, min(int(state.get("layer")), last), key="moe_layer")
+    layer = routing.layers.index(pick_layer(right, routing.layers))  # an index into the routed layers
     right.plotly_chart(tradeoff_charts.histograms(tables.ranked_probabilities(routing, layer), x_range=(0.0, 1.0), bins=20,
                                          x_title="router probability",
                                          title=f"Layer {routing.layers[layer]}: router probability by rank"),
@@ -110,3 +108,14 @@ def shared_gates(config, routing: moe.Routing) -> np.ndarray | None:
     if routing.shared_gates is not None:
         return routing.shared_gates.numpy()
     return np.ones(routing.probs.shape[:2]) if config.shared_expert_hidden else None
+
+
+def pick_layer(container, layers: tuple[int, ...]) -> int:
+    """One of the model's routed layers (a MoE model may keep some dense), the one nearest the page's
+    layer to start; the widget is keyed by the layers, so another model's choice never carries over."""
+    nearest = min(layers, key=lambda layer: abs(layer - int(state.get("layer"))))
+    if len(layers) == 1:
+        container.caption(f"Layer {layers[0]}, the one routed layer")
+        return layers[0]
+    return container.select_slider("Layer", options=list(layers), value=nearest,
+                                   key="moe_layer_" + "_".join(map(str, layers)))

@@ -102,3 +102,13 @@ def test_every_page_draws_on_a_moe_checkpoint_with_a_padded_vocabulary(checkpoin
             at.session_state["layer"] = layer
             at.run()
             assert not at.exception and not at.error, (name, layer, [e.value for e in (*at.exception, *at.error)])
+
+
+def test_the_layer_slider_offers_the_routed_layers_only(checkpoints):
+    """Qwen3-MoE here keeps layer 0 dense: the slider's layers are 1 and 2, and the histograms follow."""
+    at = open_at("moe", str(checkpoints("qwen3_moe")), PROMPT, timeout=300)
+    slider = at.select_slider(key="moe_layer_1_2")
+    assert list(slider.options) == ["1", "2"] and slider.value == 1  # the page's layer 0 is dense: nearest is 1
+    slider.set_value(2).run()
+    no_errors(at)
+    assert chart(at, "moe_gates")["layout"]["title"]["text"].startswith("Layer 2:")
