@@ -26,6 +26,7 @@ from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf.families import granitemoe, olmo2, olmoe, phi, qwen2_moe, qwen3, qwen3_moe, smollm3
+from txviz.loading.hf.families import gemma3_multimodal
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -43,6 +44,7 @@ SUPPORTED = {
     "mpt": "MptForCausalLM",
     "gpt_neox": "GPTNeoXForCausalLM",
     "phi3": "Phi3ForCausalLM",
+    "gemma3": gemma3_multimodal.ARCHITECTURE,  # its text decoder only
 }
 
 
@@ -485,6 +487,14 @@ MOE_FAMILIES = {"qwen2_moe": (qwen2_moe.ARCHITECTURE, qwen2_moe.qwen2_moe_config
 SUPPORTED.update({kind: architecture for kind, (architecture, _) in MOE_FAMILIES.items()})
 CONFIG_READERS.update({kind: functools.partial(reader, hf=READER_HELPERS)
                        for kind, (_, reader) in MOE_FAMILIES.items()})
+
+
+def gemma3_multimodal_config(raw: dict) -> dict[str, Any]:
+    """A multimodal Gemma 3 checkpoint's text decoder: its ``text_config`` read as Gemma 3's text model."""
+    return gemma3_text_config(gemma3_multimodal.text_config(raw))
+
+
+CONFIG_READERS["gemma3"] = gemma3_multimodal_config
 
 
 # ---- entry points -------------------------------------------------------------------------------

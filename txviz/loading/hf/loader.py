@@ -4,8 +4,8 @@
     config = read_hf_config("uploaded/config.json")   # ModelConfig only, no weights needed
 
 Supported: Llama, Mistral, Qwen2, Mixtral, GPT-2, Gemma 1/2/3 (text), BLOOM, MPT, GPT-NeoX and Phi-3
-causal LMs, and Qwen3, OLMo 2, SmolLM3, Phi-1/1.5/2, Qwen2-MoE, Qwen3-MoE, OLMoE and Granite-MoE
-(hf/families/) (hf_config.SUPPORTED).
+causal LMs, Qwen3, OLMo 2, SmolLM3, Phi-1/1.5/2, Qwen2-MoE, Qwen3-MoE, OLMoE and Granite-MoE
+(hf/families/), and the text decoder of multimodal Gemma 3 checkpoints (hf_config.SUPPORTED).
 The steps are
 plain: config.json → ModelConfig (hf/config.py); the tensors of ``model.safetensors`` or of every
 shard that ``model.safetensors.index.json`` lists; small named transforms and a name table
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from txviz.loading.device import default_device
@@ -28,7 +28,7 @@ from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.hf.config import (MAX_CONFIG_BYTES, SUPPORTED, config_from_dict, model_type_of, parse_config_json,
                                      read_hf_config)
-from txviz.loading.hf.names import to_txviz_names
+from txviz.loading.hf.names import SKIPPED_PARTS, to_txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.model import Decoder
 
@@ -78,12 +78,23 @@ def checkpoint_files(directory: Path) -> list[Path]:
     raise ModelLoadError(f"{directory} has no weights: expected {SINGLE_FILE} or {INDEX_FILE}")
 
 
-def read_tensors(files: list[Path], device: torch.device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """Every tensor of every file, moved to ``device``/``dtype`` one shard at a time."""
+def _read_shard(path: Path, skipped: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """The file's tensors whose names start with none of ``skipped``: a skipped tensor's bytes are never
+    read, only its name in the header."""
+    if not skipped:
+        return load_file(path, device="cpu")
+    with safe_open(path, framework="pt", device="cpu") as handle:
+        return {name: handle.get_tensor(name) for name in handle.keys() if not name.startswith(skipped)}
+
+
+def read_tensors(files: list[Path], device: torch.device, dtype: torch.dtype,
+                 skipped: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
+    """Every tensor of every file not under a ``skipped`` prefix, moved to ``device``/``dtype`` one shard at
+    a time."""
     tensors: dict[str, torch.Tensor] = {}
     for path in files:
         try:
-            shard = load_file(path, device="cpu")
+            shard = _read_shard(path, skipped)
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"{path} is not a readable safetensors file: {exc}") from exc
         repeated = sorted(set(shard) & set(tensors))
@@ -93,6 +104,17 @@ def read_tensors(files: list[Path], device: torch.device, dtype: torch.dtype) ->
             tensor = shard.pop(name)
             tensors[name] = tensor.to(device=device, dtype=dtype) if tensor.is_floating_point() else tensor
     return tensors
+
+
+def count_skipped(files: list[Path], skipped: tuple[str, ...]) -> int:
+    """How many tensors of ``files`` lie under a ``skipped`` prefix (their headers only)."""
+    if not skipped:
+        return 0
+    total = 0
+    for path in files:
+        with safe_open(path, framework="pt", device="cpu") as handle:
+            total += sum(name.startswith(skipped) for name in handle.keys())
+    return total
 
 
 # ---- tokenizer ----------------------------------------------------------------------------------
@@ -158,7 +180,8 @@ def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = 
     device = torch.device(device) if device is not None else default_device()
     config = config_from_dict(raw, name=directory.name, source=str(directory))
     files = checkpoint_files(directory)
-    tensors, transforms = to_txviz_names(kind, read_tensors(files, device, dtype), config)
+    skipped, note = SKIPPED_PARTS.get(kind, ((), ""))
+    tensors, transforms = to_txviz_names(kind, read_tensors(files, device, dtype, skipped), config)
     try:
         model = Decoder.from_state_dict(config, tensors, device=device, dtype=dtype)
     except ValueError as exc:
@@ -167,5 +190,7 @@ def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = 
     metadata = {"architecture": SUPPORTED[kind], "model_type": kind, "files": [f.name for f in files],
                 "transforms": transforms, "checkpoint_dtype": raw.get("torch_dtype") or raw.get("dtype"),
                 **special, "hf_config": raw}
+    if skipped:  # said where the model is shown (the sidebar's weights note)
+        metadata["weights_note"] = note.format(skipped=count_skipped(files, skipped))
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=str(directory),
                        format="hf", metadata=metadata)

@@ -18,6 +18,7 @@ from txviz.config import ModelConfig
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf.families import granitemoe, qwen2_moe, qwen3_moe
 from txviz.loading.hf.families.expert_weights import split_stacked_experts
+from txviz.loading.hf.families import gemma3_multimodal
 
 Tensors = dict[str, torch.Tensor]
 Transform = Callable[[Tensors, ModelConfig], Tensors]
@@ -332,6 +333,10 @@ LAYOUTS.update({
     "granitemoe": ((drop_rotary_buffers, drop_tied_lm_head, split_stacked_experts),
                    {**{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf}, **granitemoe.EXPERT_NAMES}),
 })
+LAYOUTS["gemma3"] = ((gemma3_multimodal.text_decoder_names, drop_tied_lm_head, fold_gemma_norms), GEMMA3_NAMES)
+# family → (tensor-name prefixes never read: the parts of a checkpoint txviz does not run, what to tell the user)
+SKIPPED_PARTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "gemma3": (gemma3_multimodal.SKIPPED_PREFIXES, gemma3_multimodal.NOTE)}
 
 
 def _compile(template: str) -> re.Pattern:
