@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Norm = Literal["rmsnorm", "layernorm"]
-FFN = Literal["swiglu", "geglu", "gelu_mlp"]  # geglu: gated like swiglu, gelu (gelu_approximate) gate
+FFN = Literal["swiglu", "geglu", "gelu_mlp", "swiglu_clamped"]  # geglu: gated like swiglu, gelu (gelu_approximate) gate
 LayerType = Literal["full", "sliding"]
 LAYER_TYPES: tuple[str, ...] = typing.get_args(LayerType)
 Positions = Literal["rope", "alibi", "learned", "none"]
@@ -121,6 +121,7 @@ class RopeScaling:
     high_freq_factor: float = 4.0  # llama3
     beta_fast: float = 32.0  # yarn
     beta_slow: float = 1.0  # yarn
+    truncate: bool = True  # yarn: the ramp's ends rounded to whole pairs (False in gpt-oss)
 
     def __post_init__(self) -> None:
         _check_field_types(self)
@@ -193,6 +194,9 @@ class ModelConfig:
     lm_head_bias: bool = False  # a bias on the unembedding (Phi-1/2)
     residual_scale: float = 1.0  # each sublayer's output times this before it joins the residual (Granite)
     logit_divisor: float = 1.0  # logits divided by it (Granite's logits_scaling)
+    attn_sinks: bool = False  # a learned logit per head in each softmax's denominator (gpt-oss; txviz.model.sinks)
+    swiglu_alpha: float = 1.702  # swiglu_clamped: the gate's sigmoid gain (txviz.model.clamped_swiglu)
+    swiglu_limit: float = 7.0  # swiglu_clamped: the bound of the gate (above) and the up branch (both sides)
     name: str = "model"  # shown in the UI; never branched on
     source: str = ""  # where the numbers came from (a path, a preset's citation)
 
@@ -257,7 +261,7 @@ class ModelConfig:
         if self.rotary_dims is not None and not (0 < self.rotary_dims <= self.head_dim and self.rotary_dims % 2 == 0):
             raise ConfigError(f"rotary_dims={self.rotary_dims} must be even and between 2 and head_dim={self.head_dim}")
         for name in ("rope_local_theta", "query_scale", "attn_softcap", "final_softcap", "embed_scale",
-                     "alibi_bias_max", "residual_scale", "logit_divisor"):
+                     "alibi_bias_max", "residual_scale", "logit_divisor", "swiglu_alpha", "swiglu_limit"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be > 0 (or None where allowed), got {value}")

@@ -14,7 +14,7 @@ from tests.helpers.expected import expected_shapes
 from tests.helpers.tiny import VARIANTS, default_inv_freq, random_decoder, random_ids, rotate_pairs_reference, tiny_config
 from txviz import CAPTURES, CaptureError, kv_cache_bytes, trace
 
-ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs", "head_summaries")  # not the fused kernel
+ATTENTION_CAPTURES = ("attn_logits", "attn_scores", "attn_probs", "attn_sink", "head_summaries")  # not the fused kernel
 OTHER_CAPTURES = tuple(name for name in CAPTURES if name not in ATTENTION_CAPTURES)
 
 

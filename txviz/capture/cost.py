@@ -74,7 +74,7 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
                        flops=_flops(config, n_tokens, full_logits="logits" in names))
 
 
-_LAYER_SCOPED = {"q", "k", "v", "q_rot", "k_rot", "attn_logits", "attn_scores", "attn_probs", "head_summaries",
+_LAYER_SCOPED = {"q", "k", "v", "q_rot", "k_rot", "attn_logits", "attn_scores", "attn_probs", "attn_sink", "head_summaries",
                  "kv_bytes", "attn_out", "ffn_out", "router_logits", "router_probs", "expert_ids", "expert_gates",
                  "shared_expert_gate"}
 _ROUTER_SCOPED = {"router_logits", "router_probs", "expert_ids", "expert_gates", "shared_expert_gate"}
@@ -89,6 +89,7 @@ def _bytes_per_name(c: ModelConfig, t: int, e: int, maps: MapStorage) -> dict[st
         "q": h * t * d * e, "q_rot": h * t * d * e, "k": h_kv * t * d * e, "k_rot": h_kv * t * d * e,
         "v": h_kv * t * d * e, "attn_logits": h * t * t * e, "attn_scores": h * t * t * e,
         "attn_probs": h * maps.bytes_per_map(t, t, e), "head_summaries": h * t * len(METRICS) * 4,
+        "attn_sink": c.attn_sinks * h * t * 4,
         "kv_bytes": 8, "attn_out": t * width * e, "ffn_out": t * width * e,
         "router_logits": t * experts * e, "router_probs": t * experts * e, "expert_ids": t * top_k * 8,
         "expert_gates": t * top_k * e, "resid": (c.n_layers + 1) * t * width * e, "resid_norm": (c.n_layers + 1) * t * 4,

@@ -19,6 +19,7 @@ import torch
 from torch.nn import functional as F
 
 from txviz.model.attention import AttentionContext
+from txviz.model.sinks import softmax_with_sink
 from txviz.model.softcap import make_softcap
 
 
@@ -79,14 +80,23 @@ class AttentionRecipe:
     windows: tuple[int | None, ...]  # per layer
     positions: torch.nn.Module
     softcap: float | None = None
+    sinks: torch.Tensor | None = None  # (L, H) each layer's learned sink logits (txviz.model.sinks), or None
 
     @classmethod
     def of(cls, model, q_pos: torch.Tensor) -> "AttentionRecipe":
         """The recipe for a call of ``model`` on one sequence without a cache (as ``trace`` runs it)."""
         attention = model.layers[0].attn
+        sinks = (torch.stack([layer.attn.sinks.detach().float().cpu() for layer in model.layers])
+                 if model.config.attn_sinks else None)
         return cls(scale=attention.scale, n_groups=attention.n_groups, q_pos=q_pos.cpu(), k_pos=q_pos.cpu(),
                    windows=model.config.layer_windows, positions=model.positions,
-                   softcap=model.config.attn_softcap)
+                   softcap=model.config.attn_softcap, sinks=sinks)
+
+    def softmax(self, scores: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+        """The weights over the real keys of one head's masked scores (R, S), as its layer computes them."""
+        if self.sinks is None:
+            return F.softmax(scores, dim=-1, dtype=torch.float32)
+        return softmax_with_sink(scores.float()[None], self.sinks[layer, head, None])[0][0]
 
     def mask_rows(self, rows: slice, head: int, dtype: torch.dtype, layer: int = 0) -> torch.Tensor:
         """The additive mask (R, S) of one head's rows in ``layer``, built by the model's own ``AttentionContext``."""
@@ -116,5 +126,5 @@ def rebuild_attention(trace, layer: int, head: int, rows: slice = slice(None), b
         band_rows = slice(band, min(band + REBUILD_BAND_ROWS, stop))
         logits = cap(torch.matmul(q[band_rows], k.transpose(0, 1)) * recipe.scale)  # (band, S)
         scores = logits + recipe.mask_rows(band_rows, head, logits.dtype, layer)
-        out[band - start:band_rows.stop - start] = F.softmax(scores, dim=-1, dtype=torch.float32)
+        out[band - start:band_rows.stop - start] = recipe.softmax(scores, layer, head)
     return out

@@ -38,6 +38,8 @@ LAYER_CAPTURES = {
     "attn_logits": "QKᵀ/√d before the mask (B, H, T, S)",
     "attn_scores": "pre-softmax scores with mask and ALiBi bias added (B, H, T, S)",
     "attn_probs": "attention probabilities (B, H, T, S); packed (B, H, T(T+1)/2) with lower-triangle storage",
+    "attn_sink": "the share of each query row's attention a learned sink takes (B, H, T); the row's "
+                 "attn_probs sum to 1 minus it (gpt-oss; models without sinks record none)",
     "head_summaries": "per-head metrics per query row (B, H, T, M), M = summaries.METRICS, NaN where "
                       "undefined; computed block by block, no T×S map kept",
     "kv_bytes": "bytes of K and V this layer keeps (scalar)",

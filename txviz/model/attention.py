@@ -45,7 +45,8 @@ from txviz.model.softcap import make_softcap
 # time, min of repeats): 2^19 took 24 ms at 1024 tokens where 2^21 took 33, and about the same at 4096.
 BLOCK_ELEMENTS = 1 << 19
 MIN_BLOCK_ROWS = 32
-WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs"})  # captures that need the T×S matrices
+# captures that need the T×S matrices (a sink's share needs each whole row's normalizer: txviz.model.sinks)
+WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs", "attn_sink"})
 
 Path = Literal["eager", "blockwise", "fused"]
 
@@ -231,12 +232,24 @@ class Attention(nn.Module):
         record("attn_logits", logits)
         scores = logits + ctx.causal_mask(logits.dtype)  # (B, H, T, S), −inf where masked
         record("attn_scores", scores)
-        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        probs = self.weights(scores, record).to(q.dtype)
         record("attn_probs", probs)
         if record.wants("head_summaries"):  # the whole matrix is one block (finite, see mask_block_)
             record.attention_rows(slice(0, q.shape[2]), slice(0, k.shape[2]), probs,
-                                  scores.clamp(min=torch.finfo(scores.dtype).min))
+                                  self.summary_scores(scores.clamp(min=torch.finfo(scores.dtype).min), probs))
         return torch.matmul(probs, v)  # (B, H, T, D)
+
+    def weights(self, scores: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
+        """The attention weights (B, H, T, S), float32, of masked scores: their softmax over the keys."""
+        return F.softmax(scores, dim=-1, dtype=torch.float32)
+
+    def block_weights(self, scores: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """``weights`` of one block of rows, written into ``out`` (the blockwise path's buffer)."""
+        return torch.softmax(scores, dim=-1, dtype=torch.float32, out=out)
+
+    def summary_scores(self, scores: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+        """The finite scores the recorder's row summaries take beside ``probs`` (txviz.capture.summaries)."""
+        return scores
 
     def _blockwise(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The eager arithmetic one block of query rows at a time; each block of probabilities goes
@@ -260,8 +273,8 @@ class Attention(nn.Module):
             scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
             scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=self.scale)
             scores = ctx.mask_block_(self.cap_scores(scores.view(b, h, n, width)), rows, keys)  # (B, H, rows, keys)
-            probs = torch.softmax(scores, dim=-1, dtype=torch.float32, out=probs_buffer[:scores.numel()].view(scores.shape))
-            record.attention_rows(rows, keys, probs, scores)
+            probs = self.block_weights(scores, probs_buffer[:scores.numel()].view(scores.shape))
+            record.attention_rows(rows, keys, probs, self.summary_scores(scores, probs))
             grouped = torch.matmul(probs.to(q.dtype).view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
             out[:, :, rows] = grouped.view(b, h, n, d)
         return out

@@ -26,7 +26,8 @@ def _expert_params(c: ModelConfig, hidden: int | None = None) -> int:
 def _attention_params(c: ModelConfig) -> int:
     q_width, kv_width = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     weights = c.d_model * (q_width + 2 * kv_width) + q_width * c.d_model
-    return weights + (q_width + 2 * kv_width if c.qkv_bias else 0) + (c.d_model if c.out_bias else 0)
+    sinks = c.n_heads if c.attn_sinks else 0  # one learned sink logit per head
+    return weights + (q_width + 2 * kv_width if c.qkv_bias else 0) + (c.d_model if c.out_bias else 0) + sinks
 
 
 def _qk_norm_params(c: ModelConfig, per_feature: int) -> int:

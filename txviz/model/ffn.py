@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
+from txviz.model.clamped_swiglu import ClampedSwiGLU
 from txviz.model.recording import NULL_LAYER_RECORDER, LayerRecorderProtocol
 from txviz.model.router import make_router
 
@@ -64,6 +65,8 @@ def make_expert(config: ModelConfig, hidden: int | None = None) -> nn.Module:
         return SwiGLU(config.d_model, hidden, config.mlp_bias)
     if config.ffn == "geglu":
         return GeGLU(config.d_model, hidden, config.mlp_bias, config.gelu_approximate)
+    if config.ffn == "swiglu_clamped":
+        return ClampedSwiGLU(config.d_model, hidden, config.mlp_bias, config.swiglu_alpha, config.swiglu_limit)
     return GeluMLP(config.d_model, hidden, config.mlp_bias, config.gelu_approximate)
 
 

@@ -30,7 +30,7 @@ Parameter names (the loaders' target):
   layers.{i}.attn_norm / ffn_norm .{weight,bias} (pre_norm; no ffn_norm with shared_block_norm)
   layers.{i}.post_attn_norm / post_ffn_norm (sandwich_norm)
   layers.{i}.attn.{q,k,v,o}_proj.{weight,bias}   (q rows: head-major, rotate-half RoPE pairing)
-  layers.{i}.attn.{q,k}_norm.{weight,bias} (qk_norm: D wide, or H·D / Hkv·D across heads)
+  layers.{i}.attn.{q,k}_norm.{weight,bias} (qk_norm: D wide, or H·D / Hkv·D across heads) · layers.{i}.attn.sinks (attn_sinks)
   layers.{i}.ffn.{gate,up,down}_proj (SwiGLU, GeGLU) · ffn.{up,down}_proj (GELU MLP)
   layers.{i}.ffn.router.{weight,bias} · ffn.experts.{e}.{gate,up,down}_proj (MoE)
   layers.{i}.ffn.shared_expert.{gate,up,down}_proj · ffn.shared_expert_gate.weight (shared expert)
@@ -50,6 +50,7 @@ from txviz.model.norm import SharedNorm, make_norm, make_optional_norm
 from txviz.model.positions import NoPositions, make_positions
 from txviz.model.recording import NULL_LAYER_RECORDER, NULL_RECORDER, LayerRecorderProtocol, RecorderProtocol
 from txviz.model.scale import make_divide, make_multiply, then
+from txviz.model.sinks import SinkAttention
 from txviz.model.softcap import make_softcap
 
 
@@ -61,7 +62,7 @@ class Block(nn.Module):
     def __init__(self, config: ModelConfig, layer: int = 0):
         super().__init__()
         self.attn_norm = make_optional_norm(config, config.pre_norm)  # identity without pre-norms (OLMo 2)
-        self.attn = Attention(config)
+        self.attn = (SinkAttention if config.attn_sinks else Attention)(config)
         self.post_attn_norm = make_optional_norm(config, config.sandwich_norm)  # identity without sandwich
         self.ffn_norm = make_optional_norm(config, config.pre_norm)
         self.ffn = make_ffn(config, layer)  # dense, or experts on a MoE layer
