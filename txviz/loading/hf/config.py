@@ -26,7 +26,7 @@ from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf.families import granitemoe, olmo2, olmoe, phi, qwen2_moe, qwen3, qwen3_moe, smollm3
-from txviz.loading.hf.families import gemma3_multimodal
+from txviz.loading.hf.families import gemma3_multimodal, gpt_oss
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -45,6 +45,7 @@ SUPPORTED = {
     "gpt_neox": "GPTNeoXForCausalLM",
     "phi3": "Phi3ForCausalLM",
     "gemma3": gemma3_multimodal.ARCHITECTURE,  # its text decoder only
+    "gpt_oss": gpt_oss.ARCHITECTURE,
 }
 
 
@@ -112,11 +113,10 @@ def _yarn(params: dict, max_len: int) -> RopeScaling:
     factor = _positive(params, "factor", max_len / original)
     if params.get("mscale") and params.get("mscale_all_dim"):
         raise ModelLoadError("yarn rope with mscale/mscale_all_dim (DeepSeek style) is not supported")
-    if params.get("truncate", True) is not True:
-        raise ModelLoadError("yarn rope with truncate=false is not supported")
     scaling = RopeScaling("yarn", factor=factor, original_max_seq_len=original,
                           beta_fast=_positive(params, "beta_fast", 32.0),
-                          beta_slow=_positive(params, "beta_slow", 1.0))
+                          beta_slow=_positive(params, "beta_slow", 1.0),
+                          truncate=_flag({"truncate": params.get("truncate", True)}, "truncate"))
     default_attention = 0.1 * math.log(scaling.factor) + 1.0 if scaling.factor > 1 else 1.0
     given = _positive(params, "attention_factor", default_attention)
     if not math.isclose(given, default_attention, rel_tol=1e-6):
@@ -495,6 +495,16 @@ def gemma3_multimodal_config(raw: dict) -> dict[str, Any]:
 
 
 CONFIG_READERS["gemma3"] = gemma3_multimodal_config
+
+
+def gpt_oss_config(raw: dict) -> dict[str, Any]:
+    """gpt-oss: Llama's fields (biases on every attention projection), then its own (families/gpt_oss.py)."""
+    raw = _with_defaults(raw, gpt_oss.DEFAULTS)
+    fields = _llama_fields(raw)
+    return {**fields, **gpt_oss.gpt_oss_fields(raw, fields["n_layers"])}
+
+
+CONFIG_READERS["gpt_oss"] = gpt_oss_config
 
 
 # ---- entry points -------------------------------------------------------------------------------
