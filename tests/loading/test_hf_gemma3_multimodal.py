@@ -98,3 +98,20 @@ def test_a_text_config_of_another_family_is_refused(saved):
             load_hf_dir(saved, device="cpu")
     finally:
         edit_config(saved, lambda c: {**c, "text_config": {**c["text_config"], "model_type": "gemma3_text"}})
+
+
+@pytest.mark.parametrize("name", ["GEMMA_3_4B_IT", "GEMMA_3_27B_IT"])
+def test_published_configs_count_what_transformers_builds_for_the_text_decoder(name):
+    """The published 4B config's text_config leaves out its sizes: Gemma3TextConfig's defaults fill them."""
+    import transformers
+
+    from tests.helpers import published_geometry_configs
+    from txviz.model.counts import count_params
+
+    published = getattr(published_geometry_configs, name)
+    with torch.device("meta"):
+        reference = transformers.Gemma3ForConditionalGeneration(transformers.AutoConfig.for_model(
+            **{k: v for k, v in published.items() if k != "architectures"}))
+    config = read_hf_config(published)
+    assert count_params(config) == reference.model.language_model.num_parameters()
+    assert config.layer_windows.count(None) == config.n_layers // 6  # every sixth layer global

@@ -178,7 +178,7 @@ def _judge_gguf(path: str, described: dict) -> None:
 def _judge_dir(path: str, described: dict) -> None:
     """The directory's config as the loader reads it, and the parameters it implies against those held."""
     from txviz.model.counts import count_params
-    from txviz.loading.hf.config import config_from_dict
+    from txviz.loading.hf.config import config_from_dict, quantization_refusal
     from txviz.loading.tokenizer.tokenizer import tokenizer_json_too_large
     from txviz.loading.zoo import FORMAT_KEY, txviz_config_from_dict
 
@@ -190,8 +190,9 @@ def _judge_dir(path: str, described: dict) -> None:
     if FORMAT_KEY in raw:
         config = txviz_config_from_dict(raw, Path(path) / "config.json")
     else:
-        if raw.get("quantization_config"):
-            raise ModelLoadError(f"{path} is a quantized checkpoint; txviz loads unquantized safetensors weights")
+        refusal = quantization_refusal(raw, path)
+        if refusal:
+            raise ModelLoadError(refusal)
         config = config_from_dict(raw, name=Path(path).name, source=str(path))
     held = sum(math.prod(shape) for _, _, shape in described["tensors"])
     described_params = count_params(config)

@@ -26,7 +26,7 @@ from txviz.config import ConfigError, ModelConfig, RopeScaling, check_bound
 from txviz.limits import Limits
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf.families import granitemoe, olmo2, olmoe, phi, qwen2_moe, qwen3, qwen3_moe, smollm3
-from txviz.loading.hf.families import gemma3_multimodal, gpt_oss
+from txviz.loading.hf.families import gemma3_multimodal, gpt_oss, mxfp4
 
 MAX_COUNT = (1 << 31) - 1  # no dimension, layer count or vocabulary is anywhere near this
 
@@ -505,6 +505,21 @@ def gpt_oss_config(raw: dict) -> dict[str, Any]:
 
 
 CONFIG_READERS["gpt_oss"] = gpt_oss_config
+# model_type → the quantization methods whose weights its loader dequantizes (OpenAI ships gpt-oss in MXFP4)
+READABLE_QUANTIZATION: dict[str, tuple[str, ...]] = {"gpt_oss": (mxfp4.QUANT_METHOD,)}
+
+
+def quantization_refusal(raw: dict, where: str) -> str | None:
+    """Why a checkpoint's ``quantization_config`` keeps it from loading, or None when it has none or
+    its family's loader dequantizes that method."""
+    quantization = raw.get("quantization_config")
+    if not quantization:
+        return None
+    method = quantization.get("quant_method", "?") if isinstance(quantization, dict) else "?"
+    if method in READABLE_QUANTIZATION.get(model_type_of(raw), ()):
+        return None
+    return (f"{where} is a quantized checkpoint ({str(method)[:40]}); txviz loads unquantized safetensors weights "
+            "(or GGUF files, or gpt-oss's MXFP4 experts)")
 
 
 # ---- entry points -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.hf.config import (MAX_CONFIG_BYTES, SUPPORTED, config_from_dict, model_type_of, parse_config_json,
-                                     read_hf_config)
+                                     quantization_refusal, read_hf_config)
 from txviz.loading.hf.names import SKIPPED_PARTS, to_txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.model import Decoder
@@ -163,11 +163,9 @@ def _read_directory_config(directory: Path, max_config_bytes: int) -> tuple[dict
         raise ModelLoadError(f"{directory} has no config.json: expected a Hugging Face checkpoint directory")
     raw, _ = parse_config_json(directory / "config.json", max_bytes=max_config_bytes)
     kind = model_type_of(raw)
-    quantization = raw.get("quantization_config")
-    if quantization:
-        method = quantization.get("quant_method", "?") if isinstance(quantization, dict) else "?"
-        raise ModelLoadError(f"{directory} is a quantized checkpoint ({method}); txviz loads unquantized "
-                             "safetensors weights (or GGUF files)")
+    refusal = quantization_refusal(raw, str(directory))
+    if refusal:
+        raise ModelLoadError(refusal)
     return raw, kind
 
 

@@ -18,7 +18,7 @@ from txviz.config import ModelConfig
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hf.families import granitemoe, qwen2_moe, qwen3_moe
 from txviz.loading.hf.families.expert_weights import split_stacked_experts
-from txviz.loading.hf.families import gemma3_multimodal, gpt_oss
+from txviz.loading.hf.families import gemma3_multimodal, gpt_oss, mxfp4
 
 Tensors = dict[str, torch.Tensor]
 Transform = Callable[[Tensors, ModelConfig], Tensors]
@@ -334,7 +334,7 @@ LAYOUTS.update({
                    {**{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf}, **granitemoe.EXPERT_NAMES}),
 })
 LAYOUTS["gemma3"] = ((gemma3_multimodal.text_decoder_names, drop_tied_lm_head, fold_gemma_norms), GEMMA3_NAMES)
-LAYOUTS["gpt_oss"] = ((drop_tied_lm_head, gpt_oss.unfuse_experts), gpt_oss.NAMES)
+LAYOUTS["gpt_oss"] = ((drop_tied_lm_head, mxfp4.dequantize_experts, gpt_oss.unfuse_experts), gpt_oss.NAMES)
 # family → (tensor-name prefixes never read: the parts of a checkpoint txviz does not run, what to tell the user)
 SKIPPED_PARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "gemma3": (gemma3_multimodal.SKIPPED_PREFIXES, gemma3_multimodal.NOTE)}

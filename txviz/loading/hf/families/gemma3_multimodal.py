@@ -22,6 +22,10 @@ ARCHITECTURE = "Gemma3ForConditionalGeneration"
 SKIPPED_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
 TEXT_PREFIXES = {"language_model.model.": "model.", "model.language_model.": "model.",
                  "language_model.lm_head.": "lm_head."}
+# Gemma3TextConfig's defaults for the sizes the published 4B config's text_config leaves out (its other
+# fields' defaults are read with every gemma3_text config: txviz.loading.hf.config.GEMMA3_DEFAULTS)
+TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                 "num_attention_heads": 8, "num_key_value_heads": 4}
 NOTE = ("Only the text decoder is loaded: this multimodal Gemma 3 checkpoint's vision tower and projector "
         "({skipped} tensors) were skipped unread, so prompts are text only.")
 
@@ -36,7 +40,7 @@ def text_config(raw: dict) -> dict[str, Any]:
     kind = text.get("model_type", "gemma3_text")
     if kind != "gemma3_text":
         raise ModelLoadError(f"config.json: a gemma3 checkpoint's text_config must be gemma3_text, got {kind!r}")
-    return {**text, "model_type": "gemma3_text"}
+    return {**TEXT_DEFAULTS, **text, "model_type": "gemma3_text"}
 
 
 def text_decoder_names(tensors: dict, config) -> dict:
