@@ -101,7 +101,8 @@ def test_the_parameter_count_equals_transformers(pair):
 def test_the_config_reads_sinks_windows_yarn_and_the_moe(pair):
     hf_model, loaded, _, _, _ = pair
     c, hf = loaded.config, hf_model.config
-    assert (c.attn_sinks, c.router_norm, c.router_bias, c.ffn, c.mlp_bias) == (True, "topk", True, "swiglu_clamped", True)
+    assert (c.attn_sinks, c.router_order, c.router_bias, c.ffn, c.mlp_bias) == (
+        True, "topk_softmax", True, "swiglu_clamped", True)
     assert (c.swiglu_alpha, c.swiglu_limit, c.n_experts, c.top_k) == (
         hf.swiglu_alpha, hf.swiglu_limit, hf.num_local_experts, hf.num_experts_per_tok)
     assert c.layer_types == tuple(t.removesuffix("_attention") for t in hf.layer_types)

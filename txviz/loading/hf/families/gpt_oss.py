@@ -4,8 +4,8 @@
 * layers alternating a sliding window (128 tokens) and full attention (``layer_types``; by default
   even layers slide), one RoPE for both, YaRN-scaled with ``truncate`` false;
 * biases on q, k, v and the output projection;
-* a MoE whose router has a bias and picks the top-k logits, then takes a softmax over those k (the same
-  gates as a softmax over all experts renormalized over the chosen, ``router_norm`` "topk"); experts
+* a MoE whose router has a bias and picks the top-k logits, then takes a softmax over those k
+  (txviz.model.router's ``topk_softmax``); experts
   with biases and a clamped SwiGLU, (clamp(up, ±limit) + 1) · g·σ(α·g) with g = min(gate, limit)
   (txviz.model.clamped_swiglu).
 
@@ -66,7 +66,7 @@ def gpt_oss_fields(raw: dict, n_layers: int) -> dict[str, Any]:
     window = _whole(raw, "sliding_window") if "sliding" in kinds else None
     return {"attn_sinks": True, "layer_types": kinds if window else None, "sliding_window": window,
             "n_experts": _whole(raw, "num_local_experts"), "top_k": _whole(raw, "num_experts_per_tok"),
-            "router_norm": "topk", "router_bias": True, "ffn": "swiglu_clamped", "mlp_bias": True,
+            "router_order": "topk_softmax", "router_bias": True, "ffn": "swiglu_clamped", "mlp_bias": True,
             "swiglu_alpha": _real(raw, "swiglu_alpha"), "swiglu_limit": _real(raw, "swiglu_limit")}
 
 
