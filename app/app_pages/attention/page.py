@@ -9,6 +9,7 @@ from app.app_pages.attention.head_explorer import head_explorer
 from app.app_pages.attention.head_table import head_table
 from app.app_pages.attention.layer_kinds import window_note
 from app.app_pages.attention.layer_profile import layer_profile
+from app.app_pages.attention.sink_note import sink_note
 from app.app_pages.attention.token_strip import capture_plan_note, shown_tokens, token_strip
 from app.app_pages.attention.view import AttentionView
 from app.services.prompts import PromptError
@@ -40,6 +41,7 @@ missing_bos_warning(loaded.tokenizer, bos)  # the Heads page's coreference set w
 if plan is not None:
     capture_plan_note(loaded, traced.n_tokens, plan)
 window_note(loaded.config, traced.n_tokens)
+sink_note(loaded.config, traced)
 
 table = cache.get_head_table(source, prompt, bos).astype({m: float for m in METRICS})  # undefined: NaN, not None
 view = AttentionView.of(source, prompt, bos, loaded, traced, plan, [t.text for t in shown], table)
