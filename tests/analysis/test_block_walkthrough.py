@@ -165,3 +165,23 @@ def test_the_logit_lens_ends_as_the_model_does():
     probs, ids = logit_lens(model, tr["resid"][:, 0, -1])
     expected = tr["logits"][0, -1].softmax(dim=-1).topk(5)
     assert_close(probs[-1], expected.values) and torch.equal(ids[-1], expected.indices)
+
+
+def test_gpt_oss_rows_name_the_sink_and_the_clamped_experts_and_end_at_the_layer_output():
+    from txviz.analysis.block import block_equation
+
+    config = tiny_config(attn_sinks=True, n_experts=4, top_k=2, router_order="topk_softmax", router_bias=True,
+                         ffn="swiglu_clamped", mlp_bias=True, swiglu_limit=0.5, layer_types=("sliding", "full"),
+                         sliding_window=4, qkv_bias=True, out_bias=True)
+    model = random_decoder(config)
+    with torch.no_grad():
+        for block in model.layers:
+            block.attn.sinks.copy_(torch.linspace(-1, 1, config.n_heads))
+    tr = trace(model, random_ids(config, N_TOKENS), capture=["resid"])
+    for layer in range(2):
+        steps, out = block_walkthrough(model, tr["resid"][layer, 0], layer)
+        assert_close(out, tr["resid"][layer + 1, 0], rtol=1e-5, atol=1e-5)
+        names = {step.name: step.equation for step in steps}
+        assert "learned sink" in names["multi-head attention"]
+        assert "clamp(b W_up,e, ±0.5) + 1" in names["MoE FFN (4 Clamped SwiGLU FFN experts, top-2)"]
+    assert r"\mathrm{clamp}" in block_equation(config)

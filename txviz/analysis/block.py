@@ -42,10 +42,22 @@ def _gelu_name(config) -> str:
     return "GELU_tanh" if config.gelu_approximate == "tanh" else "GELU"
 
 
+def _clamped(config, e: str = "") -> str:
+    """gpt-oss's clamped SwiGLU on b, with expert subscript ``e`` (txviz.model.clamped_swiglu)."""
+    limit, alpha = f"{config.swiglu_limit:g}", f"{config.swiglu_alpha:g}"
+    return f"W_down{e}((clamp(b W_up{e}, ±{limit}) + 1) ⊙ g·σ({alpha}g)), g = min(b W_gate{e}, {limit})"
+
+
 def ffn_terms(config, layer: int = 0) -> tuple[str, str]:
     """(name, plain-text equation on the normed input b) of layer ``layer``'s FFN, dense or mixture (with
     the shared expert every token runs through, where the model has one)."""
     plus = " + bias" if config.mlp_bias else ""
+    if config.ffn == "swiglu_clamped":
+        name, eq = "Clamped SwiGLU FFN", _clamped(config) + plus
+        if config.is_moe_layer(layer):
+            name = f"MoE FFN ({config.n_experts} {name} experts, top-{config.top_k})"
+            eq = f"Σ_top-{config.top_k} g_e(b) · {_clamped(config, ',e')}"
+        return name, eq
     if config.ffn in ("swiglu", "geglu"):  # gated: SiLU (SwiGLU) or GELU (GeGLU) on the gate
         act = "SiLU" if config.ffn == "swiglu" else _gelu_name(config)
         name, eq = f"{'SwiGLU' if config.ffn == 'swiglu' else 'GeGLU'} FFN", f"W_down({act}(b W_gate) ⊙ b W_up){plus}"
@@ -72,7 +84,12 @@ def block_equation(config) -> str:
     norm = _LATEX_NORM[config.norm]
     gelu = r"\mathrm{GELU}_{\tanh}" if config.gelu_approximate == "tanh" else r"\mathrm{GELU}"
     bias = r" + b_2" if config.mlp_bias else ""
-    if config.ffn != "gelu_mlp":  # gated: SiLU (SwiGLU) or GELU (GeGLU)
+    if config.ffn == "swiglu_clamped":  # gpt-oss: both branches clamped, a sharper sigmoid on the gate
+        limit, alpha = f"{config.swiglu_limit:g}", f"{config.swiglu_alpha:g}"
+        ffn = (rf"W_2\big((\mathrm{{clamp}}(W_3 \hat h,\pm {limit})+1)\odot g\,\sigma({alpha}g)\big)" + bias
+               + rf",\ g=\min(W_1 \hat h,{limit})")
+        expert = rf"W_{{2,e}}\big((\mathrm{{clamp}}(W_{{3,e}} \hat h,\pm {limit})+1)\odot g_e\,\sigma({alpha}g_e)\big)"
+    elif config.ffn != "gelu_mlp":  # gated: SiLU (SwiGLU) or GELU (GeGLU)
         act = r"\mathrm{SiLU}" if config.ffn == "swiglu" else gelu
         ffn = rf"W_2\big({act}(W_1 \hat h)\odot W_3 \hat h\big)" + bias
         expert = rf"W_{{2,e}}\big({act}(W_{{1,e}} \hat h)\odot W_{{3,e}} \hat h\big)"
@@ -105,6 +122,8 @@ def attention_terms(config) -> str:
     if config.attn_softcap is not None:  # Gemma 2: the scores are capped before the mask
         scores = f"{config.attn_softcap:g}·tanh({scores}/{config.attn_softcap:g})"
     text = f"concat_h softmax({scores} + M) v · W_O"
+    if config.attn_sinks:  # gpt-oss: a learned logit per head joins each softmax, its column then dropped
+        text = f"concat_h softmax([{scores} + M, s_h]) v · W_O, s_h a learned sink logit per head (no value)"
     if config.qk_norm:  # Gemma 3, Qwen3, Phi: each head's q and k are normalized over d_k; OLMo 2: all heads at once
         where = "each head's d_k" if config.qk_norm_scope == "head" else "all heads at once (H·d_k)"
         text = f"q, k ← {norm_terms(config)[0]} over {where} (QK-norm); " + text
