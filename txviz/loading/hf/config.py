@@ -497,14 +497,7 @@ def gemma3_multimodal_config(raw: dict) -> dict[str, Any]:
 CONFIG_READERS["gemma3"] = gemma3_multimodal_config
 
 
-def gpt_oss_config(raw: dict) -> dict[str, Any]:
-    """gpt-oss: Llama's fields (biases on every attention projection), then its own (families/gpt_oss.py)."""
-    raw = _with_defaults(raw, gpt_oss.DEFAULTS)
-    fields = _llama_fields(raw)
-    return {**fields, **gpt_oss.gpt_oss_fields(raw, fields["n_layers"])}
-
-
-CONFIG_READERS["gpt_oss"] = gpt_oss_config
+CONFIG_READERS["gpt_oss"] = functools.partial(gpt_oss.gpt_oss_config, hf=READER_HELPERS)
 # model_type → the quantization methods whose weights its loader dequantizes (OpenAI ships gpt-oss in MXFP4)
 READABLE_QUANTIZATION: dict[str, tuple[str, ...]] = {"gpt_oss": (mxfp4.QUANT_METHOD,)}
 

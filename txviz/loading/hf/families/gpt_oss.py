@@ -5,20 +5,19 @@
   even layers slide), one RoPE for both, YaRN-scaled with ``truncate`` false;
 * biases on q, k, v and the output projection;
 * a MoE whose router has a bias and picks the top-k logits, then takes a softmax over those k
-  (txviz.model.router's ``topk_softmax``); experts
-  with biases and a clamped SwiGLU, (clamp(up, ±limit) + 1) · g·σ(α·g) with g = min(gate, limit)
-  (txviz.model.clamped_swiglu).
+  (txviz.model.router's ``topk_softmax``); experts with biases and a clamped SwiGLU,
+  (clamp(up, ±limit) + 1) · g·σ(α·g) with g = min(gate, limit) (txviz.model.clamped_swiglu).
 
 Its checkpoints keep each layer's experts in two 3-D tensors, ``mlp.experts.gate_up_proj`` (E, d, 2F)
 whose columns alternate gate and up, and ``mlp.experts.down_proj`` (E, F, d), both multiplied from the
 right (x·W), with ``_bias`` tensors beside them; ``unfuse_experts`` splits them into txviz's per-expert
 linear layers. OpenAI's published weights store the experts in MXFP4 (txviz.loading.hf.families.mxfp4).
-This module reads the fields that are gpt-oss's own; txviz.loading.hf.config reads the Llama ones.
+The reader is handed txviz.loading.hf.config's helpers as ``hf`` (txviz.loading.hf.families).
 """
 
 from __future__ import annotations
 
-import math
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -33,41 +32,30 @@ DEFAULTS = {"rms_norm_eps": 1e-5, "rope_theta": 150000.0, "max_position_embeddin
             "swiglu_alpha": 1.702, "swiglu_limit": 7.0,
             "rope_parameters": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                 "truncate": False, "original_max_position_embeddings": 4096}}
-LAYER_KINDS = {"full_attention": "full", "sliding_attention": "sliding"}
 
 
-def _whole(raw: dict, key: str) -> int:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ModelLoadError(f"config.json: {key} must be a positive integer, got {str(value)[:80]!r}")
-    return value
-
-
-def _real(raw: dict, key: str) -> float:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ModelLoadError(f"config.json: {key} must be a positive finite number, got {str(value)[:80]!r}")
-    return float(value)
-
-
-def layer_types(raw: dict, n_layers: int) -> tuple[str, ...]:
+def layer_types(raw: dict, n_layers: int, hf: SimpleNamespace) -> tuple[str, ...]:
     """``layer_types`` as written, else transformers' default: layer i slides when i is even."""
     types = raw.get("layer_types")
     if types is None:
+        hf.bounded_layers(n_layers)  # before a tuple of that many entries is built
         return tuple("sliding" if i % 2 == 0 else "full" for i in range(n_layers))
-    if not isinstance(types, list) or any(t not in LAYER_KINDS for t in types):
-        raise ModelLoadError(f"config.json: layer_types must list {sorted(LAYER_KINDS)}, got {str(types)[:120]}")
-    return tuple(LAYER_KINDS[t] for t in types)
+    if not isinstance(types, list) or any(t not in hf.layer_type_names for t in types):
+        raise ModelLoadError(f"config.json: layer_types must list {sorted(hf.layer_type_names)}, "
+                             f"got {str(types)[:120]}")
+    return tuple(hf.layer_type_names[t] for t in types)
 
 
-def gpt_oss_fields(raw: dict, n_layers: int) -> dict[str, Any]:
-    """The ModelConfig fields gpt-oss adds to Llama's (``raw`` already carries DEFAULTS)."""
-    kinds = layer_types(raw, n_layers)
-    window = _whole(raw, "sliding_window") if "sliding" in kinds else None
-    return {"attn_sinks": True, "layer_types": kinds if window else None, "sliding_window": window,
-            "n_experts": _whole(raw, "num_local_experts"), "top_k": _whole(raw, "num_experts_per_tok"),
+def gpt_oss_config(raw: dict, hf: SimpleNamespace) -> dict[str, Any]:
+    """Llama's fields (biases on every attention projection), then gpt-oss's own."""
+    raw = {**DEFAULTS, **raw}
+    fields = hf.llama_fields(raw)
+    kinds = layer_types(raw, fields["n_layers"], hf)
+    window = hf.count(raw, "sliding_window") if "sliding" in kinds else None
+    return {**fields, "attn_sinks": True, "layer_types": kinds if window else None, "sliding_window": window,
+            "n_experts": hf.count(raw, "num_local_experts"), "top_k": hf.count(raw, "num_experts_per_tok"),
             "router_order": "topk_softmax", "router_bias": True, "ffn": "swiglu_clamped", "mlp_bias": True,
-            "swiglu_alpha": _real(raw, "swiglu_alpha"), "swiglu_limit": _real(raw, "swiglu_limit")}
+            "swiglu_alpha": hf.positive(raw, "swiglu_alpha"), "swiglu_limit": hf.positive(raw, "swiglu_limit")}
 
 
 # ---- weights ----------------------------------------------------------------------------------------
