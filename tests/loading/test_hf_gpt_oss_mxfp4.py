@@ -111,6 +111,23 @@ def test_a_half_pair_and_other_quantizations_are_refused(quantized, tmp_path):
         load_hf_dir(broken, device="cpu")
 
 
+def test_the_preflight_passes_an_mxfp4_gpt_oss_and_refuses_mxfp4_elsewhere(quantized, tmp_path):
+    """The app offers a folder only after the isolated header check: it must judge as the loader does."""
+    from tests.helpers.tiny_hf import build
+    from txviz.loading import preflight
+
+    _, directory = quantized
+    llama = save(build("llama_gqa"), tmp_path / "llama")
+    edit_config(llama, lambda c: {**c, "quantization_config": {"quant_method": "mxfp4"}})
+    preflight.forget()
+    try:
+        verdicts = preflight.problems([directory, llama])
+    finally:
+        preflight.forget()
+    assert verdicts[str(directory)] is None
+    assert "quantized checkpoint (mxfp4)" in verdicts[str(llama)]
+
+
 def test_mxfp4_is_read_only_for_gpt_oss(tmp_path):
     from tests.helpers.tiny_hf import build
 
