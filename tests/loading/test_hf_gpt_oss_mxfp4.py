@@ -94,6 +94,7 @@ def test_an_mxfp4_checkpoint_runs_as_transformers_model_with_those_weights(quant
     with torch.no_grad():
         assert_close(loaded.model(ids), hf_model(ids).logits, atol=1e-4, rtol=1e-4)
     assert loaded.n_params == hf_model.num_parameters()
+    assert "stored in MXFP4" in loaded.metadata["weights_note"]  # the sidebar says so
 
 
 def test_a_half_pair_and_other_quantizations_are_refused(quantized, tmp_path):

@@ -28,6 +28,7 @@ from txviz.loading.errors import ModelLoadError, TokenizerError
 from txviz.loading.json_files import read_json_object
 from txviz.loading.hf.config import (MAX_CONFIG_BYTES, SUPPORTED, config_from_dict, model_type_of, parse_config_json,
                                      quantization_refusal, read_hf_config)
+from txviz.loading.hf.families import mxfp4
 from txviz.loading.hf.names import SKIPPED_PARTS, to_txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.model import Decoder
@@ -190,5 +191,7 @@ def load_hf_dir(path: str | os.PathLike, *, device: str | torch.device | None = 
                 **special, "hf_config": raw}
     if skipped:  # said where the model is shown (the sidebar's weights note)
         metadata["weights_note"] = note.format(skipped=count_skipped(files, skipped))
+    if (raw.get("quantization_config") or {}).get("quant_method") == mxfp4.QUANT_METHOD:
+        metadata["weights_note"] = mxfp4.NOTE
     return LoadedModel(model=model, tokenizer=tokenizer, config=config, source=str(directory),
                        format="hf", metadata=metadata)

@@ -16,6 +16,8 @@ import torch
 from txviz.loading.errors import ModelLoadError
 
 QUANT_METHOD = "mxfp4"
+NOTE = ("The experts' weights are stored in MXFP4 (4-bit values, a power-of-two scale per 32): they were "
+        "dequantized exactly at load, so the model runs them at the dtype shown.")
 FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 BLOCK_BYTES = 16  # 32 values
 
