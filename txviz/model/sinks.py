@@ -8,7 +8,7 @@ that; Miller 2023's "softmax off by one" is the same idea with b = 0). The maps 
 over real tokens, as transformers returns them, and ``attn_sink`` records σ_i: each map row sums to
 1 − σ_i. Every path keeps the sink: the eager and blockwise paths concatenate it as one more column,
 exactly as transformers' eager path does (the row maximum subtracted first); the fused kernel gets it as
-one more key whose vector and value are zero and whose additive mask is b_h, so q·0 + b_h = b_h.
+one more key, through one more coordinate of every query and key (see ``SinkAttention._fused``).
 """
 
 from __future__ import annotations
@@ -53,12 +53,23 @@ class SinkAttention(Attention):
         return probs.log().clamp(min=torch.finfo(probs.dtype).min)
 
     def _fused(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
-        """The fused kernel over the keys plus one zero key and value whose mask is the sink logit."""
-        b, h_kv, _, d = k.shape
-        t = q.shape[2]
-        zero = k.new_zeros(b, h_kv, 1, d)
-        mask = ctx.causal_mask(q.dtype)[None].expand(1, self.n_heads, t, -1)  # (1, H, T, S): causal, window, bias
-        sink = self.sinks.to(q.dtype).reshape(1, -1, 1, 1).expand(1, -1, t, 1)  # (1, H, T, 1)
-        return F.scaled_dot_product_attention(q, torch.cat([k, zero], dim=2), torch.cat([v, zero], dim=2),
-                                              attn_mask=torch.cat([mask, sink], dim=-1), scale=self.scale,
-                                              enable_gqa=self.n_groups > 1)
+        """The fused kernel with the sink as key 0: every head dimension gets one more coordinate, the
+        query's b_h/scale and the keys' 0, except the sink key's 1, so its score is b_h; its value is 0.
+        No per-head mask is built: a plain causal call keeps ``is_causal`` by a dummy first query (dropped)
+        that makes the key and query counts equal again, and any other mask gets one visible column."""
+        # legend: B batch, H heads, Hkv KV heads, T queries, S keys, D head_dim
+        b, h_kv, s, d = k.shape
+        sink = (self.sinks / self.scale).to(q.dtype).reshape(1, -1, 1, 1).expand(b, -1, q.shape[2], 1)
+        q = torch.cat([q, sink], dim=-1)  # (B, H, T, D + 1)
+        sink_key = torch.cat([k.new_zeros(b, h_kv, 1, d), k.new_ones(b, h_kv, 1, 1)], dim=-1)
+        k = torch.cat([sink_key, F.pad(k, (0, 1))], dim=2)  # (B, Hkv, 1 + S, D + 1)
+        v = F.pad(v, (0, 1, 1, 0))  # (B, Hkv, 1 + S, D + 1): the sink's value and the padding are 0
+        if ctx.is_causal:
+            q = F.pad(q, (0, 0, 1, 0))  # (B, H, 1 + T, D + 1): the dummy query sees only the sink
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale,
+                                                 enable_gqa=self.n_groups > 1)[:, :, 1:]
+        else:
+            mask = None if ctx.mask is None else F.pad(ctx.mask, (1, 0))  # (1|H, T, 1 + S): the sink visible
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale,
+                                                 enable_gqa=self.n_groups > 1)
+        return out[..., :d]  # (B, H, T, D)
