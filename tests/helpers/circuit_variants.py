@@ -15,4 +15,6 @@ CIRCUIT_VARIANTS: dict[str, dict] = {
     **{name: FAMILY_VARIANTS[name] for name in ("qwen3_like", "smollm3_like", "phi12_like")},
     # a MoE with a dense layer and a gated shared expert; Granite's residual and logit multipliers
     **{name: FAMILY_VARIANTS[name] for name in ("qwen_moe_like", "granite_moe_like")},
+    # gpt-oss: attention sinks (the runner's softmax must keep them), clamped-SwiGLU experts
+    "gpt_oss_like": FAMILY_VARIANTS["gpt_oss_like"],
 }

@@ -73,6 +73,12 @@ FAMILY_VARIANTS: dict[str, dict] = {
     "olmoe_like": dict(n_kv_heads=2, qk_norm=True, qk_norm_scope="all_heads", n_experts=4, top_k=2, router_norm="all"),
     "granite_moe_like": dict(n_kv_heads=2, n_experts=4, top_k=2, router_order="topk_softmax", embed_scale=3.0,
                              query_scale=0.3, residual_scale=0.5, logit_divisor=2.5),
+    # gpt-oss: a learned sink per head, sliding and full layers, untruncated YaRN, a biased top-k-then-softmax
+    # router, clamped-SwiGLU experts with biases
+    "gpt_oss_like": dict(n_kv_heads=2, attn_sinks=True, layer_types=("sliding", "full"), sliding_window=FAMILY_WINDOW,
+                         rope_scaling=dict(kind="yarn", factor=4.0, original_max_seq_len=16, truncate=False),
+                         qkv_bias=True, out_bias=True, n_experts=4, top_k=2, router_order="topk_softmax",
+                         router_bias=True, ffn="swiglu_clamped", mlp_bias=True, swiglu_limit=0.5),
 }
 
 

@@ -38,6 +38,7 @@ from txviz.circuit.pair import as_ids
 from txviz.circuit.runner import run_graph
 from txviz.model.positions import apply_rotary
 from txviz.model.recording import NullLayerRecorder, NullRecorder
+from txviz.model.sinks import head_weights
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def qk_attribution(model, ids, layer: int, head: int, query: int, key: int, *,
     score = float(row[key])
     capped = attn.cap_scores(row)
     mask = ctx.causal_mask(capped.dtype)
-    probs = torch.softmax((capped + mask[min(head, mask.shape[0] - 1), query]).float(), dim=-1)
+    probs = head_weights(attn, (capped + mask[min(head, mask.shape[0] - 1), query]).float(), head)
     w_o = attn.o_proj.weight[:, q_rows]  # (d, D)
     written = w_o @ (probs.to(v.dtype) @ v)  # (d,): the head's output at the query
     direction = written / written.norm().clamp_min(torch.finfo(written.dtype).tiny)

@@ -113,8 +113,8 @@ def attention_heads(layer, ctx, x: torch.Tensor) -> torch.Tensor:
     v = _project(x_v, attn.v_proj, h_kv, dim, attn.n_groups)
     q, k = ctx.rotate(attn.q_norm(q)), ctx.rotate(attn.k_norm(k))
     logits = attn.cap_scores(torch.matmul(q, k.transpose(2, 3)) * attn.scale)  # (B, H, T, T)
-    wide = torch.promote_types(q.dtype, torch.float32)  # the model's float32 softmax; float64 kept for checks
-    probs = torch.softmax(logits + ctx.causal_mask(logits.dtype), dim=-1, dtype=wide).to(q.dtype)
+    # the layer's own weights (a learned sink where it has one): float32, float64 kept for checks
+    probs = attn.weights(logits + ctx.causal_mask(logits.dtype), NULL_LAYER_RECORDER).to(q.dtype)
     heads = torch.matmul(probs, v)  # (B, H, T, D)
     w_o = attn.o_proj.weight.view(-1, h, dim)  # (d, H, D)
     out = torch.einsum("bhte,mhe->bhtm", heads, w_o)  # (B, H, T, d)

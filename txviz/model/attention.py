@@ -240,8 +240,9 @@ class Attention(nn.Module):
         return torch.matmul(probs, v)  # (B, H, T, D)
 
     def weights(self, scores: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
-        """The attention weights (B, H, T, S), float32, of masked scores: their softmax over the keys."""
-        return F.softmax(scores, dim=-1, dtype=torch.float32)
+        """The attention weights (B, H, T, S) of masked scores, their softmax over the keys: in float32
+        (float64 for float64 scores, as the circuit runner's checks use)."""
+        return F.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
 
     def block_weights(self, scores: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """``weights`` of one block of rows, written into ``out`` (the blockwise path's buffer)."""

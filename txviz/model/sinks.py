@@ -32,6 +32,16 @@ def softmax_with_sink(scores: torch.Tensor, sinks: torch.Tensor) -> tuple[torch.
     return probs[..., :-1], probs[..., -1]
 
 
+def head_weights(attention: Attention, scores: torch.Tensor, head: int) -> torch.Tensor:
+    """The weights over the last axis of ``head``'s masked scores (..., S) as the layer ``attention`` weighs
+    them: with the head's sink where it has one; float32, or float64 for float64 scores."""
+    wide = scores.to(torch.promote_types(scores.dtype, torch.float32))
+    if not isinstance(attention, SinkAttention):
+        return torch.softmax(wide, dim=-1)
+    rows = wide.reshape(1, -1, wide.shape[-1])  # (1, R, S): one head's rows
+    return softmax_with_sink(rows, attention.sinks[head:head + 1].to(wide.dtype))[0].reshape(wide.shape)
+
+
 class SinkAttention(Attention):
     """Causal self-attention whose every head has a learned sink logit (``layers.{i}.attn.sinks``, (H,))."""
 
@@ -40,7 +50,7 @@ class SinkAttention(Attention):
         self.sinks = nn.Parameter(torch.zeros(config.n_heads))
 
     def weights(self, scores: torch.Tensor, record: LayerRecorderProtocol) -> torch.Tensor:
-        probs, share = softmax_with_sink(scores.float(), self.sinks)
+        probs, share = softmax_with_sink(scores.to(torch.promote_types(scores.dtype, torch.float32)), self.sinks)
         record("attn_sink", share)  # (B, H, T)
         return probs
 

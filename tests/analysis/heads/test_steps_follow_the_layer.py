@@ -17,6 +17,7 @@ VARIANTS = {
     "scale_only": dict(query_scale=0.9),
     "cap_only": dict(n_kv_heads=1, attn_softcap=2.0),
     "alibi_window": dict(positions="alibi", sliding_window=3),
+    "sinks_window": dict(attn_sinks=True, n_kv_heads=2, sliding_window=4, layer_types=("sliding", "full")),  # gpt-oss
 }
 
 
@@ -27,6 +28,8 @@ def _model(variant: dict):
         for block in model.layers:
             block.attn.q_proj.weight.mul_(4)
             block.attn.k_proj.weight.mul_(4)
+            if config.attn_sinks:  # a different sink logit per head
+                block.attn.sinks.copy_(torch.linspace(-2.0, 3.0, config.n_heads))
     return config, model
 
 

@@ -3,6 +3,8 @@
 
     S = Q Kᵀ  →  S · s  →  cap(S)  →  + M  →  softmax  →  · V
 
+(with a learned sink per head, gpt-oss, the softmax has one more logit in its denominator: txviz.model.sinks)
+
 s is the layer's own query scale (1/√d_k unless the config sets ``query_scale``, e.g. Gemma 2/3's
 query_pre_attn_scalar^−½), cap is the attention soft-cap where the model has one (Gemma 2: c·tanh(x/c);
 else no step), and M is the layer's own additive mask: causal, with the layer's sliding window and
@@ -19,15 +21,18 @@ from dataclasses import dataclass
 
 import torch
 
+from txviz.model.sinks import softmax_with_sink
 from txviz.model.softcap import make_softcap
 
 
 @dataclass(frozen=True)
 class LayerAttention:
-    """How one layer turns QKᵀ into weights: its scale, its soft-cap (None: none) and its window."""
+    """How one layer turns QKᵀ into weights: its scale, its soft-cap (None: none), its window and its
+    heads' learned sink logits (gpt-oss: one more logit in each softmax's denominator; None: none)."""
     scale: float
     softcap: float | None
     window: int | None
+    sinks: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,9 @@ def entropy(probs: torch.Tensor) -> torch.Tensor:
 
 def layer_attention(model, layer: int) -> LayerAttention:
     """The scale, soft-cap and window ``layer`` of ``model`` (a txviz Decoder) attends with."""
-    config = model.config
-    return LayerAttention(model.layers[layer].attn.scale, config.attn_softcap, config.layer_window(layer))
+    config, attn = model.config, model.layers[layer].attn
+    sinks = tuple(attn.sinks.tolist()) if config.attn_sinks else None
+    return LayerAttention(attn.scale, config.attn_softcap, config.layer_window(layer), sinks)
 
 
 def layer_mask(model, layer: int, n_tokens: int, head: int) -> torch.Tensor:
@@ -91,10 +97,18 @@ def attention_steps(q_rot: torch.Tensor, k_rot: torch.Tensor, v: torch.Tensor, h
     scaled = raw * layer.scale
     capped = cap(scaled)
     masked = capped + mask
-    probs = torch.softmax(masked, dim=-1)
-    unscaled = torch.softmax(cap(raw) + mask, dim=-1)
+    softmax = torch.softmax if layer.sinks is None else _with_sink(layer.sinks[head])
+    probs = softmax(masked, dim=-1)
+    unscaled = softmax(cap(raw) + mask, dim=-1)
     return AttentionSteps(q, k, val, raw, scaled, capped, masked, probs, unscaled, probs @ val,
                           layer.scale, layer.softcap, layer.window)
+
+
+def _with_sink(sink: float):
+    """softmax over the last axis of (T, S) scores with one more logit, ``sink``, in the denominator."""
+    def softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return softmax_with_sink(scores[None], torch.tensor([sink], dtype=scores.dtype))[0][0]
+    return softmax
 
 
 def layer_steps(model, layer: int, head: int, q_rot: torch.Tensor, k_rot: torch.Tensor,
