@@ -42,6 +42,12 @@ def head_weights(attention: Attention, scores: torch.Tensor, head: int) -> torch
     return softmax_with_sink(rows, attention.sinks[head:head + 1].to(wide.dtype))[0].reshape(wide.shape)
 
 
+def head_sink(model, layer: int, head: int) -> float | None:
+    """The learned sink logit of ``head`` in ``layer`` of ``model`` (a Decoder), or None without sinks."""
+    attention = model.layers[layer].attn
+    return float(attention.sinks[head].detach()) if isinstance(attention, SinkAttention) else None
+
+
 class SinkAttention(Attention):
     """Causal self-attention whose every head has a learned sink logit (``layers.{i}.attn.sinks``, (H,))."""
 

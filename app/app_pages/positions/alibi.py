@@ -13,6 +13,7 @@ from app.app_pages.positions.view import PositionsView
 from app.figures import charts
 from txviz.analysis.positions import measured as pos
 from txviz.model.positions import alibi_slopes
+from txviz.model.sinks import head_sink
 
 
 def bias_chart(view: PositionsView, bias: torch.Tensor, title: str):
@@ -30,7 +31,8 @@ def what_if_tab(view: PositionsView) -> None:
     bias = pos.alibi_bias_matrix(config.n_heads, len(tokens))[head]
     scores = cache.get_trace(view.source, view.prompt, view.bos, capture=("attn_scores",),
                              layers=(layer,)).trace.get("attn_scores", layer)[0, head]
-    real, biased = pos.attention_probs(scores), pos.with_bias(scores, bias)
+    sink = head_sink(view.loaded.model, layer, head)  # gpt-oss: the head's learned sink, else None
+    real, biased = pos.attention_probs(scores, sink), pos.with_bias(scores, bias, sink)
     a, b, c = st.columns(3)
     a.plotly_chart(bias_chart(view, bias, f"ALiBi bias of head {head} (slope {slopes[head]:.4g})"), key="alibi_bias")
     b.plotly_chart(charts.attention_heatmap(real.numpy(), tokens, tokens,

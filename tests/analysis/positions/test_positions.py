@@ -44,6 +44,25 @@ def test_attention_probs_are_a_softmax_that_keeps_the_mask():
     assert probs[0, 1] == 0 and probs[1, 1] > probs[1, 0]
 
 
+def test_with_a_learned_sink_the_maps_are_the_models_own():
+    """gpt-oss: the captured scores of a head, softmaxed with its sink, are the captured map (rows < 1); a
+    zero bias changes nothing."""
+    from tests.helpers.tiny import FAMILY_VARIANTS, random_decoder, random_ids, tiny_config
+    from txviz.capture.trace import trace
+    from txviz.model.sinks import head_sink
+
+    model = random_decoder(tiny_config(**FAMILY_VARIANTS["gpt_oss_like"]))
+    with torch.no_grad():
+        model.layers[1].attn.sinks.copy_(torch.linspace(-1.0, 2.0, 4))
+    tr = trace(model, random_ids(model.config, 9), capture=["attn_scores", "attn_probs"])
+    for head in range(4):
+        scores, sink = tr.get("attn_scores", 1)[0, head], head_sink(model, 1, head)
+        assert_close(pos.attention_probs(scores, sink), tr.get("attn_probs", 1)[0, head], rtol=0, atol=1e-6)
+        assert_close(pos.with_bias(scores, torch.zeros_like(scores), sink), tr.get("attn_probs", 1)[0, head],
+                     rtol=0, atol=1e-6)
+    assert head_sink(random_decoder(tiny_config()), 0, 0) is None
+
+
 def test_the_bias_map_blanks_the_future_and_keeps_the_rest():
     bias = pos.alibi_bias_matrix(2, 4)[1]  # (T, T), −inf above the diagonal
     shown = pos.hide_future(bias)

@@ -61,7 +61,7 @@ def entropy(probs: torch.Tensor) -> torch.Tensor:
 def layer_attention(model, layer: int) -> LayerAttention:
     """The scale, soft-cap and window ``layer`` of ``model`` (a txviz Decoder) attends with."""
     config, attn = model.config, model.layers[layer].attn
-    sinks = tuple(attn.sinks.tolist()) if config.attn_sinks else None
+    sinks = tuple(attn.sinks.detach().tolist()) if config.attn_sinks else None
     return LayerAttention(attn.scale, config.attn_softcap, config.layer_window(layer), sinks)
 
 

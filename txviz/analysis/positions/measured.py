@@ -28,6 +28,8 @@ import math
 import torch
 from torch.nn import functional as F
 
+from txviz.model.sinks import softmax_with_sink
+
 from txviz.config import RopeScaling
 from txviz.model.positions import alibi_slopes, apply_rotary, rope_inv_freq
 from txviz.model.transformer import Decoder
@@ -134,17 +136,26 @@ def alibi_bias_matrix(n_heads: int, n_tokens: int) -> torch.Tensor:
     return bias.masked_fill(distance < 0, float("-inf"))
 
 
-def without_bias(scores: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def _softmax(scores: torch.Tensor, sink: float | None) -> torch.Tensor:
+    """softmax over the last dimension, with a head's learned sink logit in the denominator where it has
+    one (gpt-oss, txviz.model.sinks): the weights on real keys then sum to less than 1."""
+    if sink is None:
+        return torch.softmax(scores, dim=-1)
+    rows = scores.reshape(1, -1, scores.shape[-1])  # (1, R, S): one head's rows
+    return softmax_with_sink(rows, torch.tensor([sink], dtype=scores.dtype))[0].reshape(scores.shape)
+
+
+def without_bias(scores: torch.Tensor, bias: torch.Tensor, sink: float | None = None) -> torch.Tensor:
     """softmax(scores − bias) over the last dimension: the attention a head would have had without an
-    additive ``bias`` (masked −inf entries stay masked; the bias there is ignored)."""
+    additive ``bias`` (masked −inf entries stay masked; the bias there is ignored); ``sink``: the head's."""
     finite_bias = torch.where(torch.isfinite(bias), bias, torch.zeros_like(bias))
-    return torch.softmax(scores.double() - finite_bias.double(), dim=-1).float()
+    return _softmax(scores.double() - finite_bias.double(), sink).float()
 
 
-def with_bias(scores: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """softmax(scores + bias): a what-if bias added to real (masked) scores."""
+def with_bias(scores: torch.Tensor, bias: torch.Tensor, sink: float | None = None) -> torch.Tensor:
+    """softmax(scores + bias): a what-if bias added to real (masked) scores; ``sink``: the head's."""
     finite_bias = torch.where(torch.isfinite(bias), bias, torch.zeros_like(bias))
-    return torch.softmax(scores.double() + finite_bias.double(), dim=-1).float()
+    return _softmax(scores.double() + finite_bias.double(), sink).float()
 
 
 def measured_slopes(bias: torch.Tensor) -> torch.Tensor:
@@ -192,9 +203,10 @@ def neighbour_similarity(table: torch.Tensor, max_offset: int) -> torch.Tensor:
 
 
 # ---- summaries the Positions page shows --------------------------------------------------------------
-def attention_probs(scores: torch.Tensor) -> torch.Tensor:
-    """softmax over the keys of captured (masked) scores (..., T, S): the map the model attends with."""
-    return torch.softmax(scores.float(), dim=-1)
+def attention_probs(scores: torch.Tensor, sink: float | None = None) -> torch.Tensor:
+    """softmax over the keys of one head's captured (masked) scores (..., T, S), with the head's learned
+    ``sink`` where it has one: the map the model attends with."""
+    return _softmax(scores.float(), sink)
 
 
 def pairs_beyond(waves: torch.Tensor, context: int) -> int:

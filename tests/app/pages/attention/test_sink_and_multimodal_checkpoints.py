@@ -74,6 +74,21 @@ def test_the_moe_page_draws_gpt_oss_routing(folder):
     assert np.array_equal(best, routing.expert_ids[:, :, 0].T.numpy().astype(float))
 
 
+def test_the_positions_what_if_shows_the_map_the_model_attends_with(folder):
+    """Its "as the model attends" map is the captured one: the head's sink kept (rows under 1)."""
+    directory = folder("gpt_oss", tiny_gpt_oss.build(vocab_size=256))
+    at = open_at("positions", str(directory), PROMPT, timeout=300,
+                 state={"positions_tab_rope": "ALiBi what-if"})
+    no_errors(at)
+    loaded = load_hf_dir(directory, device="cpu")
+    layer, head = int(at.session_state["layer"]), int(at.session_state["head"])
+    expected = trace(loaded.model, traced_ids(at, loaded), capture=["attn_probs"]).get("attn_probs", layer)[0, head]
+    drawn = decode(chart(at, "alibi_real")["data"][0]["z"]).astype(float)
+    shown = ~np.isnan(drawn)
+    assert np.allclose(drawn[shown], expected.numpy()[shown], atol=1e-5)
+    assert float(expected.sum(-1).min()) < 0.99  # the sink takes a share the map must not hand back
+
+
 def test_the_sidebar_says_a_multimodal_gemma_3_is_its_text_decoder_only(folder):
     directory = folder("gemma3_multimodal", tiny_gemma3_multimodal.build(vocab_size=256))
     at = open_at("attention", str(directory), PROMPT, timeout=300)
