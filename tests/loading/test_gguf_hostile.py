@@ -71,7 +71,7 @@ def test_the_untouched_files_load(llama, gemma):
     ("llama.block_count", 1000, "1,000 layers, but the file holds only 21 tensors"),
     ("llama.block_count", 3, "layers"),  # one layer more than the tensors: named, not a KeyError later
     ("llama.embedding_length", 1 << 31, "beyond any real model|parameters"),
-    ("llama.attention.key_length", 1 << 28, "key/value/rotary dims 268435456/16/16 differ"),
+    ("llama.attention.key_length", 1 << 28, "key/value sizes 268435456/16 differ"),
     ("llama.feed_forward_length", 8192, "parameters, but the file's tensors hold"),
     ("llama.feed_forward_length", 100, "has shape .* but the metadata describes"),  # a near miss: named
     ("llama.attention.head_count", 2 ** 31, "beyond any real model|parameters"),

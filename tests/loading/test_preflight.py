@@ -41,7 +41,7 @@ def hostile_ggufs(folder: Path) -> dict[str, Path]:
 
 
 EXPECTED = {"array_2_62": "not a readable GGUF file", "billion_layers": "n_layers=1,000,000,000 is beyond",
-            "head_dim_2_28": "key/value/rotary dims 268435456", "offset_wraps": "runs past the end",
+            "head_dim_2_28": "key/value sizes 268435456", "offset_wraps": "runs past the end",
             "truncated": "truncated or corrupt"}
 
 

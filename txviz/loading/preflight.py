@@ -152,6 +152,7 @@ def _judge(result: dict) -> str | None:
 
 def _judge_gguf(path: str, described: dict) -> None:
     """The loader's checks on the described header (no tensor data): config, then every tensor."""
+    from txviz.loading.gguf.families import family_of
     from txviz.loading.gguf.loader import GGUFHeader, check_tensor_shapes, config_from_header, txviz_names
 
     elided = {key: value for key, value in described["metadata"].items() if isinstance(value, dict)}
@@ -165,11 +166,12 @@ def _judge_gguf(path: str, described: dict) -> None:
 
     tensors = [SimpleNamespace(name=name, shape=np.array(dims, dtype=np.int64), n_elements=n)
                for name, dims, _, n in rows]
+    family = family_of(str(metadata.get("general.architecture", "")), path)  # config_from_header knew it
     try:
-        check_tensor_shapes(SimpleNamespace(tensors=tensors), config)
+        check_tensor_shapes(SimpleNamespace(tensors=tensors), config, family)
     except ModelLoadError as error:
         raise ModelLoadError(f"{path}: {error}") from None
-    homeless = next((t.name for t in tensors if txviz_names(t.name, config) is None), None)
+    homeless = next((t.name for t in tensors if txviz_names(t.name, config, family) is None), None)
     if homeless:
         raise ModelLoadError(f"{path}: tensor {homeless} has no place in a {config.n_layers}-layer decoder; "
                              "this GGUF variant is not supported")

@@ -19,16 +19,13 @@ The query scale is left at head_dim**-0.5: llama.cpp uses that for every size bu
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 from txviz.config import ConfigError, check_bound
 from txviz.loading.errors import ModelLoadError
+from txviz.loading.gguf.family import ArchKeys, GGUFFamily
 
-GEMMA_ARCHITECTURES = ("gemma", "gemma2", "gemma3")
-
-GEMMA_LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>
-    "attn_q_norm.weight": "attn.q_norm.weight",
-    "attn_k_norm.weight": "attn.k_norm.weight",
+GEMMA_LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>, beyond the common table
     "post_attention_norm.weight": "post_attn_norm.weight",
     "post_ffw_norm.weight": "post_ffn_norm.weight",
 }
@@ -37,10 +34,6 @@ GEMMA_LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>
 SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6}
 # llama.cpp's rope_freq_base_train_swa for gemma3 (HF: rope_local_base_freq)
 LOCAL_ROPE_BASE = {"gemma3": 10_000.0}
-
-
-def is_gemma(architecture: str) -> bool:
-    return architecture in GEMMA_ARCHITECTURES
 
 
 def layer_types(architecture: str, n_layers: int, window: int | None, pattern: Any = None) -> tuple[str, ...] | None:
@@ -62,23 +55,30 @@ def layer_types(architecture: str, n_layers: int, window: int | None, pattern: A
     return tuple("full" if (i + 1) % period == 0 else "sliding" for i in range(n_layers))
 
 
-def gemma_fields(architecture: str, number, raw, d_model: int, n_layers: int, has_tensor) -> dict[str, Any]:
-    """ModelConfig fields for a Gemma file. ``number(key, kind)`` reads ``<arch>.<key>`` as a checked
-    int/float (None when absent), ``raw(key)`` as stored; ``has_tensor(name)``: the file holds it."""
-    window = number("attention.sliding_window", int)
-    local_base = number("rope.freq_base_swa", float) or LOCAL_ROPE_BASE.get(architecture)
+def gemma_fields(keys: ArchKeys, common: Mapping[str, Any]) -> dict[str, Any]:
+    """ModelConfig fields for a Gemma file, given the fields every architecture shares."""
+    if common["rope_scaling"].kind != "none":  # llama.cpp scales only the global layers' RoPE on Gemma 3
+        raise ModelLoadError(f"{keys.path}: RoPE scaling on a {keys.architecture} file applies to its global layers "
+                             "only, which txviz's config cannot express; not supported")
+    window = keys.number("attention.sliding_window", int)
+    local_base = keys.number("rope.freq_base_swa", float) or LOCAL_ROPE_BASE.get(keys.architecture)
+    pattern = keys.raw("attention.sliding_window_pattern")
     return dict(
         ffn="geglu", gelu_approximate="tanh",
-        embed_scale=math.sqrt(d_model),
+        embed_scale=math.sqrt(common["d_model"]),
         sliding_window=window or None,
-        layer_types=layer_types(architecture, n_layers, window or None, raw("attention.sliding_window_pattern")),
+        layer_types=layer_types(keys.architecture, common["n_layers"], window or None, pattern),
         rope_local_theta=float(local_base) if window and local_base else None,
-        qk_norm=has_tensor("blk.0.attn_q_norm.weight"),
-        sandwich_norm=has_tensor("blk.0.post_attention_norm.weight"),
-        attn_softcap=_positive_or_none(number("attn_logit_softcapping", float)),
-        final_softcap=_positive_or_none(number("final_logit_softcapping", float)),
+        sandwich_norm=keys.has_tensor("blk.0.post_attention_norm.weight"),
+        attn_softcap=_positive_or_none(keys.number("attn_logit_softcapping", float)),
+        final_softcap=_positive_or_none(keys.number("final_logit_softcapping", float)),
     )
 
 
 def _positive_or_none(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+GEMMA = GGUFFamily("gemma", layer_names=GEMMA_LAYER_NAMES, fields=gemma_fields)
+GEMMA2 = GGUFFamily("gemma2", layer_names=GEMMA_LAYER_NAMES, fields=gemma_fields)
+GEMMA3 = GGUFFamily("gemma3", layer_names=GEMMA_LAYER_NAMES, fields=gemma_fields)

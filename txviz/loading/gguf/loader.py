@@ -2,19 +2,15 @@
 
 GGUF (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md) is one file: typed key/values
 ("llama.block_count", "tokenizer.ggml.tokens", …) then tensors, most of them block-quantized. This
-loader is three small tables and one transform, read with the ``gguf`` package (no code execution,
+loader is a few small tables and one transform, read with the ``gguf`` package (no code execution,
 nothing unpickled):
 
-* metadata keys → ``ModelConfig`` (``config_from_header``);
-* GGUF tensor names → txviz parameter names (``LAYER_NAMES``, ``GLOBAL_NAMES``, ``EXPERT_NAMES``),
-  every tensor dequantized to float32 by ``gguf.quants``' block code (``dequantize_array``);
-* ``unpermute_rope_rows`` (llama arch only): llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``)
-  reorders the rows of each Q and K head so that RoPE can rotate *adjacent* pairs; txviz, like the
-  HuggingFace reference, rotates pairs (i, i + D/2). The rows are put back — transformers'
-  ``reverse_permute_weights`` does the same — or every attention map would be silently wrong.
-
-The Gemma family (``gemma``, ``gemma2``, ``gemma3``) adds its own fields and tensor names from
-``txviz.loading.gguf.gemma``; its files are not permuted and store norm weights already as 1 + w.
+* metadata keys → ``ModelConfig`` (``config_from_header``): the keys every architecture shares, then
+  what its ``GGUFFamily`` adds (``txviz.loading.gguf.families``: llama, qwen2, qwen3, qwen3moe, phi3,
+  gemma, gemma2, gemma3, one small module each);
+* GGUF tensor names → txviz parameter names (``txviz.loading.gguf.names``), every tensor dequantized to
+  float32 by ``gguf.quants``' block code (``dequantize_array``), fused ones split by rows;
+* ``unpermute_rope_rows`` (``txviz.loading.gguf.llama``) for the architectures llama.cpp permutes.
 
 Anything the tables do not know (another architecture, an extra tensor such as llama 3.1's
 ``rope_freqs``, a quantization type gguf cannot dequantize) is refused with a ``ModelLoadError``.
@@ -34,58 +30,15 @@ import torch
 from txviz.config import ConfigError, ModelConfig, RopeScaling
 from txviz.loading.device import default_device
 from txviz.loading.errors import ModelLoadError, TokenizerError
+from txviz.loading.gguf.families import SUPPORTED_ARCHITECTURES, family_of
+from txviz.loading.gguf.family import ArchKeys, GGUFFamily
 from txviz.loading.gguf.fields import tokenizer_field_problem
-from txviz.loading.gguf.gemma import GEMMA_ARCHITECTURES, GEMMA_LAYER_NAMES, gemma_fields, is_gemma
+from txviz.loading.gguf.llama import unpermute_rope_rows
+from txviz.loading.gguf.names import txviz_names
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer.tokenizer import Tokenizer
 
-# llama.cpp also writes Mistral and Mixtral as "llama"
-SUPPORTED_ARCHITECTURES = ("llama", *GEMMA_ARCHITECTURES)
-PERMUTED_ARCHITECTURES = ("llama",)  # whose Q/K rows llama.cpp's converter reorders for adjacent-pair RoPE
-
-GLOBAL_NAMES = {
-    "token_embd.weight": "embed.weight",
-    "output_norm.weight": "final_norm.weight",
-    "output.weight": "lm_head.weight",
-}
-LAYER_NAMES = {  # blk.{i}.<key> → layers.{i}.<value>
-    "attn_norm.weight": "attn_norm.weight",
-    "attn_q.weight": "attn.q_proj.weight",
-    "attn_k.weight": "attn.k_proj.weight",
-    "attn_v.weight": "attn.v_proj.weight",
-    "attn_q.bias": "attn.q_proj.bias",
-    "attn_k.bias": "attn.k_proj.bias",
-    "attn_v.bias": "attn.v_proj.bias",
-    "attn_output.weight": "attn.o_proj.weight",
-    "ffn_norm.weight": "ffn_norm.weight",
-    "ffn_gate.weight": "ffn.gate_proj.weight",
-    "ffn_up.weight": "ffn.up_proj.weight",
-    "ffn_down.weight": "ffn.down_proj.weight",
-    "ffn_gate_inp.weight": "ffn.router.weight",
-    **GEMMA_LAYER_NAMES,
-}
-EXPERT_NAMES = {  # blk.{i}.<key> of shape (E, out, in) → layers.{i}.ffn.experts.{e}.<value>
-    "ffn_gate_exps.weight": "gate_proj.weight",
-    "ffn_up_exps.weight": "up_proj.weight",
-    "ffn_down_exps.weight": "down_proj.weight",
-}
-LAYER_TENSOR = re.compile(r"blk\.(\d+)\.(.+)")
-
-
-# ---- the named transform -----------------------------------------------------------------------
-def unpermute_rope_rows(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """Undo llama.cpp's Q/K row permutation, head by head.
-
-    llama.cpp writes, per head, rows (0, D/2, 1, D/2+1, …) so that rows 2j, 2j+1 form a RoPE pair; the
-    reference layout has the pair at rows (j, j + D/2). Works on weights (rows, in) and biases (rows,).
-    Use ``n_heads`` for q and ``n_kv_heads`` for k.
-    """
-    rows = weight.shape[0]
-    if rows % (2 * n_heads):
-        raise ModelLoadError(f"cannot unpermute {rows} rows into {n_heads} heads of RoPE pairs")
-    pairs = rows // n_heads // 2
-    # (H, D/2, 2, …): stored as pair j's two members side by side; swap to (H, 2, D/2, …): halves
-    return weight.reshape(n_heads, pairs, 2, *weight.shape[1:]).transpose(1, 2).reshape(weight.shape)
+__all__ = ["SUPPORTED_ARCHITECTURES", "unpermute_rope_rows", "txviz_names", "load_gguf", "read_gguf_config"]
 
 
 # ---- the header: metadata and tensor types ------------------------------------------------------
@@ -153,16 +106,7 @@ def read_gguf_header(path: str | Path) -> GGUFHeader:
 
 # ---- metadata → ModelConfig ---------------------------------------------------------------------
 def _number(h: GGUFHeader, key: str, kind: type = int, default: Any = None) -> Any:
-    """An ``<arch>.<key>`` number as ``kind`` (or ``default`` when absent); a string, list or
-    fractional count where a number belongs is a ModelLoadError naming the key."""
-    value = h.arch_key(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            (kind is int and isinstance(value, float) and not value.is_integer()):
-        raise ModelLoadError(f"{h.path}: metadata key '{h.architecture}.{key}' must be "
-                             f"{'an integer' if kind is int else 'a number'}, got {str(value)[:60]!r}")
-    return kind(value)
+    return ArchKeys(h).number(key, kind, default)
 
 
 def _rope_scaling(h: GGUFHeader) -> RopeScaling:
@@ -197,16 +141,10 @@ def _required(h: GGUFHeader, key: str) -> int:
 
 
 def config_from_header(h: GGUFHeader) -> ModelConfig:
-    if h.architecture not in SUPPORTED_ARCHITECTURES:
-        raise ModelLoadError(f"{h.path}: GGUF architecture {h.architecture!r} is not supported; "
-                             f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    """The ModelConfig a header describes: the keys every architecture shares, then its family's own."""
+    family = family_of(h.architecture, h.path)
     d_model, n_heads = _required(h, "embedding_length"), _required(h, "attention.head_count")
     head_dim = _number(h, "attention.key_length", int, 0) or d_model // max(n_heads, 1)
-    value_dim = _number(h, "attention.value_length", int, head_dim)
-    rotary_dims = _number(h, "rope.dimension_count", int, head_dim)
-    if value_dim != head_dim or rotary_dims != head_dim:
-        raise ModelLoadError(f"{h.path}: key/value/rotary dims {head_dim}/{value_dim}/{rotary_dims} differ; "
-                             "only full-width RoPE with equal key and value sizes is supported")
     problem = tokenizer_field_problem(h.metadata)
     if problem:  # before a string's length is taken for the vocabulary size
         raise ModelLoadError(f"{h.path}: the tokenizer metadata is unusable: {problem}")
@@ -223,24 +161,32 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
         n_experts=n_experts, top_k=_number(h, "expert_used_count", int, 2) if n_experts else 2,
         router_norm="topk", positions="rope", rope_theta=_number(h, "rope.freq_base", float, 10000.0),
         rope_scaling=_checked_rope_scaling(h), max_seq_len=_required(h, "context_length"),
+        rotary_dims=_rotary_dims(h, family, head_dim),
         tie_embeddings="output.weight" not in h.tensor_types,
         qkv_bias="blk.0.attn_q.bias" in h.tensor_types,
+        qk_norm="blk.0.attn_q_norm.weight" in h.tensor_types,
         name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
     )
-    if is_gemma(h.architecture):
-        fields.update(_gemma_fields(h, fields))
+    fields.update(family.fields(ArchKeys(h), fields))
     try:
         return ModelConfig(**fields)
     except ConfigError as exc:
         raise ModelLoadError(f"{h.path}: the metadata does not describe a valid model: {exc}") from exc
 
 
-def _gemma_fields(h: GGUFHeader, fields: Mapping[str, Any]) -> dict[str, Any]:
-    if fields["rope_scaling"].kind != "none":  # llama.cpp scales only the global layers' RoPE on Gemma 3
-        raise ModelLoadError(f"{h.path}: RoPE scaling on a {h.architecture} file applies to its global layers "
-                             "only, which txviz's config cannot express; not supported")
-    return gemma_fields(h.architecture, lambda key, kind: _number(h, key, kind), h.arch_key,
-                        fields["d_model"], fields["n_layers"], lambda name: name in h.tensor_types)
+def _rotary_dims(h: GGUFHeader, family: GGUFFamily, head_dim: int) -> int | None:
+    """None (RoPE on the whole head) or the leading dimensions RoPE turns, where the family allows fewer."""
+    value_dim = _number(h, "attention.value_length", int, head_dim)
+    rotary_dims = _number(h, "rope.dimension_count", int, head_dim)
+    if value_dim != head_dim:
+        raise ModelLoadError(f"{h.path}: key/value sizes {head_dim}/{value_dim} differ; only equal key and value "
+                             "sizes are supported")
+    if rotary_dims == head_dim:
+        return None
+    if not family.partial_rotary:
+        raise ModelLoadError(f"{h.path}: RoPE on {rotary_dims} of {head_dim} dimensions per head is not "
+                             f"supported for {h.architecture} files (only full-width RoPE)")
+    return rotary_dims
 
 
 def read_gguf_config(path: str | Path) -> ModelConfig:
@@ -304,21 +250,6 @@ def dequantize_array(data: np.ndarray, qtype) -> np.ndarray:
     return out.reshape(shape)
 
 
-def txviz_names(gguf_name: str, config: ModelConfig) -> dict[str, str | int] | None:
-    """Where a GGUF tensor goes: {"name": …} or, for stacked experts, {"expert_param": …, "layer": i}."""
-    if gguf_name in GLOBAL_NAMES:
-        return {"name": GLOBAL_NAMES[gguf_name]}
-    match = LAYER_TENSOR.fullmatch(gguf_name)
-    if not match or int(match[1]) >= config.n_layers:
-        return None
-    layer, key = int(match[1]), match[2]
-    if key in LAYER_NAMES:
-        return {"name": f"layers.{layer}.{LAYER_NAMES[key]}"}
-    if key in EXPERT_NAMES:
-        return {"expert_param": EXPERT_NAMES[key], "layer": layer}
-    return None
-
-
 def _unpermute_if_rope(name: str, weight: torch.Tensor, config: ModelConfig, permuted: bool) -> torch.Tensor:
     if not permuted:
         return weight
@@ -334,30 +265,47 @@ def _architecture_of(reader) -> str:
     return str(field.contents()) if field is not None else ""
 
 
-def check_tensor_shapes(reader, config: ModelConfig) -> None:
-    """Every tensor's shape against the decoder ``config`` describes, before anything is dequantized:
-    a file whose metadata and tensors disagree is refused naming the tensor, not after seconds of work."""
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape in the Decoder ``config`` describes (built on the meta device: no memory)."""
     from txviz.model import Decoder
 
-    check_sizes(reader, config)  # before building even an empty skeleton of the model the metadata describes
     with torch.device("meta"):
-        expected = {name: tuple(p.shape) for name, p in Decoder(config).state_dict().items()}
+        return {name: tuple(p.shape) for name, p in Decoder(config).state_dict().items()}
+
+
+def check_tensor_shapes(reader, config: ModelConfig, family: GGUFFamily) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape against the decoder ``config`` describes, before anything is dequantized:
+    a file whose metadata and tensors disagree is refused naming the tensor, not after seconds of work.
+    Returns the decoder's shapes (what fused tensors are split into)."""
+    check_sizes(reader, config, family)  # before building even an empty skeleton of the model the metadata describes
+    expected = expected_shapes(config)
     for tensor in reader.tensors:
-        target = txviz_names(tensor.name, config)
+        target = txviz_names(tensor.name, config, family)
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
         if target is None:
             continue  # refused by name in dequantized_state_dict
         if "expert_param" in target:
             name = f"layers.{target['layer']}.ffn.experts.0.{target['expert_param']}"
             want = (config.n_experts, *expected.get(name, shape[1:]))
+        elif "parts" in target:
+            name, want = " + ".join(target["parts"]), _fused_shape(target["parts"], expected, shape)
         else:
             name, want = target["name"], expected.get(target["name"], shape)
         if shape != want:
             raise ModelLoadError(f"tensor {tensor.name} has shape {shape}, but the metadata describes "
                                  f"{want} for {name}")
+    return expected
 
 
-def check_sizes(reader, config: ModelConfig) -> None:
+def _fused_shape(parts: tuple[str, ...], expected: Mapping[str, tuple[int, ...]], shape) -> tuple[int, ...]:
+    """The shape of ``parts`` stacked by rows (each part's shape where the decoder has it)."""
+    shapes = [expected.get(part) for part in parts]
+    if any(s is None for s in shapes) or len({s[1:] for s in shapes}) != 1:
+        return shape  # a part the decoder lacks is refused with its name when the state dict is built
+    return (sum(s[0] for s in shapes), *shapes[0][1:])
+
+
+def check_sizes(reader, config: ModelConfig, family: GGUFFamily) -> None:
     """The metadata's numbers against what the file holds, in arithmetic only: a 126 KB file claiming
     10⁹ layers, 10⁶ experts or a head 2²⁸ wide is refused here, before any module or RoPE table exists.
     Every layer 0…L−1 must have tensors, and the config cannot imply many times the parameters the file
@@ -372,7 +320,7 @@ def check_sizes(reader, config: ModelConfig) -> None:
         missing = sorted(set(range(config.n_layers)) - layers)[:5]
         raise ModelLoadError(f"the metadata says {config.n_layers} layers, but the file's tensors are of layers "
                              f"{sorted(layers)[:5]}…{sorted(layers)[-1:]} (missing {missing})")
-    held = sum(int(t.n_elements) for t in reader.tensors if txviz_names(t.name, config) is not None)
+    held = sum(int(t.n_elements) for t in reader.tensors if txviz_names(t.name, config, family) is not None)
     described = count_params(config)
     if described > 4 * held:  # far beyond the weights: hostile; a near miss is named tensor by tensor next
         raise ModelLoadError(f"the metadata describes a model of {described:,} parameters, but the file's "
@@ -381,25 +329,28 @@ def check_sizes(reader, config: ModelConfig) -> None:
 
 
 def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Every tensor of the file, dequantized to float32 on the CPU, under txviz's parameter names.
-    Q/K rows are un-permuted only for the architectures llama.cpp permutes (PERMUTED_ARCHITECTURES)."""
+    """Every tensor of the file, dequantized to float32 on the CPU, under txviz's parameter names; fused
+    tensors split by rows, Q/K rows un-permuted only for the architectures llama.cpp permutes."""
     architecture = _architecture_of(reader)
-    permuted = architecture in PERMUTED_ARCHITECTURES
-    check_tensor_shapes(reader, config)
+    family = family_of(architecture)
+    expected = check_tensor_shapes(reader, config, family)
     state: dict[str, torch.Tensor] = {}
     for tensor in reader.tensors:
-        target = txviz_names(tensor.name, config)
+        target = txviz_names(tensor.name, config, family)
         if target is None:
             raise ModelLoadError(f"tensor {tensor.name} ({tensor.tensor_type.name}) has no place in a "
-                                 f"{config.n_layers}-layer {architecture or 'llama'} decoder; this GGUF variant "
+                                 f"{config.n_layers}-layer {architecture} decoder; this GGUF variant "
                                  "is not supported")
         weight = dequantize_tensor(tensor)
         if "expert_param" in target:  # (E, out, in): one slice per expert
             for e in range(weight.shape[0]):
                 # a copy, not a view: serializers refuse tensors that share storage
                 state[f"layers.{target['layer']}.ffn.experts.{e}.{target['expert_param']}"] = weight[e].clone()
+        elif "parts" in target:  # (sum of the parts' rows, in): each part its own rows, a copy
+            rows = [expected[part][0] for part in target["parts"]]
+            state.update((part, piece.clone()) for part, piece in zip(target["parts"], weight.split(rows)))
         else:
-            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config, permuted)
+            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config, family.permuted)
     return state
 
 
