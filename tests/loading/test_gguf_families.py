@@ -1,0 +1,148 @@
+"""The GGUF loader against transformers' own GGUF loader, family by family: a tiny random transformers model
+is written as llama.cpp's converter would write it (tests/helpers/gguf_convert.py), in F32, F16 and Q8_0;
+transformers loads that file (``from_pretrained(dir, gguf_file=…)``) and so does txviz, and the logits and
+every attention map must agree. Where transformers' GGUF loader does not read what llama.cpp does (Phi-3's
+partial rotary), txviz is held to transformers' eager model built from the original weights instead."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gguf import GGMLQuantizationType as Q
+from torch.testing import assert_close
+
+from tests.helpers.gguf_convert import vocab_size_for, write_model_gguf
+from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
+from tests.helpers.tiny_hf import random_ids, randomize_
+from txviz.capture.trace import trace
+from txviz.loading.errors import ModelLoadError
+from txviz.loading.gguf.families import SUPPORTED_ARCHITECTURES
+from txviz.loading.gguf.loader import load_gguf
+
+pytestmark = NEEDS_TRANSFORMERS
+
+DIMS = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            max_position_embeddings=64, rms_norm_eps=1e-5)
+GEMMA_DIMS = dict(DIMS, num_key_value_heads=1, head_dim=256, sliding_window=8)  # 256: transformers' default
+# query_pre_attn_scalar, which llama.cpp's head_dim**-0.5 equals only at that size
+
+# case → (llama.cpp arch, transformers model_type, config overrides)
+CASES = {
+    "llama": ("llama", "llama", dict(rope_theta=5000.0)),
+    "llama_mqa_tied": ("llama", "llama", dict(num_key_value_heads=1, tie_word_embeddings=True)),
+    "qwen2": ("qwen2", "qwen2", dict(rope_theta=1e6)),
+    "qwen2_tied": ("qwen2", "qwen2", dict(tie_word_embeddings=True)),
+    "qwen3": ("qwen3", "qwen3", dict(head_dim=128)),  # transformers' GGUF loader reads no head size for qwen3
+    "phi3": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
+    "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                                 partial_rotary_factor=0.75)),
+    "gemma2": ("gemma2", "gemma2", dict(GEMMA_DIMS, num_hidden_layers=4)),
+    "gemma3": ("gemma3", "gemma3_text", dict(GEMMA_DIMS, num_hidden_layers=6, rope_theta=1e6)),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from intra-op threads; on a busy machine spinning threads slow them ~100x."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def build(case: str, seed: int = 0) -> torch.nn.Module:
+    """The case's transformers model: float32, eager attention, every parameter redrawn."""
+    import transformers
+
+    arch, model_type, overrides = CASES[case]
+    config = transformers.AutoConfig.for_model(model_type, **{**DIMS, "vocab_size": vocab_size_for(arch),
+                                                              **overrides})
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config).to(torch.float32)
+    return randomize_(model, seed).eval()
+
+
+def transformers_gguf(path) -> torch.nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, attn_implementation="eager",
+                                                dtype=torch.float32).eval()
+
+
+def reference(hf_model, ids):
+    with torch.no_grad():
+        out = hf_model(ids, output_attentions=True)
+    return out.logits, torch.stack(out.attentions)  # (B, T, V), (L, B, H, T, S)
+
+
+def ours(loaded, ids):
+    result = trace(loaded.model, ids, capture=["logits", "attn_probs"])
+    return result["logits"], result["attn_probs"]
+
+
+def assert_same(expected, got) -> None:
+    (expected_logits, expected_maps), (logits, maps) = expected, got
+    assert maps.shape == expected_maps.shape
+    assert_close(maps, expected_maps)
+    assert_close(logits, expected_logits)
+
+
+# what transformers' GGUF loader does not read as llama.cpp does: those cases are held to the original model
+NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count"}
+# what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
+NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
+PARITY_CASES = sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS))
+
+
+@pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
+@pytest.mark.parametrize("case", PARITY_CASES)
+def test_logits_and_every_map_match_transformers_gguf_loader(case, qtype, tmp_path):
+    arch = CASES[case][0]
+    original = build(case)
+    path = write_model_gguf(tmp_path / f"{case}.gguf", original, arch, qtype=qtype)
+    hf_gguf = transformers_gguf(path)
+    loaded = load_gguf(path, device="cpu")
+    assert loaded.metadata["architecture"] == arch
+    ids = random_ids(hf_gguf.config.vocab_size)
+    expected = reference(hf_gguf, ids)
+    assert_same(expected, ours(loaded, ids))
+    if qtype == Q.F32 and case not in NOT_RUN_BY_LLAMA_CPP:  # the file is the model it was written from
+        assert_same(reference(original, ids), expected)
+
+
+@pytest.mark.parametrize("case", ["gemma3", "llama", "phi3", "qwen3"])
+def test_f16_files_match_transformers_gguf_loader(case, tmp_path):
+    path = write_model_gguf(tmp_path / f"{case}.gguf", build(case), CASES[case][0], qtype=Q.F16)
+    hf_gguf, loaded = transformers_gguf(path), load_gguf(path, device="cpu")
+    assert {"F16", "F32"} == set(loaded.metadata["tensor_types"])
+    ids = random_ids(hf_gguf.config.vocab_size)
+    assert_same(reference(hf_gguf, ids), ours(loaded, ids))
+
+
+@pytest.mark.parametrize("case", sorted(NOT_READ_BY_TRANSFORMERS))
+def test_what_transformers_gguf_loader_ignores_is_held_to_the_original_model(case, tmp_path):
+    original = build(case)
+    path = write_model_gguf(tmp_path / f"{case}.gguf", original, CASES[case][0])
+    loaded = load_gguf(path, device="cpu")
+    ids = random_ids(original.config.vocab_size)
+    assert_same(reference(original, ids), ours(loaded, ids))
+    with pytest.raises(AssertionError):  # the key matters here, and transformers' GGUF model lacks it
+        assert_same(reference(transformers_gguf(path), ids), ours(loaded, ids))
+
+
+def test_phi3_window_is_not_run_as_llama_cpp_does_not(tmp_path):
+    path = write_model_gguf(tmp_path / "phi3.gguf", build("phi3_window"), "phi3")
+    loaded = load_gguf(path, device="cpu")
+    assert loaded.config.sliding_window is None and loaded.config.layer_windows == (None, None)
+
+
+def test_an_unsupported_architecture_is_refused_naming_every_supported_one(tmp_path):
+    path = write_model_gguf(tmp_path / "llama.gguf", build("llama"), "llama")
+    data = path.read_bytes().replace(b"llama", b"mamba")  # general.architecture and every llama.* key
+    (tmp_path / "mamba.gguf").write_bytes(data)
+    with pytest.raises(ModelLoadError) as refused:
+        load_gguf(tmp_path / "mamba.gguf", device="cpu")
+    assert "'mamba' is not supported" in str(refused.value)
+    assert all(arch in str(refused.value) for arch in SUPPORTED_ARCHITECTURES)
