@@ -60,11 +60,12 @@ def _hparams(writer: gguf.GGUFWriter, arch: str, config) -> None:
     if arch == "gemma2":
         writer.add_key_value("gemma2.attn_logit_softcapping", config.attn_logit_softcapping, GGUFValueType.FLOAT32)
         writer.add_key_value("gemma2.final_logit_softcapping", config.final_logit_softcapping, GGUFValueType.FLOAT32)
-    for key, setter in (("num_experts", writer.add_expert_count), ("num_local_experts", writer.add_expert_count),
-                        ("num_experts_per_tok", writer.add_expert_used_count),
-                        ("moe_intermediate_size", writer.add_expert_feed_forward_length)):
-        if getattr(config, key, None):
-            setter(getattr(config, key))
+    for setter, keys in ((writer.add_expert_count, ("num_experts", "num_local_experts")),
+                         (writer.add_expert_used_count, ("num_experts_per_tok",)),
+                         (writer.add_expert_feed_forward_length, ("moe_intermediate_size",))):
+        value = next((getattr(config, key) for key in keys if getattr(config, key, None)), None)
+        if value:
+            setter(value)
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None = None) -> np.ndarray:

@@ -33,6 +33,9 @@ CASES = {
     "qwen2": ("qwen2", "qwen2", dict(rope_theta=1e6)),
     "qwen2_tied": ("qwen2", "qwen2", dict(tie_word_embeddings=True)),
     "qwen3": ("qwen3", "qwen3", dict(head_dim=128)),  # transformers' GGUF loader reads no head size for qwen3
+    # transformers' GGUF loader reads no expert width for qwen3moe: the model's is its default, 768
+    "qwen3moe": ("qwen3moe", "qwen3_moe", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=768,
+                                               head_dim=32, norm_topk_prob=True)),
     "phi3": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
     "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -72,21 +75,30 @@ def transformers_gguf(path) -> torch.nn.Module:
 
 
 def reference(hf_model, ids):
+    """Logits (B, T, V), every attention map (L, B, H, T, S) and, for MoE, the router logits (L, B·T, E)."""
+    moe = hasattr(hf_model.config, "num_experts_per_tok")
     with torch.no_grad():
-        out = hf_model(ids, output_attentions=True)
-    return out.logits, torch.stack(out.attentions)  # (B, T, V), (L, B, H, T, S)
+        out = hf_model(ids, output_attentions=True, output_router_logits=moe) if moe else \
+            hf_model(ids, output_attentions=True)
+    routers = torch.stack(out.router_logits) if moe else None
+    return out.logits, torch.stack(out.attentions), routers
 
 
 def ours(loaded, ids):
-    result = trace(loaded.model, ids, capture=["logits", "attn_probs"])
-    return result["logits"], result["attn_probs"]
+    moe = loaded.config.n_experts > 0
+    result = trace(loaded.model, ids, capture=["logits", "attn_probs", *(["router_logits"] if moe else [])])
+    routers = result["router_logits"].flatten(1, 2) if moe else None  # (L, B, T, E) -> (L, B·T, E)
+    return result["logits"], result["attn_probs"], routers
 
 
 def assert_same(expected, got) -> None:
-    (expected_logits, expected_maps), (logits, maps) = expected, got
+    (expected_logits, expected_maps, expected_routers), (logits, maps, routers) = expected, got
     assert maps.shape == expected_maps.shape
     assert_close(maps, expected_maps)
     assert_close(logits, expected_logits)
+    assert (routers is None) == (expected_routers is None)
+    if routers is not None:
+        assert_close(routers, expected_routers)
 
 
 # what transformers' GGUF loader does not read as llama.cpp does: those cases are held to the original model
