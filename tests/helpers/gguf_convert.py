@@ -62,7 +62,8 @@ def _hparams(writer: gguf.GGUFWriter, arch: str, config) -> None:
         writer.add_key_value("gemma2.final_logit_softcapping", config.final_logit_softcapping, GGUFValueType.FLOAT32)
     for setter, keys in ((writer.add_expert_count, ("num_experts", "num_local_experts")),
                          (writer.add_expert_used_count, ("num_experts_per_tok",)),
-                         (writer.add_expert_feed_forward_length, ("moe_intermediate_size",))):
+                         (writer.add_expert_feed_forward_length, ("moe_intermediate_size",)),
+                        (writer.add_expert_shared_feed_forward_length, ("shared_expert_intermediate_size",))):
         value = next((getattr(config, key) for key in keys if getattr(config, key, None)), None)
         if value:
             setter(value)
@@ -90,6 +91,8 @@ def _modified(arch: str, config, name: str, data: np.ndarray) -> list[tuple[str,
         return [(stem + "gate_proj.weight", gate), (stem + "up_proj.weight", up)]
     if name.endswith("mlp.experts.down_proj"):  # (E, d, F)
         return [(name + ".weight", data)]
+    if name.endswith("shared_expert_gate.weight"):  # (1, d) in the checkpoint, a vector in llama.cpp's file
+        return [(name, data.reshape(-1))]
     return [(name, data)]
 
 

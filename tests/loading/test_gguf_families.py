@@ -36,6 +36,9 @@ CASES = {
     # transformers' GGUF loader reads no expert width for qwen3moe: the model's is its default, 768
     "qwen3moe": ("qwen3moe", "qwen3_moe", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=768,
                                                head_dim=32, norm_topk_prob=True)),
+    # and none for qwen2moe's experts and shared expert: theirs are its defaults, 1408 and 5632
+    "qwen2moe": ("qwen2moe", "qwen2_moe", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=1408,
+                                               shared_expert_intermediate_size=5632)),
     "phi3": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
     "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -105,7 +108,11 @@ def assert_same(expected, got) -> None:
 NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count"}
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
 NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
-PARITY_CASES = sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS))
+# llama.cpp architectures whose ModelConfig fields are still on another engineer's branch
+AWAITING = {"qwen2moe": "qwen2moe needs ModelConfig's shared expert (shared_expert_hidden), from branch f-moe"}
+PARITY_CASES = [pytest.param(case, marks=pytest.mark.skipif(
+    CASES[case][0] in AWAITING and CASES[case][0] not in SUPPORTED_ARCHITECTURES, reason=AWAITING.get(CASES[case][0])))
+    for case in sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS))]
 
 
 @pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])

@@ -291,10 +291,15 @@ def check_tensor_shapes(reader, config: ModelConfig, family: GGUFFamily) -> dict
             name, want = " + ".join(target["parts"]), _fused_shape(target["parts"], expected, shape)
         else:
             name, want = target["name"], expected.get(target["name"], shape)
-        if shape != want:
+        if shape != want and not _row_stored_as_vector(shape, want):
             raise ModelLoadError(f"tensor {tensor.name} has shape {shape}, but the metadata describes "
                                  f"{want} for {name}")
     return expected
+
+
+def _row_stored_as_vector(shape: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """llama.cpp stores a (1, n) matrix, such as Qwen-MoE's shared-expert gate, as a vector of n values."""
+    return len(want) == 2 and want[0] == 1 and shape == want[1:]
 
 
 def _fused_shape(parts: tuple[str, ...], expected: Mapping[str, tuple[int, ...]], shape) -> tuple[int, ...]:
@@ -350,7 +355,8 @@ def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tenso
             rows = [expected[part][0] for part in target["parts"]]
             state.update((part, piece.clone()) for part, piece in zip(target["parts"], weight.split(rows)))
         else:
-            state[target["name"]] = _unpermute_if_rope(target["name"], weight, config, family.permuted)
+            weight = _unpermute_if_rope(target["name"], weight, config, family.permuted)
+            state[target["name"]] = weight.reshape(expected.get(target["name"], weight.shape))  # a row kept as a vector
     return state
 
 
