@@ -20,7 +20,7 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from gguf import GGUFValueType
 
-from tests.helpers.tiny_gguf import _add_tensor, _add_tokenizer, tiny_vocab
+from tests.helpers.tiny_gguf import _add_tensor, _add_tokenizer, quantize_roundtrip, tiny_vocab
 from tests.helpers.tiny_gguf_gemma import _add_spm_tokenizer, spm_vocab
 
 GEMMA_ARCHS = ("gemma", "gemma2", "gemma3")
@@ -129,3 +129,17 @@ def write_model_gguf(path: Path, model: torch.nn.Module, arch: str, *, qtype: Q 
     writer.write_tensors_to_file()
     writer.close()
     return Path(path)
+
+
+def as_stored(model: torch.nn.Module, qtype: Q) -> torch.nn.Module:
+    """A copy of ``model`` whose matrices are what a ``qtype`` file holds (gguf's own codec, blocks along each
+    row, as ``write_model_gguf`` stores them); vectors stay as they are, as the file keeps them F32."""
+    import copy
+
+    stored = copy.deepcopy(model)
+    with torch.no_grad():
+        for param in stored.parameters():
+            if param.dim() >= 2:
+                flat = param.detach().reshape(-1, param.shape[-1]).numpy()
+                param.copy_(torch.from_numpy(quantize_roundtrip(flat, qtype)).reshape(param.shape))
+    return stored

@@ -11,7 +11,7 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from torch.testing import assert_close
 
-from tests.helpers.gguf_convert import vocab_size_for, write_model_gguf
+from tests.helpers.gguf_convert import as_stored, vocab_size_for, write_model_gguf
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import random_ids, randomize_
 from txviz.capture.trace import trace
@@ -39,6 +39,7 @@ CASES = {
     # and none for qwen2moe's experts and shared expert: theirs are its defaults, 1408 and 5632
     "qwen2moe": ("qwen2moe", "qwen2_moe", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=1408,
                                                shared_expert_intermediate_size=5632)),
+    "olmoe": ("olmoe", "olmoe", dict(num_experts=4, num_experts_per_tok=2)),
     "phi3": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
     "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -106,14 +107,23 @@ def assert_same(expected, got) -> None:
 
 # what transformers' GGUF loader does not read as llama.cpp does: those cases are held to the original model
 NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count"}
+# architectures transformers' GGUF loader refuses: held to the original model too
+NO_TRANSFORMERS_GGUF = {"olmoe": "olmoe"}
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
 NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
 # llama.cpp architectures whose ModelConfig fields are still on another engineer's branch
-AWAITING = {"qwen2moe": "qwen2moe needs ModelConfig's shared expert (shared_expert_hidden), from branch f-moe"}
-PARITY_CASES = [
-    pytest.param(case, marks=[pytest.mark.skip(reason=AWAITING[CASES[case][0]])]
-                 if CASES[case][0] in AWAITING and CASES[case][0] not in SUPPORTED_ARCHITECTURES else [])
-    for case in sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS))]
+AWAITING = {"qwen2moe": "qwen2moe needs ModelConfig's shared expert (shared_expert_hidden), from branch f-moe",
+            "olmoe": "olmoe needs ModelConfig's QK-norm across all heads (qk_norm_scope), from branch f-dense"}
+
+
+def awaited(case: str) -> list:
+    """A skip mark naming the missing piece, for a case whose architecture waits for it."""
+    arch = CASES[case][0]
+    return [pytest.mark.skip(reason=AWAITING[arch])] if arch in AWAITING and arch not in SUPPORTED_ARCHITECTURES else []
+
+
+PARITY_CASES = [pytest.param(case, marks=awaited(case))
+                for case in sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS) - set(NO_TRANSFORMERS_GGUF))]
 
 
 @pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
@@ -166,3 +176,15 @@ def test_an_unsupported_architecture_is_refused_naming_every_supported_one(tmp_p
         load_gguf(tmp_path / "mamba.gguf", device="cpu")
     assert "'mamba' is not supported" in str(refused.value)
     assert all(arch in str(refused.value) for arch in SUPPORTED_ARCHITECTURES)
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, marks=awaited(case)) for case in sorted(NO_TRANSFORMERS_GGUF)])
+@pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
+def test_what_transformers_gguf_loader_refuses_is_held_to_the_original_model(case, qtype, tmp_path):
+    original = build(case)
+    path = write_model_gguf(tmp_path / f"{case}.gguf", original, CASES[case][0], qtype=qtype)
+    loaded = load_gguf(path, device="cpu")
+    ids = random_ids(original.config.vocab_size)
+    assert_same(reference(as_stored(original, qtype), ids), ours(loaded, ids))
+    with pytest.raises(ValueError, match="not supported"):
+        transformers_gguf(path)
