@@ -188,3 +188,13 @@ def test_what_transformers_gguf_loader_refuses_is_held_to_the_original_model(cas
     assert_same(reference(as_stored(original, qtype), ids), ours(loaded, ids))
     with pytest.raises(ValueError, match="not supported"):
         transformers_gguf(path)
+
+
+def test_the_header_check_passes_a_file_of_every_supported_family(tmp_path):
+    """The app offers a file only if its header check (txviz.loading.preflight, in a child process) passes."""
+    from txviz.loading import preflight
+
+    cases = {CASES[case][0]: case for case in sorted(CASES) if CASES[case][0] in SUPPORTED_ARCHITECTURES}
+    paths = [write_model_gguf(tmp_path / f"{case}.gguf", build(case), arch) for arch, case in cases.items()]
+    assert {"phi3", "qwen3moe", "gemma3"} <= set(cases)
+    assert preflight.problems(paths) == {str(path): None for path in paths}
