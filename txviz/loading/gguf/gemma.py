@@ -1,5 +1,6 @@
 """What a GGUF file of the Gemma family (llama.cpp archs ``gemma``, ``gemma2``, ``gemma3``) adds to the
-llama table: metadata → Gemma's ModelConfig fields, and the extra per-layer tensor names.
+common reading: metadata → Gemma's ModelConfig fields, and the post-norms' tensor names (the q/k norms of
+Gemma 3 are in the common table, as Qwen3's).
 
 llama.cpp's converter (``convert_hf_to_gguf.py``: ``GemmaModel``, ``Gemma2Model``, ``Gemma3Model``)
 writes Gemma differently from llama in three ways that matter here:
