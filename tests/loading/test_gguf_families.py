@@ -44,6 +44,7 @@ CASES = {
     "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
     "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
                                                  partial_rotary_factor=0.75)),
+    "gemma": ("gemma", "gemma", dict(GEMMA_DIMS, sliding_window=None)),
     "gemma2": ("gemma2", "gemma2", dict(GEMMA_DIMS, num_hidden_layers=4)),
     "gemma3": ("gemma3", "gemma3_text", dict(GEMMA_DIMS, num_hidden_layers=6, rope_theta=1e6)),
 }
@@ -108,7 +109,7 @@ def assert_same(expected, got) -> None:
 # what transformers' GGUF loader does not read as llama.cpp does: those cases are held to the original model
 NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count"}
 # architectures transformers' GGUF loader refuses: held to the original model too
-NO_TRANSFORMERS_GGUF = {"olmoe": "olmoe"}
+NO_TRANSFORMERS_GGUF = ("gemma", "olmoe")
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
 NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
 # llama.cpp architectures whose ModelConfig fields are still on another engineer's branch
