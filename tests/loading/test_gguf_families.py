@@ -1,8 +1,9 @@
 """The GGUF loader against transformers' own GGUF loader, family by family: a tiny random transformers model
 is written as llama.cpp's converter would write it (tests/helpers/gguf_convert.py), in F32, F16 and Q8_0;
-transformers loads that file (``from_pretrained(dir, gguf_file=…)``) and so does txviz, and the logits and
-every attention map must agree. Where transformers' GGUF loader does not read what llama.cpp does (Phi-3's
-partial rotary), txviz is held to transformers' eager model built from the original weights instead."""
+transformers loads that file (``from_pretrained(dir, gguf_file=…)``) and so does txviz, and the logits,
+every attention map and (MoE) every layer's router logits must agree. Where transformers' GGUF loader does
+not read what llama.cpp does (Phi-3's partial rotary) or refuses the architecture (gemma, olmoe), txviz is
+held to transformers' eager model built from the original weights (as the file stores them) instead."""
 
 from __future__ import annotations
 
