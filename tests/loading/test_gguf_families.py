@@ -114,8 +114,7 @@ NO_TRANSFORMERS_GGUF = ("gemma", "olmoe")
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
 NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
 # llama.cpp architectures whose ModelConfig fields are still on another engineer's branch
-AWAITING = {"qwen2moe": "qwen2moe needs ModelConfig's shared expert (shared_expert_hidden), from branch f-moe",
-            "olmoe": "olmoe needs ModelConfig's QK-norm across all heads (qk_norm_scope), from branch f-dense"}
+AWAITING = {"qwen2moe": "qwen2moe needs ModelConfig's shared expert (shared_expert_hidden), from branch f-moe"}
 
 
 def awaited(case: str) -> list:

@@ -7,11 +7,12 @@ from txviz.loading.errors import ModelLoadError
 from txviz.loading.gguf.family import GGUFFamily
 from txviz.loading.gguf.gemma import GEMMA, GEMMA2, GEMMA3
 from txviz.loading.gguf.llama import LLAMA
+from txviz.loading.gguf.olmoe import OLMOE
 from txviz.loading.gguf.phi3 import PHI3
 from txviz.loading.gguf.qwen import QWEN2, QWEN3, QWEN3MOE
 
 FAMILIES: dict[str, GGUFFamily] = {f.architecture: f for f in (LLAMA, QWEN2, QWEN3, QWEN3MOE, PHI3,
-                                                                GEMMA, GEMMA2, GEMMA3)}
+                                                                GEMMA, GEMMA2, GEMMA3, OLMOE)}
 SUPPORTED_ARCHITECTURES = tuple(FAMILIES)
 
 
