@@ -10,8 +10,9 @@ from txviz.loading.gguf.llama import LLAMA
 from txviz.loading.gguf.olmoe import OLMOE
 from txviz.loading.gguf.phi3 import PHI3
 from txviz.loading.gguf.qwen import QWEN2, QWEN3, QWEN3MOE
+from txviz.loading.gguf.qwen2moe import QWEN2MOE
 
-FAMILIES: dict[str, GGUFFamily] = {f.architecture: f for f in (LLAMA, QWEN2, QWEN3, QWEN3MOE, PHI3,
+FAMILIES: dict[str, GGUFFamily] = {f.architecture: f for f in (LLAMA, QWEN2, QWEN3, QWEN2MOE, QWEN3MOE, PHI3,
                                                                 GEMMA, GEMMA2, GEMMA3, OLMOE)}
 SUPPORTED_ARCHITECTURES = tuple(FAMILIES)
 

@@ -6,8 +6,8 @@ loader is a few small tables and one transform, read with the ``gguf`` package (
 nothing unpickled):
 
 * metadata keys → ``ModelConfig`` (``config_from_header``): the keys every architecture shares, then
-  what its ``GGUFFamily`` adds (``txviz.loading.gguf.families``: llama, qwen2, qwen3, qwen3moe, olmoe,
-  phi3, gemma, gemma2, gemma3, one small module each);
+  what its ``GGUFFamily`` adds (``txviz.loading.gguf.families``: llama, qwen2, qwen3, qwen2moe, qwen3moe,
+  olmoe, phi3, gemma, gemma2, gemma3, one small module each);
 * GGUF tensor names → txviz parameter names (``txviz.loading.gguf.names``), every tensor dequantized to
   float32 by ``gguf.quants``' block code (``dequantize_array``), fused ones split by rows;
 * ``unpermute_rope_rows`` (``txviz.loading.gguf.llama``) for the architectures llama.cpp permutes.
