@@ -165,7 +165,8 @@ def test_moe_page_picks_a_zoo_variant_for_a_dense_model(dense_zoo_app):
     config_layers = len(story["x"])
     assert decode(story["z"]).astype(float).reshape(len(story["y"]), config_layers).max() < 4
     gates_before = chart(at, "moe_gates")["data"][0]["x"]
-    at.slider(key="moe_layer").set_value(config_layers - 1).run()
+    layer_slider = next(s for s in at.select_slider if s.key.startswith("moe_layer_"))  # keyed by the routed layers
+    layer_slider.set_value(config_layers - 1).run()
     no_errors(at)
     assert chart(at, "moe_gates")["data"][0]["x"] != gates_before  # another layer's router
     assert f"Layer {config_layers - 1}" in chart(at, "moe_gates")["layout"]["title"]["text"]
