@@ -19,6 +19,7 @@ that returns what it made).
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ PRIVATE: dict[str, str] = {
 PRIVATE_FAMILIES: dict[str, str] = {
     "_follows_": "+ a widget key: the inputs its value was chosen under (follow)",
     "_running_": "+ a run's name: where a stoppable run is, while it runs; still there after a Stop (StoppableRun)",
+    "_holding_": "+ a run's name: (what a held run runs on, an event set when it has ended) (StoppableRun.held)",
 }
 _UNSET = object()
 
@@ -355,17 +357,37 @@ class StoppableRun:
             yield progress
 
     @contextmanager
-    def held(self) -> Iterator["HeldStop"]:
+    def held(self, what: Any = None) -> Iterator["HeldStop"]:
         """A Stop button, and for a run that can end itself between two steps and return what it made (a
         generation, whose cache a branch reuses): a click that would end the script inside a Streamlit
         call made through ``hold.show`` is held there instead; ``hold.asked()`` then says True, so the run
-        returns at its next step, the caller keeps what it returned, and the click is honoured (the page
-        runs again) when the block ends."""
-        st.button("Stop", key=f"{self.name}_stop", help=self.stop_help)
-        hold = HeldStop()
-        yield hold
+        returns at its next step and hands what it made to ``hold.keep``, and the click is honoured (the
+        page runs again) when the block ends. ``what`` names the run for ``finishing``."""
+        slot = st.empty()
+        slot.button("Stop", key=f"{self.name}_stop", help=self.stop_help)
+        hold, done = HeldStop(), threading.Event()
+        put(f"_holding_{self.name}", (what, done, hold))
+        try:
+            yield hold
+        finally:
+            done.set()
         if hold.request is not None:
             raise hold.request
+        slot.empty()  # the run is over: no Stop left on the page
+
+    def finishing(self, what: Any, timeout_s: float = 120.0) -> Any:
+        """What a held run of ``what`` that a click stopped kept (``hold.keep``), once it has ended; None
+        when there is none. A click outside a fragment does not wait for the run it stops: Streamlit stops
+        that run and starts the page again at once (its fast reruns), and from then on every st.* call and
+        session-state write of the stopped run raises again, so it cannot keep its result itself: the
+        new run waits here for it and takes it."""
+        mark = get(f"_holding_{self.name}", None)
+        if mark is None or mark[0] != what:
+            return None
+        _, done, hold = mark
+        done.wait(timeout_s)
+        pop(f"_holding_{self.name}")
+        return hold.kept if hold.asked() else None
 
 
 class HeldStop:
@@ -373,6 +395,11 @@ class HeldStop:
 
     def __init__(self) -> None:
         self.request: ScriptControlException | None = None
+        self.kept: Any = None
+
+    def keep(self, value: Any) -> None:
+        """What the run made: kept without a Streamlit call (``StoppableRun.finishing`` hands it on)."""
+        self.kept = value
 
     def show(self, draw: Callable[..., Any], *args, **kwargs) -> Any:
         """``draw(*args, **kwargs)`` (an st.* call), unless a click already asked the run to end."""

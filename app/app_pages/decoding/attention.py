@@ -1,7 +1,8 @@
 """The new token's attention at the chosen step: the query of the token before it over every earlier
 token (the last row of the causal map, one longer each step), for one layer and head, and every head
 of that layer. A sliding-window layer shades the keys beyond its window. The layer and head are the
-app's shared ones (kept in the URL); the rows were recorded during the run, so choosing reruns nothing."""
+app's shared ones (kept in the URL); the rows were recorded during the run, so choosing reruns nothing
+but this fragment (its two charts)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from app.figures import decoding_charts
 from app.ui.widgets import plain
 
 
+@st.fragment
 def draw(view, step) -> None:
     config = view.config
     c1, c2 = st.columns(2)

@@ -39,6 +39,10 @@ def draw(loaded, inputs: decoding.DecodingInputs):
     except PromptError as error:
         st.warning(plain(error))
         return None
+    with st.spinner("Keeping the tokens of the run the click stopped…"):
+        stopped = GENERATION.finishing(inputs)  # a click stopped this very run a moment ago
+    if stopped is not None:
+        keep_run(inputs, stopped)
     run = kept_run(inputs)
     label = "Generate again" if run is not None else "Generate"
     if st.button(label, key="dec_generate", type="primary",
@@ -52,7 +56,7 @@ def draw(loaded, inputs: decoding.DecodingInputs):
 def stream(loaded, inputs: decoding.DecodingInputs, ids: list[int]):
     """Generate, showing every token as it is drawn; a click on Stop ends it and keeps the tokens so far."""
     tokens, started = [], time.perf_counter()
-    with GENERATION.held() as hold:
+    with GENERATION.held(inputs) as hold:
         shown, note = st.empty(), st.empty()
 
         def on_step(step) -> None:
@@ -62,9 +66,10 @@ def stream(loaded, inputs: decoding.DecodingInputs, ids: list[int]):
                                     f"{time.perf_counter() - started:.1f} s")
 
         run = decoding.run(loaded, inputs, ids, on_step=on_step, should_stop=hold.asked)
+        hold.keep(run)  # first: a stopped run's next session-state write may raise (StoppableRun.finishing)
         keep_run(inputs, run)
-        shown.empty()
-        note.empty()
+        hold.show(shown.empty)
+        hold.show(note.empty)
     return run
 
 

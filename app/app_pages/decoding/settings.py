@@ -12,7 +12,7 @@ from app.ui import state
 from app.ui.widgets import bounded_slider
 
 MOST_NEW = 256  # the slider's end, below the server's own limit
-SAMPLER_NAMES = {"greedy": "greedy (argmax)", "sample": "sample (temperature, top-k, top-p)"}
+SAMPLER_NAMES = {"greedy": "greedy", "sample": "sample"}
 
 
 def draw(source: str, loaded) -> DecodingInputs:

@@ -34,13 +34,13 @@ def sampler(view, step) -> None:
     sampling = view.run.sampling
     candidates = step.candidates
     chosen = next((i for i, c in enumerate(candidates) if c.id == step.token.id), None)
-    how = "greedy: all the mass on the most probable token" if sampling.greedy else (
+    how = "greedy" if sampling.greedy else (
         f"temperature {sampling.temperature:g}" + (f", top-k {sampling.top_k}" if sampling.top_k else "")
         + (f", top-p {sampling.top_p:g}" if sampling.top_p else "") + f", seed {sampling.seed}")
     figure = decoding_charts.sampler_bars(
         [c.text or f"#{c.id}" for c in candidates], [c.prob for c in candidates], [c.prob_tempered for c in candidates],
         [c.prob_sampled for c in candidates], chosen, show_tempered=not sampling.greedy,
-        title=f"The {len(candidates)} most probable next tokens ({how})")
+        title=f"Top {len(candidates)} next tokens ({how})")
     st.plotly_chart(figure, key="dec_sampler_chart", config={"displayModeBar": False})
     token = step.token
     drawn = "chosen by the branch" if step.forced else "drawn"
