@@ -25,7 +25,8 @@ def draw(view, index: int) -> None:
     st.markdown(f"**Branch from step {index}:** continue with another candidate instead of "
                 f"`{scrubber.token_label(step.token.text or '')}`.")
     state.follow("dec_branch", (view.inputs, view.run.new_ids, index))
-    texts = {c.id: f"{scrubber.token_label(c.text or f'#{c.id}')}  {c.prob:.2f}" for c in others}
+    # the rank keeps labels apart (pills tell options apart by label; two ids may read alike)
+    texts = {c.id: f"{scrubber.token_label(c.text or f'#{c.id}')} :gray[#{c.rank} · {c.prob:.2f}]" for c in others}
     token = st.pills("Candidates", list(texts), key="dec_branch", format_func=texts.get, label_visibility="collapsed")
     if token is None:
         return

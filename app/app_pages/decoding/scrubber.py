@@ -32,6 +32,8 @@ def chosen_step(view) -> int:
     if n > 1:
         st.slider("Step", 0, n - 1, key="dec_step",
                   help="Move through the generated tokens; every chart below shows the step chosen.")
+    # each label carries its step: Streamlit's pills tell options apart by their label, so a token written
+    # twice ("␣lazy" at steps 7 and 9) would open the other step
     st.pills("Generated tokens (click one to show its step)", list(range(n)), key="dec_pick", on_change=_picked,
-             format_func=lambda i: token_label(texts[i]), label_visibility="collapsed")
+             format_func=lambda i: f"{token_label(texts[i])} :gray[{i}]", label_visibility="collapsed")
     return int(state.get("dec_step"))
