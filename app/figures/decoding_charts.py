@@ -41,7 +41,7 @@ def sampler_bars(texts: list[str], raw: list[float], tempered: list[float], samp
                        "y0": 0, "y1": 1, "line": {"color": CHOSEN, "width": 2}, "fillcolor": "rgba(0,0,0,0)"})
     layout = {"title": {"text": title}, "height": 340, "margin": MARGIN, "barmode": "group",
               "legend": {"orientation": "h", "y": -0.35}, "xaxis": _category_axis(labels),
-              "yaxis": {"title": {"text": "probability"}, "range": [0, 1.02]}, "shapes": shapes}
+              "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"}, "shapes": shapes}
     return unvalidated(data, layout)
 
 

@@ -218,3 +218,19 @@ def test_a_sliding_layer_shows_its_cut_and_stops_growing_in_the_cache(gemma_home
     measured, formula = plotly_array(kv[0]["y"]), plotly_array(kv[1]["y"])
     assert list(measured) == pytest.approx(list(formula))
     assert measured[0] < measured[5]  # layer 0 keeps its window, layer 5 every token
+
+
+@pytest.mark.default_model
+def test_smollm2_in_its_chat_template_generates_what_the_library_does(default_model_home, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    at = page(model="default", prompt="What is the capital of France?", dec_new=8)
+    assert at.toggle(key="dec_chat").value  # SmolLM2 has a chat template: on by default
+    run = generate(at)
+    from app.services.models import load_model
+
+    tokenizer = load_model("default").tokenizer
+    assert tokenizer.display(run.prompt_ids[1]) == "<|im_start|>"  # after the sink: the template's first token
+    assert run.new_ids == reference(at).new_ids and "Paris" in tokenizer.decode(list(run.new_ids))
+    at.slider(key="dec_step").set_value(2).run()
+    no_errors(at)
+    assert chart(at, "dec_lens_strip")["data"][0]["y"][2].endswith(run.steps[2].token.text)
