@@ -21,7 +21,9 @@ source, loaded = sidebar.current()
 state.keep({"dec_lens_by": "rank"})
 inputs = settings.draw(source, loaded)
 run = generation.draw(loaded, inputs)
-if run is not None and run.steps:
+if run is not None and not run.steps:
+    st.info("The run was stopped before its first token: nothing to show. Press Generate again.")
+elif run is not None:
     generation.say_how_it_ended(run, loaded.tokenizer)
     view = DecodingView.of(loaded, inputs, run)
     step_view.draw(view)

@@ -13,6 +13,8 @@ from app.services import decoding
 from app.ui import state
 from app.ui.widgets import plain
 
+KEPT_TIMINGS = 64  # steps timed without the cache that a session keeps
+
 
 @st.fragment
 def draw(view) -> None:
@@ -67,17 +69,23 @@ def cache_and_time(view, index: int) -> None:
         st.markdown(f"**{sum(step.kv_bytes_per_layer) / 2**20:.2f} MiB** in all; the formula 2 × H_kv × d_head × "
                     f"tokens × {element} B per layer gives {sum(formula) / 2**20:.2f} MiB (largest difference "
                     f"{difference:,} B)." + (f" Sliding layers keep at most {min(windowed)} tokens." if windowed else ""))
+        line, button = st.empty(), st.empty()
         uncached = state.get("_decoding_uncached", {}).get((view.inputs, view.run.new_ids, index))
+        if uncached is None and index > 0 and button.button("Time it without the cache", key="dec_uncached",
+                                                            help="Runs every token before this one again, once."):
+            uncached = _time_without_cache(view, index)
+            button.empty()
         what = "the whole prompt, once" if index == 0 else "one token against the cache"
-        st.markdown(f"This step ran {what}: **{step.seconds * 1000:.0f} ms**"
-                    + ("" if uncached is None else f"; without the cache (all {step.position} tokens again) "
-                       f"**{uncached * 1000:.0f} ms**") + ".")
-        if uncached is None and index > 0 and st.button("Time it without the cache", key="dec_uncached",
-                                                        help="Runs every token before this one again, once."):
-            seconds = decoding.seconds_without_cache(view.loaded, view.run, index)
-            timings = dict(state.get("_decoding_uncached", {}))
-            timings[(view.inputs, view.run.new_ids, index)] = seconds
-            state.put("_decoding_uncached", timings)
-            st.rerun(scope="fragment")
+        line.markdown(f"This step ran {what}: **{step.seconds * 1000:.0f} ms**"
+                      + ("" if uncached is None else f"; without the cache (all {step.position} tokens again) "
+                         f"**{uncached * 1000:.0f} ms**") + ".")
     if step.forced:
         st.caption(plain("A branch's own step: its distribution is the run's, read from the same cache."))
+
+
+def _time_without_cache(view, index: int) -> float:
+    seconds = decoding.seconds_without_cache(view.loaded, view.run, index)
+    timings = dict(list(state.get("_decoding_uncached", {}).items())[-KEPT_TIMINGS + 1:])
+    timings[(view.inputs, view.run.new_ids, index)] = seconds
+    state.put("_decoding_uncached", timings)
+    return seconds

@@ -234,3 +234,27 @@ def test_smollm2_in_its_chat_template_generates_what_the_library_does(default_mo
     at.slider(key="dec_step").set_value(2).run()
     no_errors(at)
     assert chart(at, "dec_lens_strip")["data"][0]["y"][2].endswith(run.steps[2].token.text)
+
+
+def test_a_step_is_timed_without_the_cache_once_on_a_click(monkeypatch):
+    at = page()
+    generate(at)
+    at.slider(key="dec_step").set_value(4).run()
+    assert not any("without the cache (all" in m.value for m in at.markdown)
+    timed = spy(monkeypatch, decoding, "seconds_without_cache")
+    at.button(key="dec_uncached").click().run()
+    no_errors(at)
+    assert len(timed.made) == 1 and timed.last > 0
+    assert any(f"without the cache (all {kept(at).steps[4].position} tokens again)" in m.value for m in at.markdown)
+    at.run()
+    assert "dec_uncached" not in [b.key for b in at.button] and len(timed.made) == 1  # measured once
+    at.slider(key="dec_step").set_value(5).run()
+    assert "dec_uncached" in [b.key for b in at.button] and len(timed.made) == 1
+
+
+def test_a_run_stopped_before_its_first_token_says_so(monkeypatch):
+    at = page()
+    monkeypatch.setattr(decoding, "run", lambda loaded, inputs, ids, **kwargs: decode(
+        loaded.model, ids, inputs.max_new_tokens, should_stop=lambda: True))
+    generate(at)
+    assert any("stopped before its first token" in i.value for i in at.info) and not at.get("plotly_chart")
