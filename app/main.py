@@ -42,6 +42,7 @@ PAGES = {
         ATTENTION,
         st.Page("app_pages/heads/page.py", title="Heads & coreference", icon=":material/explore:", url_path="heads"),
         st.Page("app_pages/block/page.py", title="One block, end to end", icon=":material/view_agenda:", url_path="block"),
+        st.Page("app_pages/decoding/page.py", title="Decoding, step by step", icon=":material/keyboard:", url_path="decoding"),
     ],
     "Positions & memory": [
         st.Page("app_pages/positions/page.py", title="Positions", icon=":material/rotate_right:", url_path="positions"),

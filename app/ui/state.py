@@ -12,12 +12,14 @@ store on this server, which forgets it when the server restarts (the page then s
 Every other read or write of session state goes through this module too: ``PRIVATE`` lists the keys the
 app keeps for itself (not a widget's, not in the URL), and four rules are written here once: ``follow``
 (a widget starts again when what its options come from changes), ``keep`` (a closed tab's values are
-kept), ``lazy_tabs`` (only the open tab runs) and ``StoppableRun`` (a long run a click stops).
+kept), ``lazy_tabs`` (only the open tab runs) and ``StoppableRun`` (a long run a click stops; ``held``: one
+that returns what it made).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from app import cache
 from txviz.analysis.heads.metrics import METRICS
@@ -89,6 +92,14 @@ FIELDS: dict[str, Field] = {
     "coref_marks": Field(""),  # "pronoun:candidates:deciding" word indices (coref.marks); "": the suggested ones
     "coref_answer": Field(-1, int),  # the candidate the heads are ranked for, by word index; -1: the first
     "coref_completion": Field(None),  # None: the suggested completion; "" is a completion of its own
+    # the Decoding page's generation settings
+    "dec_new": Field(48, int),  # new tokens
+    "dec_chat": Field(True, _as_bool, lambda value: "1" if value else "0"),  # wrapped in the chat template, where one is
+    "dec_sampler": Field("greedy", choices=("greedy", "sample")),
+    "dec_temp": Field(1.0, float),
+    "dec_top_k": Field(0, int),  # 0: no top-k cut
+    "dec_top_p": Field(1.0, float),  # 1: no top-p cut
+    "dec_seed": Field(0, int),
 }
 DEFAULTS = {key: field.default for key, field in FIELDS.items()}
 URL_KEYS = tuple(FIELDS)
@@ -104,11 +115,15 @@ PRIVATE: dict[str, str] = {
     "_generations": "this session's generation timings (app.cache, which this module imports: it reads the key itself)",
     "_hub_typed": "the Hub id last typed in the sidebar: asked once per text typed, whatever the answer",
     "_circuit_clicked": "(run key, (layer, head)): the Circuit graph's last clicked head, applied once per click",
+    "_decodings": "the Decoding page's runs in this session, by the inputs they were generated from",
+    "_decoding_branches": "the Decoding page's branches in this session, by (inputs, step, token)",
+    "_decoding_uncached": "the Decoding page's steps timed without the cache, by (inputs, step)",
     "_sample_index": "which of the zoo's sample sentences the sidebar offers next for a prompt the vocabulary lacks",
 }
 PRIVATE_FAMILIES: dict[str, str] = {
     "_follows_": "+ a widget key: the inputs its value was chosen under (follow)",
     "_running_": "+ a run's name: where a stoppable run is, while it runs; still there after a Stop (StoppableRun)",
+    "_holding_": "+ a run's name: (what a held run runs on, an event set when it has ended) (StoppableRun.held)",
 }
 _UNSET = object()
 
@@ -340,3 +355,61 @@ class StoppableRun:
                        {"fraction": fraction, "message": message, "seconds": seconds})
 
             yield progress
+
+    @contextmanager
+    def held(self, what: Any = None) -> Iterator["HeldStop"]:
+        """A Stop button, and for a run that can end itself between two steps and return what it made (a
+        generation, whose cache a branch reuses): a click that would end the script inside a Streamlit
+        call made through ``hold.show`` is held there instead; ``hold.asked()`` then says True, so the run
+        returns at its next step and hands what it made to ``hold.keep``, and the click is honoured (the
+        page runs again) when the block ends. ``what`` names the run for ``finishing``."""
+        slot = st.empty()
+        slot.button("Stop", key=f"{self.name}_stop", help=self.stop_help)
+        hold, done = HeldStop(), threading.Event()
+        put(f"_holding_{self.name}", (what, done, hold))
+        try:
+            yield hold
+        finally:
+            done.set()
+        if hold.request is not None:
+            raise hold.request
+        slot.empty()  # the run is over: no Stop left on the page
+
+    def finishing(self, what: Any, timeout_s: float = 120.0) -> Any:
+        """What a held run of ``what`` that a click stopped kept (``hold.keep``), once it has ended; None
+        when there is none. A click outside a fragment does not wait for the run it stops: Streamlit stops
+        that run and starts the page again at once (its fast reruns), and from then on every st.* call and
+        session-state write of the stopped run raises again, so it cannot keep its result itself: the
+        new run waits here for it and takes it."""
+        mark = get(f"_holding_{self.name}", None)
+        if mark is None or mark[0] != what:
+            return None
+        _, done, hold = mark
+        done.wait(timeout_s)
+        pop(f"_holding_{self.name}")
+        return hold.kept if hold.asked() else None
+
+
+class HeldStop:
+    """A click held while a run ends itself (``StoppableRun.held``)."""
+
+    def __init__(self) -> None:
+        self.request: ScriptControlException | None = None
+        self.kept: Any = None
+
+    def keep(self, value: Any) -> None:
+        """What the run made: kept without a Streamlit call (``StoppableRun.finishing`` hands it on)."""
+        self.kept = value
+
+    def show(self, draw: Callable[..., Any], *args, **kwargs) -> Any:
+        """``draw(*args, **kwargs)`` (an st.* call), unless a click already asked the run to end."""
+        if self.request is not None:
+            return None
+        try:
+            return draw(*args, **kwargs)
+        except ScriptControlException as request:  # Streamlit's stop or rerun on a click: kept for the block's end
+            self.request = request
+            return None
+
+    def asked(self) -> bool:
+        return self.request is not None

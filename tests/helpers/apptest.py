@@ -132,4 +132,4 @@ def page_path(name: str) -> str:
     return f"app_pages/{name}/page.py" if folder.is_file() else f"app_pages/{name}.py"
 
 
-PAGE_NAMES = ("attention", "heads", "block", "positions", "kv_cache", "moe", "tradeoffs")
+PAGE_NAMES = ("attention", "heads", "block", "decoding", "positions", "kv_cache", "moe", "tradeoffs")

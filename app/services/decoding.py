@@ -1,0 +1,132 @@
+"""The Decoding page's runs: a prompt checked against the limits, then generated one token at a time by
+txviz.decoding.decode, every step recording what the sampler chose between, the new token's attention
+row on every layer and head, the cache's bytes, and the logit lens of the chosen token (read once the
+run ends, so the streamed steps keep a plain step's pace); branches that continue a run from any step
+on its cache; and one step timed again without the cache, on demand.
+
+A run is keyed by everything it was computed from (``DecodingInputs``): the page never shows a run of
+other inputs as the one asked for."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from app.services.prompts import PromptError, encode, within_budget
+from txviz import limits as limits_
+from txviz.decoding import Decoding, DecodingStep, StepRecordRequest, branch, decode
+from txviz.generate import Sampling
+from txviz.loading.errors import TokenizerError
+from txviz.loading.loaded import LoadedModel
+from txviz.model.kv_cache import kv_elements_per_token_layer, kv_tokens_kept
+from txviz.threads import threads_for_this_run
+
+CANDIDATES = 12  # the most probable tokens each step keeps: the sampler chart's bars, the branches offered
+SAMPLERS = ("greedy", "sample")
+
+
+@dataclass(frozen=True)
+class DecodingInputs:
+    """What a run is computed from; two runs of equal inputs are the same run (sampling is seeded)."""
+
+    source: str
+    prompt: str
+    bos: str
+    chat: bool
+    max_new_tokens: int
+    sampler: str = "greedy"  # or "sample": temperature, then top-k (0: off) and top-p (1: off)
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    @property
+    def sampling(self) -> Sampling:
+        if self.sampler == "greedy":
+            return Sampling()
+        return Sampling(temperature=self.temperature, top_k=self.top_k or None,
+                        top_p=None if self.top_p >= 1 else self.top_p, seed=self.seed)
+
+
+def prompt_ids(loaded: LoadedModel, inputs: DecodingInputs, settings: limits_.Limits) -> list[int]:
+    """The prompt's ids (wrapped as a user message with ``chat``), or a PromptError: empty, too long, a
+    run over the memory budget."""
+    tokenizer = loaded.tokenizer
+    encode(loaded, inputs.prompt, inputs.bos, settings)  # the prompt itself: empty, too long, not text
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": inputs.prompt}]) if inputs.chat else inputs.prompt
+    except TokenizerError as error:
+        raise PromptError(f"Cannot wrap the prompt in the chat template: {error}") from None
+    encoding = encode(loaded, text, inputs.bos, settings, n_new=inputs.max_new_tokens)
+    within_budget(limits_.generation_estimate(loaded.config, len(encoding.ids), inputs.max_new_tokens,
+                                              element_bytes=loaded.dtype.itemsize, gflops=settings.gflops), settings)
+    return list(encoding.ids)
+
+
+def record_request(config) -> StepRecordRequest:
+    """Every step: the candidates, the attention row of every layer and head, the lens after the run."""
+    return StepRecordRequest(candidates=CANDIDATES, lens=True, lens_after_run=True,
+                             attention_layers=tuple(range(config.n_layers)))
+
+
+def token_text(tokenizer) -> Callable[[int], str | None]:
+    return lambda token: tokenizer.display(token) if token < tokenizer.vocab_size else None
+
+
+def run(loaded: LoadedModel, inputs: DecodingInputs, ids: list[int], *, on_step=None, should_stop=None) -> Decoding:
+    """``inputs`` generated after ``ids`` (``prompt_ids``); ``on_step(step)`` sees each step as it is drawn,
+    ``should_stop()`` is asked before each (a run stopped so keeps its steps, and its cache to branch from)."""
+    tokenizer = loaded.tokenizer
+    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    with threads_for_this_run():
+        return decode(loaded.model, ids, inputs.max_new_tokens, sampling=inputs.sampling,
+                      record=record_request(loaded.config), stop_ids=stop, token_text=token_text(tokenizer),
+                      on_step=on_step, should_stop=should_stop)
+
+
+def branch_run(loaded: LoadedModel, source_run: Decoding, step: int, token: int, *, on_step=None,
+               should_stop=None) -> Decoding:
+    """``source_run`` continued from ``step`` with ``token`` instead, on its cache of the tokens before it."""
+    with threads_for_this_run():
+        return branch(loaded.model, source_run, step, token, on_step=on_step, should_stop=should_stop)
+
+
+def reaching_seconds(source_run: Decoding, step: int) -> float:
+    """What the run spent putting the tokens before ``step``'s position into its cache: its prompt pass
+    and its steps before ``step`` (the time a branch at ``step`` does not spend again)."""
+    return sum(s.seconds for s in source_run.steps[:step])
+
+
+def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
+    """The first index where two continuations differ (one ending first counts), None when equal."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
+
+
+def seconds_without_cache(loaded: LoadedModel, source_run: Decoding, step: int) -> float:
+    """One step's logits the way a decoder without a cache gets them: every token before its position
+    run again in one forward pass, timed."""
+    ids = torch.tensor([source_run.ids[:source_run.steps[step].position]])
+    with threads_for_this_run(), torch.inference_mode():
+        start = time.perf_counter()
+        loaded.model(ids, last_only=True)
+        return time.perf_counter() - start
+
+
+def kv_formula_per_layer(config, n_tokens: int, element_bytes: int) -> list[int]:
+    """The bytes each layer's cache holds after ``n_tokens`` by the formula: 2 × Hkv × D × tokens kept
+    (a sliding layer keeps its window) × bytes per element."""
+    per_token = kv_elements_per_token_layer(config.n_kv_heads, config.head_dim) * element_bytes
+    return [per_token * kv_tokens_kept(window, n_tokens) for window in config.layer_windows]
+
+
+def step_tokens(run_: Decoding) -> list[str]:
+    """Each generated token as text (its id where the tokenizer has none)."""
+    return [step.token.text if step.token.text is not None else f"#{step.token.id}" for step in run_.steps]
+
+
+__all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "first_difference",
+           "kv_formula_per_layer", "prompt_ids", "reaching_seconds", "record_request", "run", "seconds_without_cache",
+           "step_tokens"]
