@@ -262,21 +262,21 @@ def _coref_longest(_loaded: LoadedModel, source: str, bos: str) -> int:
 
 # ---- how long a run takes here, now -------------------------------------------------------------------
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=60)
-def _one_pass_seconds(_loaded: LoadedModel, source: str, n_tokens: int) -> float:
-    """One plain forward of ``n_tokens`` timed at most once a minute per model and length: it follows the
-    machine's load without a timing on every rerun."""
-    return run_time.one_pass_seconds(_loaded, n_tokens)
+def _unit_seconds(_loaded: LoadedModel, source: str, kind: str, n_tokens: int) -> float:
+    """A pass inside one batch of the run's own work unit (app/services/run_time.py), timed at most once a
+    minute per model, kind and length: it follows the machine's load without a timing on every rerun."""
+    return run_time.unit_seconds(_loaded, n_tokens, run_time.RUN_UNITS[kind])
 
 
 def _run_seconds(kind: str, source: str, n_tokens: int, passes: float) -> float:
     ratio = run_time.ratio(_shared("run_ratios").peek((kind, source))[1], kind)
-    return passes * _one_pass_seconds(get_model(source), source, n_tokens) * ratio
+    return passes * _unit_seconds(get_model(source), source, kind, n_tokens) * ratio
 
 
 def _timed(kind: str, source: str, n_tokens: int, passes: float, compute: Callable[[], object]) -> Callable[[], object]:
-    """``compute`` that, once it has finished, keeps its time against its passes timed alone for later estimates."""
+    """``compute`` that, once it has finished, keeps its time against its passes timed in its unit for later estimates."""
     def run():
-        one_pass = _one_pass_seconds(get_model(source), source, n_tokens)
+        one_pass = _unit_seconds(get_model(source), source, kind, n_tokens)
         started = time.perf_counter()
         result = compute()
         seconds = time.perf_counter() - started

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import itertools
 import re
 
 import torch
@@ -108,13 +109,30 @@ def passes(loaded: LoadedModel, clean_ids, corrupt_ids, chunk_size: int = DEFAUL
     return cost.pair_passes(config.n_layers, config.n_heads, clean_ids, corrupt_ids, grid=True, chunk_size=chunk_size)
 
 
+def step_passes(loaded: LoadedModel, clean_ids, corrupt_ids, chunk_size: int = DEFAULT_CHUNK) -> tuple[float, ...]:
+    """``passes`` step by step, in STEPS order (the shared clean and counterfactual runs with the first step):
+    what each step's share of the progress bar is, so the time left read from it follows the work."""
+    config = loaded.config
+    n_layers, n_tokens = config.n_layers, len(list(clean_ids))
+    first = cost.first_difference(clean_ids, corrupt_ids)
+    per_pass = n_layers * n_tokens
+    sweep = {"patching": cost.head_sweep(n_layers, config.n_heads, n_tokens, first, chunk_size) / per_pass,
+             "ablation": cost.head_sweep(n_layers, config.n_heads, n_tokens, 0, chunk_size) / per_pass,
+             "grid": cost.grid_sweep(n_layers, clean_ids, corrupt_ids, chunk_size) / per_pass}
+    fixed = {"dla": cost.PAIR_PASSES["shared"] + cost.PAIR_PASSES["dla"], "margins": cost.PAIR_PASSES["margins"],
+             "attribution": cost.PAIR_PASSES["attribution"]}
+    return tuple({**sweep, **fixed}[name] for name in ("dla", "patching", "ablation", "margins", "attribution", "grid"))
+
+
 def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
         progress: Callable[[float, str], None] | None = None) -> dict:
     """The causal report of ``request`` (the keys of ``patch_report`` with the residual grid), reported
-    after each step and each batch of variants as ``progress(fraction done, "step k of 6 (name), batch i of n")``."""
+    after each step and each batch of variants as ``progress(fraction done, "step k of 6 (name), batch i of n")``,
+    the fraction counted in the work of each step (``step_passes``)."""
     clean, corrupt, tokens = prepare(loaded, request, settings)
     estimate(loaded, clean.ids, corrupt.ids, settings)
-    on_step, on_batch = _reporters(progress or (lambda fraction, message: None))
+    on_step, on_batch = _reporters(progress or (lambda fraction, message: None),
+                                   step_passes(loaded, clean.ids, corrupt.ids))
     with threads_for_this_run(), between_batches(on_batch):  # the cores free now, decided again every batch
         results = measure_pair(loaded.model, torch.tensor(list(clean.ids)), torch.tensor(list(corrupt.ids)),
                                tokens.answer_id, tokens.wrong_id, margins=lambda: _margins(loaded.model, clean, request),
@@ -122,18 +140,22 @@ def run(loaded: LoadedModel, request: CausalRequest, settings: limits_.Limits,
     return _report(results, clean, corrupt, tokens, request.top_k)
 
 
-def _reporters(progress: Callable[[float, str], None]):
-    """(measure_pair's per-step callback, the per-batch hook), both reporting to ``progress``."""
+def _reporters(progress: Callable[[float, str], None], weights: tuple[float, ...]):
+    """(measure_pair's per-step callback, the per-batch hook), both reporting to ``progress`` the share of
+    the work done, each step weighing ``weights[step]`` (one per STEPS)."""
     step = [0]
+    done_before = [0.0, *itertools.accumulate(weights)]  # work done when each step starts
+    total_work = done_before[-1] or 1.0
 
     def on_step(done: int, total: int) -> None:
         step[0] = done
-        progress(done / total, f"step {min(done + 1, total)} of {total} ({STEPS[min(done, total - 1)]})"
-                 if done < total else "done")
+        progress(done_before[done] / total_work, f"step {min(done + 1, total)} of {total} "
+                 f"({STEPS[min(done, total - 1)]})" if done < total else "done")
 
     def on_batch(done: int, total: int) -> None:
-        n = len(STEPS)
-        progress((step[0] + done / total) / n, f"step {step[0] + 1} of {n} ({STEPS[step[0]]}), batch {done} of {total}")
+        n, current = len(STEPS), step[0]
+        fraction = (done_before[current] + weights[min(current, n - 1)] * done / total) / total_work
+        progress(fraction, f"step {current + 1} of {n} ({STEPS[current]}), batch {done} of {total}")
 
     return on_step, on_batch
 

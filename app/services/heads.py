@@ -31,6 +31,9 @@ def induction_scores(loaded: LoadedModel, length: int, seed: int) -> np.ndarray:
         return scores(loaded.model, length, seed=seed, prefix=prefix, avoid=special + prefix).numpy()
 
 
+COREF_BATCH = 16  # sentences per batch when the built-in set is scored
+
+
 def coref_passes() -> int:
     """Scoring the built-in set runs each sentence once (up to its pronoun, in batches)."""
     from txviz.analysis.coref.ranking import builtin_cases
@@ -63,4 +66,4 @@ def coref_evaluation(loaded: LoadedModel, bos: str, progress: Callable[[float, s
 
     report = progress or (lambda fraction, message: None)
     with threads_for_this_run(), between_batches(lambda done, total: report(done / total, f"batch {done} of {total}")):
-        return evaluate(loaded, builtin_cases(), bos=bos)
+        return evaluate(loaded, builtin_cases(), bos=bos, batch_size=COREF_BATCH)

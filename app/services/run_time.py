@@ -1,41 +1,75 @@
-"""How long a long run of the app will take here, now: its work counted in forward passes of one prompt
-(txviz.causal.cost for the causal test, one pass per sentence for the coreference set) times the time
-one such pass takes on this server at this moment, under the thread rule the run will use
-(txviz.threads), times how much cheaper a pass is inside the run than alone (the run batches its
-passes and resumes them from the first layer they change).
+"""How long a long run of the app will take here, now, and how long it has left once it runs.
 
-That last factor is measured: each finished run records its time against the time its passes would
-take alone, and the median of the last five runs of that kind and model is used; before any run, a
-factor measured on this project's machine (2-core AMD EPYC). A FLOP count at a configured speed read
-46.1 s for a 12.1 s causal test on SmolLM2 and 27.5 s for 12.8 s on Gemma: the speed depends on the
-model, the machine and its load, which only a measurement here sees.
+Before the click: the run's work counted in passes of one prompt (txviz.causal.cost for the causal test,
+one pass per sentence for the coreference set) times what one pass costs inside the run's own work unit,
+timed on this server at this moment: one batch as the run makes it (as many sequences as it batches, the
+capture it asks for, the thread rule it runs under, txviz.threads), divided by its sequences. Times a
+factor for what the unit leaves out (the run resumes its passes from the first layer they change, pads its
+batches, and makes a few unbatched passes): each finished run records its time against its passes timed
+so, and the median of the last five runs of that kind and model is used; before any run, a factor
+measured on this project's machine (2-core AMD EPYC).
+
+Why a batch and not one forward: the run's batches meet the machine's load differently from one short
+forward (a batch holds its threads longer, at the barrier where a busy core stalls them), so a single
+forward's time scaled by a fixed factor read a quiet coreference run 21% short and one under four busy
+processes 37% short (causal test: 33% and 41%). A FLOP count at a configured speed read 46.1 s for a
+12.1 s causal test: the speed depends on the model, the machine and its load, which only a measurement
+here sees.
+
+While it runs: ``remaining_seconds`` moves the estimate toward the pace of the batches done so far
+(elapsed ÷ fraction done), the more so the further the run is, so the "about N s left" a page shows
+follows the run's own pace.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
+from app.services.heads import COREF_BATCH
+from txviz.causal.patching import DEFAULT_CHUNK
 from txviz.threads import threads_for_this_run
 from txviz.loading.loaded import LoadedModel
 
-FIRST_RATIO = {"causal": 0.35, "coref": 0.17,  # run time ÷ its passes timed alone, measured on this project's machine
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One batch as a kind of run makes it: ``batch`` sequences, with the ``capture`` it asks for."""
+    batch: int
+    capture: tuple[str, ...] = ()
+
+
+RUN_UNITS = {"coref": WorkUnit(COREF_BATCH, ("attn_probs",)),  # sentences traced with their maps, 16 at a time
+             "causal": WorkUnit(DEFAULT_CHUNK),  # the sweeps' variants, a chunk per batched forward
+             "circuit": WorkUnit(1)}  # its factor was measured against one forward
+FIRST_RATIO = {"causal": 0.35, "coref": 0.17,  # run time ÷ its passes timed in its unit, measured on this project's machine
                "circuit": 0.7}  # SmolLM2's trophy pair: 11 CPU s for 102 passes counted by txviz.circuit.cost of 0.15 s
 KEPT_RATIOS = 5
+UNIT_REPEATS = 2
+PRIOR_FRACTION = 0.25  # the estimate weighs as much as a quarter of the run seen (remaining_seconds)
 
 
-def one_pass_seconds(loaded: LoadedModel, n_tokens: int, repeats: int = 3) -> float:
-    """The median time of a plain forward of ``n_tokens`` tokens (no capture), under the run's thread rule."""
-    ids = torch.zeros(1, max(int(n_tokens), 1), dtype=torch.long)
+def unit_seconds(loaded: LoadedModel, n_tokens: int, unit: WorkUnit, repeats: int = UNIT_REPEATS, *,
+                 clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per sequence of one ``unit`` batch of ``n_tokens``-token sequences (the median of ``repeats``
+    batches), under the run's thread rule."""
+    from txviz.capture.trace import trace
+
+    ids = torch.zeros(max(int(unit.batch), 1), max(int(n_tokens), 1), dtype=torch.long)
     times = []
     with threads_for_this_run(), torch.no_grad():
         for _ in range(repeats):
-            started = time.perf_counter()
-            loaded.model(ids, last_only=True)
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
+            started = clock()
+            if unit.capture:
+                trace(loaded.model, ids, capture=unit.capture)
+            else:
+                loaded.model(ids, last_only=True)
+            times.append(clock() - started)
+    return statistics.median(times) / ids.shape[0]
 
 
 def ratio(kept: tuple[float, ...] | None, kind: str) -> float:
@@ -46,3 +80,18 @@ def ratio(kept: tuple[float, ...] | None, kind: str) -> float:
 def kept_ratios(kept: tuple[float, ...] | None, seconds: float, passes: float, one_pass: float) -> tuple[float, ...]:
     """``kept`` with the factor of a run that took ``seconds`` for ``passes`` passes of ``one_pass`` seconds each."""
     return ((kept or ())[-(KEPT_RATIOS - 1):]) + (seconds / max(passes * one_pass, 1e-9),)
+
+
+def remaining_seconds(estimate_s: float | None, elapsed_s: float, fraction: float) -> float | None:
+    """Seconds a run has left after ``elapsed_s`` with ``fraction`` of its work done: the work left at the
+    pace of a projected total, which counts the estimate as PRIOR_FRACTION of the run already seen at the
+    estimated pace beside the work actually done: (PRIOR_FRACTION·estimate + elapsed) ÷ (PRIOR_FRACTION +
+    fraction). Early on it is the estimate; as batches finish, their pace takes over; time passing with
+    no progress lengthens it. None when there is nothing to go on (no estimate, nothing done)."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    if fraction >= 1.0:
+        return 0.0
+    if estimate_s is None:
+        return elapsed_s * (1.0 - fraction) / fraction if fraction > 0 else None
+    total = (PRIOR_FRACTION * estimate_s + elapsed_s) / (PRIOR_FRACTION + fraction)
+    return (1.0 - fraction) * total

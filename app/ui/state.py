@@ -30,6 +30,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from app import cache
+from app.services import run_time
 from txviz.analysis.heads.metrics import METRICS
 
 DEFAULT_PROMPT = "The trophy didn't fit in the suitcase because it was too big."
@@ -350,7 +351,8 @@ class StoppableRun:
         with self.bar(f"{what}…", {"fraction": 0.0, "message": "starting", "seconds": 0.0}) as update:
             def progress(fraction: float, message: str) -> None:
                 seconds, fraction = time.perf_counter() - started, min(max(fraction, 0.0), 1.0)
-                left = "" if estimate_s is None else f", about {max(estimate_s - seconds, 0.0):.0f} s left"
+                remaining = run_time.remaining_seconds(estimate_s, seconds, fraction)  # follows the batches' pace
+                left = "" if remaining is None else f", about {remaining:.0f} s left"
                 update(fraction, f"{what}: {message}, {seconds:.0f} s so far{left}",
                        {"fraction": fraction, "message": message, "seconds": seconds})
 

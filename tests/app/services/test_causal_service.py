@@ -109,5 +109,20 @@ def test_the_report_runs_on_one_thread_while_the_machine_is_oversubscribed(monke
     monkeypatch.setattr(causal, "prepare", lambda *a: (SimpleNamespace(ids=[1, 2]), SimpleNamespace(ids=[1, 3]),
                                                       SimpleNamespace(answer_id=1, wrong_id=2)))
     monkeypatch.setattr(causal, "estimate", lambda *a: None)
-    causal.run(SimpleNamespace(model=None), SimpleNamespace(top_k=5), None)
+    causal.run(SimpleNamespace(model=None, config=SimpleNamespace(n_layers=2, n_heads=2)), SimpleNamespace(top_k=5), None)
     assert seen == [1] and torch.get_num_threads() == threads.PROCESS_THREADS
+
+
+def test_the_progress_counts_each_steps_work_so_the_time_left_follows_it(tiny):
+    """The bar's fraction is the share of the work done (each step weighed by its passes, txviz.causal.cost),
+    not the share of the six steps: the sweeps are most of the work, and the time left is read from it."""
+    steps = []
+    causal.run(tiny, REQUEST, limits_.Limits(), lambda fraction, message: steps.append((fraction, message)))
+    ids = [tiny.tokenizer.encode(t, bos="none").ids for t in (REQUEST.clean, REQUEST.corrupt)]
+    weights = causal.step_passes(tiny, *ids)
+    assert sum(weights) == pytest.approx(causal.passes(tiny, *ids))
+    starts = {message: fraction for fraction, message in steps if "batch" not in message}
+    n = len(causal.STEPS)
+    assert starts[f"step 3 of {n} (ablating every head)"] == pytest.approx(sum(weights[:2]) / sum(weights))
+    assert starts[f"step 6 of {n} (the residual grid)"] == pytest.approx(sum(weights[:5]) / sum(weights))
+    assert [f for f, _ in steps] == sorted(f for f, _ in steps) and steps[-1] == (1.0, "done")

@@ -1,5 +1,8 @@
-"""How long a run will take (app/services/run_time.py): one pass timed here now, times the run's passes,
-times a factor the last runs measured."""
+"""How long a run will take (app/services/run_time.py): one batch of the run's own work unit timed here
+now, per sequence, times the run's passes, times a factor the last runs measured; and the time left
+while it runs, moved from the estimate to the pace of the batches done."""
+
+import itertools
 
 import pytest
 import torch
@@ -17,9 +20,51 @@ def test_the_factor_is_the_median_of_the_last_five_runs_else_the_first_measured(
     assert run_time.ratio(kept, "causal") == pytest.approx(1.1)  # one slow run does not set it
 
 
-def test_one_pass_is_timed_under_the_runs_thread_rule(tiny, monkeypatch):
+def _fake_clock(call_seconds):
+    """A clock whose consecutive start/stop readings are ``call_seconds`` apart, one pair per call."""
+    readings = itertools.chain.from_iterable((10.0 * i, 10.0 * i + s) for i, s in enumerate(call_seconds))
+    return lambda: next(readings)
+
+
+def test_a_unit_is_one_batch_as_the_run_makes_it_under_its_thread_rule_per_sequence(tiny, monkeypatch):
     seen = []
     forward = tiny.model.forward
     monkeypatch.setattr(threads, "others_running", lambda: 99.0)
-    monkeypatch.setattr(tiny.model, "forward", lambda *a, **k: seen.append(torch.get_num_threads()) or forward(*a, **k))
-    assert run_time.one_pass_seconds(tiny, 12) > 0 and seen == [1, 1, 1]
+    monkeypatch.setattr(tiny.model, "forward",
+                        lambda ids, *a, **k: seen.append((tuple(ids.shape), torch.get_num_threads(), k.get("record")))
+                        or forward(ids, *a, **k))
+    unit = run_time.WorkUnit(batch=16)
+    seconds = run_time.unit_seconds(tiny, 12, unit, repeats=3, clock=_fake_clock([3.2, 4.8, 1.6]))
+    assert seconds == pytest.approx(3.2 / 16)  # the median batch, per sequence
+    assert [(shape, n_threads) for shape, n_threads, _ in seen] == [((16, 12), 1)] * 3
+    assert all(record is None for *_, record in seen)  # the causal sweeps' unit: plain forwards
+
+
+def test_the_coreference_unit_traces_its_maps_as_the_run_does(tiny, monkeypatch):
+    seen = []
+    forward = tiny.model.forward
+    monkeypatch.setattr(tiny.model, "forward",
+                        lambda ids, *a, **k: seen.append((tuple(ids.shape), k.get("record"))) or forward(ids, *a, **k))
+    unit = run_time.RUN_UNITS["coref"]
+    run_time.unit_seconds(tiny, 9, unit, repeats=1, clock=_fake_clock([1.0]))
+    (shape, record), = seen
+    assert shape == (unit.batch, 9) and unit.batch > 1
+    assert record.layer(0).wants("attn_probs")  # the maps the set's scoring reads, as it captures them
+
+
+def test_the_time_left_starts_at_the_estimate_and_moves_to_the_pace_of_the_batches_done():
+    left = run_time.remaining_seconds
+    assert left(20.0, 0.0, 0.0) == pytest.approx(20.0)
+    assert left(20.0, 30.0, 1.0) == 0.0
+    # a run twice as slow as estimated: half done after 20 s of an estimated 20
+    slow = [left(20.0, 40.0 * f, f) for f in (0.1, 0.25, 0.5, 0.75, 0.9)]
+    truth = [40.0 * (1 - f) for f in (0.1, 0.25, 0.5, 0.75, 0.9)]
+    naive = [max(20.0 - 40.0 * f, 0.0) for f in (0.1, 0.25, 0.5, 0.75, 0.9)]  # the estimate less the time spent
+    errors = [abs(s - t) / t for s, t in zip(slow, truth)]
+    assert errors == sorted(errors, reverse=True) and errors[-1] < 0.15  # closer and closer to the truth
+    assert all(abs(s - t) < abs(n - t) for s, n, t in zip(slow, naive, truth))
+    # a run exactly as estimated is told the estimate's own remainder all along
+    assert [left(20.0, 20.0 * f, f) for f in (0.2, 0.6)] == pytest.approx([16.0, 8.0])
+    # time passing with nothing done says more is left, not less
+    assert left(20.0, 5.0, 0.0) > left(20.0, 0.0, 0.0)
+    assert left(None, 5.0, 0.0) is None and left(None, 5.0, 0.25) == pytest.approx(15.0)
