@@ -99,6 +99,29 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = 3, quick: bool = False, threads
             "machine": {"cpus": cpu_count(), "load_average": load_average()}}
 
 
+def run_decoding(*, rounds: int = 3, quick: bool = False, threads: int | None = None, model: str | None = None,
+                 new_tokens: int | None = None, progress: Callable[[str], None] | None = None,
+                 spawn: Callable[[dict], dict] | None = None,
+                 tiny_checkpoint: Callable[[Path], str] | None = None) -> dict:
+    """``txviz bench --decoding``: the decoding workload (txviz.bench.decoding) in one fresh worker, with
+    the machine (CPU model, cores, load average before and after) beside it."""
+    from txviz.bench.decoding import NEW_TOKENS, PROMPT_TOKENS
+    spawn = spawn or spawn_worker
+    tiny_checkpoint = tiny_checkpoint or write_tiny_checkpoint
+    say = progress or (lambda message: None)
+    with tempfile.TemporaryDirectory(prefix="txviz-bench-") as scratch:
+        source = model or (tiny_checkpoint(Path(scratch)) if quick else "default")
+        n = new_tokens or NEW_TOKENS
+        say(f"decoding {n} tokens after a {PROMPT_TOKENS}-token prompt: plain / record / record + lens side by side "
+            f"({rounds} rounds), then a branch")
+        before = load_average()
+        result = spawn({"kind": "decoding", "source": source, "threads": threads, "hf": False, "rounds": rounds,
+                        "prompt_tokens": PROMPT_TOKENS, "new_tokens": n})
+    return {"model": model or ("tiny random llama" if quick else "default"), "quick": quick, "decoding": result,
+            "machine": {"cpu": cpu_model(), "cpus": cpu_count(), "load_average_before": before,
+                        "load_average_after": load_average()}}
+
+
 def merge_timings(traced: dict, beside_hf: dict | None) -> dict:
     """The trace worker's result with the transformers worker's figures added: its transformers entry
     as ``hf`` and its plain forward as BESIDE_HF, in every per-method table."""
@@ -163,6 +186,16 @@ def write_tiny_checkpoint(directory: Path) -> str:
 def cpu_count() -> int:
     import os
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name as /proc/cpuinfo gives it (None where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+    except OSError:
+        return None
+    return names[0] if names else None
 
 
 def load_average() -> list[float] | None:

@@ -1,7 +1,8 @@
 """A benchmark worker: one job (JSON) in a fresh process, ``python -m txviz.bench.worker JOB``, its result
 printed as JSON on stdout. Jobs: ``timing`` (methods side by side, txviz.bench.rounds), ``memory`` (one
-method's peak RSS), ``decode`` (tokens/s of txviz's and transformers' generate) and ``attention`` (one
-layer timed by part, txviz.bench.attention).
+method's peak RSS), ``decode`` (tokens/s of txviz's and transformers' generate), ``attention`` (one
+layer timed by part, txviz.bench.attention) and ``decoding`` (plain generation against the per-step
+record, txviz.bench.decoding).
 
 Where the models come from is a parameter (``loader``: txviz's own loader and transformers' on the same
 weights), and so is the timing worker's clock, so a test can hand in a tiny model and calls that "take"
@@ -59,13 +60,18 @@ def work(job: dict, *, loader: Loader = LOADER) -> dict:
     """The job's result, after setting the worker's torch threads."""
     if job["threads"]:
         torch.set_num_threads(job["threads"])
-    kinds = {"timing": timing, "memory": memory, "decode": decode, "attention": attention}
+    kinds = {"timing": timing, "memory": memory, "decode": decode, "attention": attention, "decoding": decoding}
     return kinds[job["kind"]](job, loader=loader)
 
 
 def attention(job: dict, *, loader: Loader = LOADER) -> dict:
     from txviz.bench.attention import attention_parts
     return attention_parts(loader.ours(job["source"]).model, torch.tensor(job["ids"])[None], job["repeats"])
+
+
+def decoding(job: dict, *, loader: Loader = LOADER) -> dict:
+    from txviz.bench.decoding import decoding as workload
+    return workload(job, loader=loader)
 
 
 def prompt(loaded, n_tokens: int) -> torch.Tensor:

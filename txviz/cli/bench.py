@@ -27,6 +27,10 @@ def register(command) -> None:
                    help="new tokens per generation, at least 1 (default 32; --quick: 8)")
     p.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     p.add_argument("--model", default=None, help=model_help())
+    p.add_argument("--decoding", action="store_true",
+                   help="only the decoding workload: a plain cached decode step against the per-step record (and "
+                        "with the logit lens), the first token, the whole run and a branch, side by side "
+                        "(--repeats: rounds; --decode-tokens: new tokens, default 48)")
     p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="several models (names or paths) benchmarked one after another in this run, one table")
     p.set_defaults(run=cmd_bench)
@@ -58,8 +62,9 @@ def bench_model(model: str | None) -> str | None:
     return source
 
 
-def cmd_bench(args, *, run: Callable[..., dict] | None = None) -> dict:
-    """``run``: the benchmark (default txviz.bench.runner.run), given the lengths and every option."""
+def cmd_bench(args, *, run: Callable[..., dict] | None = None, decode_run: Callable[..., dict] | None = None) -> dict:
+    """``run``: the benchmark (default txviz.bench.runner.run), given the lengths and every option;
+    ``decode_run`` the decoding workload's (default txviz.bench.runner.run_decoding)."""
     from txviz.bench import report, runner
     run = run or runner.run
     # None: not given. Explicit values (at least 1, checked at parse time) are honoured, with or without --quick
@@ -77,7 +82,20 @@ def cmd_bench(args, *, run: Callable[..., dict] | None = None) -> dict:
             print(markdown_models(result))
         return result
     args.model = None if args.model is None else source(args.model)
+    if args.decoding:
+        return _decoding(args, repeats, decode_run)
     result = run(tokens, model=args.model, **options)
     if not args.json:
         print(report.markdown(result))
+    return result
+
+
+def _decoding(args, rounds: int, decode_run: Callable[..., dict] | None) -> dict:
+    from txviz.bench import decoding_report, runner
+    result = (decode_run or runner.run_decoding)(rounds=rounds, quick=args.quick, threads=args.threads, model=args.model,
+                                                 new_tokens=args.decode_tokens if args.decode_tokens is not None else
+                                                 (8 if args.quick else None),
+                                                 progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if not args.json:
+        print(decoding_report.markdown(result))
     return result
