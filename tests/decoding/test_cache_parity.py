@@ -9,12 +9,13 @@ import torch
 from torch.testing import assert_close
 
 from tests.helpers.decoding_reference import recomputed_run
-from tests.helpers.tiny import VARIANTS, random_decoder, tiny_config
+from tests.helpers.tiny import FAMILY_VARIANTS, VARIANTS, random_decoder, tiny_config
 from txviz.capture import trace
 from txviz.decoding import StepRecordRequest, decode
 
 PARITY_VARIANTS = {**{name: VARIANTS[name] for name in ("mha", "gqa", "mqa", "sliding_window", "alibi", "learned",
                                                         "moe", "no_positions")},
+                   **{name: FAMILY_VARIANTS[name] for name in ("gemma2_like", "gemma3_capped", "gemma_sandwich_capped")},
                    "sliding_and_full": dict(n_kv_heads=2, n_layers=3, sliding_window=4,
                                             layer_types=("sliding", "full", "sliding"), rope_local_theta=100.0)}
 PROMPT = [7, 31, 2, 64]

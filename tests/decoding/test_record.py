@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.tiny import random_decoder, tiny_config
+from tests.helpers.tiny import FAMILY_VARIANTS, VARIANTS, random_decoder, tiny_config
 from txviz import kv_cache_bytes
 from txviz.decoding import PLAIN, StepRecordRequest, decode
 from txviz.generate import Sampling, generate
@@ -84,3 +84,17 @@ def test_requests_the_model_cannot_answer_raise(request_settings, message):
 def test_a_run_past_the_context_raises():
     with pytest.raises(InputError, match="exceeds the model's context of 64"):
         decode(random_decoder(tiny_config()), [1] * 60, 5)
+
+
+@pytest.mark.parametrize("variant", ["gqa", "gemma_sandwich_capped", "sliding_window"])
+def test_recording_attention_rows_leaves_the_models_arithmetic_as_a_plain_step(variant):
+    """The rows are rebuilt from the queries and the cached keys after the call, so a recorded layer keeps the
+    fused kernel: every candidate's probability is the very number a run recording no row gets (a ring
+    layer, the sliding window past its end, takes the eager path and may differ in the last bits)."""
+    config = tiny_config(**{**VARIANTS, **FAMILY_VARIANTS}[variant])
+    model = random_decoder(config)
+    every = decode(model, [7, 31, 2, 64], 8, record=StepRecordRequest(attention_layers=tuple(range(config.n_layers))))
+    none = decode(model, [7, 31, 2, 64], 8, record=StepRecordRequest())
+    assert every.new_ids == none.new_ids == generate(model, [7, 31, 2, 64], 8).new_ids
+    if variant != "sliding_window":
+        assert [step.candidates for step in every.steps] == [step.candidates for step in none.steps]

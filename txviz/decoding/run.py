@@ -98,7 +98,7 @@ class StepLoop:
         cache, request = self.state.cache, self.request
         position = cache.seq_len + feed.shape[1]  # where the drawn token lands
         recorder = StepRecorder(cache, feed.shape[1], attention_layers=request.attention_layers, heads=self._heads,
-                                lens=request.lens, history=self.state.history)
+                                lens=request.lens, history=self.state.history, model=self.model)
         if feed.shape[1] == 1:
             logits = decode_one_token(self.model, feed, cache, recorder)  # (1, V)
         else:
@@ -111,10 +111,10 @@ class StepLoop:
         self.state.residuals.append(residuals)
         lens = None if residuals is None or request.lens_after_run else lens_reading(self.model, residuals, token)
         chosen, candidates, kept = view.candidate(token), view.candidates(request.candidates), view.kept
-        kv_bytes = tuple(cache.used_nbytes_per_layer())
+        kv_bytes, attention = tuple(cache.used_nbytes_per_layer()), recorder.rows()
         return DecodingStep(index=index, position=position, token=chosen, candidates=candidates, kept=kept,
                             forced=False, tokens_computed=feed.shape[1], kv_bytes_per_layer=kv_bytes,
-                            seconds=time.perf_counter() - start, lens=lens, attention=recorder.rows)
+                            seconds=time.perf_counter() - start, lens=lens, attention=attention)
 
     def read_lens(self, steps: list[DecodingStep]) -> list[DecodingStep]:
         """``steps`` with the lens read for those that wait for it (``lens_after_run``)."""
