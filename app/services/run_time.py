@@ -2,7 +2,7 @@
 
 Before the click: the run's work counted in passes of one prompt (txviz.causal.cost for the causal test,
 one pass per sentence for the coreference set) times what one pass costs inside the run's own work unit,
-timed on this server at this moment: one batch as the run makes it (as many sequences as it batches, the
+timed on this server at this moment: a batch of the kind the run makes (a quarter of its batch size, the
 capture it asks for, the thread rule it runs under, txviz.threads), divided by its sequences. Times a
 factor for what the unit leaves out (the run resumes its passes from the first layer they change, pads its
 batches, and makes a few unbatched passes): each finished run records its time against its passes timed
@@ -43,13 +43,19 @@ class WorkUnit:
     capture: tuple[str, ...] = ()
 
 
-RUN_UNITS = {"coref": WorkUnit(COREF_BATCH, ("attn_probs",)),  # sentences traced with their maps, 16 at a time
-             "causal": WorkUnit(DEFAULT_CHUNK),  # the sweeps' variants, a chunk per batched forward
+# A quarter of the run's batch: under load a whole one took 16 s to time (two of them, on every opening of
+# the tab once a minute); the factor carries what a full batch does better.
+RUN_UNITS = {"coref": WorkUnit(COREF_BATCH // 4, ("attn_probs",)),  # sentences traced with their maps
+             "causal": WorkUnit(DEFAULT_CHUNK // 4),  # the sweeps' variants, batched plain forwards
              "circuit": WorkUnit(1)}  # its factor was measured against one forward
-FIRST_RATIO = {"causal": 0.35, "coref": 0.17,  # run time ÷ its passes timed in its unit, measured on this project's machine
+# Run time ÷ its passes timed in its unit, before any run here: CPU seconds of the run over those of its unit,
+# which the load moves far less than wall time (SmolLM2, one thread, 2-core AMD EPYC at load 8-10, 2026-12-06:
+# coreference set 8.64 s for 240 passes of 0.0766 s, 0.47; causal test on the trophy pair 24.5 s for 278 passes
+# of 0.0859 s, 1.03). The circuit's unit is one forward:
+FIRST_RATIO = {"causal": 1.0, "coref": 0.47,
                "circuit": 0.7}  # SmolLM2's trophy pair: 11 CPU s for 102 passes counted by txviz.circuit.cost of 0.15 s
 KEPT_RATIOS = 5
-UNIT_REPEATS = 2
+UNIT_REPEATS = 3  # the median of three: one batch caught in a burst of other work does not set it
 PRIOR_FRACTION = 0.25  # the estimate weighs as much as a quarter of the run seen (remaining_seconds)
 
 
