@@ -63,7 +63,8 @@ def test_the_workload_times_each_way_per_step_the_first_token_the_total_and_a_br
     t = branch["step"]
     assert t == n // 2 and branch["reused_tokens"] == prompt + t and branch["steps_after"] == n - t - 1
     assert branch["branch_s"] == pytest.approx((n - t - 1) * RECORD_S)  # one token per step after t, nothing before
-    assert branch["branch_over_steps_after"] == pytest.approx(1.0)
+    assert branch["branch_over_steps_after"] == pytest.approx(1.0) and branch["branch_over_steps_after_cpu"] == pytest.approx(1.0)
+    assert branch["branch_cpu_s"] == pytest.approx((n - t - 1) * RECORD_S / 2)
     scratch = (prompt + t + 1 + n - t - 2) * RECORD_S  # the prefix prefilled, then the steps after t
     assert branch["scratch_s"] == pytest.approx(scratch) and branch["same_tokens"] is True
 
@@ -96,7 +97,9 @@ def _result(record_ratio: float, first: float, total: float, quick: bool = False
                      "total_cpu_s": total, "runs": 3} for m, r in (("plain", 1.0), ("record", record_ratio),
                                                                   ("record_lens", record_ratio))}
     branch = {"step": 24, "token": 5, "reused_tokens": 88, "steps_after": 23, "branch_s": 1.2, "scratch_s": 1.6,
-              "steps_after_s": 1.1, "branch_over_steps_after": 1.091, "branch_over_scratch": 0.75, "same_tokens": True}
+              "steps_after_s": 1.1, "branch_over_steps_after": 1.091, "branch_over_scratch": 0.75,
+              "branch_cpu_s": 0.6, "scratch_cpu_s": 0.8, "steps_after_cpu_s": 0.5, "branch_over_steps_after_cpu": 1.2,
+              "branch_over_scratch_cpu": 0.75, "same_tokens": True}
     return {"model": "default", "quick": quick,
             "machine": {"cpu": "AMD EPYC", "cpus": 2, "load_average_before": [1.0, 2.0, 3.0],
                         "load_average_after": [1.5, 2.0, 3.0]},

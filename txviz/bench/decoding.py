@@ -20,7 +20,7 @@ total from the call to its return. Ratios to the plain step are taken on the med
 first, in CPU seconds (user + sys of the process; wall beside it). Then a branch: the record run's step t
 continued with its second candidate (``txviz.decoding.branch``, reusing the cache of every token before
 it), timed against ``decode`` from scratch on the same prefix and choice, and against the record run's
-own steps after t: a branch should cost those steps only.
+own steps after t (wall and CPU): a branch should cost those steps only.
 
 The clock (``tick``: wall and CPU seconds now) and the model's loader are parameters, so a test can hand
 in a tiny model and a clock whose every reading is a known step.
@@ -145,10 +145,13 @@ def branch_timing(model, run, ids: torch.Tensor, request, text, record_runs: lis
     prefix = torch.tensor([list(ids[0].tolist()) + list(run.new_ids[:step]) + [token]])
     scratch_marks, scratch = stream_marks(
         lambda on_step: decode(model, prefix, n - step - 1, record=request, token_text=text, on_step=on_step), clock)
-    after = statistics.median(sum(s[0] for s in r["steps"][step:]) for r in record_runs)  # steps t+1 .. n−1
-    branch_s = branched_marks[-1][0] - branched_marks[0][0]
-    scratch_s = scratch_marks[-1][0] - scratch_marks[0][0]
+    figures = {}
+    for i, suffix, ratio in ((0, "s", ""), (1, "cpu_s", "_cpu")):  # wall, then CPU seconds
+        after = statistics.median(sum(s[i] for s in r["steps"][step:]) for r in record_runs)  # steps t+1 .. n−1
+        branch_s, scratch_s = (marks[-1][i] - marks[0][i] for marks in (branched_marks, scratch_marks))
+        figures.update({f"branch_{suffix}": round(branch_s, 4), f"scratch_{suffix}": round(scratch_s, 4),
+                        f"steps_after_{suffix}": round(after, 4),
+                        f"branch_over_steps_after{ratio}": over(branch_s, after),
+                        f"branch_over_scratch{ratio}": over(branch_s, scratch_s)})
     return {"step": step, "token": token, "reused_tokens": branched.reused_tokens, "steps_after": n - step - 1,
-            "branch_s": round(branch_s, 4), "scratch_s": round(scratch_s, 4), "steps_after_s": round(after, 4),
-            "branch_over_steps_after": over(branch_s, after), "branch_over_scratch": over(branch_s, scratch_s),
-            "same_tokens": tuple(branched.new_ids[step + 1:]) == tuple(scratch.new_ids)}
+            **figures, "same_tokens": tuple(branched.new_ids[step + 1:]) == tuple(scratch.new_ids)}

@@ -37,10 +37,12 @@ def markdown(result: dict) -> str:
                      f"{s['runs']} |")
     b = run["branch"]
     lines += ["", f"Branch at step {b['step']} (its second candidate), reusing {b['reused_tokens']} tokens' keys and "
-              f"values: {b['branch_s']:.3f} s for the {b['steps_after']} steps after it, against "
-              f"{b['steps_after_s']:.3f} s for the record run's own steps after it ({_cell(b['branch_over_steps_after'], '{:.2f}×')}) "
-              f"and {b['scratch_s']:.3f} s generating them from scratch ({_cell(b['branch_over_scratch'], '{:.2f}×')}); "
-              f"same tokens as from scratch: {b['same_tokens']}. Same tokens in all three ways: {run['same_tokens']}."]
+              f"values: {b['branch_s']:.3f} s ({b['branch_cpu_s']:.3f} CPU s) for the {b['steps_after']} steps after "
+              f"it, against {b['steps_after_s']:.3f} s ({b['steps_after_cpu_s']:.3f}) for the record run's own steps "
+              f"after it ({_cell(b['branch_over_steps_after_cpu'], '{:.2f}×')} in CPU seconds) and {b['scratch_s']:.3f} s "
+              f"({b['scratch_cpu_s']:.3f}) generating them from scratch "
+              f"({_cell(b['branch_over_scratch_cpu'], '{:.2f}×')}); same tokens as from scratch: {b['same_tokens']}. "
+              f"Same tokens in all three ways: {run['same_tokens']}."]
     lines += ["", "Targets" + (" (not judged under --quick: a tiny random model):" if result.get("quick") else ":"), "",
               *(f"- {line}" for line in judge(result))]
     return "\n".join(lines)
@@ -54,7 +56,7 @@ def judge(result: dict) -> list[str]:
               ("record + lens / plain step (CPU)", run["record_lens_over_plain"], RECORD_OVER_PLAIN_MAX, "{:.2f}×"),
               ("first token with the record, prefill included", record["first_token_s"], FIRST_TOKEN_MAX_S, "{:.3f} s"),
               (f"{run['new_tokens']} tokens with the record", record["total_s"], TOTAL_MAX_S, "{:.2f} s"),
-              ("branch / the steps after it", run["branch"]["branch_over_steps_after"], BRANCH_OVER_STEPS_AFTER_MAX,
+              ("branch / the steps after it (CPU)", run["branch"]["branch_over_steps_after_cpu"], BRANCH_OVER_STEPS_AFTER_MAX,
                "{:.2f}×")]
     lines = []
     for name, value, bound, fmt in checks:
