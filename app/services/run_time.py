@@ -12,7 +12,10 @@ measured on this project's machine (2-core AMD EPYC).
 Why a batch and not one forward: the run's batches meet the machine's load differently from one short
 forward (a batch holds its threads longer, at the barrier where a busy core stalls them), so a single
 forward's time scaled by a fixed factor read a quiet coreference run 21% short and one under four busy
-processes 37% short (causal test: 33% and 41%). A FLOP count at a configured speed read 46.1 s for a
+processes 37% short (causal test: 33% and 41%). And why not the unit's wall time alone on a busy machine:
+a process that was idle gets the cores first for a moment (the scheduler's credit for sleeping), so a
+second's sample ran 3.2× its CPU seconds where the 3-minute run it stood for ran 7.1× (load 9, 2 cores);
+the unit's CPU seconds times the run's fair share of the cores under the load now is the larger there. A FLOP count at a configured speed read 46.1 s for a
 12.1 s causal test: the speed depends on the model, the machine and its load, which only a measurement
 here sees.
 
@@ -23,6 +26,7 @@ follows the run's own pace.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ import torch
 
 from app.services.heads import COREF_BATCH
 from txviz.causal.patching import DEFAULT_CHUNK
-from txviz.threads import threads_for_this_run
+from txviz.threads import PROCESS_THREADS, others_running, threads_for_this_run
 from txviz.loading.loaded import LoadedModel
 
 
@@ -59,23 +63,44 @@ UNIT_REPEATS = 3  # the median of three: one batch caught in a burst of other wo
 PRIOR_FRACTION = 0.25  # the estimate weighs as much as a quarter of the run seen (remaining_seconds)
 
 
+def wall_and_cpu() -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of this thread (one torch thread computes there; with more the
+    CPU figure is short, and the wall time, taken where cores are free, is the larger)."""
+    return time.perf_counter(), time.thread_time()
+
+
+def load_slowdown(threads: int) -> float:
+    """How much longer than its CPU seconds a run of ``threads`` threads takes with the machine as busy as
+    it is now and over the last minute (txviz.threads: the run queue, the load average): its fair share of
+    the cores when they are oversubscribed, else 1."""
+    busy = max(others_running(), os.getloadavg()[0] - PROCESS_THREADS)
+    cpus = os.cpu_count() or 1
+    return max(1.0, (busy + threads) / cpus)
+
+
 def unit_seconds(loaded: LoadedModel, n_tokens: int, unit: WorkUnit, repeats: int = UNIT_REPEATS, *,
-                 clock: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds per sequence of one ``unit`` batch of ``n_tokens``-token sequences (the median of ``repeats``
-    batches), under the run's thread rule."""
+                 clock: Callable[[], tuple[float, float]] = wall_and_cpu,
+                 slowdown: Callable[[int], float] | None = None) -> float:
+    """Seconds per sequence of one ``unit`` batch of ``n_tokens``-token sequences, under the run's thread
+    rule: the median of ``repeats`` batches' wall time, or, when the machine is busier than that, their CPU
+    seconds times the slowdown the load now puts on a run of that many threads (``load_slowdown``)."""
     from txviz.capture.trace import trace
 
     ids = torch.zeros(max(int(unit.batch), 1), max(int(n_tokens), 1), dtype=torch.long)
-    times = []
+    walls, cpus = [], []
     with threads_for_this_run(), torch.no_grad():
+        threads = torch.get_num_threads()
         for _ in range(repeats):
             started = clock()
             if unit.capture:
                 trace(loaded.model, ids, capture=unit.capture)
             else:
                 loaded.model(ids, last_only=True)
-            times.append(clock() - started)
-    return statistics.median(times) / ids.shape[0]
+            ended = clock()
+            walls.append(ended[0] - started[0])
+            cpus.append(ended[1] - started[1])
+    by_load = statistics.median(cpus) * (slowdown or load_slowdown)(threads)
+    return max(statistics.median(walls), by_load) / ids.shape[0]
 
 
 def ratio(kept: tuple[float, ...] | None, kind: str) -> float:

@@ -20,9 +20,11 @@ def test_the_factor_is_the_median_of_the_last_five_runs_else_the_first_measured(
     assert run_time.ratio(kept, "causal") == pytest.approx(1.1)  # one slow run does not set it
 
 
-def _fake_clock(call_seconds):
-    """A clock whose consecutive start/stop readings are ``call_seconds`` apart, one pair per call."""
-    readings = itertools.chain.from_iterable((10.0 * i, 10.0 * i + s) for i, s in enumerate(call_seconds))
+def _fake_clock(call_seconds, cpu_share=1.0):
+    """A clock whose consecutive start/stop readings are ``call_seconds`` apart in wall time and ``cpu_share``
+    of that in CPU time, one pair per call."""
+    readings = itertools.chain.from_iterable(((10.0 * i, 5.0 * i), (10.0 * i + s, 5.0 * i + s * cpu_share))
+                                             for i, s in enumerate(call_seconds))
     return lambda: next(readings)
 
 
@@ -34,7 +36,8 @@ def test_a_unit_is_one_batch_as_the_run_makes_it_under_its_thread_rule_per_seque
                         lambda ids, *a, **k: seen.append((tuple(ids.shape), torch.get_num_threads(), k.get("record")))
                         or forward(ids, *a, **k))
     unit = run_time.WorkUnit(batch=16)
-    seconds = run_time.unit_seconds(tiny, 12, unit, repeats=3, clock=_fake_clock([3.2, 4.8, 1.6]))
+    seconds = run_time.unit_seconds(tiny, 12, unit, repeats=3, clock=_fake_clock([3.2, 4.8, 1.6]),
+                                    slowdown=lambda threads: 1.0)
     assert seconds == pytest.approx(3.2 / 16)  # the median batch, per sequence
     assert [(shape, n_threads) for shape, n_threads, _ in seen] == [((16, 12), 1)] * 3
     assert all(record is None for *_, record in seen)  # the causal sweeps' unit: plain forwards
@@ -46,10 +49,38 @@ def test_the_coreference_unit_traces_its_maps_as_the_run_does(tiny, monkeypatch)
     monkeypatch.setattr(tiny.model, "forward",
                         lambda ids, *a, **k: seen.append((tuple(ids.shape), k.get("record"))) or forward(ids, *a, **k))
     unit = run_time.RUN_UNITS["coref"]
-    run_time.unit_seconds(tiny, 9, unit, repeats=1, clock=_fake_clock([1.0]))
+    run_time.unit_seconds(tiny, 9, unit, repeats=1, clock=_fake_clock([1.0]), slowdown=lambda threads: 1.0)
     (shape, record), = seen
     assert shape == (unit.batch, 9) and unit.batch > 1
     assert record.layer(0).wants("attn_probs")  # the maps the set's scoring reads, as it captures them
+
+
+def test_on_a_busy_machine_the_unit_is_its_cpu_seconds_times_the_runs_share_of_the_cores(tiny, monkeypatch):
+    """A short sample gets the cores first for a moment (the scheduler's credit for sleeping) and reads short
+    of the run it stands for: where the load says a run would be slower than the sample, the load decides."""
+    asked = []
+
+    def slowdown(threads):
+        asked.append(threads)
+        return 4.5
+
+    monkeypatch.setattr(threads, "others_running", lambda: 99.0)  # the run's thread rule: one thread
+    unit = run_time.WorkUnit(batch=4)
+    busy = run_time.unit_seconds(tiny, 6, unit, repeats=3, clock=_fake_clock([2.0, 2.0, 2.0], cpu_share=0.5),
+                                 slowdown=slowdown)
+    assert busy == pytest.approx(1.0 * 4.5 / 4) and asked == [1]  # CPU 1 s a batch, 4.5× slower under this load
+    quiet = run_time.unit_seconds(tiny, 6, unit, repeats=3, clock=_fake_clock([2.0, 2.0, 2.0], cpu_share=0.5),
+                                  slowdown=lambda threads: 1.0)
+    assert quiet == pytest.approx(2.0 / 4)  # the wall time, where the load adds nothing to it
+
+
+def test_the_load_slowdown_is_the_fair_share_of_the_cores_when_they_are_oversubscribed(monkeypatch):
+    monkeypatch.setattr(run_time, "others_running", lambda: 0.0)
+    monkeypatch.setattr(run_time.os, "getloadavg", lambda: (8.0 + run_time.PROCESS_THREADS, 0.0, 0.0))
+    monkeypatch.setattr(run_time.os, "cpu_count", lambda: 2)
+    assert run_time.load_slowdown(1) == pytest.approx((8 + 1) / 2)  # 9 runnable tasks on 2 cores
+    monkeypatch.setattr(run_time.os, "getloadavg", lambda: (0.5, 0.0, 0.0))
+    assert run_time.load_slowdown(2) == 1.0  # free cores: no slowdown
 
 
 def test_the_time_left_starts_at_the_estimate_and_moves_to_the_pace_of_the_batches_done():
