@@ -7,8 +7,9 @@ plain call (the fused attention kernel, nothing kept).
 The row is rebuilt from what the step computes anyway, so the asked layers keep the fused kernel
 too: the last query's rotated q, kept during the call, against the keys the cache holds after it,
 softmax(cap(q·Kᵀ·scale)) as the eager path computes it, for every asked layer in one batched product
-after the call (one product instead of a dozen small operations per layer, and no copy of V: on the
-2-core EPYC, 30 layers' eager path made a recorded step several times a plain one). That needs every
+after the call: one product instead of about a dozen small operations per layer (K and V copied per
+query head, a mask built, the product with V), each a parallel region that waits for a busy core on a
+shared machine; and the model's arithmetic stays a plain step's to the bit. That needs every
 key the query sees in the cache, in position order, and nothing added to the scores but the cap: a
 layer whose cache is a ring (a sliding window shorter than the run) or a model with ALiBi's bias
 takes the eager path instead and its row is read from the weights the call computes.
