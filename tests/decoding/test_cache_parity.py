@@ -15,7 +15,8 @@ from txviz.decoding import StepRecordRequest, decode
 
 PARITY_VARIANTS = {**{name: VARIANTS[name] for name in ("mha", "gqa", "mqa", "sliding_window", "alibi", "learned",
                                                         "moe", "no_positions")},
-                   **{name: FAMILY_VARIANTS[name] for name in ("gemma2_like", "gemma3_capped", "gemma_sandwich_capped")},
+                   **{name: FAMILY_VARIANTS[name] for name in ("gemma2_like", "gemma3_capped", "gemma_sandwich_capped",
+                                                               "gpt_oss_like")},
                    "sliding_and_full": dict(n_kv_heads=2, n_layers=3, sliding_window=4,
                                             layer_types=("sliding", "full", "sliding"), rope_local_theta=100.0)}
 PROMPT = [7, 31, 2, 64]

@@ -10,9 +10,10 @@ softmax(cap(q·Kᵀ·scale)) as the eager path computes it, for every asked laye
 after the call: one product instead of about a dozen small operations per layer (K and V copied per
 query head, a mask built, the product with V), each a parallel region that waits for a busy core on a
 shared machine; and the model's arithmetic stays a plain step's to the bit. That needs every
-key the query sees in the cache, in position order, and nothing added to the scores but the cap: a
-layer whose cache is a ring (a sliding window shorter than the run) or a model with ALiBi's bias
-takes the eager path instead and its row is read from the weights the call computes.
+key the query sees in the cache, in position order, nothing added to the scores but the cap, and
+weights that are their plain softmax: a layer whose cache is a ring (a sliding window shorter than the
+run), a model with ALiBi's bias or a layer with a learned sink (its own ``weights``) takes the eager
+path instead and its row is read from the weights the call computes.
 
 The keys a cached step attends to on such a layer are in the cache's order (a sliding layer's ring is
 not sorted by position); the row is put back in position order, 0..query position, with 0 for keys
@@ -24,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from txviz.decoding.history import KVHistory
+from txviz.model.attention import Attention
 from txviz.model.recording import NULL_LAYER_RECORDER
 
 
@@ -55,8 +57,10 @@ class _LayerView:
 
 
 def rows_from_queries(model, cache, layer: int) -> bool:
-    """Whether ``layer``'s row can be rebuilt from its query and its cached keys (module docstring)."""
-    return model.config.positions != "alibi" and cache.layer(layer).window is None
+    """Whether ``layer``'s row can be rebuilt from its query and its cached keys (module docstring): its
+    weights a plain softmax of the scores (not a learned sink's), no ALiBi bias, every key in the cache."""
+    plain_weights = type(model.layers[layer].attn).weights is Attention.weights
+    return plain_weights and model.config.positions != "alibi" and cache.layer(layer).window is None
 
 
 class StepRecorder:
