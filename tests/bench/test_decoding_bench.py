@@ -50,7 +50,7 @@ class ForwardClock:
 def test_the_workload_times_each_way_per_step_the_first_token_the_total_and_a_branch():
     loader, prompt, n = TinyLoader(), 16, 6
     job = {"kind": "decoding", "source": "tiny", "threads": 1, "rounds": 2, "prompt_tokens": prompt, "new_tokens": n}
-    result = json.loads(json.dumps(decoding(job, loader=loader, clock=ForwardClock(loader))))  # as the worker prints it
+    result = json.loads(json.dumps(decoding(job, loader=loader, prompt=worker.prompt, clock=ForwardClock(loader))))  # as the worker prints it
     plain, record, lens = (result["summaries"][m] for m in ("plain", "record", "record_lens"))
     assert plain["step_s"] == pytest.approx(PLAIN_S) and record["step_s"] == pytest.approx(RECORD_S)
     assert lens["step_s"] == pytest.approx(RECORD_S)  # the lens is read after the run: the steps keep the record's pace

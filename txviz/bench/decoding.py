@@ -86,17 +86,21 @@ def ratios(summaries: dict[str, dict]) -> dict[str, float | None]:
             for method in ("record", "record_lens") for suffix, key in (("", "step_cpu_s"), ("_wall", "step_s"))}
 
 
+def candidate_text(tokenizer) -> Callable[[int], str | None]:
+    """A token id → its readable text, as ``txviz generate`` fills the candidates (None past the tokenizer)."""
+    return lambda token: tokenizer.display(token) if token < tokenizer.vocab_size else None
+
+
 def record_request(config, layers: str | tuple[int, ...] = "all", lens: bool = False):
     from txviz.decoding import StepRecordRequest
     chosen = tuple(range(config.n_layers)) if layers == "all" else tuple(layers)
     return StepRecordRequest(candidates=CANDIDATES, lens=lens, attention_layers=chosen)
 
 
-def decoding(job: dict, *, loader, clock: Tick = tick) -> dict:
+def decoding(job: dict, *, loader, prompt: Callable[[object, int], torch.Tensor], clock: Tick = tick) -> dict:
     """The workload (module docstring) on ``loader.ours(job["source"])``: ``job["rounds"]`` rounds of
-    ``job["new_tokens"]`` tokens after ``job["prompt_tokens"]``, then the branch."""
-    from txviz.bench.worker import prompt
-    from txviz.cli.steps import token_text
+    ``job["new_tokens"]`` tokens after ``prompt(loaded, job["prompt_tokens"])`` (the worker's prompt: the
+    shipped text's tokens), then the branch."""
     from txviz.decoding import decode
     from txviz.generate import generate
 
@@ -104,7 +108,7 @@ def decoding(job: dict, *, loader, clock: Tick = tick) -> dict:
     model, n = loaded.model, job["new_tokens"]
     ids = prompt(loaded, job["prompt_tokens"])
     request = record_request(loaded.config, job.get("attention_layers", "all"))
-    text = None if loaded.tokenizer is None else token_text(loaded.tokenizer)
+    text = None if loaded.tokenizer is None else candidate_text(loaded.tokenizer)
 
     def recorded(lens: bool):
         with_lens = replace(request, lens=lens, lens_after_run=lens)

@@ -71,7 +71,7 @@ def attention(job: dict, *, loader: Loader = LOADER) -> dict:
 
 def decoding(job: dict, *, loader: Loader = LOADER) -> dict:
     from txviz.bench.decoding import decoding as workload
-    return workload(job, loader=loader)
+    return workload(job, loader=loader, prompt=prompt)
 
 
 def prompt(loaded, n_tokens: int) -> torch.Tensor:
