@@ -3,6 +3,8 @@ by layer, beside the formula's bytes."""
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import streamlit as st
 
 from app import cache
@@ -33,7 +35,7 @@ def draw(source, loaded) -> None:
         st.warning(plain(error))
         return
     bar.empty()
-    st.markdown(f"**Generated:** {plain(loaded.tokenizer.decode(list(result.new_ids), skip_special=True))}")
+    st.markdown(f"**Generated:** {plain(generated_text(loaded.tokenizer, list(result.new_ids)))}")
     grown = cache_growth(result.steps, result.cache_capacity_bytes, config, element)
     st.plotly_chart(memory_charts.cache_growth(grown.positions, grown.held, grown.measured, grown.formula,
                                                prompt_len=int(grown.positions[0]), capacity=grown.capacity),
@@ -56,3 +58,14 @@ def _per_layer_text(per_layer, config) -> str:
     if low == high:
         return f"{low:.1f} KiB in each of {config.n_layers} layers"
     return f"{low:.1f}–{high:.1f} KiB per layer over {config.n_layers} layers: a local layer keeps only its window"
+
+
+def generated_text(tokenizer, ids: list[int]) -> str:
+    """``ids`` decoded, an id past the tokenizer's vocabulary written by number: a model's embedding is often
+    padded past its tokenizer's (Qwen3, OLMo 2, gpt-oss), and nothing stops it from choosing such a row."""
+    parts = []
+    for known, run in groupby(ids, key=lambda token_id: token_id < tokenizer.vocab_size):
+        run = list(run)
+        parts.append(tokenizer.decode(run, skip_special=True) if known
+                     else "".join(f"<id {token_id}: no token>" for token_id in run))
+    return "".join(parts)
