@@ -40,6 +40,8 @@ CASES = {
                     "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "attention_chunk_size": 32},
     "gpt_oss": {**BASE, **WINDOW, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
                 "max_position_embeddings": 131072},  # its default yarn scaling assumes this context
+    "olmoe": {**BASE, "num_experts": 4, "num_experts_per_tok": 2},
+    "granitemoe": {**BASE, "num_local_experts": 4, "num_experts_per_tok": 2, "embedding_multiplier": 3.0},
     "deepseek_v2": {**BASE, **MLA}, "deepseek_v3": {**BASE, **MLA, "n_group": 1, "topk_group": 1},
     "jamba": {**BASE, "num_experts": 4, "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1,
               "mamba_d_state": 8, "mamba_dt_rank": 6},

@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import published_geometry_configs as pub
 from tests.helpers import published_hf_configs as hf
+from tests.helpers import tiny_hf_moe as moe
 from txviz.analysis.kv import memory, memory_model
 from txviz.geometry import read_geometry
 
@@ -25,6 +26,12 @@ CASES = {
               151936 * 1024 + 1024 + 28 * (1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128
                                            + 3 * 1024 * 3072 + 2 * 1024)),  # tied; q/k RMSNorm of 128 each
     "qwen3_moe": (pub.QWEN3_30B_A3B, "GQA", 48 * 2 * 4 * 128 * BF16, 30_532_122_624),  # "30.5B"
+    "olmoe": (moe.OLMOE_1B_7B, "MHA", 16 * 2 * 16 * 128 * BF16,  # OLMoE-1B-7B: untied, q/k norms over all heads
+              2 * 50304 * 2048 + 2048 + 16 * (4 * 2048 * 2048 + 2 * 2048 + 2 * 2048 + 2048 * 64
+                                              + 64 * 3 * 2048 * 1024)),
+    "granitemoe": (moe.GRANITE_3_0_1B_A400M, "GQA", 24 * 2 * 8 * 64 * BF16,  # tied; 32 experts of 512
+                   49155 * 1024 + 1024 + 24 * (2 * 1024 * 1024 + 2 * 1024 * 512 + 2 * 1024 + 1024 * 32
+                                               + 32 * 3 * 1024 * 512)),
     "gemma": (pub.GEMMA_2B, "MQA", 18 * 2 * 1 * 256 * BF16, 2_506_172_416),  # Gemma 2B
     "gemma2": (pub.GEMMA_2_9B, "GQA", 42 * 2 * 8 * 256 * BF16, 9_241_705_984),  # txviz's gemma-2-9b preset
     "gemma3_text": (pub.GEMMA_3_270M, "MQA", 18 * 2 * 1 * 256 * BF16, 268_098_176),  # Gemma 3 270M
@@ -114,3 +121,13 @@ def test_every_family_of_the_issue_has_a_case():
     # no published Granite 4.0 hybrid config is written in tests/helpers: that family is held equal to
     # transformers' own modules and cache instead (tests/geometry/test_counts_match_transformers.py)
     assert set(KNOWN_TYPES) - {"granitemoehybrid"} <= {read_geometry(CASES[f][0]).model_type for f in CASES}
+
+
+def test_every_family_that_runs_is_sized_by_its_own_traits():
+    """A family whose checkpoints load (txviz.loading.hf's registry) is never sized by the generic rule, whose
+    warning would tell the calculator's reader that txviz does not know a model it runs."""
+    from txviz.geometry import KNOWN_TYPES
+    from txviz.geometry.families import TYPE_ALIASES
+    from txviz.loading.hf.config import SUPPORTED
+
+    assert set(SUPPORTED) - set(KNOWN_TYPES) - set(TYPE_ALIASES) == set()

@@ -6,7 +6,8 @@ weights and without a runnable ModelConfig: a model txviz cannot run is still fu
 Families (txviz.geometry.families): llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma,
 gemma2, gemma3_text (and gemma3 with a nested text_config), phi, phi3, falcon, gpt2, gpt_neox, gptj,
 bloom, mpt, olmo, olmo2, starcoder2, cohere, cohere2, smollm3, llama4_text (and llama4 with a nested
-text_config), gpt_oss; deepseek_v2 / deepseek_v3 / kimi_k2 (MLA, txviz.geometry.mla); jamba and qwen3_next
+text_config), gpt_oss, olmoe, granitemoe; deepseek_v2 / deepseek_v3 / kimi_k2 (MLA, txviz.geometry.mla);
+jamba and qwen3_next
 (layers that keep a state instead of K and V, txviz.geometry.hybrid). Any other model_type is read by the
 generic rule (txviz.geometry.generic), whose assumptions come back in ``Geometry.assumptions``. Every key
 of the config that no reader looked at and that could change the figures comes back, as a warning, in

@@ -79,6 +79,10 @@ TRAITS: dict[str, Traits] = {
     # Llama 4: chunked attention on its RoPE layers, global attention without positions on every 4th;
     # routed experts plus one shared expert on the MoE layers, dense MLPs of intermediate_size_mlp elsewhere
     "llama4_text": Traits(qk_norm="weightless", windows="llama4", moe="llama4"),
+    # OLMoE: OLMo 2's query/key norms over all heads, routed experts as wide as intermediate_size, no shared one
+    "olmoe": Traits(qk_norm="full", moe="mixtral"),
+    # Granite-MoE: a Llama with routed experts; its multipliers scale activations, not sizes
+    "granitemoe": Traits(moe="mixtral"),
 }
 
 # Other names the same families go by in published configs.

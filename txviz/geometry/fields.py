@@ -50,6 +50,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
     "vocab_size": ("vocab_size", "padded_vocab_size", "n_vocab"),
     "num_experts": ("num_experts", "num_local_experts"),  # transformers 5 writes Qwen3-MoE's as num_local_experts
+    "num_local_experts": ("num_local_experts", "num_experts"),  # OLMoE's config says num_experts
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx"),
 }
 
