@@ -13,7 +13,7 @@ from txviz.loading.errors import ModelLoadError
 PRESET, UPLOAD = "Preset", "Your config.json"
 FAMILIES = ("Llama, Llama 4, Mistral, Mixtral, Qwen2/Qwen3 (and their MoE), Qwen3-Next, Gemma 1–3, Phi, Phi-3, Falcon, "
             "GPT-2, GPT-NeoX, GPT-J, BLOOM, MPT, OLMo, OLMo 2, StarCoder2, Cohere, Command R7B, SmolLM3, gpt-oss, "
-            "Jamba, Granite 4.0 hybrids, DeepSeek-V2/V3 and Kimi K2 (MLA)")
+            "OLMoE, Granite-MoE, Jamba, Granite 4.0 hybrids, DeepSeek-V2/V3 and Kimi K2 (MLA)")
 PRESET_BY_NAME = {fields["name"]: key for key, fields in presets.PRESETS.items()}  # the box shows names
 
 
