@@ -324,7 +324,8 @@ class StoppableRun:
         """A Stop button (in ``slot``, else the page) and a progress bar that starts at ``text``; yields
         ``update(fraction, text, mark=None)``. ``mark`` (and each update's, when given): where the run
         is, kept while it runs; None: a run that has nothing to say after a stop keeps none."""
-        (slot or st).button("Stop", key=f"{self.name}_stop", help=self.stop_help)
+        holder = st.empty() if slot is None else None  # the page's own Stop goes with its bar: none is left after the run
+        (slot or holder).button("Stop", key=f"{self.name}_stop", help=self.stop_help)
         progress_bar = st.progress(0.0, text=text)
         if mark is not None:
             put(self._marker, mark)
@@ -339,9 +340,13 @@ class StoppableRun:
         except Exception:  # the run failed: nothing was stopped. A stop is Streamlit's control exception, a
             pop(self._marker)  # BaseException raised out of ``update``: it leaves the mark
             progress_bar.empty()
+            if holder is not None:
+                holder.empty()
             raise
         pop(self._marker)
         progress_bar.empty()
+        if holder is not None:
+            holder.empty()
 
     @contextmanager
     def running(self, what: str, estimate_s: float | None = None) -> Iterator[Callable[[float, str], None]]:

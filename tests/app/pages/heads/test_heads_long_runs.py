@@ -110,3 +110,15 @@ def test_a_stopped_builtin_set_says_so_and_keeps_nothing(monkeypatch):
     said = infos(at)
     assert "Stopped after" in said and "batch 4 of 16 (25% of the sentences)" in said
     assert "Best head" not in [m.label for m in at.metric] and [b for b in at.button if b.key == "coref_builtin"]
+
+
+def test_no_stop_button_is_left_once_the_builtin_set_is_scored(monkeypatch):
+    from app.services import heads
+
+    monkeypatch.setattr(heads, "check_coref", lambda *a, **k: None)
+    monkeypatch.setattr(heads, "coref_evaluation", fake_scores)
+    at = heads_page()
+    at.button(key="coref_builtin").click().run()
+    no_errors(at)
+    assert "Best head" in [m.label for m in at.metric]  # the run finished in this script run
+    assert not [b for b in at.button if b.key == "coref_set_stop"]  # and took its Stop with it
