@@ -231,3 +231,13 @@ def test_a_repo_of_one_gguf_loads_it_and_several_are_named(hub, tmp_path):
     hub.publish("org/many-gguf", {"a.Q4_K_M.gguf": b"x", "a.Q8_0.gguf": b"y"})
     with pytest.raises(ModelLoadError, match=r"org/many-gguf holds 2 GGUF files \(a.Q4_K_M.gguf, a.Q8_0.gguf"):
         ensure_hub_model("org/many-gguf")
+
+
+def test_a_hub_model_is_named_by_its_repo_and_short_commit(hub, checkpoints):
+    """The sidebar's and ``txviz info``'s name: the repo with its commit shortened as the download's messages
+    write it, not the snapshot's last path part (``tiny@`` and 40 hex digits, without the organisation)."""
+    from txviz.loading import load
+    from txviz.loading.display_name import display_name
+
+    commit = hub.publish("org/tiny", checkpoints[0])
+    assert display_name(load("org/tiny")) == f"org/tiny@{commit[:12]}"
