@@ -155,6 +155,20 @@ def test_first_tokens_flag_candidates_that_start_alike(tiny):
     assert ids[0] == ids[1] and read_answer(logits, tokenizer, ["John", "Jo"]).shared_first_token
 
 
+def test_a_top_token_past_the_tokenizer_is_named_by_number():
+    """An embedding padded past the tokenizer (Qwen3, OLMo 2, gpt-oss) can put a row without a token among
+    the five likeliest: the answer is still read, that row written by its id (txviz's Tokenizer refuses it)."""
+    from txviz.loading.tokenizer.tokenizer import Tokenizer
+    from txviz.loading.zoo import SHIPPED_ZOO
+
+    tokenizer = Tokenizer.from_file(SHIPPED_ZOO / "alibi" / "tokenizer.json")  # a word-level vocabulary
+    logits = torch.zeros(tokenizer.vocab_size + 4)
+    logits[tokenizer.vocab_size + 2] = 5.0
+    answer = read_answer(logits, tokenizer, ["Mary", "John"])
+    assert answer.top[0][0] == f"<id {tokenizer.vocab_size + 2}: no token>"
+    assert answer.p_candidates == pytest.approx([0.5, 0.5])
+
+
 def test_causal_rows_before_the_deciding_word_cannot_change(tiny):
     """The page's warning, on a tiny random model: the pronoun's row is the same in both sentences."""
     model, tokenizer = tiny

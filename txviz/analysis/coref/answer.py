@@ -212,6 +212,8 @@ def read_answer(logits: torch.Tensor, tokenizer, words: Sequence[str]) -> Answer
 
 
 def _token_name(tokenizer, token_id: int) -> str:
+    if token_id >= getattr(tokenizer, "vocab_size", token_id + 1):  # a row of an embedding padded past the tokenizer
+        return f"<id {token_id}: no token>"
     for method in ("display", "id_to_token"):  # txviz's Tokenizer shows " the" for "Ġthe"
         if hasattr(tokenizer, method):
             return str(getattr(tokenizer, method)(token_id))
