@@ -33,6 +33,13 @@ def register(command) -> None:
                         "(--repeats: rounds; --decode-tokens: new tokens, default 48)")
     p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="several models (names or paths) benchmarked one after another in this run, one table")
+    p.add_argument("--peer", choices=("transformer-lens",), default=None,
+                   help="the same work (every map, everything, summaries) asked of txviz and of TransformerLens, "
+                        "fresh processes in turn (default --tokens 1024 4096, --repeats 5; needs the bench extra)")
+    p.add_argument("--peer-python", default=None, metavar="PYTHON",
+                   help="with --peer: the interpreter that has TransformerLens (default: this one)")
+    p.add_argument("--maps", choices=("fp16-packed", "fp32"), default="fp16-packed",
+                   help="with --peer: how txviz keeps the maps (default fp16, lower triangle packed)")
     p.set_defaults(run=cmd_bench)
 
 
@@ -66,6 +73,8 @@ def cmd_bench(args, *, run: Callable[..., dict] | None = None, decode_run: Calla
     """``run``: the benchmark (default txviz.bench.runner.run), given the lengths and every option;
     ``decode_run`` the decoding workload's (default txviz.bench.runner.run_decoding)."""
     from txviz.bench import report, runner
+    if args.peer:
+        return cmd_peer(args, run=run)
     run = run or runner.run
     # None: not given. Explicit values (at least 1, checked at parse time) are honoured, with or without --quick
     tokens = args.tokens if args.tokens is not None else (runner.QUICK_TOKENS if args.quick else runner.DEFAULT_TOKENS)
@@ -98,4 +107,16 @@ def _decoding(args, rounds: int, decode_run: Callable[..., dict] | None) -> dict
                                                  progress=lambda m: print(m, file=sys.stderr, flush=True))
     if not args.json:
         print(decoding_report.markdown(result))
+    return result
+
+
+def cmd_peer(args, *, run: Callable[..., dict] | None = None) -> dict:
+    """``--peer``: txviz.bench.peer's run (or ``run``), its report printed unless --json."""
+    from txviz.bench import peer, peer_report
+    run = run or peer.run
+    result = run(tuple(args.tokens or peer.DEFAULT_TOKENS), repeats=args.repeats or peer.DEFAULT_REPEATS,
+                 threads=args.threads, maps=args.maps, source=bench_model(args.model) or "default",
+                 peer_python=args.peer_python, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if not args.json:
+        print(peer_report.markdown(result))
     return result
