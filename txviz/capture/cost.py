@@ -6,10 +6,10 @@ fits a byte budget.
     tr = trace(model, ids, capture=plan.capture, layers=plan.layers, maps=plan.maps)
 
 Sizes follow the shapes documented in txviz.capture.trace.CAPTURES for one sequence (B = 1). The
-attention path is the model's own choice (``txviz.model.attention.attention_path``): whole maps
-(eager) hold 3 H×T×T matrices per layer while it runs; summaries (blockwise) hold a few blocks of
-``BLOCK_ELEMENTS`` scores plus the token patterns shared by all layers; otherwise the fused kernel
-holds O(T). FLOPs count the matrix products only (2 per multiply-add), which is what bounds the
+attention path is the model's own choice (``txviz.model.attention.attention_path``): whole logits or
+scores (eager) hold 3 H×T×T matrices per layer while it runs; maps and summaries (blockwise) hold a
+few blocks of ``BLOCK_ELEMENTS`` scores plus the token patterns shared by all layers; otherwise the
+fused kernel holds O(T). FLOPs count the matrix products only (2 per multiply-add), which is what bounds the
 time on a CPU.
 """
 
@@ -31,7 +31,7 @@ class CaptureCost:
     """Bytes a trace would keep per capture name, the largest temporaries while it runs, and FLOPs."""
 
     n_tokens: int
-    path: str  # "eager" (whole maps), "blockwise" (summaries) or "fused"
+    path: str  # "eager" (whole logits or scores), "blockwise" (maps, summaries) or "fused"
     stored: dict[str, int] = field(default_factory=dict)
     transient_bytes: int = 0
     weight_bytes: int = 0
@@ -68,7 +68,7 @@ def capture_cost(config: ModelConfig, n_tokens: int, capture: Iterable[str], *, 
     if not all(config.is_moe_layer(i) for i in chosen):  # a dense layer offers no routing: a trace keeps none
         per_name = {n: 0 if n in _ROUTER_SCOPED else size for n, size in per_name.items()}
     stored = {n: per_name[n] * (n_layers if n in layer_names else 1) for n in names if per_name.get(n)}
-    path = attention_path(names, softcapped=config.attn_softcap is not None)
+    path = attention_path(names, softcapped=config.attn_softcap is not None, map_blocks=True)  # trace's recorder
     return CaptureCost(n_tokens=n_tokens, path=path, stored=stored, weight_bytes=weight_bytes,
                        transient_bytes=_transient_bytes(config, n_tokens, path, element_bytes, "logits" in names),
                        flops=_flops(config, n_tokens, full_logits="logits" in names))

@@ -55,6 +55,37 @@ class MapStorage:
         below = torch.ones(t, t, dtype=torch.bool, device=probs.device).tril()
         return probs[..., below]  # boolean indexing walks the rows in order: the packed layout
 
+    def stored_shape(self, batch_heads: tuple[int, ...], t: int, s: int) -> tuple[int, ...]:
+        """The shape ``store`` gives the (..., T, S) maps of one layer."""
+        if self.lower_triangle and t != s:
+            raise ValueError(f"lower-triangle storage needs square maps (no KV cache), got {t}×{s}")
+        return (*batch_heads, _tril_offset(t)) if self.lower_triangle else (*batch_heads, t, s)
+
+    def write_rows(self, stored: torch.Tensor, rows: slice, keys: slice, weights: torch.Tensor,
+                   indices: dict | None = None) -> None:
+        """Rows ``rows`` of one layer's maps, ``weights`` (B, H, R, K) over keys ``keys`` (every other key
+        has weight 0, as the mask gives it), written into ``stored`` (B, H, T, S) or packed (B, H, T(T+1)/2)
+        in place: what ``store`` keeps of the whole (B, H, T, S), value for value, without the whole
+        ever existing. ``indices`` caches the packing's gather indices per block, across layers."""
+        if not self.lower_triangle:
+            stored[:, :, rows, :keys.start].zero_()
+            stored[:, :, rows, keys].copy_(weights)
+            stored[:, :, rows, keys.stop:].zero_()
+            return
+        b, h, n, width = weights.shape
+        key = (rows.start, rows.stop, keys.start, keys.stop, weights.device)
+        cache = {} if indices is None else indices
+        if key not in cache:
+            cache[key] = _packing(rows, keys, width, weights.device)
+        source, target = cache[key]
+        region = stored[..., _tril_offset(rows.start):_tril_offset(rows.stop)]  # (B, H, packed rows)
+        packed = weights.reshape(b * h, n * width).index_select(1, source).view(b, h, -1)
+        if target is None:
+            region.copy_(packed)
+        else:  # keys before keys.start (beyond a sliding window) are 0
+            region.zero_()
+            region[..., target] = packed.to(region.dtype)
+
     def rows(self, stored: torch.Tensor, n_keys: int, rows: slice = slice(None)) -> torch.Tensor:
         """One stored map (T, S) or (T(T+1)/2,) → rows ``rows`` as a dense (R, S) fp32 tensor."""
         if not self.lower_triangle:
@@ -65,6 +96,22 @@ class MapStorage:
         below = torch.arange(n_keys)[None, :] <= torch.arange(start, stop)[:, None]
         out[below] = band
         return out
+
+
+def _packing(rows: slice, keys: slice, width: int, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Where each packed entry of rows ``rows`` (row i: keys 0..i) comes from in a block of weights
+    flattened to (R·width,) over keys ``keys``; and, when the keys start after 0, where the entries
+    the block holds go in the packed rows (else None: all of them, in order)."""
+    positions = torch.arange(rows.start, rows.stop, device=device)
+    held = positions + 1 - keys.start  # keys keys.start..i of row i are in the block
+    local_row = torch.repeat_interleave(torch.arange(len(positions), device=device), held)
+    starts = torch.cumsum(held, 0) - held  # where each row's run begins among the held entries
+    column = torch.arange(int(held.sum()), device=device) - torch.repeat_interleave(starts, held)  # j − keys.start
+    source = local_row * width + column
+    if keys.start == 0:
+        return source, None
+    row_offsets = positions * (positions + 1) // 2 - _tril_offset(rows.start)
+    return source, torch.repeat_interleave(row_offsets, held) + column + keys.start
 
 
 @dataclass(frozen=True)

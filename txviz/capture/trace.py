@@ -90,6 +90,13 @@ class _Stack:
         self.tensor: torch.Tensor | None = None
         self.filled = [False] * n
 
+    def slot(self, index: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """Slot ``index``, to be filled in place a block at a time (the stack is made on first use)."""
+        if self.tensor is None:
+            self.tensor = torch.empty((len(self.filled), *shape), dtype=dtype, device="cpu")
+        self.filled[index] = True
+        return self.tensor[index]
+
     def put(self, index: int, tensor: torch.Tensor) -> None:
         if self.tensor is None:
             self.tensor = torch.empty((len(self.filled), *tensor.shape), dtype=tensor.dtype, device="cpu")
@@ -102,11 +109,17 @@ class _Stack:
 
 
 class LayerRecorder:
-    """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted."""
+    """The view of a Recorder that one layer sees: ``record(name, tensor)`` keeps it if wanted; the
+    attention probabilities arrive a block of rows at a time (``map_rows``), each written straight into
+    its stored form, so no layer ever holds its whole (B, H, T, S) maps beside what is kept."""
+
+    map_blocks = True
 
     def __init__(self, stacks: dict[str, _Stack], slot: int, wanted: frozenset[str],
-                 maps: MapStorage = MapStorage(), summaries: LayerSummaries | None = None):
+                 maps: MapStorage = MapStorage(), summaries: LayerSummaries | None = None,
+                 packing: dict | None = None):
         self._stacks, self._slot, self._wanted, self._maps, self._summaries = stacks, slot, wanted, maps, summaries
+        self._packing = {} if packing is None else packing  # the packing's indices, shared by every layer
 
     def wants(self, name: str) -> bool:
         return name in self._wanted
@@ -118,6 +131,13 @@ class LayerRecorder:
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:
             self._stacks[name].put(self._slot, self._maps.store(tensor) if name == "attn_probs" else tensor)
+
+    def map_rows(self, rows: slice, keys: slice, weights: torch.Tensor, shape: tuple[int, int]) -> None:
+        """A block of query rows of this layer's attention weights (B, H, R, K), of maps (T, S)."""
+        if "attn_probs" in self._wanted:
+            stored = self._stacks["attn_probs"].slot(
+                self._slot, self._maps.stored_shape(tuple(weights.shape[:2]), *shape), self._maps.dtype or weights.dtype)
+            self._maps.write_rows(stored, rows, keys, weights.detach(), self._packing)
 
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         """A block of query rows of this layer's attention: probs and finite scores (B, H, R, K); the
@@ -157,13 +177,14 @@ class Recorder:
         self._summaries = {i: LayerSummaries(patterns) for i in chosen} if patterns is not None else {}
         self._residual = {name: _Stack(n_layers + 1) for name in names & set(RESIDUAL_CAPTURES)}
         self._globals: dict[str, torch.Tensor] = {}
+        self._packing: dict = {}
         self._progress = progress
 
     def layer(self, index: int) -> LayerRecorder | NullLayerRecorder:
         if index not in self._slots or not self._layer_names:
             return NULL_LAYER_RECORDER
         return LayerRecorder(self._stacks, self._slots[index], self._layer_names, self.maps,
-                             self._summaries.get(index))
+                             self._summaries.get(index), self._packing)
 
     def residual(self, index: int, x: torch.Tensor) -> None:
         """The residual stream after ``index`` layers (0: the embeddings); the Decoder offers it after
@@ -205,8 +226,8 @@ class Recorder:
             if stack.tensor is not None and stack.complete:  # names some layers never offer are left out
                 data[name] = stack.tensor
         data.update({k: v for k, v in self._globals.items() if k in self.names})
-        if "logits" in self.names:
-            data["logits"] = _keep(logits)
+        if "logits" in self.names:  # the call's own output, made for this trace: no copy where it is on the CPU
+            data["logits"] = logits.detach().cpu()
         rebuildable = recipe is not None and {"q_rot", "k_rot"} <= self.names
         return Trace(ids=_keep(ids), layers=self.layers, data=MappingProxyType(data), maps=self.maps,
                      recipe=recipe if rebuildable else None)

@@ -13,13 +13,16 @@ asks for (and a soft cap) picks one of three paths:
 
 * ``_fused``: nothing about the weights is wanted and the scores are not soft-capped (the kernel has
   no such step): the fused kernel, O(T) memory.
-* ``_eager``: whole T×S matrices are wanted (logits, scores, probabilities): the reference
-  implementation's order of operations, O(H·T·S) memory per layer.
-* ``_blockwise``: only per-row facts are wanted (``head_summaries``), or nothing is but the scores are
-  soft-capped: the eager arithmetic one block
+* ``_eager``: whole T×S matrices are wanted (logits, scores, or probabilities by a recorder that
+  takes them only whole): the reference implementation's order of operations, O(H·T·S) memory per layer.
+* ``_blockwise``: only per-row facts are wanted (``head_summaries``), or the probabilities by a recorder
+  that takes them a block of rows at a time (``map_blocks``: a trace writes each block straight into
+  its stored maps), or nothing is but the scores are soft-capped: the eager arithmetic one block
   of query rows at a time, like FlashAttention's tiling in plain torch, each block handed to the
   recorder before it is dropped: O(H·rows·S) memory, and keys no query of the block can see
-  (the future, or beyond a sliding window) are never multiplied.
+  (the future, or beyond a sliding window) are never multiplied. Its maps are the eager path's: the
+  same products and softmax, masked keys exactly 0 (tests/capture/test_map_blocks.py; weights·V sums
+  over a block's keys only, so later layers may differ in the last bit of fp32).
 """
 
 from __future__ import annotations
@@ -51,13 +54,15 @@ WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs", "attn_sink"}
 Path = Literal["eager", "blockwise", "fused"]
 
 
-def attention_path(capture: Iterable[str], softcapped: bool = False) -> Path:
+def attention_path(capture: Iterable[str], softcapped: bool = False, map_blocks: bool = False) -> Path:
     """The path (see above) that computes attention when ``capture`` names are wanted, on a model whose
-    scores are ``softcapped`` or not: the one rule the layers follow and txviz.capture.cost estimates with."""
+    scores are ``softcapped`` or not, for a recorder that takes the probabilities a block of rows at a
+    time (``map_blocks``) or only whole: the one rule the layers follow and txviz.capture.cost estimates with."""
     names = capture if isinstance(capture, (set, frozenset)) else set(capture)
-    if not names.isdisjoint(WHOLE_MAPS):
+    whole = names & WHOLE_MAPS
+    if whole and not (map_blocks and whole == {"attn_probs"}):
         return "eager"
-    return "blockwise" if "head_summaries" in names or softcapped else "fused"
+    return "blockwise" if whole or "head_summaries" in names or softcapped else "fused"
 
 
 class AttentionContext:
@@ -217,7 +222,8 @@ class Attention(nn.Module):
     def attend(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol = NULL_LAYER_RECORDER) -> torch.Tensor:
         """softmax(scores)·V of projected, rotated q (B, H, T, D) and k, v (B, Hkv, S, D), by the path
         ``record`` asks for (_fused, _eager or _blockwise; see the module docstring)."""
-        return getattr(self, f"_{attention_path(record.wanted, self.softcapped)}")(q, k, v, ctx, record)
+        path = attention_path(record.wanted, self.softcapped, getattr(record, "map_blocks", False))
+        return getattr(self, f"_{path}")(q, k, v, ctx, record)
 
     def _fused(self, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol) -> torch.Tensor:
         """The fused kernel: the weights are never materialized."""
@@ -263,6 +269,7 @@ class Attention(nn.Module):
         h_kv, g = self.n_kv_heads, self.n_groups
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
         out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
+        wants_maps = record.wants("attn_probs")  # a recorder taking map blocks (see attention_path)
         blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
         most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
         scores_buffer = torch.empty(most, dtype=q.dtype, device=q.device)
@@ -272,10 +279,16 @@ class Attention(nn.Module):
             q_block = q[:, :, rows].reshape(b * h_kv, g * n, d)  # (B·Hkv, g·rows, D): a group's heads stacked
             k_block = k[:, :, keys].reshape(b * h_kv, width, d)  # a view: k is contiguous
             scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
-            scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=self.scale)
+            if wants_maps:  # the eager path's two roundings (product, then scale): the maps it would keep
+                torch.bmm(q_block, k_block.transpose(1, 2), out=scores).mul_(self.scale)
+            else:
+                scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=self.scale)
             scores = ctx.mask_block_(self.cap_scores(scores.view(b, h, n, width)), rows, keys)  # (B, H, rows, keys)
             probs = self.block_weights(scores, probs_buffer[:scores.numel()].view(scores.shape))
+            weights = probs.to(q.dtype)  # what the eager path records and multiplies V by
+            if wants_maps:
+                record.map_rows(rows, keys, weights, (t, k.shape[2]))
             record.attention_rows(rows, keys, probs, self.summary_scores(scores, probs))
-            grouped = torch.matmul(probs.to(q.dtype).view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
+            grouped = torch.matmul(weights.view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
             out[:, :, rows] = grouped.view(b, h, n, d)
         return out

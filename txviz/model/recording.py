@@ -46,6 +46,9 @@ class LayerRecorderProtocol(Protocol):
     def attention_rows(self, rows: slice, keys: slice, probs: torch.Tensor, scores: torch.Tensor) -> None:
         """A block of query rows of the layer's attention (for ``head_summaries``)."""
 
+    # A recorder whose ``map_blocks`` is True (read with getattr, False when absent) takes ``attn_probs``
+    # a block of rows at a time: ``map_rows(rows, keys, weights, (T, S))`` instead of one (B, H, T, S) call.
+
     def edit(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
         """The tensor the layer continues with at edit point ``name`` (see EDIT_POINTS)."""
 
