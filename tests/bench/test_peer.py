@@ -38,7 +38,7 @@ def test_report_takes_medians_spreads_and_ratios():
         "median_s": 2.0, "min_s": 1.0, "max_s": 9.0, "cpu_s": 2.0, "peak_mb": 1000, "n": 3}
     ratios = peer_report.row_ratios(maps)
     assert ratios["speedup"] == pytest.approx(3.5 / 2.0) and ratios["memory"] == pytest.approx(1000 / 2400, abs=1e-3)
-    assert peer_report.verdicts(maps) == ["speed-up 1.75× (target ≥ 1.5×) met",
+    assert peer_report.verdicts(maps) == ["speed-up 1.75× (target ≥ 1.5×) met (CPU seconds: 1.75×)",
                                           "memory 0.42× (target ≤ 0.6×) met"]
     assert peer_report.row_ratios(summaries)["over_plain"] == pytest.approx(1.25)
     assert peer_report.verdicts(summaries) == ["trace / plain 1.25× (target ≤ 1.1×) MISSED"]

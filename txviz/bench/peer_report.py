@@ -53,7 +53,8 @@ def verdicts(row: dict) -> list[str]:
             lines.append(f"{label} {wanted}: not measured (a side was skipped)")
             continue
         met = value >= target if name == "speedup" else value <= target
-        lines.append(f"{label} {value:.2f}× (target {wanted}) {'met' if met else 'MISSED'}")
+        cpu = f" (CPU seconds: {ratios['cpu_speedup']:.2f}×)" if name == "speedup" and ratios.get("cpu_speedup") else ""
+        lines.append(f"{label} {value:.2f}× (target {wanted}) {'met' if met else 'MISSED'}{cpu}")
     return lines
 
 
