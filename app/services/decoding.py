@@ -95,9 +95,15 @@ def branch_run(loaded: LoadedModel, source_run: Decoding, step: int, token: int,
 
 
 def reaching_seconds(source_run: Decoding, step: int) -> float:
-    """What the run spent putting the tokens before ``step``'s position into its cache: its prompt pass
-    and its steps before ``step`` (the time a branch at ``step`` does not spend again)."""
-    return sum(s.seconds for s in source_run.steps[:step])
+    """What the run spent putting the tokens before ``step``'s position into its cache and reading that
+    step's distribution: its prompt pass (step 0) through ``step`` itself, whose forward ran the token just
+    before the position (the time a branch at ``step`` does not spend again)."""
+    return sum(s.seconds for s in source_run.steps[:step + 1])
+
+
+def branch_seconds(branched: Decoding) -> float:
+    """What a branch itself spent: its steps after the one it chose at (that one read from the run)."""
+    return sum(s.seconds for s in branched.steps[branched.branched_at:])
 
 
 def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
@@ -127,6 +133,7 @@ def step_tokens(run_: Decoding) -> list[str]:
     return [step.token.text if step.token.text is not None else f"#{step.token.id}" for step in run_.steps]
 
 
-__all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "first_difference",
+__all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "branch_seconds",
+           "first_difference",
            "kv_formula_per_layer", "prompt_ids", "reaching_seconds", "record_request", "run", "seconds_without_cache",
            "step_tokens"]

@@ -118,6 +118,7 @@ PRIVATE: dict[str, str] = {
     "_circuit_clicked": "(run key, (layer, head)): the Circuit graph's last clicked head, applied once per click",
     "_decodings": "the Decoding page's runs in this session, by the inputs they were generated from",
     "_decoding_branches": "the Decoding page's branches in this session, by (inputs, step, token)",
+    "_decoding_branch_asked": "(inputs, run ids, step, token): the branch a candidate's click asked for, streamed by the page body",
     "_decoding_uncached": "the Decoding page's steps timed without the cache, by (inputs, step)",
     "_sample_index": "which of the zoo's sample sentences the sidebar offers next for a prompt the vocabulary lacks",
 }

@@ -1,6 +1,6 @@
 """The Decoding page in a real browser on SmolLM2: the tokens stream in while the run is under way (its
-Stop on the page), a Stop keeps the tokens so far, a click on a token opens its step, and a click on a
-candidate continues a branch from there beside the run."""
+Stop on the page), a Stop keeps the tokens so far, a click on a token opens its step, a click on a
+candidate continues a branch from there beside the run, and a branch's own Stop keeps its tokens so far."""
 
 from __future__ import annotations
 
@@ -72,3 +72,20 @@ def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_
     kept = page.locator(".st-key-dec_pick button").count()
     assert 3 <= kept < 64 and page.locator(ERROR).count() == 0
     page.screenshot(path=str(folder / "decoding-stopped.png"))
+
+    tokens.first.click()  # step 0: a branch from there may run 63 steps, time enough to stop it
+    page.wait_for_function("() => [...document.querySelectorAll('h3')].some(h => h.innerText.startsWith('Step 0:'))",
+                           timeout=30_000, polling=POLL_MS)
+    wait_idle(page)
+    page.locator(".st-key-dec_branch button").first.click()
+    page.wait_for_function(f"() => document.querySelectorAll('{STRIP}').length >= 3", timeout=60_000, polling=POLL_MS)
+    page.locator(".st-key-decoding_branch_stop button").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(folder / "decoding-branch-streaming.png"))
+    page.locator(".st-key-decoding_branch_stop button").first.click()
+    caption_says(page, "It was stopped \\(the Stop button\\)")
+    wait_idle(page)
+    branch_tokens = page.locator("[data-testid='stColumn']:has-text('The branch from step 0') .txviz-strip span").count()
+    assert 3 <= branch_tokens < 64 and page.locator(ERROR).count() == 0
+    assert page.locator(".st-key-decoding_branch_stop").count() == 0
+    page.locator("[data-testid='stColumn']:has-text('The branch from step 0')").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(folder / "decoding-branch-stopped.png"))

@@ -1,12 +1,15 @@
 """Branches: another of the chosen step's candidates, continued from there on the run's cache of every
-token before it (only the steps after run, streamed like the run itself), shown beside the run's own
-continuation with the tokens where the two differ marked. Kept for this session by (inputs, step, token).
+token before it (only the steps after run), shown beside the run's own continuation with the tokens where
+the two differ marked. Kept for this session by (inputs, step, token).
 
-A branch has no Stop: it runs inside the step fragment, and Streamlit lets no click inside a fragment
-interrupt that fragment's run (the click waits for it), so a Stop there could not stop anything. It runs
-at most the run's own number of steps."""
+A click on a candidate lands in the step's fragment, but a branch streams outside it: Streamlit lets no
+click inside a fragment interrupt that fragment's run, so a Stop there could not stop anything. The click
+asks for the branch in session state and reruns the whole page; the page body streams it (``stream_asked``)
+with a Stop that keeps the tokens so far, as the run itself does."""
 
 from __future__ import annotations
+
+import time
 
 import streamlit as st
 
@@ -17,6 +20,7 @@ from app.ui import state
 from app.ui.widgets import plain
 
 KEPT_BRANCHES = 16
+BRANCHING = state.StoppableRun("decoding_branch", "Ends the branch after the token under way; its tokens so far are kept.")
 
 
 def draw(view, index: int) -> None:
@@ -34,24 +38,58 @@ def draw(view, index: int) -> None:
     if token is None:
         return
     key = (view.inputs, view.run.new_ids, index, int(token))
-    branched = state.get("_decoding_branches", {}).get(key) or _stream(view, index, int(token), key)
+    branched = state.get("_decoding_branches", {}).get(key)
+    if branched is None:
+        state.put("_decoding_branch_asked", key)
+        st.rerun(scope="app")  # the page body streams it, where a Stop can reach it
     side_by_side(view, branched, index)
 
 
-def _stream(view, index: int, token: int, key: tuple):
-    tokens, shown = [], st.empty()
+def stream_asked(view) -> None:
+    """The branch a candidate's click asked for (of this very run), streamed here with a Stop; a branch a
+    click stopped a moment ago is kept with the tokens it made."""
+    key = state.get("_decoding_branch_asked", None)
+    if key is None:
+        return
+    if key[:2] != (view.inputs, view.run.new_ids):
+        state.pop("_decoding_branch_asked")
+        return
+    with st.spinner("Keeping the tokens of the branch the click stopped…"):
+        stopped = BRANCHING.finishing(key)
+    if stopped is not None:
+        _keep(view, key, stopped)
+    elif key not in state.get("_decoding_branches", {}):
+        _stream(view, key)
+    state.pop("_decoding_branch_asked")
 
-    def on_step(step) -> None:
-        tokens.append(step.token.text or f"#{step.token.id}")
-        shown.markdown(charts.token_strip_html(tokens, [False] * len(tokens)), unsafe_allow_html=True)
 
-    branched = decoding.branch_run(view.loaded, view.run, index, token, on_step=on_step)
-    kept = {k: v for k, v in state.get("_decoding_branches", {}).items() if k[0] == view.inputs}
+def _stream(view, key: tuple) -> None:
+    index, token = key[2], key[3]
+    tokens, started = [], time.perf_counter()
+    most = view.run.max_new_tokens - index
+    with BRANCHING.held(key) as hold:
+        title, shown, note = st.empty(), st.empty(), st.empty()
+        hold.show(title.markdown, f"**Branching from step {index}** on the cache of the "
+                                  f"{view.run.steps[index].position} tokens before it…")
+
+        def on_step(step) -> None:
+            tokens.append(step.token.text or f"#{step.token.id}")
+            hold.show(shown.markdown, charts.token_strip_html(tokens, [False] * len(tokens)), unsafe_allow_html=True)
+            hold.show(note.caption, f"branch token {len(tokens)} of at most {most}, "
+                                    f"{time.perf_counter() - started:.1f} s")
+
+        branched = decoding.branch_run(view.loaded, view.run, index, token, on_step=on_step, should_stop=hold.asked)
+        hold.keep(branched)  # first: a stopped run's next session-state write may raise (StoppableRun.finishing)
+        _keep(view, key, branched)
+        for slot in (title, shown, note):
+            hold.show(slot.empty)
+
+
+def _keep(view, key: tuple, branched) -> None:
+    kept = {k: v for k, v in state.get("_decoding_branches", {}).items() if k[0] == view.inputs and k != key}
     while len(kept) >= KEPT_BRANCHES:
         kept.pop(next(iter(kept)))
     state.put("_decoding_branches", {**kept, key: branched})
-    shown.empty()
-    return branched
 
 
 def side_by_side(view, branched, index: int) -> None:
@@ -70,8 +108,10 @@ def side_by_side(view, branched, index: int) -> None:
                         unsafe_allow_html=True)
     same = len(set(range(min(len(own), len(other)))) - differ)
     saved = decoding.reaching_seconds(view.run, index)
+    after = len(branched.steps) - index - 1
+    stopped = " It was stopped (the Stop button); its tokens so far are kept." if branched.stop_reason == "stopped" else ""
     st.caption(plain(
         f"They differ first at step {index + (first or 0)}; {same} of the steps after agree token for token "
         f"(yellow: differ). The branch reused the cache of {branched.reused_tokens} tokens, which the run spent "
-        f"{saved:.2f} s putting there, and ran only its {len(branched.steps) - 1} steps after step {index} "
-        f"({branched.total_seconds:.2f} s)."))
+        f"{saved:.2f} s putting there, and ran only its {after} steps after step {index} "
+        f"({decoding.branch_seconds(branched):.2f} s).{stopped}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.app_pages.decoding import generation, lens_strip, settings, step_view
+from app.app_pages.decoding import branches, generation, lens_strip, settings, step_view
 from app.app_pages.decoding.view import DecodingView
 from app.ui import sidebar, state
 
@@ -26,5 +26,6 @@ if run is not None and not run.steps:
 elif run is not None:
     generation.say_how_it_ended(run, loaded.tokenizer)
     view = DecodingView.of(loaded, inputs, run)
+    branches.stream_asked(view)
     step_view.draw(view)
     lens_strip.draw(view)

@@ -171,6 +171,44 @@ def test_a_branch_continues_on_the_cache_and_equals_a_run_from_scratch():
     assert f"reused the cache of {run.steps[2].position} tokens" in said
 
 
+def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
+    """The branch streams in the page body, outside the step's fragment, so a click reaches it: here the
+    branch's third token meets it (Streamlit ends a script at the st.* call after a click)."""
+    at = page()
+    run = generate(at)
+    at.slider(key="dec_step").set_value(2).run()
+    other = next(c for c in run.steps[2].candidates if c.id != run.steps[2].token.id)
+    from streamlit.delta_generator import DeltaGenerator
+
+    markdown, strips = DeltaGenerator.markdown, []
+
+    def clicked_at_the_third(self, body, *args, **kwargs):
+        if isinstance(body, str) and "txviz-strip" in body:
+            strips.append(body)
+            if len(strips) == 3:
+                raise StopException()
+        return markdown(self, body, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "markdown", clicked_at_the_third)
+    pills(at, "dec_branch").set_value(other.id).run()
+    monkeypatch.undo()
+    at.run()  # the run after the click
+    no_errors(at)
+    branched = at.session_state["_decoding_branches"][(shown_inputs(at), run.new_ids, 2, other.id)]
+    assert branched.stop_reason == "stopped" and len(branched.steps) == 2 + 3  # the run's two, the branch's three
+    inputs = shown_inputs(at)
+    from app.services.models import load_model
+
+    loaded = load_model(inputs.source)
+    scratch = decode(loaded.model, list(run.prompt_ids) + list(run.new_ids[:2]) + [other.id], N_NEW - 3,
+                     record=decoding.record_request(loaded.config), stop_ids=(loaded.tokenizer.eos_id,))
+    assert branched.new_ids[:3] == run.new_ids[:2] + (other.id,) and branched.new_ids[3:] == scratch.new_ids[:2]
+    assert "_decoding_branch_asked" not in at.session_state and "decoding_branch_stop" not in [b.key for b in at.button]
+    assert "It was stopped" in " ".join(c.value for c in at.caption)
+    at.run()
+    assert at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)] is branched  # not run again
+
+
 def test_a_new_seed_or_prompt_never_shows_the_old_generation():
     at = page(dec_sampler="sample", dec_temp=1.5, dec_seed=1)
     first = generate(at)
