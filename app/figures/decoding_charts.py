@@ -2,7 +2,9 @@
 after the temperature, after top-k / top-p renormalised, the cut marked, the drawn token outlined), the
 new token's attention row with a sliding window's cut, every head's row, the cache's bytes per layer
 against the formula, and the "decided at layer" strip of the logit lens. Built from plain dicts
-(charts.unvalidated): scrubbing redraws four of them per click; tests check each against plotly's schema."""
+(charts.unvalidated), tests check each against plotly's schema. A step's four are drawn as one figure
+(``step_figure``): a scrub then sends and redraws one chart, not four, each of which cost chromium its own
+layout and drawing. Probabilities and weights go out rounded to 6 decimals (what a hover shows has 4)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ from app.figures.charts import MASKED_COLOR, SCALE, colorscale, token_labels, un
 RAW, TEMPERED, SAMPLED = "#adb5bd", "#74c0fc", "#1971c2"
 CHOSEN = "#e8590c"
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+DECIMALS = 6  # of a probability or weight sent to the browser; hovers show 4
+
+
+def _rounded(values) -> list[float]:
+    return np.round(np.asarray(values, dtype=float), DECIMALS).tolist()
 
 
 def _scale(name: str) -> list[list]:
@@ -30,7 +37,7 @@ def sampler_bars(texts: list[str], raw: list[float], tempered: list[float], samp
     labels = token_labels(texts)
     series = [("raw softmax", raw, RAW)] + [("after temperature", tempered, TEMPERED)] * show_tempered \
         + [("sampled from (cut, renormalised)", sampled, SAMPLED)]
-    data = [{"type": "bar", "name": name, "x": labels, "y": [float(v) for v in values], "marker": {"color": color},
+    data = [{"type": "bar", "name": name, "x": labels, "y": _rounded(values), "marker": {"color": color},
              "hovertemplate": "%{x}<br>%{y:.4f}<extra>" + name + "</extra>"} for name, values, color in series]
     shapes, kept = [], sum(v > 0 for v in sampled)
     if 0 < kept < len(labels):
@@ -50,7 +57,7 @@ def attention_row(weights: np.ndarray, tokens: list[str], *, window: int | None,
     with a sliding ``window`` the keys it cannot see are shaded and the cut drawn."""
     labels = token_labels(tokens)
     query = len(tokens) - 1
-    data = [{"type": "bar", "x": labels, "y": [float(w) for w in weights], "marker": {"color": SAMPLED},
+    data = [{"type": "bar", "name": "attention row", "x": labels, "y": _rounded(weights), "marker": {"color": SAMPLED},
              "hovertemplate": "%{x}: %{y:.4f}<extra></extra>"}]
     shapes = []
     if window is not None and query - window >= 0:  # keys k with query − k ≥ window are outside it
@@ -68,7 +75,8 @@ def attention_row(weights: np.ndarray, tokens: list[str], *, window: int | None,
 def heads_overview(rows: np.ndarray, tokens: list[str], *, head: int, title: str) -> object:
     """Every head's row (H, keys) of one layer as a heatmap, the chosen ``head`` marked."""
     labels = token_labels(tokens)
-    data = [{"type": "heatmap", "z": np.asarray(rows, dtype=float).tolist(), "x": labels,
+    data = [{"type": "heatmap", "name": "every head", "z": np.round(np.asarray(rows, dtype=float), DECIMALS).tolist(),
+             "x": labels,
              "y": [f"head {h}" for h in range(rows.shape[0])], "colorscale": _scale(SCALE), "reversescale": False,
              "zmin": 0.0, "hovertemplate": "%{y} → %{x}: %{z:.4f}<extra></extra>"}]
     shapes = [{"type": "rect", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": head - 0.5, "y1": head + 0.5,
@@ -115,3 +123,53 @@ def lens_strip(values: np.ndarray, first_top1: list[int | None], tokens: list[st
               "xaxis": {"type": "category", "side": "top"},
               "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": labels, "autorange": "reversed"}}
     return unvalidated(data, layout)
+
+
+def step_figure(columns: list[list[tuple[object, int, int]]], *, gap: int = 24) -> object:
+    """Figures of the builders above side by side in one: ``columns`` left to right, each a list of
+    (figure, plot height px, room below it px: for its tick labels and legend) top to bottom. Each figure
+    keeps its own axes (numbered), shapes, title (as a heading over its plot) and legend (one per figure
+    that has one, under it); a heatmap's colour bar sits beside its own plot."""
+    title_px = 28
+    height = max(sum(title_px + plot + below + gap for _, plot, below in column) for column in columns)
+    width = 1.0 / len(columns)
+    data, layout = [], {"height": height, "margin": {"l": 10, "r": 10, "t": 0, "b": 0}, "annotations": [],
+                        "shapes": [], "showlegend": True}
+    n = 0
+    for c, column in enumerate(columns):
+        x = [c * width + (0.04 if c else 0.0), (c + 1) * width - (0.0 if c == len(columns) - 1 else 0.04)]
+        top = height
+        for figure, plot, below in column:
+            n += 1
+            part = figure.to_dict()
+            y = [(top - title_px - plot) / height, (top - title_px) / height]
+            _add_panel(data, layout, part, n, x, y, legend_y=(top - title_px - plot - below + 30) / height)
+            top -= title_px + plot + below + gap
+    return unvalidated(data, layout)
+
+
+def _add_panel(data: list, layout: dict, part: dict, n: int, x: list[float], y: list[float], legend_y: float) -> None:
+    suffix = "" if n == 1 else str(n)
+    xa, ya = f"x{suffix}", f"y{suffix}"
+    refs = {"x": xa, "y": ya, ("paper", "x"): f"{xa} domain", ("paper", "y"): f"{ya} domain"}
+    own = part["layout"]
+    has_legend = own.get("showlegend", True) and any(t.get("name") and t["type"] != "heatmap" for t in part["data"])
+    legend = f"legend{n}" if n > 1 else "legend"
+    for trace in part["data"]:
+        placed = {**trace, "xaxis": xa, "yaxis": ya, "showlegend": has_legend, "legend": legend}
+        if trace["type"] == "heatmap":
+            placed["colorbar"] = {**trace.get("colorbar", {}), "x": x[1] + 0.005, "xanchor": "left",
+                                  "y": (y[0] + y[1]) / 2, "len": y[1] - y[0], "yanchor": "middle"}
+        data.append(placed)
+    layout[f"xaxis{suffix}"] = {**own.get("xaxis", {}), "domain": x, "anchor": ya}
+    layout[f"yaxis{suffix}"] = {**own.get("yaxis", {}), "domain": y, "anchor": xa}
+    for shape in own.get("shapes", []):
+        layout["shapes"].append({**shape, "xref": refs.get((shape["xref"], "x"), refs.get(shape["xref"])),
+                                 "yref": refs.get((shape["yref"], "y"), refs.get(shape["yref"]))})
+    title = own.get("title", {}).get("text")
+    if title:
+        layout["annotations"].append({"text": f"<b>{title}</b>", "xref": "paper", "yref": "paper", "x": x[0], "y": y[1],
+                                      "xanchor": "left", "yanchor": "bottom", "yshift": 4, "showarrow": False,
+                                      "font": {"size": 14}})
+    if has_legend:
+        layout[legend] = {"orientation": "h", "x": x[0], "y": legend_y, "xanchor": "left", "yanchor": "top"}

@@ -23,6 +23,14 @@ BUILDERS = {
     "lens": lambda: decoding_charts.lens_strip(RNG.integers(1, 500, (5, 7)).astype(float), [3, None, 0, 6, 2],
                                                TOKENS[:5], by="rank"),
 }
+PANELS = ("sampler", "kv", "attention row", "heads")  # left column top to bottom, then the right
+
+
+def step_of(parts: list) -> object:
+    return decoding_charts.step_figure([[(parts[0], 240, 110), (parts[1], 170, 70)], [(parts[2], 220, 60), (parts[3], 108, 10)]])
+
+
+BUILDERS["step"] = lambda: step_of([BUILDERS[name]() for name in PANELS])
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))
@@ -46,6 +54,21 @@ def test_the_sampler_cut_sits_after_the_last_kept_token_and_the_drawn_one_is_out
 def test_a_sliding_window_shades_the_keys_it_cannot_see(window, keys, cut):
     shapes = decoding_charts.attention_row(np.ones(keys), TOKENS[:keys], window=window, title="").to_dict()["layout"].get("shapes", [])
     assert (shapes[1]["x0"] if shapes else None) == cut
+
+
+def test_the_step_figure_keeps_each_panels_traces_marks_and_title_on_its_own_axes():
+    figures = [BUILDERS[name]() for name in PANELS]
+    step, parts = step_of(figures).to_dict(), [figure.to_dict() for figure in figures]
+    for n, part in enumerate(parts, 1):
+        axis = "x" if n == 1 else f"x{n}"
+        placed = [t for t in step["data"] if t.get("xaxis", "x") == axis]
+        assert [list(t["y"]) if "y" in t and t["type"] != "heatmap" else t["z"] for t in placed] == \
+               [list(t["y"]) if t["type"] != "heatmap" else t["z"] for t in part["data"]]
+        shapes = [s for s in step["layout"]["shapes"] if s["xref"] in (axis, f"{axis} domain")]
+        assert [(s["x0"], s["x1"]) for s in shapes] == [(s["x0"], s["x1"]) for s in part["layout"].get("shapes", [])]
+    domains = [step["layout"][f"yaxis{n if n > 1 else ''}"]["domain"] for n in (1, 2)]
+    assert domains[0][0] > domains[1][1]  # the sampler above the cache, apart
+    assert [a["text"] for a in step["layout"]["annotations"]] == ["<b>s</b>", "<b>k</b>", "<b>r</b>", "<b>h</b>"]
 
 
 def test_the_lens_strip_rings_the_first_top1_point_of_each_token():

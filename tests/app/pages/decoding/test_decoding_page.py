@@ -56,6 +56,16 @@ def shown_inputs(at):
             "top_p": at.session_state["dec_top_p"], "seed": at.session_state["dec_seed"]} if sample else {}))
 
 
+PANELS = {"sampler": "x", "kv": "x2", "attention row": "x3", "heads": "x4"}  # the step figure's panels, by x axis
+
+
+def panel(at, name: str) -> dict:
+    """One panel of the step's figure: its traces and its shapes."""
+    figure, axis = chart(at, "dec_step_chart"), PANELS[name]
+    return {"data": [t for t in figure["data"] if t.get("xaxis", "x") == axis],
+            "shapes": [s for s in figure["layout"].get("shapes", []) if s["xref"] in (axis, f"{axis} domain")]}
+
+
 def pills(at, key: str):
     return next(group for group in at.get("button_group") if group.key == key)
 
@@ -133,10 +143,10 @@ def test_scrubbing_shows_the_chosen_steps_record_and_runs_nothing(monkeypatch):
         at.slider(key="dec_step").set_value(index).run()
         no_errors(at)
         step = expected.steps[index]
-        bars = chart(at, "dec_sampler_chart")["data"]
+        bars = panel(at, "sampler")["data"]
         assert list(plotly_array(bars[0]["y"])) == pytest.approx([c.prob for c in step.candidates], abs=1e-6)
         assert list(plotly_array(bars[-1]["y"])) == pytest.approx([c.prob_sampled for c in step.candidates], abs=1e-6)
-        row = plotly_array(chart(at, "dec_attention_row")["data"][0]["y"])
+        row = plotly_array(panel(at, "attention row")["data"][0]["y"])
         layer, head = at.session_state["layer"], at.session_state["head"]
         assert list(row) == pytest.approx(step.attention[layer][head].tolist(), abs=1e-6)
         assert len(row) == run.steps[index].position
@@ -144,7 +154,7 @@ def test_scrubbing_shows_the_chosen_steps_record_and_runs_nothing(monkeypatch):
     assert at.session_state["dec_step"] == 1 and at.slider(key="dec_step").value == 1
     at.selectbox(key="layer").set_value(2).run()
     at.selectbox(key="head").set_value(3).run()
-    row = plotly_array(chart(at, "dec_attention_row")["data"][0]["y"])
+    row = plotly_array(panel(at, "attention row")["data"][0]["y"])
     assert list(row) == pytest.approx(expected.steps[1].attention[2][3].tolist(), abs=1e-6)
     assert not forward.made  # no module of the model ran
 
@@ -248,11 +258,11 @@ def test_a_sliding_layer_shows_its_cut_and_stops_growing_in_the_cache(gemma_home
     at.selectbox(key="layer").set_value(0).run()  # a sliding layer, window 8
     no_errors(at)
     step = run.steps[-1]
-    shapes = chart(at, "dec_attention_row")["layout"]["shapes"]
+    shapes = panel(at, "attention row")["shapes"]
     assert shapes and shapes[1]["x0"] == pytest.approx(step.query_position - 8 + 0.5)
     row = step.attention[0][at.session_state["head"]]
     assert float(row[:step.query_position - 8 + 1].abs().max()) == 0.0  # the keys beyond the window get nothing
-    kv = chart(at, "dec_kv_chart")["data"]
+    kv = panel(at, "kv")["data"]
     measured, formula = plotly_array(kv[0]["y"]), plotly_array(kv[1]["y"])
     assert list(measured) == pytest.approx(list(formula))
     assert measured[0] < measured[5]  # layer 0 keeps its window, layer 5 every token
