@@ -137,7 +137,7 @@ def step_figure(columns: list[list[tuple[object, int, int]]], *, gap: int = 24) 
                         "shapes": [], "showlegend": True}
     n = 0
     for c, column in enumerate(columns):
-        x = [c * width + (0.04 if c else 0.0), (c + 1) * width - (0.0 if c == len(columns) - 1 else 0.04)]
+        x = [c * width + (0.06 if c else 0.0), (c + 1) * width - (0.0 if c == len(columns) - 1 else 0.06)]
         top = height
         for figure, plot, below in column:
             n += 1
@@ -172,4 +172,5 @@ def _add_panel(data: list, layout: dict, part: dict, n: int, x: list[float], y: 
                                       "xanchor": "left", "yanchor": "bottom", "yshift": 4, "showarrow": False,
                                       "font": {"size": 14}})
     if has_legend:
-        layout[legend] = {"orientation": "h", "x": x[0], "y": legend_y, "xanchor": "left", "yanchor": "top"}
+        layout[legend] = {"orientation": "h", "x": x[0], "y": legend_y, "xanchor": "left", "yanchor": "top",
+                          "bgcolor": "rgba(0,0,0,0)"}  # a long legend never hides the next column's labels
