@@ -22,16 +22,16 @@ def choose(view) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def figures(view, step, layer: int, head: int) -> tuple[object, object]:
-    """The chosen head's row and every head's rows of ``layer`` at ``step``."""
+def figures(view, step, layer: int, head: int) -> tuple[tuple, tuple]:
+    """The chosen head's row and every head's rows of ``layer`` at ``step``, as (data, layout) parts."""
     rows = step.attention[layer].float().numpy()  # (H, position): every head's weights over the keys
     tokens = view.texts[:step.position]  # the keys: every token before the new one, the query's own last
     window = view.config.layer_windows[layer]
     kind = "full attention" if window is None else f"sliding window of {window}"
-    row = decoding_charts.attention_row(rows[head], tokens, window=window,
-                                        title=f"Layer {layer}, head {head} ({kind}): the query at "
-                                              f"position {step.query_position} over {step.position} keys")
-    return row, decoding_charts.heads_overview(rows, tokens, head=head, title=f"Every head of layer {layer}")
+    row = decoding_charts.attention_row.parts(rows[head], tokens, window=window,
+                                              title=f"Layer {layer}, head {head} ({kind}): the query at "
+                                                    f"position {step.query_position} over {step.position} keys")
+    return row, decoding_charts.heads_overview.parts(rows, tokens, head=head, title=f"Every head of layer {layer}")
 
 
 def caption(view, step, layer: int, head: int) -> None:

@@ -26,10 +26,10 @@ def draw(view) -> None:
         layer, head = attention.choose(view)
     row, heads = attention.figures(view, step, layer, head)
     formula = decoding.kv_formula_per_layer(view.config, step.position, view.loaded.dtype.itemsize)
-    kv = decoding_charts.kv_bytes(list(step.kv_bytes_per_layer), formula,
-                                  title=f"KV cache per layer: the {step.position} tokens before this one")
+    kv = decoding_charts.kv_bytes.parts(list(step.kv_bytes_per_layer), formula,
+                                        title=f"KV cache per layer: the {step.position} tokens before this one")
     # one figure for the step: a scrub sends and redraws one chart
-    figure = decoding_charts.step_figure([[(sampler_figure(view, step), 240, 110), (kv, 170, 70)],
+    figure = decoding_charts.step_figure([[(sampler_parts(view, step), 240, 110), (kv, 170, 70)],
                                           [(row, 220, 60), (heads, 22 * view.config.n_heads + 20, 10)]])
     st.plotly_chart(figure, key="dec_step_chart", config={"displayModeBar": False})
     left, right = st.columns(2, gap="medium")
@@ -41,15 +41,16 @@ def draw(view) -> None:
     branches.draw(view, index)
 
 
-def sampler_figure(view, step) -> object:
-    """The candidates' raw, tempered and sampled probabilities, the cut and the drawn token."""
+def sampler_parts(view, step) -> tuple[list, dict]:
+    """The candidates' raw, tempered and sampled probabilities, the cut and the drawn token: the chart's
+    (data, layout)."""
     sampling = view.run.sampling
     candidates = step.candidates
     chosen = next((i for i, c in enumerate(candidates) if c.id == step.token.id), None)
     how = "greedy" if sampling.greedy else (
         f"temperature {sampling.temperature:g}" + (f", top-k {sampling.top_k}" if sampling.top_k else "")
         + (f", top-p {sampling.top_p:g}" if sampling.top_p else "") + f", seed {sampling.seed}")
-    return decoding_charts.sampler_bars(
+    return decoding_charts.sampler_bars.parts(
         [c.text or f"#{c.id}" for c in candidates], [c.prob for c in candidates], [c.prob_tempered for c in candidates],
         [c.prob_sampled for c in candidates], chosen, show_tempered=not sampling.greedy,
         title=f"Top {len(candidates)} next tokens ({how})")

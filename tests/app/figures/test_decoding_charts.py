@@ -26,7 +26,8 @@ BUILDERS = {
 PANELS = ("sampler", "kv", "attention row", "heads")  # left column top to bottom, then the right
 
 
-def step_of(parts: list) -> object:
+def step_of(figures: list) -> object:
+    parts = [(f.to_dict()["data"], f.to_dict()["layout"]) for f in figures]
     return decoding_charts.step_figure([[(parts[0], 240, 110), (parts[1], 170, 70)], [(parts[2], 220, 60), (parts[3], 108, 10)]])
 
 
