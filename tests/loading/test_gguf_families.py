@@ -7,11 +7,13 @@ held to transformers' eager model built from the original weights (as the file s
 
 from __future__ import annotations
 
+import gguf
 import pytest
 import torch
 from gguf import GGMLQuantizationType as Q
 from torch.testing import assert_close
 
+from tests.helpers import gguf_convert
 from tests.helpers.gguf_convert import as_stored, vocab_size_for, write_model_gguf
 from tests.helpers.hf_reference import NEEDS_TRANSFORMERS
 from tests.helpers.tiny_hf import random_ids, randomize_
@@ -27,10 +29,20 @@ DIMS = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_atten
 GEMMA_DIMS = dict(DIMS, num_key_value_heads=1, head_dim=256, sliding_window=8)  # 256: transformers' default
 # query_pre_attn_scalar, which llama.cpp's head_dim**-0.5 equals only at that size
 
+# Llama 3.1's rope scaling (its own numbers; 131072 positions, as transformers wants more than the original 8192)
+LLAMA3_ROPE = dict(max_position_embeddings=131072, rope_parameters=dict(
+    rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+    original_max_position_embeddings=8192))
+# a wider head puts three pairs on the ramp between kept and divided frequencies, and other ramp ends
+LLAMA3_ROPE_RAMP = dict(LLAMA3_ROPE, head_dim=64, rope_parameters=dict(
+    LLAMA3_ROPE["rope_parameters"], factor=32.0, low_freq_factor=2.0, high_freq_factor=8.0))
+
 # case → (llama.cpp arch, transformers model_type, config overrides)
 CASES = {
     "llama": ("llama", "llama", dict(rope_theta=5000.0)),
     "llama_mqa_tied": ("llama", "llama", dict(num_key_value_heads=1, tie_word_embeddings=True)),
+    "llama3_rope": ("llama", "llama", LLAMA3_ROPE),
+    "llama3_rope_ramp": ("llama", "llama", LLAMA3_ROPE_RAMP),
     "qwen2": ("qwen2", "qwen2", dict(rope_theta=1e6)),
     "qwen2_tied": ("qwen2", "qwen2", dict(tie_word_embeddings=True)),
     "qwen3": ("qwen3", "qwen3", dict(head_dim=128)),  # transformers' GGUF loader reads no head size for qwen3
@@ -108,7 +120,8 @@ def assert_same(expected, got) -> None:
 
 
 # what transformers' GGUF loader does not read as llama.cpp does: those cases are held to the original model
-NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count"}
+NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count", "llama3_rope": "rope_freqs.weight",
+                            "llama3_rope_ramp": "rope_freqs.weight"}
 # architectures transformers' GGUF loader refuses: held to the original model too
 NO_TRANSFORMERS_GGUF = ("gemma", "olmoe")
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
@@ -188,3 +201,47 @@ def test_the_header_check_passes_a_file_of_every_supported_family(tmp_path):
     assert set(cases) == set(SUPPORTED_ARCHITECTURES)
     paths = [write_model_gguf(tmp_path / f"{case}.gguf", build(case), arch) for arch, case in cases.items()]
     assert preflight.problems(paths) == {str(path): None for path in paths}
+
+
+@pytest.mark.parametrize("case", ["llama3_rope", "llama3_rope_ramp"])
+def test_llama3_rope_freqs_are_read_as_the_checkpoints_llama3_scaling(case, tmp_path):
+    """The file stores only one divisor per pair; the scaling read back is the checkpoint's, and so are the
+    frequencies the Positions page draws."""
+    from txviz.analysis.positions.rope_kinds import layer_inv_freq
+
+    original = build(case)
+    params = original.config.rope_parameters
+    path = write_model_gguf(tmp_path / f"{case}.gguf", original, "llama", qtype=Q.Q8_0)
+    assert "rope_freqs.weight" in {t.name for t in gguf.GGUFReader(path).tensors}
+    loaded = load_gguf(path, device="cpu")
+    scaling = loaded.config.rope_scaling
+    assert (scaling.kind, scaling.factor, scaling.low_freq_factor, scaling.high_freq_factor) == \
+        ("llama3", params["factor"], params["low_freq_factor"], params["high_freq_factor"])
+    assert_close(layer_inv_freq(loaded.config, 0), original.model.rotary_emb.inv_freq)
+    ids = random_ids(original.config.vocab_size)
+    assert_same(reference(as_stored(original, Q.Q8_0), ids), ours(loaded, ids))
+
+
+def test_a_llama3_file_passes_the_header_check_and_keeps_its_scaling_in_the_float32_copy(tmp_path):
+    from txviz.loading import preflight
+    from txviz.loading.gguf.float32_copy import dequantized_copy_path, load_gguf_cached
+
+    path = write_model_gguf(tmp_path / "llama3_copy.gguf", build("llama3_rope_ramp"), "llama")
+    assert preflight.problems([path]) == {str(path): None}
+    first = load_gguf_cached(path, device="cpu")
+    again = load_gguf_cached(path, device="cpu")
+    assert again.metadata["weights_from"] == str(dequantized_copy_path(path))
+    assert again.config.rope_scaling == first.config.rope_scaling
+    assert again.config.rope_scaling.kind == "llama3"
+
+
+def test_rope_freqs_that_are_not_llama3_scaling_are_refused(tmp_path):
+    """Divisors below 1 (pairs sped up) follow no rule txviz runs: refused, not run as some other scaling."""
+    original = build("llama3_rope")
+    path = write_model_gguf(tmp_path / "llama3.gguf", original, "llama")
+    freqs = gguf_convert.llama3_rope_freqs(original.config)
+    data = path.read_bytes()
+    assert data.count(freqs.tobytes()) == 1
+    (tmp_path / "sped_up.gguf").write_bytes(data.replace(freqs.tobytes(), (freqs / 16).tobytes()))
+    with pytest.raises(ModelLoadError, match="rope_freqs.weight speeds some pairs up"):
+        load_gguf(tmp_path / "sped_up.gguf", device="cpu")
