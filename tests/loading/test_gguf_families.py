@@ -2,8 +2,9 @@
 is written as llama.cpp's converter would write it (tests/helpers/gguf_convert.py), in F32, F16 and Q8_0;
 transformers loads that file (``from_pretrained(dir, gguf_file=…)``) and so does txviz, and the logits,
 every attention map and (MoE) every layer's router logits must agree. Where transformers' GGUF loader does
-not read what llama.cpp does (Phi-3's partial rotary) or refuses the architecture (gemma, olmoe), txviz is
-held to transformers' eager model built from the original weights (as the file stores them) instead."""
+not read what llama.cpp does (Phi-3's partial rotary, Llama 3's ``rope_freqs``), refuses the architecture (gemma,
+olmoe) or reads another model (Mixtral, a llama file with experts, read as a dense llama), txviz is held to
+transformers' eager model built from the original weights (as the file stores them) instead."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ CASES = {
     "llama_mqa_tied": ("llama", "llama", dict(num_key_value_heads=1, tie_word_embeddings=True)),
     "llama3_rope": ("llama", "llama", LLAMA3_ROPE),
     "llama3_rope_ramp": ("llama", "llama", LLAMA3_ROPE_RAMP),
+    # llama.cpp's converter writes Mistral and Mixtral as "llama" (Mixtral with expert_count and stacked experts)
+    "mistral": ("llama", "mistral", dict(sliding_window=None, head_dim=16)),
+    "mistral_window": ("llama", "mistral", dict(sliding_window=4, head_dim=16)),
+    "mixtral": ("llama", "mixtral", dict(num_local_experts=4, num_experts_per_tok=2, head_dim=16)),
     "qwen2": ("qwen2", "qwen2", dict(rope_theta=1e6)),
     "qwen2_tied": ("qwen2", "qwen2", dict(tie_word_embeddings=True)),
     "qwen3": ("qwen3", "qwen3", dict(head_dim=128)),  # transformers' GGUF loader reads no head size for qwen3
@@ -125,8 +130,13 @@ NOT_READ_BY_TRANSFORMERS = {"phi3_partial_rotary": "phi3.rope.dimension_count", 
 # architectures transformers' GGUF loader refuses: held to the original model too
 NO_TRANSFORMERS_GGUF = ("gemma", "olmoe")
 # what llama.cpp itself does not run, so the file's model differs from the checkpoint it was written from
-NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window"}
-PARITY_CASES = sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS) - set(NO_TRANSFORMERS_GGUF))
+NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window",
+                        "mistral_window": "sliding_window (the converter writes no window for llama)"}
+# what transformers' GGUF loader reads as another model: a llama-arch file with experts (Mixtral) becomes a dense
+# LlamaForCausalLM whose MLP is newly initialised, the experts dropped; held to the original model too
+READ_AS_ANOTHER_MODEL = ("mixtral",)
+PARITY_CASES = sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS) - set(NO_TRANSFORMERS_GGUF)
+                      - set(READ_AS_ANOTHER_MODEL))
 
 
 @pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
@@ -165,8 +175,9 @@ def test_what_transformers_gguf_loader_ignores_is_held_to_the_original_model(cas
         assert_same(reference(transformers_gguf(path), ids), ours(loaded, ids))
 
 
-def test_phi3_window_is_not_run_as_llama_cpp_does_not(tmp_path):
-    path = write_model_gguf(tmp_path / "phi3.gguf", build("phi3_window"), "phi3")
+@pytest.mark.parametrize("case", sorted(NOT_RUN_BY_LLAMA_CPP))
+def test_a_window_llama_cpp_does_not_run_is_not_run(case, tmp_path):
+    path = write_model_gguf(tmp_path / f"{case}.gguf", build(case), CASES[case][0])
     loaded = load_gguf(path, device="cpu")
     assert loaded.config.sliding_window is None and loaded.config.layer_windows == (None, None)
 
@@ -245,3 +256,15 @@ def test_rope_freqs_that_are_not_llama3_scaling_are_refused(tmp_path):
     (tmp_path / "sped_up.gguf").write_bytes(data.replace(freqs.tobytes(), (freqs / 16).tobytes()))
     with pytest.raises(ModelLoadError, match="rope_freqs.weight speeds some pairs up"):
         load_gguf(tmp_path / "sped_up.gguf", device="cpu")
+
+
+@pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
+def test_mixtral_is_held_to_the_original_model_as_transformers_gguf_loader_drops_its_experts(qtype, tmp_path):
+    original = build("mixtral")
+    path = write_model_gguf(tmp_path / "mixtral.gguf", original, "llama", qtype=qtype)
+    loaded = load_gguf(path, device="cpu")
+    assert (loaded.metadata["architecture"], loaded.config.n_experts, loaded.config.top_k) == ("llama", 4, 2)
+    ids = random_ids(original.config.vocab_size)
+    assert_same(reference(as_stored(original, qtype), ids), ours(loaded, ids))
+    hf_gguf = transformers_gguf(path)
+    assert hf_gguf.config.model_type == "llama" and not hasattr(hf_gguf.config, "num_local_experts")
