@@ -138,6 +138,11 @@ def gguf_tensors(model: torch.nn.Module, arch: str) -> dict[str, np.ndarray]:
     rope_freqs = llama3_rope_freqs(config) if arch == "llama" else None
     if rope_freqs is not None:
         out[gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight"] = rope_freqs
+    params = getattr(config, "rope_parameters", None) or {}
+    if arch == "phi3" and params.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
+        for kind in ("long", "short"):
+            tensor = gguf.TENSOR_NAMES[gguf.MODEL_TENSOR[f"ROPE_FACTORS_{kind.upper()}"]]
+            out[f"{tensor}.weight"] = np.array(params[f"{kind}_factor"], dtype=np.float32)
     return out
 
 

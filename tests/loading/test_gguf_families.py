@@ -60,6 +60,12 @@ CASES = {
     "olmoe": ("olmoe", "olmoe", dict(num_experts=4, num_experts_per_tok=2)),
     "phi3": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "phi3_window": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=8)),
+    # Phi-3-mini-128k's LongRoPE: factors per rotated pair for long and for short sequences (8 pairs here)
+    "phi3_longrope": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, max_position_embeddings=256,
+                                           rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                                long_factor=[1.0 + i for i in range(8)],
+                                                                short_factor=[1.0] * 8,
+                                                                original_max_position_embeddings=64))),
     "phi3_partial_rotary": ("phi3", "phi3", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
                                                  partial_rotary_factor=0.75)),
     "gemma": ("gemma", "gemma", dict(GEMMA_DIMS, sliding_window=None)),
@@ -135,8 +141,10 @@ NOT_RUN_BY_LLAMA_CPP = {"phi3_window": "phi3.attention.sliding_window",
 # what transformers' GGUF loader reads as another model: a llama-arch file with experts (Mixtral) becomes a dense
 # LlamaForCausalLM whose MLP is newly initialised, the experts dropped; held to the original model too
 READ_AS_ANOTHER_MODEL = ("mixtral",)
+# what txviz refuses by name
+REFUSED = ("phi3_longrope",)
 PARITY_CASES = sorted(set(CASES) - set(NOT_READ_BY_TRANSFORMERS) - set(NO_TRANSFORMERS_GGUF)
-                      - set(READ_AS_ANOTHER_MODEL))
+                      - set(READ_AS_ANOTHER_MODEL) - set(REFUSED))
 
 
 @pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0], ids=["F32", "Q8_0"])
@@ -208,7 +216,7 @@ def test_the_header_check_passes_a_file_of_every_supported_family(tmp_path):
     """The app offers a file only if its header check (txviz.loading.preflight, in a child process) passes."""
     from txviz.loading import preflight
 
-    cases = {CASES[case][0]: case for case in sorted(CASES)}
+    cases = {CASES[case][0]: case for case in sorted(set(CASES) - set(REFUSED))}
     assert set(cases) == set(SUPPORTED_ARCHITECTURES)
     paths = [write_model_gguf(tmp_path / f"{case}.gguf", build(case), arch) for arch, case in cases.items()]
     assert preflight.problems(paths) == {str(path): None for path in paths}
@@ -268,3 +276,13 @@ def test_mixtral_is_held_to_the_original_model_as_transformers_gguf_loader_drops
     assert_same(reference(as_stored(original, qtype), ids), ours(loaded, ids))
     hf_gguf = transformers_gguf(path)
     assert hf_gguf.config.model_type == "llama" and not hasattr(hf_gguf.config, "num_local_experts")
+
+
+def test_phi3_longrope_is_refused_by_name_by_the_loader_and_the_header_check(tmp_path):
+    from txviz.loading import preflight
+
+    path = write_model_gguf(tmp_path / "phi3_longrope.gguf", build("phi3_longrope"), "phi3")
+    assert {"rope_factors_long.weight", "rope_factors_short.weight"} <= {t.name for t in gguf.GGUFReader(path).tensors}
+    with pytest.raises(ModelLoadError, match="LongRoPE .*rope_factors_long.weight, rope_factors_short.weight"):
+        load_gguf(path, device="cpu")
+    assert "LongRoPE" in preflight.problems([path])[str(path)]

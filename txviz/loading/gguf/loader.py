@@ -37,7 +37,7 @@ from txviz.loading.gguf.family import ArchKeys, GGUFFamily
 from txviz.loading.gguf.fields import tokenizer_field_problem
 from txviz.loading.gguf.llama import unpermute_rope_rows
 from txviz.loading.gguf.names import txviz_names
-from txviz.loading.gguf.rope_freqs import ROPE_FREQS, llama3_scaling, read_rope_freqs
+from txviz.loading.gguf.rope_freqs import ROPE_FREQS, llama3_scaling, read_rope_freqs, refuse_longrope
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer.tokenizer import Tokenizer
 
@@ -152,6 +152,7 @@ def _required(h: GGUFHeader, key: str) -> int:
 def config_from_header(h: GGUFHeader) -> ModelConfig:
     """The ModelConfig a header describes: the keys every architecture shares, then its family's own."""
     family = family_of(h.architecture, h.path)
+    refuse_longrope(h.tensor_types, h.path)
     d_model, n_heads = _required(h, "embedding_length"), _required(h, "attention.head_count")
     head_dim = _number(h, "attention.key_length", int, 0) or d_model // max(n_heads, 1)
     problem = tokenizer_field_problem(h.metadata)

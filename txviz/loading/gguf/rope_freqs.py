@@ -15,6 +15,10 @@ file's ``rope.scaling.original_context_length`` or the converter's 8192). With f
 ramp the line is not determined and the converter's defaults (1, 4) are tried. Whatever is read must give
 back the file's divisors for every pair, or the file is refused: the model then runs with frequencies equal
 to llama.cpp's, and txviz's pages name the scaling "llama3" with its numbers.
+
+Phi-3's LongRoPE (Phi-3-mini-128k, Phi-3.5-mini) also stores per-pair factors, two sets
+(``rope_factors_long``/``_short``, chosen by the sequence's length) with an attention factor; txviz's RoPE has
+neither, as its safetensors loader says for the same checkpoints, so such a file is refused by that name.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from txviz.config import ConfigError, RopeScaling
 from txviz.loading.errors import ModelLoadError
 
 ROPE_FREQS = "rope_freqs.weight"
+LONGROPE_FACTORS = ("rope_factors_long.weight", "rope_factors_short.weight")
 CONVERTER_ORIGINAL_CONTEXT = 8192  # convert_hf_to_gguf.py's default for a config without the top-level key
 CONVERTER_LOW_HIGH = (1.0, 4.0)  # its defaults for low_freq_factor, high_freq_factor
 MAX_PAIRS = 4096  # a head of 8192 rotated dimensions; the vector is read before any size check
@@ -88,6 +93,15 @@ def llama3_scaling(factors: Sequence[float], rope_dims: int, theta: float, origi
             return scaling
     raise ModelLoadError(f"{where}tensor {ROPE_FREQS} holds divisors that are not Llama 3's rope scaling "
                          f"(factor {factor:.4g}); no other per-pair RoPE factors are supported")
+
+
+def refuse_longrope(tensor_names, path: str = "") -> None:
+    """A ModelLoadError naming LongRoPE when the file stores its long/short factors."""
+    found = [name for name in LONGROPE_FACTORS if name in tensor_names]
+    if found:
+        where = f"{path}: " if path else ""
+        raise ModelLoadError(f"{where}LongRoPE (tensors {', '.join(found)}: Phi-3-mini-128k, Phi-3.5-mini) is not "
+                             "supported: txviz's RoPE has no long/short factor sets")
 
 
 def read_rope_freqs(reader, path: str = "") -> tuple[float, ...] | None:
