@@ -9,6 +9,7 @@ transformers' eager model built from the original weights (as the file stores th
 from __future__ import annotations
 
 import gguf
+import numpy as np
 import pytest
 import torch
 from gguf import GGMLQuantizationType as Q
@@ -286,3 +287,16 @@ def test_phi3_longrope_is_refused_by_name_by_the_loader_and_the_header_check(tmp
     with pytest.raises(ModelLoadError, match="LongRoPE .*rope_factors_long.weight, rope_factors_short.weight"):
         load_gguf(path, device="cpu")
     assert "LongRoPE" in preflight.problems([path])[str(path)]
+
+
+@pytest.mark.parametrize("values, refusal", [(5000, "holds 5,000 values, more than any head"),
+                                             (3, "must hold 8 positive finite divisors")])
+def test_a_rope_freqs_tensor_of_the_wrong_size_is_refused_before_it_is_used(values, refusal, tmp_path):
+    from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+
+    config = tiny()
+    assert config.head_dim // 2 == 8
+    extra = {"rope_freqs.weight": np.full(values, 2.0, dtype=np.float32)}
+    path = write_gguf(tmp_path / "m.gguf", config, weights_of(config), extra=extra)
+    with pytest.raises(ModelLoadError, match=refusal):
+        load_gguf(path, device="cpu")
