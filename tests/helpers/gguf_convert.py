@@ -4,7 +4,8 @@ would write it, for the GGUF parity tests.
 Independent of txviz.loading.gguf: the tensor names come from the ``gguf`` package's own map
 (``gguf.get_tensor_name_map``, what the converter calls), the metadata keys from ``GGUFWriter``'s own
 ``add_*`` methods, and the per-architecture steps are the converter's: Q/K rows permuted for llama (its
-``LlamaModel.permute``), Gemma's norm weights stored as w + 1, Qwen3-MoE's experts stacked (E, out, in),
+``LlamaModel.permute``), Llama 3's rope scaling stored as per-pair divisors (``rope_freqs``), Gemma's norm
+weights stored as w + 1, Qwen3-MoE's experts stacked (E, out, in),
 a tied ``lm_head`` left out (a checkpoint does not store it), 1-D tensors kept F32 and the rest stored as
 ``qtype``. The tokenizer is a tiny byte-level BPE (or Gemma's SentencePiece) vocabulary, so the model's
 vocabulary size is that list's length (``vocab_size_for``).
@@ -96,6 +97,31 @@ def _modified(arch: str, config, name: str, data: np.ndarray) -> list[tuple[str,
     return [(name, data)]
 
 
+def llama3_rope_freqs(config) -> np.ndarray | None:
+    """``LlamaModel.generate_extra_tensors``: for rope_type "llama3", one float32 divisor per rotated pair —
+    1 for short wavelengths, ``factor`` for long ones, a ramp between; the original context is the config's
+    top-level ``original_max_position_embeddings`` (8192 without it, as the converter reads it)."""
+    params = getattr(config, "rope_parameters", None) or {}
+    if params.get("rope_type") != "llama3":
+        return None
+    dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    freqs = 1.0 / (params.get("rope_theta", 10000.0) ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high = (params.get(k, d) for k, d in (("factor", 8.0), ("low_freq_factor", 1.0),
+                                                        ("high_freq_factor", 4.0)))
+    old = config.to_dict().get("original_max_position_embeddings") or 8192
+    divisors = []
+    for freq in freqs:
+        wavelen = 2 * np.pi / freq
+        if wavelen < old / high:
+            divisors.append(1.0)
+        elif wavelen > old / low:
+            divisors.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            divisors.append(float(1 / ((1 - smooth) / factor + smooth)))
+    return np.array(divisors, dtype=np.float32)
+
+
 def gguf_tensors(model: torch.nn.Module, arch: str) -> dict[str, np.ndarray]:
     """The model's tensors under llama.cpp's names, as the converter transforms them."""
     config = model.config
@@ -109,6 +135,14 @@ def gguf_tensors(model: torch.nn.Module, arch: str) -> dict[str, np.ndarray]:
             if gguf_name is None:
                 raise KeyError(f"llama.cpp's {arch} has no tensor for {hf_name}")
             out[gguf_name] = data
+    rope_freqs = llama3_rope_freqs(config) if arch == "llama" else None
+    if rope_freqs is not None:
+        out[gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight"] = rope_freqs
+    params = getattr(config, "rope_parameters", None) or {}
+    if arch == "phi3" and params.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
+        for kind in ("long", "short"):
+            tensor = gguf.TENSOR_NAMES[gguf.MODEL_TENSOR[f"ROPE_FACTORS_{kind.upper()}"]]
+            out[f"{tensor}.weight"] = np.array(params[f"{kind}_factor"], dtype=np.float32)
     return out
 
 

@@ -225,9 +225,9 @@ def test_undequantizable_type_names_tensor_and_type(tmp_path):
 
 def test_unknown_tensor_is_refused_not_dropped(tmp_path):
     config = tiny()
-    extra = {"rope_freqs.weight": np.ones(config.head_dim // 2, dtype=np.float32)}
+    extra = {"rope_factors_long.weight": np.ones(config.head_dim // 2, dtype=np.float32)}  # LongRoPE's
     path = write_gguf(tmp_path / "m.gguf", config, weights_of(config), extra=extra)
-    with pytest.raises(ModelLoadError, match="rope_freqs.weight"):
+    with pytest.raises(ModelLoadError, match="rope_factors_long.weight"):
         load_gguf(path, device="cpu")
 
 

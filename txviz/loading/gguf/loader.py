@@ -12,8 +12,10 @@ nothing unpickled):
   float32 by ``gguf.quants``' block code (``dequantize_array``), fused ones split by rows;
 * ``unpermute_rope_rows`` (``txviz.loading.gguf.llama``) for the architectures llama.cpp permutes.
 
-Anything the tables do not know (another architecture, an extra tensor such as llama 3.1's
-``rope_freqs``, a quantization type gguf cannot dequantize) is refused with a ``ModelLoadError``.
+Llama 3.x's ``rope_freqs`` (per-pair RoPE divisors) is read into the config as Llama 3's rope scaling
+(``txviz.loading.gguf.rope_freqs``). Anything the tables do not know (another architecture, an extra
+tensor such as LongRoPE's ``rope_factors_long``, a quantization type gguf cannot dequantize) is refused
+with a ``ModelLoadError``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from txviz.loading.gguf.family import ArchKeys, GGUFFamily
 from txviz.loading.gguf.fields import tokenizer_field_problem
 from txviz.loading.gguf.llama import unpermute_rope_rows
 from txviz.loading.gguf.names import txviz_names
+from txviz.loading.gguf.rope_freqs import ROPE_FREQS, llama3_scaling, read_rope_freqs, refuse_longrope
 from txviz.loading.loaded import LoadedModel
 from txviz.loading.tokenizer.tokenizer import Tokenizer
 
@@ -49,6 +52,9 @@ class GGUFHeader:
     path: str
     metadata: Mapping[str, Any]  # key → plain Python value (str, int, float, bool, list)
     tensor_types: Mapping[str, str]  # tensor name → quantization type ("Q4_1", "F32", …)
+    # the values of rope_freqs.weight, the one tensor read into the config; None where the file has none or
+    # only its header was read (the discovery check sizes the model without them)
+    rope_freqs: tuple[float, ...] | None = None
 
     @property
     def architecture(self) -> str:
@@ -59,12 +65,14 @@ class GGUFHeader:
 
     def to_json(self) -> str:
         return json.dumps({"path": self.path, "metadata": dict(self.metadata),
-                           "tensor_types": dict(self.tensor_types)})
+                           "tensor_types": dict(self.tensor_types), "rope_freqs": self.rope_freqs})
 
     @classmethod
     def from_json(cls, text: str) -> "GGUFHeader":
         data = json.loads(text)
-        return cls(path=data["path"], metadata=data["metadata"], tensor_types=data["tensor_types"])
+        rope_freqs = data.get("rope_freqs")
+        return cls(path=data["path"], metadata=data["metadata"], tensor_types=data["tensor_types"],
+                   rope_freqs=tuple(rope_freqs) if rope_freqs is not None else None)
 
 
 def open_gguf(path: str | Path):
@@ -97,7 +105,8 @@ def header_from_reader(reader, path: str | Path) -> GGUFHeader:
         except Exception as exc:
             raise ModelLoadError(f"{path}: metadata key {key!r} is unreadable: {exc}") from exc
     types = {t.name: t.tensor_type.name for t in reader.tensors}
-    return GGUFHeader(path=str(path), metadata=metadata, tensor_types=types)
+    return GGUFHeader(path=str(path), metadata=metadata, tensor_types=types,
+                      rope_freqs=read_rope_freqs(reader, str(path)))
 
 
 def read_gguf_header(path: str | Path) -> GGUFHeader:
@@ -143,6 +152,7 @@ def _required(h: GGUFHeader, key: str) -> int:
 def config_from_header(h: GGUFHeader) -> ModelConfig:
     """The ModelConfig a header describes: the keys every architecture shares, then its family's own."""
     family = family_of(h.architecture, h.path)
+    refuse_longrope(h.tensor_types, h.path)
     d_model, n_heads = _required(h, "embedding_length"), _required(h, "attention.head_count")
     head_dim = _number(h, "attention.key_length", int, 0) or d_model // max(n_heads, 1)
     problem = tokenizer_field_problem(h.metadata)
@@ -168,10 +178,23 @@ def config_from_header(h: GGUFHeader) -> ModelConfig:
         name=str(h.metadata.get("general.name") or Path(h.path).stem), source=h.path,
     )
     fields.update(family.fields(ArchKeys(h), fields))
+    if h.rope_freqs is not None:
+        fields["rope_scaling"] = _scaling_from_rope_freqs(h, fields)
     try:
         return ModelConfig(**fields)
     except ConfigError as exc:
         raise ModelLoadError(f"{h.path}: the metadata does not describe a valid model: {exc}") from exc
+
+
+def _scaling_from_rope_freqs(h: GGUFHeader, fields: Mapping[str, Any]) -> RopeScaling:
+    """Llama 3's rope scaling as the file's per-pair divisors describe it; a file that also names a scaling
+    in its metadata describes two and is refused."""
+    if fields["rope_scaling"].kind != "none":
+        raise ModelLoadError(f"{h.path}: the file has both {ROPE_FREQS} and RoPE scaling "
+                             f"'{fields['rope_scaling'].kind}' in its metadata; only one can apply")
+    rope_dims = fields["rotary_dims"] or fields["head_dim"]
+    return llama3_scaling(h.rope_freqs, rope_dims, fields["rope_theta"],
+                          _number(h, "rope.scaling.original_context_length"), h.path)
 
 
 def _rotary_dims(h: GGUFHeader, family: GGUFFamily, head_dim: int) -> int | None:
@@ -284,7 +307,9 @@ def check_tensor_shapes(reader, config: ModelConfig, family: GGUFFamily) -> dict
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
         if target is None:
             continue  # refused by name in dequantized_state_dict
-        if "expert_param" in target:
+        if "config" in target:  # RoPE's per-pair divisors: one per rotated pair
+            name, want = tensor.name, (config.rope_dims // 2,)
+        elif "expert_param" in target:
             name = f"layers.{target['layer']}.ffn.experts.0.{target['expert_param']}"
             want = (config.n_experts, *expected.get(name, shape[1:]))
         elif "parts" in target:
@@ -346,6 +371,8 @@ def dequantized_state_dict(reader, config: ModelConfig) -> dict[str, torch.Tenso
             raise ModelLoadError(f"tensor {tensor.name} ({tensor.tensor_type.name}) has no place in a "
                                  f"{config.n_layers}-layer {architecture} decoder; this GGUF variant "
                                  "is not supported")
+        if "config" in target:  # already read into the config (the header's rope_freqs)
+            continue
         weight = dequantize_tensor(tensor)
         if "expert_param" in target:  # (E, out, in): one slice per expert
             for e in range(weight.shape[0]):

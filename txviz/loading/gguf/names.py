@@ -39,12 +39,16 @@ EXPERT_NAMES = {  # blk.{i}.<key> of shape (E, out, in) → layers.{i}.ffn.exper
     "ffn_up_exps.weight": "up_proj.weight",
     "ffn_down_exps.weight": "down_proj.weight",
 }
+CONFIG_TENSORS = ("rope_freqs.weight",)  # read into the config, not the weights (txviz.loading.gguf.rope_freqs)
 LAYER_TENSOR = re.compile(r"blk\.(\d+)\.(.+)")
 
 
 def txviz_names(gguf_name: str, config: ModelConfig, family: GGUFFamily) -> dict | None:
     """Where a GGUF tensor goes: {"name": …}; {"parts": (…)} for a fused tensor, split by rows in that order;
-    or, for stacked experts, {"expert_param": …, "layer": i}. None: it has no place."""
+    for stacked experts, {"expert_param": …, "layer": i}; {"config": …} for one read into the config.
+    None: it has no place."""
+    if gguf_name in CONFIG_TENSORS:
+        return {"config": gguf_name}
     if gguf_name in GLOBAL_NAMES:
         return {"name": GLOBAL_NAMES[gguf_name]}
     match = LAYER_TENSOR.fullmatch(gguf_name)

@@ -8,7 +8,7 @@ split by rows into txviz's separate weights. RoPE is NEOX-style (no Q/K permutat
 ``phi3.attention.sliding_window`` is read by neither runtime: llama.cpp's ``llama-model.cpp`` turns
 Phi-3's window off ("Phi SWA is currently disabled") and transformers' GGUF loader has no key for it, so
 a Phi-3 GGUF attends over its whole context here too. LongRoPE's ``rope_factors_long``/``_short`` tensors
-have no place in txviz's RoPE and are refused by name.
+have no place in txviz's RoPE: such a file is refused naming LongRoPE (``txviz.loading.gguf.rope_freqs``).
 """
 
 from __future__ import annotations
