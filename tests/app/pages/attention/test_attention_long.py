@@ -21,12 +21,12 @@ TEXT = (__import__("pathlib").Path(MAIN).parents[1] / "assets" / "texts" / "how_
 
 @pytest.fixture(scope="module")
 def long_prompt(default_model):
-    """335 tokens of the shipped text (past the 256 drawn cell by cell, so the overview is pooled, and
-    long enough that keeping q/k costs less than fp16 maps: ``summaries_budget`` checks the page's plan; from
-    318 tokens on for SmolLM2) and their full trace. 415 tokens (2,000 characters) proved nothing more and
-    cost ~1.5x (the maps grow with T²); twice that, ~3x."""
+    """373 tokens of the shipped text (past the 256 drawn cell by cell, so the overview is pooled, and
+    long enough that keeping q/k costs less than fp16 maps: ``summaries_budget`` checks the page's plan; for
+    SmolLM2 from about 340 tokens on, since maps are written block by block into their storage and no whole
+    T×T temporary adds to their peak) and their full trace. Twice that costs ~3x (the maps grow with T²)."""
     tokenizer = default_model.tokenizer
-    prompt = TEXT[:1600]
+    prompt = TEXT[:1800]
     ids = tokenizer.encode(prompt, bos="sink").ids
     full = trace(default_model.model, torch.tensor(ids), capture=("attn_probs",))
     return prompt, ids, full
