@@ -10,6 +10,7 @@ from torch.testing import assert_close
 from tests.helpers.decoding_reference import lens_of_sequence
 from tests.helpers.tiny import VARIANTS, random_decoder, tiny_config
 from txviz.decoding import StepRecordRequest, branch, decode
+from txviz.decoding.lens import chosen_rank_and_prob
 from txviz.generate import Sampling
 
 LENS_VARIANTS = {"deep": dict(n_layers=5, n_kv_heads=2), "sliding_window": dict(VARIANTS["sliding_window"], n_layers=4),
@@ -62,3 +63,32 @@ def test_a_lens_read_after_the_run_is_missing_from_the_streamed_steps_only():
 def test_no_lens_unless_asked():
     model = random_decoder(tiny_config())
     assert all(step.lens is None for step in decode(model, PROMPT, 4).steps)
+
+
+def _softmax_rank_and_prob(logits, index):
+    """The lens' first formula: 1 + how many logits are greater, and the softmax's probability."""
+    chosen = logits.gather(-1, index)
+    return (logits > chosen).sum(dim=-1) + 1, torch.softmax(logits, dim=-1).gather(-1, index)[..., 0]
+
+
+def test_the_in_place_rank_and_probability_equal_the_softmax_formula():
+    model = random_decoder(tiny_config(**LENS_VARIANTS["deep"]), seed=3)
+    logits = lens_of_sequence(model, PROMPT * 3).float()  # (L+1, T, V)
+    generator = torch.Generator().manual_seed(0)
+    index = torch.randint(0, logits.shape[-1], logits.shape[:-1] + (1,), generator=generator)
+    index[:, 0, 0] = logits[:, 0].argmax(dim=-1)  # a top-1 token at every point
+    ties = torch.tensor([[0.5, 2.0, 2.0, -1.0, 2.0, 0.5]])  # the chosen token tied with others: not counted
+    far = torch.tensor([[0.0, 100.0, -3.0, 95.0]])  # the chosen token 100 nats down: exp overflows
+    wide = 8 * torch.randn(6, 49152, generator=generator)  # a vocabulary as wide as SmolLM2's
+    wide_index = torch.randint(0, 49152, (6, 1), generator=generator)
+    wide_index[0, 0] = wide[0].argmax()
+    cases = [(logits, index), (wide, wide_index), (ties, torch.tensor([[2]])), (ties, torch.tensor([[0]])),
+             (far, torch.tensor([[0]])), (far, torch.tensor([[1]]))]
+    for values, chosen in cases:
+        expected_ranks, expected_probs = _softmax_rank_and_prob(values, chosen)
+        exact_probs = _softmax_rank_and_prob(values.double(), chosen)[1]
+        ranks, probs = chosen_rank_and_prob(values.clone(), chosen)
+        assert ranks.tolist() == expected_ranks.tolist()
+        assert_close(probs.double(), exact_probs, rtol=0, atol=1e-6)  # float64's softmax
+        assert_close(probs, expected_probs, rtol=0, atol=2e-5)  # the float32 softmax is itself off by up to 2e-5
+    assert chosen_rank_and_prob(ties.clone(), torch.tensor([[2]]))[0].item() == 1  # ties share the top rank

@@ -45,12 +45,24 @@ def lens_readings(model, resid: torch.Tensor, tokens: Sequence[int]) -> list[Len
         chunk = torch.as_tensor(tokens[start:start + STEPS_PER_PRODUCT], dtype=torch.long)
         logits = lens_logits(model, resid[start:start + len(chunk)])  # (s, L+1, V)
         index = chunk.to(logits.device)[:, None, None].expand(-1, logits.shape[1], 1)  # (s, L+1, 1)
-        chosen = logits.gather(-1, index)  # (s, L+1, 1)
-        ranks = ((logits > chosen).sum(dim=-1, dtype=torch.int32) + 1).tolist()  # int32: 5× faster than int64 here
-        probs = torch.softmax(logits, dim=-1).gather(-1, index)[..., 0].tolist()  # 6× faster than logsumexp here
+        ranks, probs = chosen_rank_and_prob(logits, index)
         readings += [LensReading(ranks=tuple(r), probs=tuple(p), first_top1_layer=_first_top1(r))
-                     for r, p in zip(ranks, probs)]
+                     for r, p in zip(ranks.tolist(), probs.tolist())]
     return readings
+
+
+def chosen_rank_and_prob(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits (..., V) float32, overwritten, and the chosen token's ``index`` (..., 1) → its rank (1 + how many
+    logits are greater) and its softmax probability, each (...). In place on the one (..., V) tensor: the
+    logits minus the chosen one, d, are positive exactly where a logit is greater (a float difference is never
+    rounded to 0 or below), and the probability is 1 / Σ exp(d) (≥ 1: the chosen term is exp(0); an
+    overflow to inf reads 0 for a token more than 88 nats below another, whose probability is < e⁻⁸⁸). A
+    softmax would write a second vocabulary-wide tensor and take one more pass: this is 1.4× faster for the
+    reductions (248 × 49152 logits, 2-core EPYC) and holds half the memory."""
+    logits.sub_(logits.gather(-1, index))
+    ranks = (logits > 0).sum(dim=-1, dtype=torch.int32) + 1  # int32: 5× faster than int64 here
+    probs = logits.exp_().sum(dim=-1).reciprocal_()
+    return ranks, probs
 
 
 def lens_reading(model, resid: torch.Tensor, token: int) -> LensReading:
