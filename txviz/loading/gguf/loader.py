@@ -106,7 +106,7 @@ def header_from_reader(reader, path: str | Path) -> GGUFHeader:
             raise ModelLoadError(f"{path}: metadata key {key!r} is unreadable: {exc}") from exc
     types = {t.name: t.tensor_type.name for t in reader.tensors}
     return GGUFHeader(path=str(path), metadata=metadata, tensor_types=types,
-                      rope_freqs=read_rope_freqs(reader, str(path)))
+                      rope_freqs=read_rope_freqs(reader, dequantize_tensor, str(path)))
 
 
 def read_gguf_header(path: str | Path) -> GGUFHeader:

@@ -24,7 +24,7 @@ neither, as its safetensors loader says for the same checkpoints, so such a file
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -104,11 +104,10 @@ def refuse_longrope(tensor_names, path: str = "") -> None:
                              "supported: txviz's RoPE has no long/short factor sets")
 
 
-def read_rope_freqs(reader, path: str = "") -> tuple[float, ...] | None:
+def read_rope_freqs(reader, dequantize_tensor: Callable[[Any], Any], path: str = "") -> tuple[float, ...] | None:
     """The file's ``rope_freqs.weight`` as floats, or None when it has none; refused before it is read when
-    it is larger than any head."""
-    from txviz.loading.gguf.loader import dequantize_tensor
-
+    it is larger than any head. ``dequantize_tensor`` is the loader's (a tensor of the file → float32 values):
+    handed in, so this module never imports the loader that imports it."""
     tensor = next((t for t in reader.tensors if t.name == ROPE_FREQS), None)
     if tensor is None:
         return None
