@@ -111,7 +111,7 @@ def random_ids(config: ModelConfig, n_tokens: int, seed: int = 0, batch: int = 1
 
 
 def rotate_pairs_reference(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """RoPE written as the tutorial's 2×2 rotation R(m·θ_i) on each pair (x_i, x_{i+D/2}), in float64.
+    """RoPE written as a 2×2 rotation matrix R(m·θ_i), the textbook form, on each pair (x_i, x_{i+D/2}), in float64.
 
     x (..., T, D), positions (T,), inv_freq (D/2,). An independent check of the rotate-half code.
     """

@@ -46,6 +46,17 @@ MIXTRAL_NAMES = {
     "model.layers.{i}.block_sparse_moe.experts.{e}.w2.weight": "layers.{i}.ffn.experts.{e}.down_proj.weight",
 }
 
+# gpt-oss: Llama's attention and norms, a learned sink per head, and a router with experts (unfused from
+# transformers' stacked tensors by gpt_oss.unfuse_experts before these names apply)
+GPT_OSS_NAMES = {
+    **{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf},
+    "model.layers.{i}.self_attn.sinks": "layers.{i}.attn.sinks",
+    "model.layers.{i}.mlp.router.{p}": "layers.{i}.ffn.router.{p}",
+    "model.layers.{i}.mlp.experts.{e}.gate_proj.{p}": "layers.{i}.ffn.experts.{e}.gate_proj.{p}",
+    "model.layers.{i}.mlp.experts.{e}.up_proj.{p}": "layers.{i}.ffn.experts.{e}.up_proj.{p}",
+    "model.layers.{i}.mlp.experts.{e}.down_proj.{p}": "layers.{i}.ffn.experts.{e}.down_proj.{p}",
+}
+
 # Gemma 2/3: a norm before and after each sublayer; transformers' post_attention_layernorm is the
 # attention's post-norm there (in Llama and Gemma 1 it is the norm before the FFN).
 GEMMA2_NAMES = {
@@ -334,7 +345,7 @@ LAYOUTS.update({
                    {**{hf: ours for hf, ours in LLAMA_NAMES.items() if ".mlp." not in hf}, **granitemoe.EXPERT_NAMES}),
 })
 LAYOUTS["gemma3"] = ((gemma3_multimodal.text_decoder_names, drop_tied_lm_head, fold_gemma_norms), GEMMA3_NAMES)
-LAYOUTS["gpt_oss"] = ((drop_tied_lm_head, mxfp4.dequantize_experts, gpt_oss.unfuse_experts), gpt_oss.NAMES)
+LAYOUTS["gpt_oss"] = ((drop_tied_lm_head, mxfp4.dequantize_experts, gpt_oss.unfuse_experts), GPT_OSS_NAMES)
 # family → (tensor-name prefixes never read: the parts of a checkpoint txviz does not run, what to tell the user)
 SKIPPED_PARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "gemma3": (gemma3_multimodal.SKIPPED_PREFIXES, gemma3_multimodal.NOTE)}

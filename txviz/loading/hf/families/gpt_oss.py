@@ -89,21 +89,3 @@ def unfuse_experts(tensors: dict, config) -> dict:
     for name, tensor in tensors.items():
         out.update(_expert_tensors(name, tensor, config) if ".mlp.experts." in name else {name: tensor})
     return out
-
-
-NAMES = {
-    "model.embed_tokens.weight": "embed.weight",
-    "model.norm.weight": "final_norm.weight",
-    "lm_head.weight": "lm_head.weight",
-    "model.layers.{i}.input_layernorm.weight": "layers.{i}.attn_norm.weight",
-    "model.layers.{i}.post_attention_layernorm.weight": "layers.{i}.ffn_norm.weight",
-    "model.layers.{i}.self_attn.q_proj.{p}": "layers.{i}.attn.q_proj.{p}",
-    "model.layers.{i}.self_attn.k_proj.{p}": "layers.{i}.attn.k_proj.{p}",
-    "model.layers.{i}.self_attn.v_proj.{p}": "layers.{i}.attn.v_proj.{p}",
-    "model.layers.{i}.self_attn.o_proj.{p}": "layers.{i}.attn.o_proj.{p}",
-    "model.layers.{i}.self_attn.sinks": "layers.{i}.attn.sinks",
-    "model.layers.{i}.mlp.router.{p}": "layers.{i}.ffn.router.{p}",
-    "model.layers.{i}.mlp.experts.{e}.gate_proj.{p}": "layers.{i}.ffn.experts.{e}.gate_proj.{p}",
-    "model.layers.{i}.mlp.experts.{e}.up_proj.{p}": "layers.{i}.ffn.experts.{e}.up_proj.{p}",
-    "model.layers.{i}.mlp.experts.{e}.down_proj.{p}": "layers.{i}.ffn.experts.{e}.down_proj.{p}",
-}
