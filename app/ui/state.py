@@ -120,6 +120,8 @@ PRIVATE: dict[str, str] = {
     "_decoding_branches": "the Decoding page's branches in this session, by (inputs, step, token)",
     "_decoding_branch_asked": "(inputs, run ids, step, token): the branch a candidate's click asked for, streamed by the page body",
     "_decoding_uncached": "the Decoding page's steps timed without the cache, by (inputs, step)",
+    "_decoding_steps_blob": "((run id, layers), bytes): the Decoding page's step viewer's records of the run shown",
+    "_decoding_branch_click": "(inputs, run ids, step, token): a candidate's bar clicked in the step viewer",
     "_sample_index": "which of the zoo's sample sentences the sidebar offers next for a prompt the vocabulary lacks",
 }
 PRIVATE_FAMILIES: dict[str, str] = {
