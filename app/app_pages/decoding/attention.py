@@ -1,42 +1,45 @@
-"""The new token's attention at the chosen step: the query of the token before it over every earlier
-token (the last row of the causal map, one longer each step), for one layer and head, and every head
-of that layer. A sliding-window layer shades the keys beyond its window. The layer and head are the
-app's shared ones (kept in the URL); the rows were recorded during the run, so choosing reruns nothing
-but the step's fragment (step_view), which draws these two beside the sampler in one figure."""
+"""The new token's attention at the chosen step as the browser's step viewer gets it: every head's row
+of every layer (the last row of the causal map, one longer each step) when they fit the viewer's byte
+budget, else the page's layer alone. The layer and head are the app's shared ones (kept in the URL);
+the viewer changes them in the browser and sends them back here."""
 
 from __future__ import annotations
 
-import numpy as np
-import streamlit as st
-
-from app.figures import decoding_charts
-from app.ui.widgets import plain
+from app.components.decoding_steps import payload
+from app.services import decoding
+from app.ui import state
 
 
-def choose(view) -> tuple[int, int]:
-    """The layer and head selectboxes; the ones chosen."""
+def layer_and_head(view) -> tuple[int, int]:
     config = view.config
-    c1, c2 = st.columns(2)
-    layer = c1.selectbox("Layer", list(range(config.n_layers)), key="layer")
-    head = c2.selectbox("Head", list(range(config.n_heads)), key="head")
-    return int(layer), int(head)
+    state.clamp_head(config.n_layers, config.n_heads)
+    return int(state.get("layer")), int(state.get("head"))
 
 
-def figures(view, step, layer: int, head: int) -> tuple[tuple, tuple]:
-    """The chosen head's row and every head's rows of ``layer`` at ``step``, as (data, layout) parts."""
-    rows = step.attention[layer].float().numpy()  # (H, position): every head's weights over the keys
-    tokens = view.texts[:step.position]  # the keys: every token before the new one, the query's own last
-    window = view.config.layer_windows[layer]
-    kind = "full attention" if window is None else f"sliding window of {window}"
-    row = decoding_charts.attention_row.parts(rows[head], tokens, window=window,
-                                              title=f"Layer {layer}, head {head} ({kind}): the query at "
-                                                    f"position {step.query_position} over {step.position} keys")
-    return row, decoding_charts.heads_overview.parts(rows, tokens, head=head, title=f"Every head of layer {layer}")
+def run_key(view) -> str:
+    """What the browser files this run's records under: its inputs, tokens and times (a run generated
+    again from the same inputs is another run, with its own times)."""
+    return payload.run_id(view.inputs, view.run.new_ids, tuple(step.seconds for step in view.run.steps))
 
 
-def caption(view, step, layer: int, head: int) -> None:
-    rows = step.attention[layer].float().numpy()
-    tokens = view.texts[:step.position]
-    strongest = int(np.argmax(rows[head]))
-    st.caption(f"Head {head} looks most at position {strongest} ({plain(repr(tokens[strongest]))}, weight "
-               f"{rows[head, strongest]:.2f}); its row sums to {rows[head].sum():.4f}.")
+def blob(view, layer: int) -> tuple[bytes, list[int]]:
+    """The run's records for the viewer (every layer's rows, or ``layer``'s past the budget), built once
+    per run and layers and kept for the session."""
+    config = view.config
+    layers = payload.layers_to_send(view.run, config.n_layers, config.n_heads, layer)
+    key = (run_key(view), tuple(layers))
+    kept = state.get("_decoding_steps_blob", None)
+    if kept is not None and kept[0] == key:
+        return kept[1], layers
+    built = records(view, layers)
+    state.put("_decoding_steps_blob", (key, built))
+    return built, layers
+
+
+def records(view, layers: list[int]) -> bytes:
+    """The run's records with ``layers``' rows, as the viewer decodes them (payload.steps_blob)."""
+    config, element = view.config, view.loaded.dtype.itemsize
+    return payload.steps_blob(
+        view.run, run_key=run_key(view), texts=view.texts, windows=list(config.layer_windows), n_heads=config.n_heads,
+        layers=layers, vocab_size=config.vocab_size, element_bytes=element,
+        formulas=[decoding.kv_formula_per_layer(config, step.position, element) for step in view.run.steps])

@@ -23,6 +23,15 @@ KEPT_BRANCHES = 16
 BRANCHING = state.StoppableRun("decoding_branch", "Ends the branch after the token under way; its tokens so far are kept.")
 
 
+def clicked(view, step: int, token: int) -> None:
+    """A click on a candidate's bar in the step viewer (its handler: before the page draws): that step,
+    and a branch from it with that candidate, as a click on its pill below asks."""
+    candidates = {c.id for c in view.run.steps[step].candidates if c.id != view.run.steps[step].token.id}
+    if token in candidates:
+        state.put("dec_step", int(step))
+        state.put("_decoding_branch_click", (view.inputs, view.run.new_ids, int(step), int(token)))
+
+
 def draw(view, index: int) -> None:
     step = view.run.steps[index]
     others = [c for c in step.candidates if c.id != step.token.id]
@@ -32,6 +41,9 @@ def draw(view, index: int) -> None:
                 f"`{scrubber.token_label(step.token.text or '')}` (it runs the {view.run.max_new_tokens - index - 1} "
                 f"steps after it at most, on the cache).")
     state.follow("dec_branch", (view.inputs, view.run.new_ids, index))
+    click = state.pop("_decoding_branch_click", None)
+    if click is not None and click[:3] == (view.inputs, view.run.new_ids, index):
+        state.put("dec_branch", click[3])  # a candidate's bar clicked in the step viewer
     # the rank keeps labels apart (pills tell options apart by label; two ids may read alike)
     texts = {c.id: f"{scrubber.token_label(c.text or f'#{c.id}')} :gray[#{c.rank} · {c.prob:.2f}]" for c in others}
     token = st.pills("Candidates", list(texts), key="dec_branch", format_func=texts.get, label_visibility="collapsed")
