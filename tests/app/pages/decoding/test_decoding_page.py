@@ -6,13 +6,17 @@ the settings travel in the URL. The real models and the browser: tests/browser/t
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from app.app_pages.decoding import generation
+from app.components.decoding_steps import payload
 from app.services import decoding
-from tests.helpers.apptest import aim_at, app_on, chart, decode as plotly_array, no_errors, open_at
+from tests.helpers.apptest import aim_at, app_on, chart, no_errors, open_at, pick_head
 from tests.helpers.gemma_standin import gemma_home  # noqa: F401  (a fixture)
 from tests.helpers.spy import spy
 from txviz.decoding import decode
@@ -56,14 +60,32 @@ def shown_inputs(at):
             "top_p": at.session_state["dec_top_p"], "seed": at.session_state["dec_seed"]} if sample else {}))
 
 
-PANELS = {"sampler": "x", "kv": "x2", "attention row": "x3", "heads": "x4"}  # the step figure's panels, by x axis
+def viewer(at) -> dict | None:
+    """The step viewer's view (run id, step, layer, head), None when the page shows none."""
+    for element in at.get("bidi_component"):
+        if element.proto.id and element.proto.id.endswith("dec_steps"):
+            return json.loads(element.proto.json)
+    return None
 
 
-def panel(at, name: str) -> dict:
-    """One panel of the step's figure: its traces and its shapes."""
-    figure, axis = chart(at, "dec_step_chart"), PANELS[name]
-    return {"data": [t for t in figure["data"] if t.get("xaxis", "x") == axis],
-            "shapes": [s for s in figure["layout"].get("shapes", []) if s["xref"] in (axis, f"{axis} domain")]}
+def records_blob(at) -> bytes:
+    return next(e.proto.bytes for e in at.get("bidi_component") if e.proto.id.endswith("dec_steps_run"))
+
+
+def records(at):
+    """(header, per step {layer: rows}) as the browser decodes the viewer's records."""
+    return payload.read_blob(records_blob(at))
+
+
+def pick(at, step: int, layer: int | None = None, head: int | None = None):
+    """What the viewer's handler does once the reader stopped on a step, layer and head in the browser
+    (scrubber.picked; AppTest cannot click inside a custom component, and the handler's reading of the
+    message is tested in tests/app/components/test_decoding_steps_payload.py)."""
+    at.session_state["dec_step"] = step
+    pick_head(at, layer, head)
+    at.run()
+    no_errors(at)
+    return at
 
 
 def pills(at, key: str):
@@ -130,39 +152,62 @@ def test_a_click_mid_run_stops_it_and_keeps_the_tokens_so_far(monkeypatch):
     assert run.stop_reason == "stopped" and len(run.steps) == 4
     assert run.new_ids == reference(at).new_ids[:4]
     assert all(step.lens is not None for step in run.steps)  # the lens is read for what was kept
-    assert [p.options for p in at.get("button_group") if p.key == "dec_pick"] != []
+    assert viewer(at)["step"] == 0 and len(records(at)[0]["steps"]) == 4
     assert "Stopped (the Stop button) after 4 tokens" in " ".join(c.value for c in at.caption)
 
 
-def test_scrubbing_shows_the_chosen_steps_record_and_runs_nothing(monkeypatch):
+def test_a_step_chosen_in_the_viewer_reruns_no_model_and_the_server_parts_follow_it(monkeypatch):
     at = page()
     run = generate(at)
     expected = reference(at)
+    blob = records_blob(at)
+    header, rows = records(at)
     forward = spy(monkeypatch, type(torch.nn.Module()), "__call__")
+    timed = spy(monkeypatch, decoding, "seconds_without_cache")
     for index in (3, 7):
-        at.slider(key="dec_step").set_value(index).run()
-        no_errors(at)
+        pick(at, index)
         step = expected.steps[index]
-        bars = panel(at, "sampler")["data"]
-        assert list(plotly_array(bars[0]["y"])) == pytest.approx([c.prob for c in step.candidates], abs=1e-6)
-        assert list(plotly_array(bars[-1]["y"])) == pytest.approx([c.prob_sampled for c in step.candidates], abs=1e-6)
-        row = plotly_array(panel(at, "attention row")["data"][0]["y"])
+        assert viewer(at)["step"] == index and records_blob(at) == blob  # the same records: a reference, not sent again
+        sent = header["steps"][index]
+        assert [c["prob"] for c in sent["candidates"]] == pytest.approx([c.prob for c in step.candidates], abs=1e-6)
+        assert [c["prob_sampled"] for c in sent["candidates"]] == pytest.approx([c.prob_sampled for c in step.candidates],
+                                                                                abs=1e-6)
         layer, head = at.session_state["layer"], at.session_state["head"]
-        assert list(row) == pytest.approx(step.attention[layer][head].tolist(), abs=1e-6)
-        assert len(row) == run.steps[index].position
-    pills(at, "dec_pick").set_value(1).run()  # a click on the second generated token
-    assert at.session_state["dec_step"] == 1 and at.slider(key="dec_step").value == 1
-    at.selectbox(key="layer").set_value(2).run()
-    at.selectbox(key="head").set_value(3).run()
-    row = plotly_array(panel(at, "attention row")["data"][0]["y"])
-    assert list(row) == pytest.approx(expected.steps[1].attention[2][3].tolist(), abs=1e-6)
-    assert not forward.made  # no module of the model ran
+        np.testing.assert_allclose(rows[index][layer][head], step.attention[layer][head].numpy(), atol=payload.QUANTUM)
+        assert rows[index][layer].shape[1] == run.steps[index].position
+        others = [c.id for c in step.candidates if c.id != step.token.id]
+        assert any(m.value.startswith(f"**Branch from step {index}:**") for m in at.markdown)  # its branches
+        assert len(pills(at, "dec_branch").options) == len(others)
+        assert at.button(key="dec_uncached").label == f"Time step {index} without the cache"
+    assert not forward.made  # no module of the model ran for the scrubs
+    pick(at, 1, layer=2, head=3)  # the layer and head changed after choosing a step
+    assert (viewer(at)["step"], viewer(at)["layer"], viewer(at)["head"]) == (1, 2, 3)
+    assert (at.session_state["layer"], at.session_state["head"]) == (2, 3) and records_blob(at) == blob
+    assert not forward.made
+    pick(at, 7)
+    at.button(key="dec_uncached").click().run()  # the server's part follows the step the viewer sent
+    no_errors(at)
+    assert len(timed.made) == 1 and viewer(at)["step"] == 7
+    assert any(f"Step 7 without the cache (all {run.steps[7].position} tokens again)" in m.value for m in at.markdown)
+
+
+def test_past_the_byte_budget_a_layer_change_brings_that_layer(monkeypatch):
+    monkeypatch.setattr(payload, "ALL_LAYERS_BYTES", 1)  # every run is over it: the page's layer only
+    at = page()
+    run = generate(at)
+    pick(at, 4, layer=1, head=2)
+    header, rows = records(at)
+    assert header["layers"] == [1] and viewer(at)["all_layers"] is False
+    pick(at, 4, layer=3)  # a layer change after choosing a step, through the server
+    header, rows = records(at)
+    assert header["layers"] == [3] and viewer(at)["layer"] == 3
+    np.testing.assert_allclose(rows[4][3], run.steps[4].attention[3].numpy(), atol=payload.QUANTUM)
 
 
 def test_a_branch_continues_on_the_cache_and_equals_a_run_from_scratch():
     at = page()
     run = generate(at)
-    at.slider(key="dec_step").set_value(2).run()
+    pick(at, 2)
     other = next(c for c in run.steps[2].candidates if c.id != run.steps[2].token.id)
     pills(at, "dec_branch").set_value(other.id).run()
     no_errors(at)
@@ -181,12 +226,27 @@ def test_a_branch_continues_on_the_cache_and_equals_a_run_from_scratch():
     assert f"reused the cache of {run.steps[2].position} tokens" in said
 
 
+def test_a_click_on_a_candidates_bar_in_the_viewer_branches_from_its_step():
+    """What the viewer's branch handler (branches.clicked) leaves for the page: that step, and the branch."""
+    at = page()
+    run = generate(at)
+    pick(at, 1)
+    other = next(c for c in run.steps[3].candidates if c.id != run.steps[3].token.id)
+    at.session_state["dec_step"] = 3
+    at.session_state["_decoding_branch_click"] = (shown_inputs(at), run.new_ids, 3, other.id)
+    at.run()
+    no_errors(at)
+    branched = at.session_state["_decoding_branches"][(shown_inputs(at), run.new_ids, 3, other.id)]
+    assert branched.new_ids[:4] == run.new_ids[:3] + (other.id,) and viewer(at)["step"] == 3
+    assert pills(at, "dec_branch").value is not None and "_decoding_branch_click" not in at.session_state
+
+
 def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
     """The branch streams in the page body, outside the step's fragment, so a click reaches it: here the
     branch's third token meets it (Streamlit ends a script at the st.* call after a click)."""
     at = page()
     run = generate(at)
-    at.slider(key="dec_step").set_value(2).run()
+    pick(at, 2)
     other = next(c for c in run.steps[2].candidates if c.id != run.steps[2].token.id)
     from streamlit.delta_generator import DeltaGenerator
 
@@ -222,14 +282,18 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
 def test_a_new_seed_or_prompt_never_shows_the_old_generation():
     at = page(dec_sampler="sample", dec_temp=1.5, dec_seed=1)
     first = generate(at)
+    pick(at, 5)
+    first_run_id = viewer(at)["run_id"]
     at.number_input(key="dec_seed").set_value(2).run()
     no_errors(at)
-    assert kept(at) is None and not at.get("plotly_chart")  # nothing shown until Generate
+    assert kept(at) is None and not at.get("plotly_chart") and viewer(at) is None  # nothing shown until Generate
     second = generate(at)
     assert second.new_ids == reference(at).new_ids != first.new_ids
+    assert viewer(at)["step"] == 0 and viewer(at)["run_id"] != first_run_id  # the new run, from its first step
+    assert [s["token"]["id"] for s in records(at)[0]["steps"]] == list(second.new_ids)
     at.session_state["prompt"] = sample_text(5)
     at.run()
-    assert kept(at) is None and not at.get("plotly_chart")
+    assert kept(at) is None and not at.get("plotly_chart") and viewer(at) is None
     at.session_state["prompt"] = sample_text(3)
     at.number_input(key="dec_seed").set_value(1).run()
     assert kept(at).new_ids == first.new_ids  # the run of these very inputs, kept
@@ -254,17 +318,16 @@ def test_the_settings_travel_in_the_url():
 def test_a_sliding_layer_shows_its_cut_and_stops_growing_in_the_cache(gemma_home):
     at = page(model="gemma3-270m", prompt="the cat sat on the mat and the dog sat on the log", dec_new=8, bos="bos")
     run = generate(at)
-    at.slider(key="dec_step").set_value(len(run.steps) - 1).run()
-    at.selectbox(key="layer").set_value(0).run()  # a sliding layer, window 8
-    no_errors(at)
+    pick(at, len(run.steps) - 1, layer=0)
     step = run.steps[-1]
-    shapes = panel(at, "attention row")["shapes"]
-    assert shapes and shapes[1]["x0"] == pytest.approx(step.query_position - 8 + 0.5)
-    row = step.attention[0][at.session_state["head"]]
+    header, rows = records(at)
+    assert header["windows"][0] == 8 and header["windows"][5] is None  # the viewer shades layer 0's cut
+    head = at.session_state["head"]
+    row = step.attention[0][head]
     assert float(row[:step.query_position - 8 + 1].abs().max()) == 0.0  # the keys beyond the window get nothing
-    kv = panel(at, "kv")["data"]
-    measured, formula = plotly_array(kv[0]["y"]), plotly_array(kv[1]["y"])
-    assert list(measured) == pytest.approx(list(formula))
+    assert rows[-1][0][head][:step.query_position - 8 + 1].max() == 0.0
+    measured, formula = header["steps"][-1]["kv"], header["steps"][-1]["formula"]
+    assert measured == formula
     assert measured[0] < measured[5]  # layer 0 keeps its window, layer 5 every token
 
 
@@ -279,7 +342,7 @@ def test_smollm2_in_its_chat_template_generates_what_the_library_does(default_mo
     tokenizer = load_model("default").tokenizer
     assert tokenizer.display(run.prompt_ids[1]) == "<|im_start|>"  # after the sink: the template's first token
     assert run.new_ids == reference(at).new_ids and "Paris" in tokenizer.decode(list(run.new_ids))
-    at.slider(key="dec_step").set_value(2).run()
+    pick(at, 2)
     no_errors(at)
     assert chart(at, "dec_lens_strip")["data"][0]["y"][2].endswith(run.steps[2].token.text)
 
@@ -287,7 +350,7 @@ def test_smollm2_in_its_chat_template_generates_what_the_library_does(default_mo
 def test_a_step_is_timed_without_the_cache_once_on_a_click(monkeypatch):
     at = page()
     generate(at)
-    at.slider(key="dec_step").set_value(4).run()
+    pick(at, 4)
     assert not any("without the cache (all" in m.value for m in at.markdown)
     timed = spy(monkeypatch, decoding, "seconds_without_cache")
     at.button(key="dec_uncached").click().run()
@@ -296,7 +359,7 @@ def test_a_step_is_timed_without_the_cache_once_on_a_click(monkeypatch):
     assert any(f"without the cache (all {kept(at).steps[4].position} tokens again)" in m.value for m in at.markdown)
     at.run()
     assert "dec_uncached" not in [b.key for b in at.button] and len(timed.made) == 1  # measured once
-    at.slider(key="dec_step").set_value(5).run()
+    pick(at, 5)
     assert "dec_uncached" in [b.key for b in at.button] and len(timed.made) == 1
 
 
@@ -306,3 +369,4 @@ def test_a_run_stopped_before_its_first_token_says_so(monkeypatch):
         loaded.model, ids, inputs.max_new_tokens, should_stop=lambda: True))
     generate(at)
     assert any("stopped before its first token" in i.value for i in at.info) and not at.get("plotly_chart")
+    assert viewer(at) is None
