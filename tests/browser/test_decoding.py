@@ -1,6 +1,9 @@
 """The Decoding page in a real browser on SmolLM2: the tokens stream in while the run is under way (its
-Stop on the page), a Stop keeps the tokens so far, a click on a token opens its step, a click on a
-candidate continues a branch from there beside the run, and a branch's own Stop keeps its tokens so far."""
+Stop on the page), a Stop keeps the tokens so far, a click on a token in the step viewer opens its step
+(the numbers drawn, read back from the SVG's data attributes, are the library's for the same run) with
+no message to the server before the charts change, a layer and head change redraws the row, a click
+on a candidate's bar continues a branch from there beside the run, and a branch's own Stop keeps its
+tokens so far."""
 
 from __future__ import annotations
 
@@ -21,6 +24,29 @@ PROMPT = "One, two, three, four, five,"  # greedy SmolLM2 goes on " six, seven, 
 N_NEW = 16
 STRIP = ".txviz-strip span"
 CAPTIONS = "[data-testid='stCaptionContainer']"
+VIEWER = ".txviz-dec-steps"
+PILLS = f"{VIEWER} .dec-pill"
+QUANTUM = 1 / 65535  # the viewer's rows: uint16 steps
+
+
+def library_run(prompt: str, n_new: int):
+    """The page's greedy run of ``prompt`` made by the app's own service in this process."""
+    from app import cache
+    from app.services import decoding
+    from app.services.models import load_model
+
+    loaded = load_model("default")
+    inputs = decoding.DecodingInputs(source="default", prompt=prompt, bos="sink", chat=False, max_new_tokens=n_new)
+    return decoding.run(loaded, inputs, decoding.prompt_ids(loaded, inputs, cache.limits()))
+
+
+def drawn(page, selector: str, attribute: str = "data-value") -> list[float]:
+    return [float(v) for v in page.eval_on_selector_all(selector, f"els => els.map(e => e.getAttribute('{attribute}'))")]
+
+
+def open_step(page, index: int) -> None:
+    page.wait_for_function(f"i => document.querySelector('{VIEWER} svg.dec-sampler')?.dataset.step === String(i)",
+                           arg=index, timeout=30_000, polling=POLL_MS)
 
 
 def open_page(page, server, **settings) -> None:
@@ -35,8 +61,23 @@ def caption_says(page, pattern: str, timeout_ms: int = 120_000) -> None:
                            arg=pattern, timeout=timeout_ms, polling=POLL_MS)
 
 
-def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_branches(server, page, tmp_path):
+def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_branches(server, page, tmp_path,
+                                                                                        default_model_home, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
     folder = artifacts(tmp_path)
+    sent_frames = []
+
+    def count_sent(socket):
+        socket.on("framesent", lambda _: sent_frames.append(1))
+
+    page.on("websocket", count_sent)
+    try:
+        check_the_page(server, page, folder, sent_frames)
+    finally:
+        page.remove_listener("websocket", count_sent)
+
+
+def check_the_page(server, page, folder, sent_frames) -> None:
     open_page(page, server)
     started = time.perf_counter()
     page.locator(".st-key-dec_generate button").first.click()
@@ -47,20 +88,45 @@ def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_
     wait_idle(page)
     print(f"\nfirst token on screen {first:.2f} s after Generate; {N_NEW} tokens done {time.perf_counter() - started:.2f} s")
     assert page.locator(ERROR).count() == 0 and page.locator(".st-key-decoding_stop").count() == 0
-    tokens = page.locator(".st-key-dec_pick button")
+    tokens = page.locator(PILLS)
     assert tokens.count() > 1
+    run = library_run(PROMPT, N_NEW)  # the same greedy run made by the library in this process
 
     words = [label.rsplit(" ", 1)[0] for label in tokens.all_inner_texts()]  # each label ends in its step
     repeated = next((i for i, word in enumerate(words) if word in words[i + 1:]), 2)  # a token written twice, if any
     for index in (repeated, 2):  # a click on a token opens its own step, not another one that reads alike
+        sent = len(sent_frames)
         tokens.nth(index).click()
-        page.wait_for_function("i => [...document.querySelectorAll('h3')].some(h => h.innerText.startsWith(`Step ${i}:`))",
-                               arg=index, timeout=30_000, polling=POLL_MS)
+        open_step(page, index)
+        assert len(sent_frames) == sent  # the charts changed before any message went to the server
+        step = run.steps[index]
+        assert page.locator(f"{VIEWER} .dec-heading").inner_text().startswith(f"Step {index}: the token at position {step.position}")
+        raw = drawn(page, f"{VIEWER} svg.dec-sampler rect[data-series='raw']")
+        assert raw == pytest.approx([c.prob for c in step.candidates], abs=2e-6)
+        assert drawn(page, f"{VIEWER} svg.dec-sampler rect.dec-chosen", "data-token") == [step.token.id]
+        assert drawn(page, f"{VIEWER} svg.dec-kv-chart rect.dec-kv", "data-bytes") == list(step.kv_bytes_per_layer)
         wait_idle(page)
-    page.locator(".st-key-dec_branch button").first.click()  # a candidate continues a branch from step 2
+    assert page.locator(f"{VIEWER} .dec-pill[aria-pressed='true']").inner_text().endswith("2")
+
+    page.locator(f"{VIEWER} .dec-layer").select_option("5")  # the layer, then the head, after choosing step 2
+    page.locator(f"{VIEWER} .dec-head").select_option("4")
+    page.wait_for_function(f"() => {{ const s = document.querySelector('{VIEWER} svg.dec-row').dataset; "
+                           f"return s.layer === '5' && s.head === '4'; }}", timeout=30_000, polling=POLL_MS)
+    row = drawn(page, f"{VIEWER} svg.dec-row rect.dec-weight")
+    assert row == pytest.approx(run.steps[2].attention[5][4].tolist(), abs=QUANTUM)
+    wait_idle(page)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('layer') === '5'", timeout=30_000,
+                           polling=POLL_MS)  # the page's layer followed the viewer's (kept in the URL)
+    page.screenshot(path=str(folder / "decoding-viewer.png"))
+
+    other = page.locator(f"{VIEWER} svg.dec-sampler rect.dec-candidate").first  # a candidate continues a branch
+    token = int(other.get_attribute("data-token"))
+    other.click()
     caption_says(page, "reused the cache of")
     wait_idle(page)
     assert page.locator(".st-key-dec_branch").is_visible() and page.locator(ERROR).count() == 0
+    assert token != run.steps[2].token.id
+    assert page.locator("[data-testid='stColumn']:has-text('The branch from step 2')").count() >= 1
     page.screenshot(path=str(folder / "decoding-branch.png"))
 
     open_page(page, server, dec_sampler="sample", dec_temp="0.9", dec_seed="5", dec_new="64")
@@ -69,14 +135,16 @@ def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_
     page.locator(".st-key-decoding_stop button").first.click()
     caption_says(page, "Stopped \\(the Stop button\\) after")
     wait_idle(page)
-    kept = page.locator(".st-key-dec_pick button").count()
+    kept = page.locator(PILLS).count()
     assert 3 <= kept < 64 and page.locator(ERROR).count() == 0
     page.screenshot(path=str(folder / "decoding-stopped.png"))
 
-    tokens.first.click()  # step 0: a branch from there may run 63 steps, time enough to stop it
-    page.wait_for_function("() => [...document.querySelectorAll('h3')].some(h => h.innerText.startsWith('Step 0:'))",
-                           timeout=30_000, polling=POLL_MS)
+    page.locator(PILLS).first.click()  # step 0: a branch from there may run 63 steps, time enough to stop it
+    open_step(page, 0)
+    page.wait_for_timeout(400)  # the viewer sends the step once the reader stops; the branches follow it
     wait_idle(page)
+    page.wait_for_function("() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Branch from step 0:'))",
+                           timeout=30_000, polling=POLL_MS)
     page.locator(".st-key-dec_branch button").first.click()
     page.wait_for_function(f"() => document.querySelectorAll('{STRIP}').length >= 3", timeout=60_000, polling=POLL_MS)
     page.locator(".st-key-decoding_branch_stop button").first.scroll_into_view_if_needed()

@@ -11,8 +11,8 @@ follow it), so each input starts from a quiet page. It also counts the websocket
 sent between an input and its paint (0: the charts did not wait for the server) and the bytes the
 server sent on the rerun that follows (the run's records are not sent again).
 
-    python -m tests.helpers.decoding_scrub_latency [--model default|gemma3-270m|zoo:base] [--scrubs 12]
-        [--changes 12] [--screenshots DIR]
+    python -m tests.helpers.decoding_scrub_latency [--model default|gemma3-270m] [--zoo moe_top2] [--scrubs 12]
+        [--changes 12] [--screenshots DIR] [--url http://127.0.0.1:PORT]
 
 Prints the median and min-max of each kind with ``uptime``'s load and the machine."""
 
@@ -73,12 +73,13 @@ def wait_quiet(page) -> None:
     page.wait_for_selector(IDLE, timeout=120_000)
 
 
-def run(url: str, model: str, scrubs: int, changes: int, shots: Path | None) -> dict:
+def run(url: str, model: str, scrubs: int, changes: int, shots: Path | None, prompt: str | None = None,
+        sampler: dict | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
-    prompt = bench_prompt(model)
+    prompt = prompt or bench_prompt(model)
     query = urlencode({"model": model, "prompt": prompt, "bos": "none", "dec_chat": "0", "dec_new": NEW_TOKENS,
-                       "dec_sampler": "greedy"})
+                       "dec_sampler": "greedy", **(sampler or {})})
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(**CONTEXT_OPTIONS)
@@ -113,7 +114,8 @@ def run(url: str, model: str, scrubs: int, changes: int, shots: Path | None) -> 
             scrub_ms.append(ms)
             scrub_frames.append(frames)
         if shots:
-            page.screenshot(path=str(shots / f"decoding-viewer-{model.replace(':', '_')}.png"), full_page=True)
+            name = model.replace(":", "_").replace("/", "_")
+            page.locator(".txviz-dec-steps").screenshot(path=str(shots / f"decoding-viewer-{name}.png"))
         layer_select, head_select = page.locator(".txviz-dec-steps .dec-layer"), page.locator(".txviz-dec-steps .dec-head")
         n_layers, n_heads = layer_select.locator("option").count(), head_select.locator("option").count()
         change_ms, change_frames = [], []
@@ -145,14 +147,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--changes", type=int, default=12)
     parser.add_argument("--url", help="a running app (else one is started on a free port)")
     parser.add_argument("--screenshots", type=Path)
+    parser.add_argument("--zoo", help="a zoo model's name (assets/zoo/NAME): its own stories as the prompt, sampled")
     args = parser.parse_args(argv)
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     before = load_line()
     with (nullcontext(args.url) if args.url else streamlit_server(env={**os.environ})) as url:
-        result = run(url, args.model, args.scrubs, args.changes, args.screenshots)
-    print(f"Decoding step viewer in chromium, {args.model}, {PROMPT_TOKENS}-token prompt, {NEW_TOKENS} new tokens "
-          f"({result['steps']} generated), chat off, greedy")
+        if args.zoo:
+            from txviz.lab.corpus import sample_text
+            from txviz.loading.zoo import SHIPPED_ZOO
+
+            args.model = str(SHIPPED_ZOO / args.zoo)
+            result = run(url, args.model, args.scrubs, args.changes, args.screenshots, prompt=sample_text(3),
+                         sampler={"dec_sampler": "sample", "dec_temp": "1.2", "dec_top_k": "8", "dec_seed": "1"})
+        else:
+            result = run(url, args.model, args.scrubs, args.changes, args.screenshots)
+    how = "a zoo story as the prompt, sampled" if args.zoo else f"{PROMPT_TOKENS}-token prompt, greedy"
+    print(f"Decoding step viewer in chromium, {args.model}, {how}, {NEW_TOKENS} new tokens "
+          f"({result['steps']} generated), chat off")
     print(summary("scrub (a token's pill clicked -> the step's charts painted)", result["scrub_ms"]))
     print(summary("layer/head change (select -> the row's chart painted)", result["change_ms"]))
     print(f"websocket frames the browser sent before each paint: scrubs {max(result['scrub_frames'])} at most, "

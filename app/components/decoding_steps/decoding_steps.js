@@ -57,33 +57,40 @@ function html(tag, className, text = null) {
   return element;
 }
 
-function niceTop(top) {  // a round axis end at or above top
-  if (!(top > 0)) return 1;
-  const power = 10 ** Math.floor(Math.log10(top)), steps = [1, 2, 2.5, 5, 10];
-  return power * steps.find((s) => s * power >= top * 0.999);
+// The y axis: a round step (1, 2, 2.5 or 5 × 10^k) giving about 4 grid lines up to the largest value.
+function axisOf(largest) {
+  const rough = (largest > 0 ? largest : 1) / 4, power = 10 ** Math.floor(Math.log10(rough));
+  const step = power * [1, 2, 2.5, 5, 10].find((s) => s * power >= rough * 0.999);
+  const digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9) + (String(step / power).includes(".") ? 1 : 0));
+  return { top: step * Math.max(1, Math.ceil(largest / step - 1e-9)), step, digits };
+}
+
+function clipped(text, width) {  // a title that fits its chart (12 px text: about 6.6 px a character)
+  const most = Math.floor(width / 6.6);
+  return text.length > most ? `${text.slice(0, most - 1)}…` : text;
 }
 
 const fmt = (value, digits) => Number(value).toFixed(digits);
 
 // A bar chart's frame: title, y axis with 4 grid lines, category labels turned under the plot.
-function frame(svg, { width, height, title, yTitle, top, labels, showLabels, bottom }) {
-  const margin = { l: 46, r: 8, t: 26, b: showLabels ? bottom : 12 };
+function frame(svg, { width, height, title, yTitle, largest, labels, showLabels, bottom }) {
+  const margin = { l: 46, r: 8, t: 26, b: showLabels ? bottom : 12 }, { top, step, digits } = axisOf(largest);
   const plotW = Math.max(40, width - margin.l - margin.r), plotH = Math.max(40, height - margin.t - margin.b);
   const y = (v) => margin.t + plotH - (v / top) * plotH, band = plotW / Math.max(1, labels.length);
   const x = (i) => margin.l + i * band;
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
-  const parts = [node("text", { x: 2, y: 16, class: "dec-title" }, title)];
-  for (let g = 0; g <= 4; g++) {
-    const v = (top * g) / 4;
+  const parts = [node("text", { x: 2, y: 16, class: "dec-title" }, clipped(title, width))];
+  for (let v = 0; v <= top + step / 2; v += step) {
     parts.push(node("line", { x1: margin.l, x2: margin.l + plotW, y1: y(v), y2: y(v), class: "dec-grid" }),
-               node("text", { x: margin.l - 4, y: y(v) + 3, class: "dec-tick", "text-anchor": "end" },
-                    top >= 100 ? fmt(v, 0) : fmt(v, top < 0.1 ? 3 : 2)));
+               node("text", { x: margin.l - 4, y: y(v) + 3, class: "dec-tick", "text-anchor": "end" }, fmt(v, digits)));
   }
   parts.push(node("text", { x: 10, y: margin.t + plotH / 2, class: "dec-axis", transform: `rotate(-90 10 ${margin.t + plotH / 2})`,
                             "text-anchor": "middle" }, yTitle));
   if (showLabels) {
+    const every = Math.max(1, Math.ceil(11 / band));  // labels 11 px apart at least: every n-th one on a long row
     labels.forEach((text, i) => {
+      if (i % every) return;
       const cx = x(i) + band / 2, cy = margin.t + plotH + 6;
       parts.push(node("text", { x: cx, y: cy, class: "dec-tick", "text-anchor": "end", transform: `rotate(-40 ${cx} ${cy})` },
                       text.length > 14 ? `${text.slice(0, 13)}…` : text));
@@ -97,10 +104,10 @@ function samplerChart(svg, run, stepIndex, width, onBranch) {
   const series = [["raw", "raw softmax", RAW, "prob"]]
     .concat(header.greedy ? [] : [["tempered", "after temperature", TEMPERED, "prob_tempered"]])
     .concat([["sampled", "sampled from (cut, renormalised)", SAMPLED, "prob_sampled"]]);
-  const top = niceTop(Math.max(...candidates.flatMap((c) => series.map(([, , , field]) => c[field]))));
+  const largest = Math.max(...candidates.flatMap((c) => series.map(([, , , field]) => c[field])));
   const labels = candidates.map((c) => c.label);
   const f = frame(svg, { width, height: 300, title: `Top ${candidates.length} next tokens (${header.sampling})`,
-                         yTitle: "probability", top, labels, showLabels: true, bottom: 64 });
+                         yTitle: "probability", largest, labels, showLabels: true, bottom: 64 });
   const chosen = candidates.findIndex((c) => c.id === step.token.id), kept = candidates.filter((c) => c.prob_sampled > 0).length;
   const barW = (f.band * 0.8) / series.length;
   candidates.forEach((c, i) => {
@@ -149,9 +156,9 @@ function legend(entries, x0, y) {
 function rowChart(svg, run, rows, stepIndex, layer, head, width) {
   const { header } = run, step = header.steps[stepIndex], window_ = header.windows[layer], query = step.query_position;
   const labels = header.labels.slice(0, step.position), weights = Array.from(rows, (q) => q / SCALE);
-  const top = niceTop(Math.max(...weights, 1e-6));
+  const largest = Math.max(...weights, 1e-6);
   const kind = window_ === null ? "full attention" : `sliding window of ${window_}`;
-  const f = frame(svg, { width, height: 260, yTitle: "weight", top, labels, showLabels: labels.length <= 80, bottom: 60,
+  const f = frame(svg, { width, height: 260, yTitle: "weight", largest, labels, showLabels: labels.length <= 80, bottom: 60,
                          title: `Layer ${layer}, head ${head} (${kind}): the query at position ${query} over ${step.position} keys` });
   if (window_ !== null && query - window_ >= 0) {  // keys k with query − k ≥ window are outside it
     const cut = f.x(query - window_ + 1);
@@ -173,7 +180,7 @@ function rowChart(svg, run, rows, stepIndex, layer, head, width) {
 function kvChart(svg, run, stepIndex, width) {
   const { header } = run, step = header.steps[stepIndex], kib = step.kv.map((b) => b / 1024);
   const formula = step.formula.map((b) => b / 1024), labels = kib.map((_, l) => String(l));
-  const f = frame(svg, { width, height: 220, yTitle: "KiB", top: niceTop(Math.max(...kib, ...formula)), labels,
+  const f = frame(svg, { width, height: 220, yTitle: "KiB", largest: Math.max(...kib, ...formula), labels,
                          showLabels: true, bottom: 40, title: `KV cache per layer: the ${step.position} tokens before this one` });
   kib.forEach((value, l) => {
     const y = f.y(value), bar = node("rect", { x: f.x(l) + f.band * 0.15, y, width: f.band * 0.7, height: f.y(0) - y, fill: TEMPERED,
@@ -314,7 +321,7 @@ function controls(root, run) {
     const n = header.steps.length;
     tokens.replaceChildren(...header.steps.map((step, i) => {
       const button = html("button", "dec-pill");
-      button.append(html("span", "", header.labels[header.n_prompt + i]), html("span", "dec-index", String(i)));
+      button.append(html("span", "", header.labels[header.n_prompt + i]), " ", html("span", "dec-index", String(i)));
       button.dataset.step = String(i);
       button.addEventListener("click", (event) => choose(root, { step: i }, event));
       return button;
