@@ -372,6 +372,9 @@ function paint(root) {
   delete root.dataset.waiting;
   note(root, run, false);
   const { step, layer, head } = state, width = root.clientWidth || 900, column = Math.max(260, Math.floor((width - 24) / 2));
+  const shown = `${data.run_id}:${step}:${layer}:${head}:${width}`;
+  if (shown === root.txvizShown) return;  // a rerun's echo of what is on screen: nothing to redraw
+  root.txvizShown = shown;
   root.txvizWidth = root.clientWidth;
   const info = run.header.steps[step];
   root.querySelector(".dec-heading").textContent = `Step ${step}: the token at position ${info.position}`;
