@@ -25,6 +25,11 @@ from txviz.model.kv_cache import kv_elements_per_token_layer, kv_tokens_kept
 from txviz.threads import threads_for_this_run
 
 CANDIDATES = 12  # the most probable tokens each step keeps: the sampler chart's bars, the branches offered
+# Cores a streamed run's one-token steps leave free: the server sends each token and the browser paints it
+# while the next step runs, and with every core under torch they waited for one (the first token reached
+# the screen ~0.5 s after the server drew it). A one-token step of SmolLM2 costs about the same CPU on one
+# thread as on two; the prompt's pass and the lens read after the run keep every free core.
+STREAMING_SPARE_CORES = 1
 SAMPLERS = ("greedy", "sample")
 
 
@@ -76,6 +81,11 @@ def token_text(tokenizer) -> Callable[[int], str | None]:
     return lambda token: tokenizer.display(token) if token < tokenizer.vocab_size else None
 
 
+def streaming_step_threads() -> int:
+    """Torch threads for a streamed run's one-token steps: the run's own, less STREAMING_SPARE_CORES (at least one)."""
+    return max(1, torch.get_num_threads() - STREAMING_SPARE_CORES)
+
+
 def run(loaded: LoadedModel, inputs: DecodingInputs, ids: list[int], *, on_step=None, should_stop=None) -> Decoding:
     """``inputs`` generated after ``ids`` (``prompt_ids``); ``on_step(step)`` sees each step as it is drawn,
     ``should_stop()`` is asked before each (a run stopped so keeps its steps, and its cache to branch from)."""
@@ -84,14 +94,15 @@ def run(loaded: LoadedModel, inputs: DecodingInputs, ids: list[int], *, on_step=
     with threads_for_this_run():
         return decode(loaded.model, ids, inputs.max_new_tokens, sampling=inputs.sampling,
                       record=record_request(loaded.config), stop_ids=stop, token_text=token_text(tokenizer),
-                      on_step=on_step, should_stop=should_stop)
+                      on_step=on_step, should_stop=should_stop, step_threads=streaming_step_threads())
 
 
 def branch_run(loaded: LoadedModel, source_run: Decoding, step: int, token: int, *, on_step=None,
                should_stop=None) -> Decoding:
     """``source_run`` continued from ``step`` with ``token`` instead, on its cache of the tokens before it."""
     with threads_for_this_run():
-        return branch(loaded.model, source_run, step, token, on_step=on_step, should_stop=should_stop)
+        return branch(loaded.model, source_run, step, token, on_step=on_step, should_stop=should_stop,
+                      step_threads=streaming_step_threads())
 
 
 def reaching_seconds(source_run: Decoding, step: int) -> float:
@@ -136,4 +147,4 @@ def step_tokens(run_: Decoding) -> list[str]:
 __all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "branch_seconds",
            "first_difference",
            "kv_formula_per_layer", "prompt_ids", "reaching_seconds", "record_request", "run", "seconds_without_cache",
-           "step_tokens"]
+           "step_tokens", "streaming_step_threads"]

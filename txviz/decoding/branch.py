@@ -26,10 +26,10 @@ from txviz.model import InputError
 
 def branch(model, run: Decoding, step: int, token: int, *, max_new_tokens: int | None = None,
            on_step: Callable[[DecodingStep], None] | None = None,
-           should_stop: Callable[[], bool] | None = None) -> Decoding:
+           should_stop: Callable[[], bool] | None = None, step_threads: int | None = None) -> Decoding:
     """Continue ``run`` from its ``step`` with ``token`` (one of that step's candidates, or its own
     token) up to ``max_new_tokens`` new tokens in all (default: the run's), with the run's sampler,
-    record request and stop ids."""
+    record request and stop ids; ``step_threads`` as ``decode``'s."""
     if run.state is None:
         raise InputError("this decoding kept no cache to branch from")
     if not 0 <= step < len(run.steps):
@@ -48,7 +48,7 @@ def branch(model, run: Decoding, step: int, token: int, *, max_new_tokens: int |
         on_step(chosen)
     steps, stop_reason = [chosen], "stop_id"
     if token not in state.stop_ids:
-        loop = StepLoop(model, run.sampling, run.request, state)
+        loop = StepLoop(model, run.sampling, run.request, state, step_threads)
         more, stop_reason = loop.run(torch.tensor([[token]]), step + 1, total, on_step=on_step, should_stop=should_stop)
         steps += loop.read_lens(more)
     return Decoding(prompt_ids=run.prompt_ids, steps=run.steps[:step] + tuple(steps), sampling=run.sampling,

@@ -5,7 +5,10 @@ and, for windowed layers, its keys and values (txviz.decoding.history), so txviz
 continue from any step without running the earlier tokens again.
 
 ``on_step`` sees each step as soon as its token is chosen (streaming); ``should_stop`` is asked
-before each step, and a run stopped that way keeps what it generated.
+before each step, and a run stopped that way keeps what it generated. ``step_threads`` sets torch's
+threads for the steps that feed one token, the caller's count coming back when the loop ends however
+it ends: a caller that shows the tokens as they come (a web page) leaves a core to the showing, since a
+one-token step gains little from a second thread while a prompt's pass and the lens read gain much.
 """
 
 from __future__ import annotations
@@ -70,27 +73,36 @@ class Decoding:
 class StepLoop:
     """Runs steps on one cache: the prompt (or a branch's chosen token) first, then one token a step."""
 
-    def __init__(self, model, sampling: Sampling, request: StepRecordRequest, state: RunState):
+    def __init__(self, model, sampling: Sampling, request: StepRecordRequest, state: RunState,
+                 step_threads: int | None = None):
         self.model, self.sampling, self.request, self.state = model, sampling, request, state
+        self.step_threads = step_threads  # torch threads for one-token steps (None: the caller's)
         self._heads = request.heads(model.config)
         self._generator: torch.Generator | None = None  # made at the first draw, where the logits are
 
     def run(self, feed: torch.Tensor, first_index: int, stop_index: int, *,
             on_step: Callable[[DecodingStep], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> tuple[list[DecodingStep], StopReason]:
-        """Steps first_index..stop_index − 1, feeding ``feed`` (1, T) first; stops early after a stop id."""
+        """Steps first_index..stop_index − 1, feeding ``feed`` (1, T) first; stops early after a stop id.
+        One-token steps run on ``step_threads``; the caller's thread count is back on any return or raise."""
         steps: list[DecodingStep] = []
-        for index in range(first_index, stop_index):
-            if should_stop is not None and should_stop():
-                return steps, "stopped"
-            step = self.step(feed, index)
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
-            if step.token.id in self.state.stop_ids:
-                return steps, "stop_id"
-            feed = torch.tensor([[step.token.id]])
-        return steps, "max_new_tokens"
+        callers_threads = torch.get_num_threads()
+        try:
+            for index in range(first_index, stop_index):
+                if should_stop is not None and should_stop():
+                    return steps, "stopped"
+                if self.step_threads is not None:
+                    torch.set_num_threads(self.step_threads if feed.shape[1] == 1 else callers_threads)
+                step = self.step(feed, index)
+                steps.append(step)
+                if on_step is not None:
+                    on_step(step)
+                if step.token.id in self.state.stop_ids:
+                    return steps, "stop_id"
+                feed = torch.tensor([[step.token.id]])
+            return steps, "max_new_tokens"
+        finally:
+            torch.set_num_threads(callers_threads)
 
     def step(self, feed: torch.Tensor, index: int) -> DecodingStep:
         """Run ``feed`` (1, T) after the cache, draw the next token and record the step (timed whole)."""
@@ -132,17 +144,18 @@ class StepLoop:
 def decode(model, ids, max_new_tokens: int, *, sampling: Sampling = GREEDY,
            record: StepRecordRequest = StepRecordRequest(), stop_ids: Iterable[int] = (),
            token_text: TokenText | None = None, on_step: Callable[[DecodingStep], None] | None = None,
-           should_stop: Callable[[], bool] | None = None) -> Decoding:
+           should_stop: Callable[[], bool] | None = None, step_threads: int | None = None) -> Decoding:
     """Generate up to ``max_new_tokens`` after the prompt ``ids`` ((T,) or (1, T)) with the KV cache,
     recording every step as ``record`` asks. ``token_text`` (a token id → its text) fills the
-    candidates' text. Stops after emitting a token in ``stop_ids`` (kept), or when ``should_stop()``."""
+    candidates' text. Stops after emitting a token in ``stop_ids`` (kept), or when ``should_stop()``.
+    ``step_threads``: torch's threads for the one-token steps (the module docstring says why)."""
     prompt = check_request(model, ids, max_new_tokens)
     record.check(model.config)
     capacity = prompt.shape[1] + max_new_tokens
     cache = KVCache(model.config, capacity, dtype=model.embed.weight.dtype, device=layer_devices(model))
     state = RunState(cache=cache, history=KVHistory.for_windows(model.config), residuals=[],
                      stop_ids=frozenset(int(token) for token in stop_ids), token_text=token_text)
-    loop = StepLoop(model, sampling, record, state)
+    loop = StepLoop(model, sampling, record, state, step_threads)
     steps, stop_reason = loop.run(prompt, 0, max_new_tokens, on_step=on_step, should_stop=should_stop)
     steps = loop.read_lens(steps)
     return Decoding(prompt_ids=tuple(prompt[0].tolist()), steps=tuple(steps), sampling=sampling, request=record,
