@@ -99,7 +99,8 @@ def _load_model():
     try:
         if models.is_known(source):
             _ensure_fetched(source)
-        with st.spinner(f"Loading {plain(source)}…"):
+        name = known_model(source).display_name if models.is_known(source) else source
+        with st.spinner(f"Loading {plain(name)}…"):
             return cache.get_model(source)
     except (ModelLoadError, ValueError, OSError) as error:
         st.error(f"Could not load the model: {plain(error)}")
@@ -109,6 +110,15 @@ def _load_model():
 def render() -> None:
     with st.sidebar:
         st.markdown("### txviz")
+        # a session's first sidebar loads the model its link names (or the default) before any box is
+        # drawn, the fetch's bar and the load's spinner the only thing in the sidebar meanwhile: a prompt
+        # box (or the picker's search box) shown during that load took a sentence whose Enter then waited
+        # for the load. (A Hub id is fetched by the picker first; later loads follow the picker's choice.)
+        if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
+            state.put("model", DEFAULT_SOURCE)
+        source = state.get("model")
+        first = not state.has("model_choice") and not looks_like_hub_id(source)
+        loaded = _load_model() if first else None
         # the prompt first: it is what a newcomer types, and the first text box of the page (the model
         # picker's search box came first before, and took what a visitor typed without a word)
         st.text_area("Prompt", key="prompt", height=110, max_chars=cache.limits().max_prompt_chars,
@@ -118,7 +128,8 @@ def render() -> None:
                  help=plain("Without a first token to park attention on, the first word absorbs it (an attention sink). "
                             + "; ".join(f"{k}: {v}" for k, v in state.BOS_POLICIES.items())))
         _pick_model()
-        loaded = _load_model()
+        if not first or state.get("model") != source:
+            loaded = _load_model()
         if loaded is None:
             return
         n_tokens = None

@@ -117,6 +117,8 @@ def test_a_known_model_not_yet_fetched_is_fetched_on_choosing_it(home, monkeypat
     fetched = []
 
     def ensure(model, progress=None):  # the fetch itself is tested in tests/loading
+        if model.name != "gemma3-270m":  # the default, loaded before the picker is drawn: in the cache
+            return home / model.filename
         if not stand_in.is_file():
             progress(0.5, "downloading")  # the sidebar's bar: a fetch without one fails here
             fetched.append(model.name)
