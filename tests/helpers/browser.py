@@ -64,10 +64,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(env: dict | None = None, timeout: float = 120.0, app_root: Path = ROOT):
-    """Start ``streamlit run app/main.py`` (of ``app_root``: another revision's app for a benchmark) on a
-    free loopback port; yield its URL; stop it by its PID."""
-    port = free_port()
+def streamlit_server(env: dict | None = None, timeout: float = 120.0, app_root: Path = ROOT, port: int | None = None):
+    """Start ``streamlit run app/main.py`` (of ``app_root``: another revision's app for a benchmark) on
+    ``port`` (default: a free loopback port); yield its URL; stop it by its PID."""
+    port = port or free_port()
     command = [sys.executable, "-m", "streamlit", "run", str(app_root / "app" / "main.py"), "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
