@@ -26,9 +26,9 @@ from txviz.threads import threads_for_this_run
 
 CANDIDATES = 12  # the most probable tokens each step keeps: the sampler chart's bars, the branches offered
 # Cores a streamed run's one-token steps leave free: the server sends each token and the browser paints it
-# while the next step runs, and with every core under torch they waited for one (the first token reached
-# the screen ~0.5 s after the server drew it). A one-token step of SmolLM2 costs about the same CPU on one
-# thread as on two; the prompt's pass and the lens read after the run keep every free core.
+# while the next step runs (on a quiet 2-core machine, both cores under torch, the first token reached the
+# screen 0.5 s after the server drew it). A one-token step of SmolLM2 costs about the same CPU on one thread
+# as on two; the prompt's pass and the lens read after the run keep every free core.
 STREAMING_SPARE_CORES = 1
 SAMPLERS = ("greedy", "sample")
 
