@@ -66,8 +66,7 @@ def dense_vs_moe(view: TradeoffsView) -> None:
     family = tr.expert_family(view.config, context=view.config.max_seq_len // 2)
     a, b = st.columns(2)
     # E = 1 is the dense FFN (one expert, no router): named so, not drawn as a top-k point
-    title = (f"{html.escape(display_name(view.loaded))}: capacity vs compute, dense and top-{family[-1]['top_k']} "
-             "of E experts")
+    title = f"{html.escape(display_name(view.loaded))}: capacity vs compute"
     labels = ["dense" if r["experts"] == 1 else f"E={r['experts']}, top-{r['top_k']}" for r in family]
     a.plotly_chart(tradeoff_charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
                                           labels, log_x=True, log_y=True, title=title,
