@@ -126,7 +126,8 @@ def metric_heatmap(values: np.ndarray, *, title: str, zmin: float | None = 0.0, 
                                hovertemplate="layer %{y} head %{x}<br>score %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=max(260, 14 * values.shape[0] + 100), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="head", dtick=1)
-    fig.update_yaxes(title="layer", autorange="reversed")
+    # plotly's own ticks on a few rows fall between layers (−0.5, 0.5, 1.5 on a 2-layer model)
+    fig.update_yaxes(title="layer", autorange="reversed", **({"dtick": 1} if values.shape[0] <= 12 else {}))
     return fig
 
 

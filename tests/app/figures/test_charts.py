@@ -97,3 +97,10 @@ def test_residual_norms_and_matrix_shapes():
     assert np.array(fig.data[0].z).shape == (3, 4)
     fig = charts.matrix(np.array([[1.0, -np.inf], [2.0, -1.0]]), title="m")
     assert fig.data[0].zmax == 2.0
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_a_few_layers_are_ticked_on_whole_layers(layers):
+    # left to plotly, a 2-layer heatmap (the zoo's shallow model, tiny checkpoints) is ticked −0.5, 0, 0.5, 1, 1.5
+    fig = charts.metric_heatmap(np.zeros((layers, 4)), title="t")
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tick0 in (None, 0)
