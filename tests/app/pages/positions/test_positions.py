@@ -229,3 +229,15 @@ def test_a_one_token_prompt_breaks_no_section(name):
     no_errors(at)
     for label in tab_labels(at)[1:]:
         open_tab(at, label)
+
+
+def test_the_token_pickers_tell_the_browser_their_new_token_after_a_new_prompt():
+    # a value the script falls back to is not sent to a picker the browser already shows: only a value set
+    # through the state is (set_value), else chromium kept showing the old prompt's "15:." beside a chart of
+    # the new prompt's last token
+    at = positions_page("base")
+    at.sidebar.text_area(key="prompt").input("Mary had a cat.").run()
+    no_errors(at)
+    for key, index in (("rope_token", 5), ("rope_key_token", 3)):
+        picker = at.selectbox(key=key)
+        assert picker.value == index and picker.proto.set_value and picker.proto.raw_value == picker.options[index], key
