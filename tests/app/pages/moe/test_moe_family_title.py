@@ -33,4 +33,5 @@ def test_counts_below_k_are_named_as_running_every_expert():
     family = expert_family(config)
     below = [r for r in family if 1 < r["experts"] < 4]
     assert [r["top_k"] for r in below] == [r["experts"] for r in below] == [2]
-    assert _family_title("m", family) == "m with E experts of the same width, top-4 (E = 1: the dense FFN; E = 2: all of them)"
+    expected = "m with E experts of the same width, top-4 (E = 1: the dense FFN; E = 2: all of them)"
+    assert _family_title("m", family) == expected
