@@ -210,7 +210,8 @@ def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
                                colorbar=dict(title="‖x‖ (log)", tickvals=tickvals, ticktext=ticktext),
                                hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{customdata:.1f}<extra></extra>"))
     fig.update_layout(height=min(900, 200 + 16 * len(tokens)), margin=dict(l=10, r=10, t=30, b=10))
-    fig.update_xaxes(title="layer (0 = embeddings)")
+    # on a few layers plotly's own ticks fall between them (−0.5, 0.5, … on a 3-layer model)
+    fig.update_xaxes(title="layer (0 = embeddings)", **({"dtick": 1} if norms.shape[0] <= 13 else {}))
     fig.update_yaxes(autorange="reversed")
     return fig
 
