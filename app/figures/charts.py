@@ -66,15 +66,19 @@ def log_axis(values) -> dict:
     """Axis settings for a log axis over ``values``. Plotly's default also labels 2 and 5 (small, unlabelled
     by their decade) in every decade, and the labels run together on a narrow chart: over one to three
     decades the ticks are 1, 2, 5 × 10^k written out, past two one per decade (every other past eight).
-    Within a decade plotly's own ticks are kept."""
+    Within a decade plotly's own ticks are kept; across one power of ten, 1 to 9 × 10^k written out."""
     values = np.asarray(values, dtype=float).ravel()
     values = values[np.isfinite(values) & (values > 0)]
     if values.size == 0:
         return dict(type="log")
     low, high = float(values.min()), float(values.max())
     decades = np.log10(high) - np.log10(low)
-    if decades < 1:
+    first, last = int(np.floor(np.log10(low))), int(np.floor(np.log10(high)))
+    if decades < 1 and first == last:
         return dict(type="log")
+    if decades < 1:  # across a power of ten plotly labels 20 and 30 as "2" and "3" after the 10: write them out
+        ticks = [m * 10.0 ** k for k in (first, last) for m in range(1, 10) if low <= m * 10.0 ** k <= high]
+        return dict(type="log", tickvals=ticks, minor=dict(showgrid=False))
     if decades <= 2:
         exponents = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
         ticks = [m * 10.0 ** k for k in exponents for m in (1, 2, 5) if low <= m * 10.0 ** k <= high]
@@ -126,7 +130,8 @@ def metric_heatmap(values: np.ndarray, *, title: str, zmin: float | None = 0.0, 
                                hovertemplate="layer %{y} head %{x}<br>score %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=max(260, 14 * values.shape[0] + 100), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="head", dtick=1)
-    fig.update_yaxes(title="layer", autorange="reversed")
+    # plotly's own ticks on a few rows fall between layers (−0.5, 0.5, 1.5 on a 2-layer model)
+    fig.update_yaxes(title="layer", autorange="reversed", **({"dtick": 1} if values.shape[0] <= 12 else {}))
     return fig
 
 
@@ -209,7 +214,8 @@ def residual_norms(norms: np.ndarray, tokens: list[str]) -> go.Figure:
                                colorbar=dict(title="‖x‖ (log)", tickvals=tickvals, ticktext=ticktext),
                                hovertemplate="after layer %{x}<br>token %{y}<br>‖x‖ %{customdata:.1f}<extra></extra>"))
     fig.update_layout(height=min(900, 200 + 16 * len(tokens)), margin=dict(l=10, r=10, t=30, b=10))
-    fig.update_xaxes(title="layer (0 = embeddings)")
+    # on a few layers plotly's own ticks fall between them (−0.5, 0.5, … on a 3-layer model)
+    fig.update_xaxes(title="layer (0 = embeddings)", **({"dtick": 1} if norms.shape[0] <= 13 else {}))
     fig.update_yaxes(autorange="reversed")
     return fig
 

@@ -88,16 +88,31 @@ def labelled_points(x: list[float], y: list[float], labels: list[str], *, title:
     """A scatter with a text label on every point (one point per model or config); ``y_error`` draws
     ± error bars, ``y_range`` fixes the y-axis (so noise is not zoomed into a finding)."""
     errors = None if y_error is None else dict(type="data", array=list(y_error), visible=True)
-    fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text",
-                               textposition="top center" if errors is None else "middle right",  # clear of the bars
-                               marker=dict(size=11), error_y=errors,
+    sides = ["top center"] * len(x) if errors is None else _beside_the_bars(x, y)
+    fig = go.Figure(go.Scatter(x=list(x), y=list(y), text=list(labels), mode="markers+text", textposition=sides,
+                               marker=dict(size=11), error_y=errors, cliponaxis=False,
                                hovertemplate="%{text}<br>%{x:,.4g} · %{y:,.4g}<extra></extra>"))
     fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10))
     if y_range is not None:
         fig.update_yaxes(range=list(y_range))
+    if errors is not None and not log_x and len(x) > 1:  # room for the labels beside the outermost points
+        low, high = min(x), max(x)
+        pad = 0.2 * (high - low or abs(high) or 1)
+        fig.update_xaxes(range=[low - pad, high + pad])
     fig.update_xaxes(title=x_title, **(log_axis(x) if log_x else {}))
     fig.update_yaxes(title=y_title, **(log_axis(y) if log_y else {}))
     return fig
+
+
+def _beside_the_bars(x: list[float], y: list[float]) -> list[str]:
+    """Labels beside their points, clear of the error bars: points that share an x (variants of equal size)
+    take the right and the left side in turn, in order of y, so that two close ones do not print over each other."""
+    sides = [""] * len(x)
+    for value in set(x):
+        at = sorted((i for i, v in enumerate(x) if v == value), key=lambda i: y[i])
+        for rank, i in enumerate(at):
+            sides[i] = "middle right" if rank % 2 == 0 else "middle left"
+    return sides
 
 
 def grouped_bars(categories: list[str], series: dict[str, list], *, title: str = "", y_title: str = "") -> go.Figure:

@@ -33,6 +33,13 @@ def encode(loaded: LoadedModel, prompt: str, bos: str, settings: limits_.Limits,
     return encoding
 
 
+def about(error: PromptError, subject: str) -> str:
+    """``error``'s message with its subject named, for a text that is not the sidebar's prompt (the Heads
+    page's sentence and completion, the circuit's prompts): "The prompt has 83 tokens" is read as the
+    sidebar's, which may have 16."""
+    return str(error).replace("The prompt has", f"{subject} has", 1)
+
+
 def dropped_characters(encoding) -> str | None:
     """A note naming the characters the tokenizer had to leave out, if any."""
     if not encoding.dropped:

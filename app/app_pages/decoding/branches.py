@@ -37,8 +37,9 @@ def draw(view, index: int) -> None:
     others = [c for c in step.candidates if c.id != step.token.id]
     if not others or view.run.state is None:
         return
+    # the label is escaped Markdown: inside a code span its escapes would show (`\'t`), so it goes in bold
     st.markdown(f"**Branch from step {index}:** continue with another candidate instead of "
-                f"`{scrubber.token_label(step.token.text or '')}` (it runs the {view.run.max_new_tokens - index - 1} "
+                f"**{scrubber.token_label(step.token.text or '')}** (it runs the {view.run.max_new_tokens - index - 1} "
                 f"steps after it at most, on the cache).")
     state.follow("dec_branch", (view.inputs, view.run.new_ids, index))
     click = state.pop("_decoding_branch_click", None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.services.prompts import PromptError
+from app.services.prompts import PromptError, about
 from app.ui import state
 from app.ui.widgets import plain
 
@@ -23,7 +23,7 @@ def run(source: str, request):
     try:
         estimate = cache.circuit_estimate(source, request)
     except PromptError as error:
-        st.warning(plain(str(error)))
+        st.warning(plain(about(error, "The clean prompt")))
         return None
     st.caption(f"It takes {estimate.describe()}.")
     if not st.button("Find the circuit", key="circuit_run", type="primary"):
@@ -33,5 +33,5 @@ def run(source: str, request):
             return cache.get_circuit(source, request,
                                      lambda done, total: progress(done / max(total, 1), f"batch {done} of at most {total}"))
     except (PromptError, ValueError) as error:
-        st.warning(plain(str(error)))
+        st.warning(plain(about(error, "The clean prompt")))
         return None

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.app_pages.heads import builtin_set, causal_note, causal_run, model_answer, ranking
-from app.services.prompts import PromptError
+from app.services.prompts import PromptError, about
 from app.ui import state
 from app.ui.widgets import plain
 from txviz.analysis.coref.answer import (default_completion, sentence_words, suggest_candidates,
@@ -39,7 +39,7 @@ def coref_tab(source: str, loaded, bos: str) -> None:
     try:
         cache.encode(source, text, bos)  # the server's limits, before anything is drawn or run
     except PromptError as error:
-        st.warning(plain(error))
+        st.warning(plain(about(error, "The sentence")))
         return
     if len(words) > MAX_WORDS:
         st.warning(f"This text has {len(words)} words: marking works on a sentence or two, at most {MAX_WORDS} "

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import cache
 from app.figures import causal_charts, charts
-from app.services.prompts import PromptError
+from app.services.prompts import PromptError, about
 from app.services.traces import display_tokens
 from app.ui import state
 from app.ui.widgets import plain
@@ -27,7 +27,7 @@ def read_rows(source: str, bos: str, text: str, words, marks: Marks):
     try:
         traced = cache.get_trace(source, text + marks.completion, bos, capture=("attn_probs", "logits"))
     except PromptError as error:
-        st.warning(plain(error))
+        st.warning(plain(about(error, "The sentence with its completion")))
         return None
     st.caption(f"The model ran once on these {traced.n_tokens} tokens ({traced.seconds:.2f} s), kept for this sentence "
                "and completion: marking other words only re-reads its attention.")

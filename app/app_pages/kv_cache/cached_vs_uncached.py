@@ -29,6 +29,10 @@ def draw(source, loaded) -> None:
                "ignoring end-of-text, so that they time the same steps. They run when you press Measure"
                + rough_time(source, loaded, prompt, bos, int(n_speed)) + "; a click on Stop ends them.")
     made_on = (source, prompt, bos, int(n_speed))  # a measurement is shown only beside what it was made on
+    stopped = TIMING.stopped()
+    if stopped is not None:  # a click ended the last timing: say so, or the page looks as if nothing ran
+        st.info(f"Stopped during “{stopped['run']}”, at token {stopped['token']} of {stopped['of']}; nothing "
+                "partial was kept. Press Measure to time both runs again.")
     if st.button("Measure", key="kv_measure"):
         measure(source, prompt, bos, int(n_speed), made_on)
     kept = state.get(MEASURED, None)
@@ -51,13 +55,14 @@ def other_settings(kept: tuple, now: tuple) -> str:
 def measure(source, prompt: str, bos: str, n_speed: int, made_on: tuple) -> None:
     """Both runs, one after the other, into session state with what they were made on; a Stop button
     (any click) ends them."""
-    with TIMING.bar("Timing…") as update:
+    with TIMING.bar("Timing…", {"run": RUNS[0][0], "token": 0, "of": n_speed}) as update:
         try:
             runs = {}
             for done, (name, use_cache) in enumerate(RUNS):
                 def timing_step(step, done=done, name=name) -> None:
                     fraction = (done * n_speed + step.index + 1) / (2 * n_speed)
-                    update(fraction, f"{name}: token {step.index + 1} of {n_speed}")
+                    update(fraction, f"{name}: token {step.index + 1} of {n_speed}",
+                           {"run": name, "token": step.index + 1, "of": n_speed})
                 runs[name] = cache.get_generation(source, prompt, bos, n_speed, use_cache, False,
                                                   on_step=timing_step, stop_at_eos=False)
             state.put(MEASURED, {"made_on": made_on, "runs": runs})

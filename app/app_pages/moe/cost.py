@@ -24,5 +24,14 @@ def cost_tab(view: MoeView) -> None:
     st.plotly_chart(charts.lines([r["experts"] for r in family], {
         "total params": [r["total_params"] for r in family], "active params": [r["active_params"] for r in family],
         "FLOPs/token": [r["flops_per_token"] for r in family]}, log_x=True, log_y=True, mode="lines+markers",
-        title=f"{own.name} with E experts of the same width (top-{family[-1]['top_k']})", x_title="experts E"),
+        title=_family_title(own.name, family), x_title="experts E"),
         key="moe_family")
+
+
+def _family_title(name: str, family: list[dict]) -> str:
+    """What each point of the family is: E = 1 is the dense FFN (no router), and a count of experts below
+    the model's k routes every token to all of them."""
+    k = family[-1]["top_k"]
+    fewer = [str(r["experts"]) for r in family if 1 < r["experts"] < k]
+    return (f"{name} with E experts of the same width, top-{k} (E = 1: the dense FFN"
+            + (f"; E = {', '.join(fewer)}: all of them" if fewer else "") + ")")

@@ -61,9 +61,11 @@ st.markdown(f"Loaded: **{plain(display_name(loaded))}**, position scheme **{SCHE
 st.latex(formula)
 nope = [i for i in range(config.n_layers) if config.positions == "rope" and not config.layer_uses_rope(i)]
 if nope:  # SmolLM3: every fourth layer has no positions at all
-    st.info(f"Layer{'s' * (len(nope) > 1)} {', '.join(map(str, nope))} use{'s' * (len(nope) == 1)} **no positions** "
-            "(NoPE): RoPE does not rotate their queries and keys, so they match tokens by content alone and know "
-            "order only through the causal mask; the other layers rotate by RoPE.")
+    layers, uses, its, it_matches, knows = (("Layer", "uses", "its", "it matches", "knows") if len(nope) == 1 else
+                                            ("Layers", "use", "their", "they match", "know"))
+    st.info(f"{layers} {', '.join(map(str, nope))} {uses} **no positions** (NoPE): RoPE does not rotate {its} queries "
+            f"and keys, so {it_matches} tokens by content alone and {knows} order only through the causal mask; the "
+            "other layers rotate by RoPE.")
 if config.positions == "learned":  # the table is read before any layer: no layer or head to pick
     layer, head = int(state.get("layer")), int(state.get("head"))
 else:

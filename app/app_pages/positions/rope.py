@@ -51,9 +51,12 @@ def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
     st.subheader("A real query, rotated")
     qk = cache.get_trace(view.source, view.prompt, view.bos, capture=("q", "k"), layers=(layer,)).trace
     c1, c2, c3 = st.columns(3)
-    state.follow(("rope_token", "rope_key_token"), (view.source, tuple(tokens)))  # a position names another token
-    token = c1.selectbox("Token", range(len(tokens)), index=len(tokens) - 1, format_func=lambda i: labels[i],
-                         key="rope_token")
+    # a position names another token in another prompt: start again from the last token and the third from
+    # last, set through the state so that the browser's picker shows them too (a widget's own default does
+    # not replace what the picker last showed, so it read "15:." while the chart drew another token)
+    state.follow(("rope_token", "rope_key_token"), (view.source, tuple(tokens)),
+                 {"rope_token": len(tokens) - 1, "rope_key_token": max(0, len(tokens) - 3)})
+    token = c1.selectbox("Token", range(len(tokens)), format_func=lambda i: labels[i], key="rope_token")
     pair = bounded_slider(c2, "Pair i", 0, config.rope_dims // 2 - 1, 0, key="rope_pair")
     span = c3.slider("Positions", 8, 512, 64, key="rope_span")
     rotated = slice(0, config.rope_dims)  # partial rotary (GPT-NeoX): the other dimensions pass unrotated
@@ -63,8 +66,7 @@ def real_vectors(view: PositionsView, inv_freq: torch.Tensor) -> None:
         f"Layer {layer} head {head}: pair {pair} of q({tokens[token]!r}) placed at positions 0…{span - 1}")),
                     key="rope_path")
     st.subheader("Only the distance matters")
-    key_token = st.selectbox("Key token", range(len(tokens)), index=max(0, len(tokens) - 3),
-                             format_func=lambda i: labels[i], key="rope_key_token")
+    key_token = st.selectbox("Key token", range(len(tokens)), format_func=lambda i: labels[i], key="rope_key_token")
     k_vec = qk.get("k", layer)[0, head // config.n_groups, key_token, rotated]
     scores = pos.relative_scores(q_vec, k_vec, inv_freq, 48)
     spread = pos.spread_per_offset(scores)

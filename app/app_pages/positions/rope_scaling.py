@@ -96,13 +96,13 @@ def _named(kinds) -> str:
 def score_missing(run: tuple, missing: list[str], n_tokens: int, estimate: str) -> None:
     """Score the ``missing`` scalings of ``run`` one by one under a progress bar, beside a Stop button."""
     source = run[0]
-    with SCORING.bar(f"Scoring {missing[0]}… about {estimate} left", run) as update:
+    with SCORING.bar(f"Scoring {_named(missing[:1])}… about {estimate} left", run) as update:
         try:  # a Stop click interrupts at the next bar update: the mark stays and says so next run
             for done, kind in enumerate(missing, 1):
                 cache.score_scaling(*run, kind)
                 step, _ = cache.scaling_step_seconds(source, n_tokens)  # the step just measured
                 left = limits_.format_seconds(step * (len(missing) - done))
-                update(done / len(missing), f"{kind} scored ({done} of {len(missing)}); about {left} left")
+                update(done / len(missing), f"{_named([kind])} scored ({done} of {len(missing)}); about {left} left")
         except PromptError as error:  # over the memory budget
             st.warning(plain(error))
 

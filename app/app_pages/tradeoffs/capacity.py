@@ -65,9 +65,11 @@ def dense_vs_moe(view: TradeoffsView) -> None:
              r"N_{\text{active}} = N_{\text{attn}} + k\,N_{\text{ffn}},\quad \text{FLOPs/token} \approx 2N_{\text{active}}")
     family = tr.expert_family(view.config, context=view.config.max_seq_len // 2)
     a, b = st.columns(2)
-    title = f"{html.escape(display_name(view.loaded))}: capacity vs compute, top-{family[-1]['top_k']}"
+    # E = 1 is the dense FFN (one expert, no router): named so, not drawn as a top-k point
+    title = f"{html.escape(display_name(view.loaded))}: capacity vs compute"
+    labels = ["dense" if r["experts"] == 1 else f"E={r['experts']}, top-{r['top_k']}" for r in family]
     a.plotly_chart(tradeoff_charts.labelled_points([r["flops_per_token"] for r in family], [r["total_params"] for r in family],
-                                          [f"E={r['experts']}" for r in family], log_x=True, log_y=True, title=title,
+                                          labels, log_x=True, log_y=True, title=title,
                                           x_title="FLOPs per token", y_title="total parameters"), key="to_moe_family")
     b.dataframe(tables.reference_rows(), hide_index=True)
     params, flops = tables.sparse_over_dense(tr.REFERENCES["mistral-7b"], tr.REFERENCES["mixtral-8x7b"])

@@ -526,3 +526,10 @@ def test_an_uploaded_config_is_named_after_what_it_describes():
     assert token_kv_bytes(plain) == token_kv_bytes(preset("llama-3-8b"))
     with pytest.raises(ModelLoadError):
         MemoryModel.from_config_json(b"{not json", "config.json")
+
+
+@pytest.mark.parametrize("context", [64, 100, 256, 8192, 40960])
+def test_charted_lengths_rise_and_stay_within_the_context(context):
+    # a 64-token model was charted at 256 then 64: past its context, and out of order on the chart's axis
+    lengths = memory.context_lengths(context)
+    assert lengths == sorted(set(lengths)) and lengths[-1] == context and len(lengths) >= 3

@@ -79,6 +79,8 @@ def test_log_axis_ticks_once_per_decade():
     assert charts.log_axis([1e-3, 1e9])["dtick"] == 2  # twelve decades: every other one
     assert charts.log_axis([128, 8192])["tickvals"] == [200, 500, 1000, 2000, 5000]  # 1-2-5, written out
     assert charts.log_axis([2, 9]) == {"type": "log"}  # within a decade: plotly's own ticks
+    # 4 to 32 tokens: plotly's own ticks read "4 5 6 7 8 9 10 2 3" (20 and 30 shortened)
+    assert charts.log_axis([4, 8, 16, 32])["tickvals"] == [4, 5, 6, 7, 8, 9, 10, 20, 30]
     assert charts.log_axis([0, -1, np.nan]) == {"type": "log"}
     fig = charts.lines([1, 10, 100, 1000], {"a": [1, 1e2, 1e4, 1e6], "b": [0, 1, 2, 3]}, log_x=True, log_y=True)
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1 and fig.layout.yaxis.dtick == 1
@@ -97,3 +99,10 @@ def test_residual_norms_and_matrix_shapes():
     assert np.array(fig.data[0].z).shape == (3, 4)
     fig = charts.matrix(np.array([[1.0, -np.inf], [2.0, -1.0]]), title="m")
     assert fig.data[0].zmax == 2.0
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_a_few_layers_are_ticked_on_whole_layers(layers):
+    # left to plotly, a 2-layer heatmap (the zoo's shallow model, tiny checkpoints) is ticked −0.5, 0, 0.5, 1, 1.5
+    fig = charts.metric_heatmap(np.zeros((layers, 4)), title="t")
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tick0 in (None, 0)

@@ -29,3 +29,8 @@ def test_the_colour_bar_is_labelled_in_norms_at_its_log_positions():
 def test_a_zero_norm_is_drawn_as_the_least_not_minus_infinity():
     trace = charts.residual_norms(np.array([[0.0, 4.0], [2.0, 8.0]]), ["a", "b"]).data[0]
     assert np.isfinite(np.asarray(trace.z)).all() and np.asarray(trace.z).min() == np.log10(2.0)
+
+
+def test_a_few_layers_are_ticked_on_whole_layers():
+    # a 3-layer checkpoint's columns were ticked −0.5, 0, 0.5, … 3.5 in chromium
+    assert charts.residual_norms(np.ones((4, 2)), ["a", "b"]).layout.xaxis.dtick == 1

@@ -42,3 +42,16 @@ def test_histograms_labelled_points_and_grouped_bars():
     assert list(points.data[0].text) == ["mha", "mqa"] and points.layout.xaxis.type == "log"
     bars = tradeoff_charts.grouped_bars(["rope", "learned"], {"1×": [1.0, 1.1], "4×": [1.5, None]})
     assert len(bars.data) == 2 and np.isnan(bars.data[1].y[1])
+
+
+def test_labels_of_points_of_equal_size_alternate_sides_and_fit_inside_the_axis():
+    # the zoo's four MoE variants have the same total parameters and losses 0.001 apart
+    x = [162_496, 458_432, 458_432, 458_432, 458_432]
+    y = [1.053, 1.0555, 1.0982, 1.1097, 1.0969]
+    fig = tradeoff_charts.labelled_points(x, y, ["base", "t1", "t1b", "t2", "t2b"], y_error=[0.01] * 5)
+    sides = dict(zip(fig.data[0].text, fig.data[0].textposition))
+    by_loss = ["t1", "t2b", "t1b", "t2"]  # the shared x's points, in order of loss: neighbours on opposite sides
+    assert all(sides[a] != sides[b] for a, b in zip(by_loss, by_loss[1:]))
+    low, high = fig.layout.xaxis.range
+    assert low < min(x) and high > max(x) + 0.1 * (max(x) - min(x))  # room for a label right of the last point
+    assert fig.data[0].cliponaxis is False

@@ -118,7 +118,11 @@ def token_flops(spec: Spec, context: int) -> int:
 
 # ---- series for charts ----------------------------------------------------------------------------
 def context_lengths(max_tokens: int, start: int = 256) -> list[int]:
-    """Powers of two from ``start`` up to ``max_tokens``, plus ``max_tokens`` itself."""
+    """Powers of two from ``start`` up to ``max_tokens``, plus ``max_tokens`` itself; for a context under
+    four times ``start`` (a tiny model's 64) from an eighth of it, so that no length past the context is
+    drawn and the chart keeps a few points."""
+    if max_tokens < 4 * start:
+        start = max(1, min(start, (1 << (max_tokens.bit_length() - 1)) // 8))
     lengths = [start]
     while lengths[-1] * 2 <= max_tokens:
         lengths.append(lengths[-1] * 2)

@@ -43,3 +43,19 @@ def test_a_timing_is_not_shown_under_another_model_or_prompt():
     at.slider(key="kv_speed_tokens").set_value(8).run()
     at.sidebar.text_area(key="prompt").input(zoo_prompt(3)).run()
     assert has_chart(at, "kv_speed")  # back on what it was measured on: shown again
+
+
+def test_a_timing_ended_by_a_click_says_where_it_stopped():
+    # the mark a timing leaves while it runs is what a click that ends it leaves behind (the click itself is
+    # chromium's: a Stop ended the timing and the tab then showed nothing at all, as if Measure did nothing)
+    at = open_at("kv_cache", model=ZOO_BASE, prompt=zoo_prompt(3), timeout=300, state={"kv_tab": "Cached vs uncached"})
+    at.slider(key="kv_speed_tokens").set_value(8).run()
+    measured = measure(at).session_state["_running_kv_measure"] if "_running_kv_measure" in at.session_state else None
+    assert measured is None  # a finished timing leaves no mark
+    at.session_state["_running_kv_measure"] = {"run": "recompute everything", "token": 3, "of": 8}
+    at.run()
+    no_errors(at)
+    notes = " ".join(i.value for i in at.info)
+    assert "Stopped during “recompute everything”, at token 3 of 8; nothing partial was kept." in notes
+    at.run()
+    assert not any("Stopped during" in i.value for i in at.info)  # said once

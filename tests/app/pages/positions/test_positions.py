@@ -229,3 +229,35 @@ def test_a_one_token_prompt_breaks_no_section(name):
     no_errors(at)
     for label in tab_labels(at)[1:]:
         open_tab(at, label)
+
+
+def test_the_token_pickers_tell_the_browser_their_new_token_after_a_new_prompt():
+    # a value the script falls back to is not sent to a picker the browser already shows: only a value set
+    # through the state is (set_value), else chromium kept showing the old prompt's "15:." beside a chart of
+    # the new prompt's last token
+    at = positions_page("base")
+    at.sidebar.text_area(key="prompt").input("Mary had a cat.").run()
+    no_errors(at)
+    for key, index in (("rope_token", 5), ("rope_key_token", 3)):
+        picker = at.selectbox(key=key)
+        assert picker.value == index and picker.proto.set_value and picker.proto.raw_value == picker.options[index], key
+
+
+def test_the_scoring_progress_names_the_scaling_none_as_no_scaling(monkeypatch):
+    # the bar read "Scoring none… about 61 s left" in chromium: as if nothing were being scored
+    from streamlit.delta_generator import DeltaGenerator
+
+    import streamlit as st
+
+    said, progress, bar = [], DeltaGenerator.progress, st.progress
+    monkeypatch.setattr(DeltaGenerator, "progress",  # the bar's updates
+                        lambda self, value, text=None: said.append(text) or progress(self, value, text=text))
+    monkeypatch.setattr(st, "progress", lambda value, text=None: said.append(text) or bar(value, text=text))  # its start
+    at = positions_page("base", "RoPE scaling")
+    at.select_slider(key="rope_factor").set_value(2.0).run()
+    at.select_slider(key="rope_text_tokens").set_value(256).run()  # a length no other test scores
+    at.button(key="rope_scaling_run").click().run()
+    no_errors(at)
+    texts_said = [t for t in said if t]
+    assert texts_said[0].startswith("Scoring “none” (no scaling)…"), texts_said
+    assert any(t.startswith("“none” (no scaling) scored (1 of 5)") for t in texts_said), texts_said

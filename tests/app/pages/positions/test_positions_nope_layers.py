@@ -32,3 +32,13 @@ def test_a_model_whose_every_layer_rotates_gets_no_note(tmp_path, monkeypatch):
     at = open_at("positions", directory, PROMPT)
     no_errors(at)
     assert "no positions" not in texts(at) and any("rope_angles" in key for key in chart_ids(at))
+
+
+def test_one_nope_layer_is_spoken_of_in_the_singular(tmp_path, monkeypatch):
+    # "Layer 3 uses no positions (NoPE): RoPE does not rotate their queries and keys, so they match..."
+    monkeypatch.setenv("TXVIZ_MODEL_DIRS", str(tmp_path))
+    _, _, directory = save_with_tokenizer("smollm3_every_4th_nope", tmp_path)  # 4 layers: layer 3 alone
+    at = open_at("positions", directory, PROMPT)
+    no_errors(at)
+    assert ("Layer 3 uses **no positions** (NoPE): RoPE does not rotate its queries and keys, so it matches tokens "
+            "by content alone and knows order only through the causal mask") in texts(at)
