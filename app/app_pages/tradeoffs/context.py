@@ -94,4 +94,5 @@ def positions_beyond(view: TradeoffsView) -> None:
     missing = tables.missing_variants(rows)
     if missing:
         st.caption("Not in the zoo yet: " + ", ".join(missing) + ".")
-    st.caption(f"The loaded model uses {view.config.positions} positions; zoo files in {SHIPPED_ZOO}.")
+    st.caption(f"The loaded model uses {view.config.positions} positions; the zoo's files are in the project's "
+               f"`{SHIPPED_ZOO.parent.name}/{SHIPPED_ZOO.name}` folder.")
