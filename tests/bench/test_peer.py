@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.tiny import random_decoder, tiny_config
 from txviz import cli
-from txviz.bench import peer, peer_report, peer_worker
+from txviz.bench import peer, peer_lens, peer_report, peer_worker
 from txviz.cli.bench import cmd_bench
 
 
@@ -68,7 +68,7 @@ def test_rounds_alternate_sides_in_fresh_workers_and_skip_what_would_not_fit():
         return {"side": job["side"], "wall_s": 1.0, "cpu_s": 1.0, "peak_rss_mb": 1.0, "threads": 1}
 
     result = peer.run((1024, 4096), repeats=3, workloads=("maps",), peer_python="/peer/python", spawn=spawn,
-                      importable=lambda python: python == "/peer/python", folder=lambda source: "/hf",
+                      importable=lambda python, api: python == "/peer/python", folder=lambda source: "/hf",
                       available_bytes=lambda: 12 * 2**30)
     assert jobs[0][0] == "plan"
     at_1024 = [side for side, _, _ in jobs[1:7]]
@@ -99,10 +99,12 @@ def test_the_command_passes_its_options_to_the_peer_run():
         return _result([])
 
     args = cli.build_parser().parse_args(["bench", "--peer", "transformer-lens", "--json", "--threads", "2",
-                                          "--maps", "fp32", "--peer-python", "/x/python"])
+                                          "--maps", "fp32", "--peer-python", "/x/python", "--peer-api", "hooked"])
     cmd_bench(args, run=run)
     assert seen["tokens"] == peer.DEFAULT_TOKENS and seen["repeats"] == peer.DEFAULT_REPEATS
-    assert (seen["threads"], seen["maps"], seen["peer_python"]) == (2, "fp32", "/x/python")
+    assert (seen["threads"], seen["maps"], seen["peer_python"], seen["peer_api"]) == (2, "fp32", "/x/python", "hooked")
+    cmd_bench(cli.build_parser().parse_args(["bench", "--peer", "transformer-lens", "--json"]), run=run)
+    assert seen["peer_api"] == peer_lens.DEFAULT_API
 
 
 class TinyLoader(peer_worker.Loader):

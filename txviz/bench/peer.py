@@ -5,13 +5,16 @@ For each prompt length and workload (txviz.bench.peer_worker: every attention ma
 summaries beside a plain forward), ``repeats`` rounds; each round runs both sides once, in a fresh
 process each, the side that goes first alternating from round to round, so a machine that slows down
 during the run slows both alike. A side whose estimated peak memory would not fit is skipped with the
-estimate, never run into the kernel's out-of-memory killer. The report (txviz.bench.peer_report) gives
-medians, min–max spreads, peak memory and the ratios against the targets.
+estimate; a side that might fit is run under a memory ceiling (txviz.bench.peer_memory), so a run
+that does not fit ends in its own process with "ran out of memory at N tokens" and the row says so,
+never waking the kernel's out-of-memory killer. The report (txviz.bench.peer_report) gives medians,
+min–max spreads, peak memory and the ratios against the targets.
 
 TransformerLens is an optional extra (``pip install 'txviz[bench]'``), never a dependency: it must be
 importable by the interpreter that runs its side, this one or the one ``--peer-python`` names; when it
 is not, the command says so in one line and stops. Its model is the Hugging Face folder
-txviz.bench.peer_model builds from the same .gguf txviz loads.
+txviz.bench.peer_model builds from the same .gguf txviz loads, run as the model class ``peer_api``
+names (txviz.bench.peer_lens: the bridge of TransformerLens 4.x, or 3.x's HookedTransformer).
 """
 
 from __future__ import annotations
@@ -23,24 +26,30 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from txviz.bench import peer_lens
+from txviz.bench.peer_memory import MARGIN_BYTES
+
 PEER = "transformer-lens"
 DEFAULT_TOKENS = (1024, 4096)
 DEFAULT_REPEATS = 5
 WORKLOADS = {"maps": ("txviz", PEER), "everything": ("txviz", PEER), "summaries": ("txviz", "plain")}
-MEMORY_SHARE = 0.8  # run a side only if its estimated peak is under this share of the memory available
 
 
 class PeerMissing(ValueError):
     """The peer library cannot be imported by the interpreter meant to run it."""
 
 
-def missing_message(python: str) -> str:
+def missing_message(python: str, api: str = peer_lens.DEFAULT_API) -> str:
+    if api == "hooked":
+        return (f"TransformerLens' HookedTransformer is not importable by {python} (TransformerLens 4.0 removed "
+                f"it): name an interpreter with transformer-lens<4 with --peer-python, or use --peer-api bridge")
     return (f"TransformerLens is not importable by {python}: install the benchmark extra "
             f"(pip install 'txviz[bench]') or name an interpreter that has it with --peer-python")
 
 
-def peer_importable(python: str) -> bool:
-    probe = subprocess.run([python, "-c", "import transformer_lens"], capture_output=True, env=worker_env(python))
+def peer_importable(python: str, api: str = peer_lens.DEFAULT_API) -> bool:
+    probe = subprocess.run([python, "-c", peer_lens.PROBES.get(api, "import transformer_lens")], capture_output=True,
+                           env=worker_env(python))
     return probe.returncode == 0
 
 
@@ -73,15 +82,16 @@ def default_folder(source: str) -> str:
 
 def run(tokens=DEFAULT_TOKENS, *, repeats: int = DEFAULT_REPEATS, threads: int | None = None,
         workloads=tuple(WORKLOADS), maps: str = "fp16-packed", source: str = "default",
-        peer_python: str | None = None, progress: Callable[[str], None] | None = None,
-        spawn: Callable[..., dict] = spawn_worker, importable: Callable[[str], bool] = peer_importable,
-        folder: Callable[[str], str] = default_folder, available_bytes: Callable[[], int] | None = None) -> dict:
+        peer_python: str | None = None, peer_api: str = peer_lens.DEFAULT_API,
+        progress: Callable[[str], None] | None = None, spawn: Callable[..., dict] = spawn_worker,
+        importable: Callable[..., bool] = peer_importable, folder: Callable[[str], str] = default_folder,
+        available_bytes: Callable[[], int] | None = None) -> dict:
     """Every workload at every length, ``repeats`` rounds of fresh processes; the ``--json`` result."""
     say = progress or (lambda message: None)
     peer_python = peer_python or sys.executable
     needs_peer = any(PEER in WORKLOADS[w] for w in workloads)
-    if needs_peer and not importable(peer_python):
-        raise PeerMissing(missing_message(peer_python))
+    if needs_peer and not importable(peer_python, peer_api):
+        raise PeerMissing(missing_message(peer_python, peer_api))
     hf_folder = folder(source) if needs_peer else None
     available = (available_bytes or _available_bytes)()
     start_load = load_average()
@@ -91,18 +101,28 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = DEFAULT_REPEATS, threads: int |
     for n_tokens in tokens:
         for workload in workloads:
             base = {"workload": workload, "tokens": n_tokens, "threads": threads, "source": source,
-                    "folder": hf_folder, "maps": maps, "ids": info["ids"][:n_tokens]}
+                    "folder": hf_folder, "maps": maps, "ids": info["ids"][:n_tokens], "peer_api": peer_api}
             skipped = {side: why for side in WORKLOADS[workload]
                        if (why := memory_skip(info, workload, side, n_tokens, maps, available))}
             sides = [side for side in WORKLOADS[workload] if side not in skipped]
             runs: dict[str, list[dict]] = {side: [] for side in sides}
+            failed: dict[str, str] = {}
             for round_ in range(repeats):
                 for side in (sides if round_ % 2 == 0 else sides[::-1]):
+                    if side in failed:
+                        continue  # a length that ran out of memory once is not tried again
                     say(f"{n_tokens} tokens, {workload}: {side} (round {round_ + 1} of {repeats})")
                     python = peer_python if side == PEER else sys.executable
-                    runs[side].append(spawn({**base, "side": side}, python=python))
-            rows.append({"tokens": n_tokens, "workload": workload, "runs": runs, "skipped": skipped})
-    return {"peer": PEER, "repeats": repeats, "maps": maps, "rows": rows,
+                    needs = estimated_peak_bytes(info, workload, side, n_tokens, maps)
+                    outcome = spawn({**base, "side": side, "needs_bytes": needs}, python=python)
+                    if outcome.get("out_of_memory"):
+                        failed[side] = outcome["message"]
+                        say(outcome["message"])
+                    else:
+                        runs[side].append(outcome)
+            rows.append({"tokens": n_tokens, "workload": workload, "runs": runs, "skipped": skipped, "failed": failed})
+    return {"peer": PEER, "peer_api": peer_api, "peer_settings": peer_lens.SETTINGS[peer_api],
+            "repeats": repeats, "maps": maps, "rows": rows,
             "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "threads": threads,
                         "load_average_start": start_load, "load_average_end": load_average(),
                         "available_gb": round(available / 2**30, 1)}}
@@ -127,10 +147,13 @@ def estimated_peak_bytes(info: dict, workload: str, side: str, t: int, maps: str
 
 
 def memory_skip(info: dict, workload: str, side: str, t: int, maps: str, available: int) -> str | None:
-    need = estimated_peak_bytes(info, workload, side, t, maps)
-    if need <= MEMORY_SHARE * available:
+    """Why a side is not even tried: its estimated peak exceeds the available memory less the margin the
+    worker's ceiling leaves. Closer calls are tried under that ceiling."""
+    need, room = estimated_peak_bytes(info, workload, side, t, maps), available - MARGIN_BYTES
+    if need <= room:
         return None
-    return f"estimated peak {need / 2**30:.1f} GiB > {MEMORY_SHARE:.0%} of {available / 2**30:.1f} GiB available"
+    return (f"estimated peak {need / 2**30:.1f} GiB > {room / 2**30:.1f} GiB "
+            f"({available / 2**30:.1f} GiB available less {MARGIN_BYTES / 2**30:.0f} GiB)")
 
 
 def _available_bytes() -> int:

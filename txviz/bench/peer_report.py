@@ -1,7 +1,7 @@
 """The peer benchmark's result as text: per length and workload, each side's median wall seconds with its
 min–max spread over the rounds, median CPU seconds, median peak memory of the call, and the ratios the
-targets are judged on; above them the machine, its load and the threads, so a figure never travels
-without them.
+targets are judged on; above them the machine, its load and the threads, and which TransformerLens
+model class ran with which settings, so a figure never travels without them.
 
 Ratios: ``speed-up`` is the peer's median wall seconds over txviz's (above 1: txviz is faster);
 ``memory`` is txviz's median peak over the peer's (below 1: txviz holds less); for the summaries,
@@ -67,6 +67,8 @@ def markdown(result: dict) -> str:
              f"Each figure: {result['repeats']} fresh processes per side, the sides alternating; median wall "
              "seconds (min–max), median CPU seconds, median peak resident memory of the call (weights "
              f"included). txviz keeps maps as {_storage(result['maps'])}; TransformerLens as fp32 (T, T).",
+             f"TransformerLens{_lens_version(result)}: {result.get('peer_settings', 'TransformerBridge')}; "
+             "run_with_cache under torch.inference_mode.",
              "", "| tokens | work | side | wall s (min–max) | CPU s | peak MB | ratios |",
              "|---:|---|---|---:|---:|---:|---|"]
     for row in result["rows"]:
@@ -78,11 +80,20 @@ def markdown(result: dict) -> str:
                          f"({s['min_s']:.2f}–{s['max_s']:.2f}) | {s['cpu_s']:.2f} | {s['peak_mb']:.0f} | |")
         for side, why in row["skipped"].items():
             lines.append(f"| {row['tokens']} | {row['workload']} | {side} | skipped: {why} | | | |")
+        for side, why in row.get("failed", {}).items():
+            lines.append(f"| {row['tokens']} | {row['workload']} | {side} | {why} | | | |")
         lines.append(f"| {row['tokens']} | {row['workload']} | **ratios** | | | | {'; '.join(verdicts(row))} |")
     lines += ["", "Workloads: " + "; ".join(f"{name}: {text}" for name, text in WORK.items()) + ".",
               "speed-up = TransformerLens median wall s / txviz's; memory = txviz median peak / TransformerLens'; "
               "trace / plain = txviz default trace / plain forward, same rounds."]
     return "\n".join(lines)
+
+
+def _lens_version(result: dict) -> str:
+    for row in result["rows"]:
+        for run in row["runs"].get("transformer-lens", []):
+            return f" {run['version']}" if run.get("version") else ""
+    return ""
 
 
 def _storage(name: str) -> str:

@@ -17,7 +17,9 @@ Peak memory is the process's resident high-water mark from the call's start (``/
 resets it; the weights, resident already, are included), so loading cannot stand in for the call.
 Where the models come from (``Loader``) and the clock are parameters, so a test hands in a tiny model.
 This module imports txviz only for the txviz side: the TransformerLens side may run in another
-interpreter (``--peer-python``) that finds txviz through ``PYTHONPATH``.
+interpreter (``--peer-python``) that finds txviz through ``PYTHONPATH``. Which TransformerLens model
+class runs is the job's ``peer_api`` (txviz.bench.peer_lens). Every run is held under a memory ceiling
+(txviz.bench.peer_memory): a run that would not fit ends with ``out_of_memory`` and a sentence.
 """
 
 from __future__ import annotations
@@ -31,22 +33,22 @@ from typing import Callable
 
 import torch
 
+from txviz.bench import peer_lens, peer_memory
+
 EVERYTHING = ("attn_probs", "q", "k", "v", "q_rot", "k_rot", "attn_out", "ffn_out", "resid", "logits")
-PATTERN_HOOK = "hook_pattern"
 WARM_UP_TOKENS = 16
 MAP_STORAGES = ("fp16-packed", "fp32")
 
 
 class Loader:
-    """Each side's model: txviz's own loader, and TransformerLens' bridge over the Hugging Face folder."""
+    """Each side's model: txviz's own loader, and TransformerLens' model over the Hugging Face folder."""
 
     def txviz(self, source: str):
         from txviz.loading import load
         return load(None if source == "default" else source, device="cpu", dtype=torch.float32).model
 
-    def lens(self, folder: str):
-        from transformer_lens.model_bridge import TransformerBridge
-        return TransformerBridge.boot_transformers(folder, device="cpu", dtype=torch.float32)
+    def lens(self, folder: str, api: str = peer_lens.DEFAULT_API):
+        return peer_lens.load(folder, api)
 
 
 def map_storage(name: str):
@@ -58,19 +60,13 @@ def call(job: dict, model, ids: torch.Tensor) -> Callable[[], object]:
     """The one call a job times: its workload on its side."""
     workload, side = job["workload"], job["side"]
     if side == "transformer-lens":
-        keep = (lambda name: name.endswith(PATTERN_HOOK)) if workload == "maps" else None
-        return lambda: _lens_run(model, ids, keep)
+        return lambda: peer_lens.run_with_cache(model, ids, workload)
     if side == "plain":
         return lambda: _plain(model, ids)
     from txviz.capture.trace import SUMMARY_CAPTURE, trace
     capture = {"maps": ("attn_probs",), "everything": EVERYTHING, "summaries": SUMMARY_CAPTURE}[workload]
     storage = map_storage(job.get("maps", MAP_STORAGES[0]))
     return lambda: trace(model, ids, capture, maps=storage)
-
-
-def _lens_run(model, ids, keep):
-    with torch.inference_mode():
-        return model.run_with_cache(ids, names_filter=keep)
 
 
 def _plain(model, ids):
@@ -113,8 +109,15 @@ def run(job: dict, *, loader: Loader = Loader(),
         clock: Callable[[Callable[[], object]], tuple[object, float, float]] = wall_and_cpu) -> dict:
     if job.get("threads"):
         torch.set_num_threads(job["threads"])
+    limit = peer_memory.cap(job.get("headroom_bytes"))
+    return peer_memory.guarded(lambda: _run(job, loader, clock), side=job["side"], tokens=len(job["ids"]),
+                               needs=job.get("needs_bytes"), limit=limit)
+
+
+def _run(job: dict, loader: Loader, clock) -> dict:
     side = job["side"]
-    model = loader.lens(job["folder"]) if side == "transformer-lens" else loader.txviz(job["source"])
+    api = job.get("peer_api", peer_lens.DEFAULT_API)
+    model = loader.lens(job["folder"], api) if side == "transformer-lens" else loader.txviz(job["source"])
     ids = torch.tensor(job["ids"])[None]
     clock(call(job, model, ids[:, :WARM_UP_TOKENS]))  # every code path the call takes, warm
     gc.collect()
@@ -125,7 +128,7 @@ def run(job: dict, *, loader: Loader = Loader(),
     del result
     return {"version": version(side), "workload": job["workload"], "side": side, "tokens": ids.shape[1], "wall_s": round(wall, 4),
             "cpu_s": round(cpu, 4), "peak_rss_mb": peak, "load_rss_mb": load_mb, "peak_is_call": exact_peak,
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(), **({"peer_api": api} if side == "transformer-lens" else {})}
 
 
 def version(side: str) -> str:

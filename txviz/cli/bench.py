@@ -38,6 +38,9 @@ def register(command) -> None:
                         "fresh processes in turn (default --tokens 1024 4096, --repeats 5; needs the bench extra)")
     p.add_argument("--peer-python", default=None, metavar="PYTHON",
                    help="with --peer: the interpreter that has TransformerLens (default: this one)")
+    p.add_argument("--peer-api", choices=("bridge", "hooked"), default=None,
+                   help="with --peer: TransformerLens' model class: bridge (TransformerBridge, TransformerLens 4.x; "
+                        "the default) or hooked (HookedTransformer, TransformerLens 3.x)")
     p.add_argument("--maps", choices=("fp16-packed", "fp32"), default="fp16-packed",
                    help="with --peer: how txviz keeps the maps (default fp16, lower triangle packed)")
     p.set_defaults(run=cmd_bench)
@@ -112,11 +115,12 @@ def _decoding(args, rounds: int, decode_run: Callable[..., dict] | None) -> dict
 
 def cmd_peer(args, *, run: Callable[..., dict] | None = None) -> dict:
     """``--peer``: txviz.bench.peer's run (or ``run``), its report printed unless --json."""
-    from txviz.bench import peer, peer_report
+    from txviz.bench import peer, peer_lens, peer_report
     run = run or peer.run
     result = run(tuple(args.tokens or peer.DEFAULT_TOKENS), repeats=args.repeats or peer.DEFAULT_REPEATS,
                  threads=args.threads, maps=args.maps, source=bench_model(args.model) or "default",
-                 peer_python=args.peer_python, progress=lambda m: print(m, file=sys.stderr, flush=True))
+                 peer_python=args.peer_python, peer_api=args.peer_api or peer_lens.DEFAULT_API,
+                 progress=lambda m: print(m, file=sys.stderr, flush=True))
     if not args.json:
         print(peer_report.markdown(result))
     return result
