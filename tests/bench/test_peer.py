@@ -134,3 +134,39 @@ def test_worker_runs_each_txviz_side_once_and_reads_the_calls_peak(workload, sid
         assert maps.dtype.is_floating_point and maps.shape[-1] == 40 * 41 // 2
     if workload == "everything":
         assert set(peer_worker.EVERYTHING) <= set(calls[-1].data)
+
+
+def test_the_report_names_transformer_lens_version_model_class_and_settings():
+    row = {"tokens": 1024, "workload": "maps", "skipped": {},
+           "runs": {"txviz": _runs("txviz", [2.0], [1000]),
+                    peer.PEER: [{**r, "version": "4.3.0"} for r in _runs(peer.PEER, [4.0], [2300])]}}
+    for api in peer_lens.APIS:
+        text = peer_report.markdown({**_result([row]), "peer_api": api, "peer_settings": peer_lens.SETTINGS[api]})
+        assert f"TransformerLens 4.3.0: {peer_lens.SETTINGS[api]}; run_with_cache under torch.inference_mode." in text
+    assert peer_lens.SETTINGS["bridge"].startswith("TransformerBridge.boot_transformers")
+    assert peer_lens.SETTINGS["hooked"].startswith("HookedTransformer")
+
+
+def test_the_worker_hands_transformer_lens_the_model_class_the_job_names(monkeypatch):
+    asked = []
+
+    class Lens(peer_worker.Loader):
+        def lens(self, folder, api=peer_lens.DEFAULT_API):
+            asked.append((folder, api))
+            return random_decoder(tiny_config())
+
+    monkeypatch.setattr(peer_lens, "run_with_cache", lambda model, ids, workload: model(ids))
+    job = {"workload": "maps", "side": peer.PEER, "folder": "/hf", "peer_api": "hooked", "ids": list(range(3, 23))}
+    result = peer_worker.run(job, loader=Lens(), clock=lambda f: (f(), 1.0, 1.0))
+    assert asked == [("/hf", "hooked")] and result["peer_api"] == "hooked" and result["tokens"] == 20
+
+
+def test_a_missing_hooked_transformer_says_which_transformer_lens_to_use(tmp_path, capsys):
+    no_lens = tmp_path / "python"
+    no_lens.write_text("#!/bin/sh\nexit 1\n")
+    no_lens.chmod(0o755)
+    status = cli.main(["bench", "--peer", "transformer-lens", "--peer-api", "hooked", "--peer-python", str(no_lens),
+                       "--tokens", "64"])
+    error = capsys.readouterr().err.strip()
+    assert status != 0 and len(error.splitlines()) == 1
+    assert "HookedTransformer is not importable" in error and "transformer-lens<4" in error and "--peer-api bridge" in error

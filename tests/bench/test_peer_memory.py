@@ -41,13 +41,14 @@ def test_the_worker_reports_running_out_of_memory_instead_of_dying():
     result = _in_fresh_process(
         "import json\n"
         "from tests.helpers.tiny import random_decoder, tiny_config\n"
-        "from txviz.bench import peer_worker\n"
+        "from txviz.bench import peer_memory, peer_worker\n"
         "class Tiny(peer_worker.Loader):\n"
         "    def txviz(self, source):\n"
         "        return random_decoder(tiny_config(max_seq_len=4096))\n"
         "job = {'workload': 'maps', 'side': 'txviz', 'source': 'tiny', 'maps': 'fp32', 'threads': 1,\n"
         "       'ids': [3] * 3000, 'headroom_bytes': 64 << 20, 'needs_bytes': 3 << 30}\n"
-        "print(json.dumps(peer_worker.run(job, loader=Tiny())))\n")
+        "limit = peer_memory.cap(job['headroom_bytes'])\n"
+        "print(json.dumps(peer_worker.run(job, loader=Tiny(), limit=limit)))\n")
     assert result["out_of_memory"] is True and result["tokens"] == 3000
     assert result["message"].startswith("txviz ran out of memory at 3000 tokens (needs ~3.0 GiB")
 

@@ -106,10 +106,12 @@ def resident_mb(field: str = "VmHWM") -> float:
 
 
 def run(job: dict, *, loader: Loader = Loader(),
-        clock: Callable[[Callable[[], object]], tuple[object, float, float]] = wall_and_cpu) -> dict:
+        clock: Callable[[Callable[[], object]], tuple[object, float, float]] = wall_and_cpu,
+        limit: int | None = None) -> dict:
+    """The job's one timed call; an allocation failure under the process's memory ceiling (``limit``,
+    set by ``main``) is returned as ``out_of_memory`` with its sentence."""
     if job.get("threads"):
         torch.set_num_threads(job["threads"])
-    limit = peer_memory.cap(job.get("headroom_bytes"))
     return peer_memory.guarded(lambda: _run(job, loader, clock), side=job["side"], tokens=len(job["ids"]),
                                needs=job.get("needs_bytes"), limit=limit)
 
@@ -152,7 +154,10 @@ def plan(job: dict) -> dict:
 
 
 def main(job: dict) -> int:
-    result = plan(job) if job.get("kind") == "plan" else run(job)
+    if job.get("kind") == "plan":
+        result = plan(job)
+    else:
+        result = run(job, limit=peer_memory.cap(job.get("headroom_bytes")))  # this process only, before loading
     print(json.dumps(result))
     return 0
 
