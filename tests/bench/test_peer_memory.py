@@ -27,14 +27,13 @@ def test_an_allocation_past_the_ceiling_becomes_the_out_of_memory_sentence():
     result = _in_fresh_process(
         "import json, torch\n"
         "from txviz.bench import peer_memory\n"
-        "limit = peer_memory.cap(256 << 20)\n"
+        "room = peer_memory.cap(256 << 20)\n"
         "out = peer_memory.guarded(lambda: {'shape': list(torch.empty(1 << 29).shape)}, side='transformer-lens',\n"
-        "                          tokens=4096, needs=19 << 30, limit=limit)\n"
+        "                          tokens=4096, needs=19 << 30, room=room)\n"
         "print(json.dumps(out))\n")
     assert result.get("out_of_memory") is True, result
-    assert result["message"].startswith("TransformerLens ran out of memory at 4096 tokens (needs ~19.0 GiB; "
-                                        "the process could hold ")
-    assert "an allocation of 2.00 GiB failed" in result["message"]
+    assert result["message"] == ("TransformerLens ran out of memory at 4096 tokens (needs ~19.0 GiB in all; 0.2 GiB "
+                                 "could be added to the loaded model; an allocation of 2.00 GiB failed)")
 
 
 def test_the_worker_reports_running_out_of_memory_instead_of_dying():
@@ -47,8 +46,8 @@ def test_the_worker_reports_running_out_of_memory_instead_of_dying():
         "        return random_decoder(tiny_config(max_seq_len=4096))\n"
         "job = {'workload': 'maps', 'side': 'txviz', 'source': 'tiny', 'maps': 'fp32', 'threads': 1,\n"
         "       'ids': [3] * 3000, 'headroom_bytes': 64 << 20, 'needs_bytes': 3 << 30}\n"
-        "limit = peer_memory.cap(job['headroom_bytes'])\n"
-        "print(json.dumps(peer_worker.run(job, loader=Tiny(), limit=limit)))\n")
+        "ceiling = lambda: peer_memory.cap(job['headroom_bytes'])\n"
+        "print(json.dumps(peer_worker.run(job, loader=Tiny(), ceiling=ceiling)))\n")
     assert result["out_of_memory"] is True and result["tokens"] == 3000
     assert result["message"].startswith("txviz ran out of memory at 3000 tokens (needs ~3.0 GiB")
 
@@ -83,3 +82,21 @@ def test_a_close_call_is_tried_under_the_ceiling_and_a_hopeless_one_is_skipped()
     assert peer.memory_skip(SMOLLM2, "maps", peer.PEER, 4096, "fp16-packed", available) is None
     why = peer.memory_skip(SMOLLM2, "everything", peer.PEER, 4096, "fp16-packed", available)
     assert why and why.startswith("estimated peak ") and "20.9 GiB (21.9 GiB available less 1 GiB)" in why
+
+
+def test_only_a_refused_allocation_counts_as_out_of_memory():
+    refused = [MemoryError(), RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"),
+               RuntimeError("unable to mmap 538090408 bytes from file <model.safetensors>: Cannot allocate memory (12)")]
+    assert all(peer_memory.is_out_of_memory(error) for error in refused)
+    assert not peer_memory.is_out_of_memory(RuntimeError("shape mismatch"))
+    assert not peer_memory.is_out_of_memory(ValueError("can't allocate memory"))
+
+    def broken():
+        raise RuntimeError("shape mismatch")
+
+    try:
+        peer_memory.guarded(broken, side="txviz", tokens=8, needs=None, room=None)
+    except RuntimeError as error:
+        assert str(error) == "shape mismatch"
+    else:
+        raise AssertionError("an error other than memory must not be turned into a result")

@@ -2,10 +2,13 @@
 a sentence rather than waking the kernel's out-of-memory killer (which may pick another process).
 
 ``cap`` lowers the process's data limit (``RLIMIT_DATA``: its heap and private writable mappings, where
-every tensor lives) to what it holds now plus what the machine has available less a margin; an
+every tensor lives) to what it holds now plus what the machine has available less a margin (the
+worker calls it once its model is loaded, so loading's passing copies and a mapped weights file, which
+RLIMIT_DATA counts though the page cache holds it, do not eat the room the call gets); an
 allocation past it fails at once (``RuntimeError: ... can't allocate memory``, or ``MemoryError``), and
 ``guarded`` turns that failure into the result ``out_of_memory`` with a message naming the side, the
-length, the estimated need and the ceiling. Linux only; elsewhere nothing is capped.
+length, the estimated need and the ceiling; any other error still fails the run as it is. Linux only;
+elsewhere nothing is capped.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def available_bytes() -> int | None:
 
 def cap(headroom: int | None = None) -> int | None:
     """Limit the process's data to what it has plus ``headroom`` (default: available memory less the
-    margin); the new limit in bytes, None where it cannot be set."""
+    margin); the bytes it may still add, None where no limit could be set."""
     held = proc_kib("/proc/self/status", "VmData")
     if headroom is None:
         available = available_bytes()
@@ -51,30 +54,37 @@ def cap(headroom: int | None = None) -> int | None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
     except (ValueError, OSError):
         return None
-    return limit
+    return limit - held * 1024
+
+
+OUT_OF_MEMORY = ("can't allocate memory", "cannot allocate memory", "out of memory")  # torch's, ENOMEM's
 
 
 def is_out_of_memory(error: BaseException) -> bool:
+    """An allocation refused: MemoryError, torch's allocator, or a failed mmap (a weights file mapped
+    while loading counts against the ceiling too)."""
+    text = str(error).lower()
     return isinstance(error, MemoryError) or (
-        isinstance(error, RuntimeError) and ("can't allocate memory" in str(error) or "out of memory" in str(error)))
+        isinstance(error, (RuntimeError, OSError)) and any(words in text for words in OUT_OF_MEMORY))
 
 
-def message(side: str, tokens: int, needs: int | None, limit: int | None, error: BaseException) -> str:
+def message(side: str, tokens: int, needs: int | None, room: int | None, error: BaseException) -> str:
     asked = re.search(r"allocate (\d+) bytes", str(error))
-    parts = [f"needs ~{needs / 2**30:.1f} GiB" if needs else None,
-             f"the process could hold {limit / 2**30:.1f} GiB" if limit else None,
+    parts = [f"needs ~{needs / 2**30:.1f} GiB in all" if needs else None,
+             f"{room / 2**30:.1f} GiB could be added to the loaded model" if room is not None else None,
              f"an allocation of {int(asked.group(1)) / 2**30:.2f} GiB failed" if asked else None]
     detail = "; ".join(p for p in parts if p)
     return f"{NAMES.get(side, side)} ran out of memory at {tokens} tokens" + (f" ({detail})" if detail else "")
 
 
 def guarded(function: Callable[[], dict], *, side: str, tokens: int, needs: int | None,
-            limit: int | None) -> dict:
-    """``function``'s result, or where it ran out of memory the failure as a result."""
+            room: int | None) -> dict:
+    """``function``'s result, or where it ran out of memory the failure as a result (``room``: what
+    ``cap`` let the process add)."""
     try:
         return function()
-    except (MemoryError, RuntimeError) as error:
+    except (MemoryError, RuntimeError, OSError) as error:
         if not is_out_of_memory(error):
             raise
         return {"side": side, "tokens": tokens, "out_of_memory": True,
-                "message": message(side, tokens, needs, limit, error), "limit_bytes": limit}
+                "message": message(side, tokens, needs, room, error), "room_bytes": room}

@@ -107,20 +107,27 @@ def resident_mb(field: str = "VmHWM") -> float:
 
 def run(job: dict, *, loader: Loader = Loader(),
         clock: Callable[[Callable[[], object]], tuple[object, float, float]] = wall_and_cpu,
-        limit: int | None = None) -> dict:
-    """The job's one timed call; an allocation failure under the process's memory ceiling (``limit``,
-    set by ``main``) is returned as ``out_of_memory`` with its sentence."""
+        ceiling: Callable[[], int | None] = lambda: None) -> dict:
+    """The job's one timed call. ``ceiling`` caps the process's memory once the model is loaded (``main``
+    passes txviz.bench.peer_memory.cap), so the cap measures from the loaded state; an allocation it
+    refuses during the warm-up or the call is returned as ``out_of_memory`` with its sentence."""
     if job.get("threads"):
         torch.set_num_threads(job["threads"])
-    return peer_memory.guarded(lambda: _run(job, loader, clock), side=job["side"], tokens=len(job["ids"]),
-                               needs=job.get("needs_bytes"), limit=limit)
-
-
-def _run(job: dict, loader: Loader, clock) -> dict:
     side = job["side"]
     api = job.get("peer_api", peer_lens.DEFAULT_API)
     model = loader.lens(job["folder"], api) if side == "transformer-lens" else loader.txviz(job["source"])
     ids = torch.tensor(job["ids"])[None]
+    gc.collect()
+    room = ceiling()
+    measured = peer_memory.guarded(lambda: _timed(job, model, ids, clock), side=side, tokens=ids.shape[1],
+                                   needs=job.get("needs_bytes"), room=room)
+    if measured.get("out_of_memory"):
+        return measured
+    return {"version": version(side), "workload": job["workload"], "side": side, "tokens": ids.shape[1],
+            **measured, "threads": torch.get_num_threads(), **({"peer_api": api} if side == "transformer-lens" else {})}
+
+
+def _timed(job: dict, model, ids: torch.Tensor, clock) -> dict:
     clock(call(job, model, ids[:, :WARM_UP_TOKENS]))  # every code path the call takes, warm
     gc.collect()
     load_mb = resident_mb("VmRSS")
@@ -128,9 +135,8 @@ def _run(job: dict, loader: Loader, clock) -> dict:
     result, wall, cpu = clock(call(job, model, ids))
     peak = resident_mb("VmHWM" if exact_peak else "")
     del result
-    return {"version": version(side), "workload": job["workload"], "side": side, "tokens": ids.shape[1], "wall_s": round(wall, 4),
-            "cpu_s": round(cpu, 4), "peak_rss_mb": peak, "load_rss_mb": load_mb, "peak_is_call": exact_peak,
-            "threads": torch.get_num_threads(), **({"peer_api": api} if side == "transformer-lens" else {})}
+    return {"wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "peak_rss_mb": peak, "load_rss_mb": load_mb,
+            "peak_is_call": exact_peak}
 
 
 def version(side: str) -> str:
@@ -157,7 +163,7 @@ def main(job: dict) -> int:
     if job.get("kind") == "plan":
         result = plan(job)
     else:
-        result = run(job, limit=peer_memory.cap(job.get("headroom_bytes")))  # this process only, before loading
+        result = run(job, ceiling=lambda: peer_memory.cap(job.get("headroom_bytes")))  # this process only
     print(json.dumps(result))
     return 0
 
