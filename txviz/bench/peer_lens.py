@@ -11,8 +11,8 @@ Hugging Face folder, and the words the report prints for it.
 
 Both compute the same attention patterns as txviz (on SmolLM2 at 1024 tokens within 4e-6 for the
 bridge, 4e-5 for HookedTransformer, whose folded weights sum in another order). On a CPU the bridge is
-the faster and leaner of the two (one thread, every map: 8.8–9.4 against 11.0–11.6 CPU seconds, 2.3
-against 3.1 GB), hence the default; neither can use a fused attention kernel, since a pattern must
+the faster and leaner of the two (SmolLM2, 1024 tokens, one thread, every map, medians of three
+alternating runs: 8.3 against 9.6 CPU seconds, 2.3 against 2.5–2.7 GB), hence the default; neither can use a fused attention kernel, since a pattern must
 exist to be cached. Nothing here reaches the network: the folder is local and the hub is set offline.
 """
 
