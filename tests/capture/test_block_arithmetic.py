@@ -110,3 +110,23 @@ def test_summaries_and_logits_with_two_threads_equal_one_thread_s(variant, monke
     # other blocks sum weights·V over other key ranges: later layers may differ in the last bits of fp32
     assert_close(two["head_summaries"], one["head_summaries"], rtol=1e-5, atol=1e-6, equal_nan=True)
     assert_close(two["logits"], one["logits"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["gqa", "no_positions"])
+def test_rotated_queries_and_keys_are_computed_in_their_kept_slots(variant, monkeypatch):
+    import importlib
+
+    trace_module = importlib.import_module("txviz.capture.trace")
+    config = tiny_config(**VARIANTS[variant])
+    model, ids = random_decoder(config), random_ids(config, 20)
+    kept_in_place = []
+    is_view_of = trace_module._is_view_of
+    monkeypatch.setattr(trace_module, "_is_view_of", lambda t, slot: kept_in_place.append(is_view_of(t, slot)) or kept_in_place[-1])
+    captured = trace(model, ids, capture=("q", "k", "q_rot", "k_rot"))
+    # RoPE writes q_rot and k_rot straight into their slots; without RoPE they are q and k, copied
+    rotated = variant != "no_positions"
+    assert sum(kept_in_place) == (2 * config.n_layers if rotated else 0)
+    positions = torch.arange(20)
+    ctx = AttentionContext(model.positions, positions, positions, None, torch.float32)
+    for name, source in (("q_rot", "q"), ("k_rot", "k")):
+        assert_close(captured[name], torch.stack([ctx.rotate(q) for q in captured[source]]), **EXACT)

@@ -129,8 +129,9 @@ class AttentionContext:
         visible = self.k_pos[None, :] <= self.q_pos[:, None]
         return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill(~visible, float("-inf"))[None]
 
-    def rotate(self, x: torch.Tensor) -> torch.Tensor:
-        return x if self.cos is None else apply_rotary(x, self.cos, self.sin)
+    def rotate(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """x rotated by this call's RoPE (x itself without RoPE), into ``out`` where it fits (apply_rotary)."""
+        return x if self.cos is None else apply_rotary(x, self.cos, self.sin, out)
 
     def row_blocks(self, n_rows: int, batch_heads: int) -> list[slice]:
         """Query rows cut into blocks of at most about ``block_budget()`` scores each (and at least its
@@ -225,7 +226,10 @@ class Attention(nn.Module):
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         q, k, v = record.edit("q", q), record.edit("k", k), record.edit("v", v)  # interventions (txviz.causal)
-        q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
+        # a trace's q_rot/k_rot are computed straight into their kept slots (``place``), not copied there
+        place = getattr(record, "place", None)
+        q_rot = ctx.rotate(q, None if place is None else place("q_rot", q))
+        k_rot = ctx.rotate(k, None if place is None else place("k_rot", k))
         k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D): cached and new, or just new
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
         if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
