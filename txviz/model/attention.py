@@ -287,7 +287,8 @@ class Attention(nn.Module):
         b, h, t, d = q.shape
         h_kv, g = self.n_kv_heads, self.n_groups
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
-        out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
+        # (B, H, T, D) viewing a (B, T, H, D) tensor: what forward's transpose to (B, T, H·D) reads without a copy
+        out = torch.empty(b, t, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
         wants_maps = record.wants("attn_probs")  # a recorder taking map blocks (see attention_path)
         blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
         most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
