@@ -94,6 +94,11 @@ def test_blocks_are_sized_per_thread(threads, monkeypatch):
     assert len(several) < len(one)
 
 
+def test_blocks_grow_with_threads_only_up_to_a_bound(monkeypatch):
+    bounded = blocks_with(attention.MAX_BLOCK_THREADS, monkeypatch)
+    assert blocks_with(4 * attention.MAX_BLOCK_THREADS, monkeypatch) == bounded
+
+
 @pytest.mark.parametrize("variant", ["gqa", "sliding_window", "alibi"])
 def test_summaries_and_logits_with_two_threads_equal_one_thread_s(variant, monkeypatch):
     monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 64)

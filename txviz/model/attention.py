@@ -51,6 +51,7 @@ from txviz.model.softcap import make_softcap
 # barrier every thread waits at) and their Python run n times less often.
 BLOCK_ELEMENTS = 1 << 19
 MIN_BLOCK_ROWS = 32
+MAX_BLOCK_THREADS = 4
 # captures that need the T×S matrices (a sink's share needs each whole row's normalizer: txviz.model.sinks)
 WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs", "attn_sink"})
 
@@ -186,8 +187,10 @@ class AttentionContext:
 
 
 def block_budget() -> tuple[int, int]:
-    """(scores, rows) of a block of the blockwise path: BLOCK_ELEMENTS and MIN_BLOCK_ROWS per torch thread."""
-    threads = max(1, torch.get_num_threads())
+    """(scores, rows) of a block of the blockwise path: BLOCK_ELEMENTS and MIN_BLOCK_ROWS per torch thread,
+    for up to MAX_BLOCK_THREADS threads (at 8192 keys a block then holds 4 × 32 rows of every head: 38 MB of
+    fp32 scores for SmolLM2's 9 heads)."""
+    threads = min(max(1, torch.get_num_threads()), MAX_BLOCK_THREADS)
     return BLOCK_ELEMENTS * threads, MIN_BLOCK_ROWS * threads
 
 
