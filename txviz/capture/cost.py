@@ -23,7 +23,7 @@ import torch
 from txviz.config import ModelConfig
 from txviz.capture.summaries import METRICS
 from txviz.capture.maps import MapStorage
-from txviz.model.attention import BLOCK_ELEMENTS, MIN_BLOCK_ROWS, attention_path
+from txviz.model.attention import attention_path, block_budget
 from txviz.capture.trace import CAPTURES, SUMMARY_CAPTURE, CaptureError
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def _transient_bytes(c: ModelConfig, t: int, path: str, e: int, full_logits: boo
         "eager": 3 * c.n_heads * t * t * e,  # logits, scores, probabilities of one layer
         # the layer's two block buffers and the recorder's temporaries (a block holds at least MIN_BLOCK_ROWS
         # rows of every key), + duplicate/induction patterns (at most two bools per cell)
-        "blockwise": 4 * max(BLOCK_ELEMENTS, c.n_heads * MIN_BLOCK_ROWS * t) * 4 + 2 * t * (t + 1) // 2,
+        "blockwise": 4 * max(block_budget()[0], c.n_heads * block_budget()[1] * t) * 4 + 2 * t * (t + 1) // 2,
         "fused": 0,
     }[path]
     return activations + logits + mask + attention

@@ -100,12 +100,19 @@ class _Stack:
     def put(self, index: int, tensor: torch.Tensor) -> None:
         if self.tensor is None:
             self.tensor = torch.empty((len(self.filled), *tensor.shape), dtype=tensor.dtype, device="cpu")
-        self.tensor[index].copy_(tensor.detach())  # from any device: each layer's capture leaves it at once
+        slot = self.tensor[index]
+        if not _is_view_of(tensor, slot):  # a tensor computed in its slot (LayerRecorder.place) is kept as it is
+            slot.copy_(tensor.detach())  # from any device: each layer's capture leaves it at once
         self.filled[index] = True
 
     @property
     def complete(self) -> bool:
         return all(self.filled)
+
+
+def _is_view_of(tensor: torch.Tensor, slot: torch.Tensor) -> bool:
+    return (tensor.device == slot.device and tensor.data_ptr() == slot.data_ptr() and tensor.dtype == slot.dtype
+            and tensor.shape == slot.shape and tensor.stride() == slot.stride())
 
 
 class LayerRecorder:
@@ -131,6 +138,17 @@ class LayerRecorder:
     def __call__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self._wanted:
             self._stacks[name].put(self._slot, self._maps.store(tensor) if name == "attn_probs" else tensor)
+
+    def place(self, name: str, like: torch.Tensor) -> torch.Tensor | None:
+        """Where to compute ``name`` (a tensor shaped and typed as ``like``) so that offering it keeps it
+        without a copy: its slot, when it is wanted and would be kept as it is computed (on the CPU,
+        without gradients); else None."""
+        if name not in self._wanted or like.device.type != "cpu" or like.requires_grad:
+            return None
+        stack = self._stacks[name]
+        if stack.tensor is not None and (stack.tensor.dtype != like.dtype or stack.tensor.shape[1:] != like.shape):
+            return None
+        return stack.slot(self._slot, tuple(like.shape), like.dtype)
 
     def map_rows(self, rows: slice, keys: slice, weights: torch.Tensor, shape: tuple[int, int]) -> None:
         """A block of query rows of this layer's attention weights (B, H, R, K), of maps (T, S)."""

@@ -46,8 +46,12 @@ from txviz.model.softcap import make_softcap
 # keys allow; at least 32 rows, so the matrix products stay efficient at 8192 keys and the ~50 small
 # operations per block stay a small share. Measured on one SmolLM2 layer with summaries (thread CPU
 # time, min of repeats): 2^19 took 24 ms at 1024 tokens where 2^21 took 33, and about the same at 4096.
+# Both are per torch thread: each operation on a block splits it among the threads, so with n threads a
+# block n times as large keeps each core's share in its own L2, and the per-block operations (each a
+# barrier every thread waits at) and their Python run n times less often.
 BLOCK_ELEMENTS = 1 << 19
 MIN_BLOCK_ROWS = 32
+MAX_BLOCK_THREADS = 4
 # captures that need the T×S matrices (a sink's share needs each whole row's normalizer: txviz.model.sinks)
 WHOLE_MAPS = frozenset({"attn_logits", "attn_scores", "attn_probs", "attn_sink"})
 
@@ -89,7 +93,7 @@ class AttentionContext:
         self.all_visible = self.alibi is None and not self.keys_are_queries and self._no_key_hidden()
         self.mask = None if self.is_causal or self.all_visible else self._build_mask(sliding_window, dtype)
         self._on_device = {q_pos.device: self}
-        self._futures: dict[tuple[int, torch.device], torch.Tensor] = {}  # see _future
+        self._futures: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}  # see _future
 
     def on(self, device: torch.device) -> "AttentionContext":
         """This context with its tensors (positions, cos/sin, ALiBi bias, mask) on ``device``: a layer
@@ -126,16 +130,18 @@ class AttentionContext:
         visible = self.k_pos[None, :] <= self.q_pos[:, None]
         return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill(~visible, float("-inf"))[None]
 
-    def rotate(self, x: torch.Tensor) -> torch.Tensor:
-        return x if self.cos is None else apply_rotary(x, self.cos, self.sin)
+    def rotate(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """x rotated by this call's RoPE (x itself without RoPE), into ``out`` where it fits (apply_rotary)."""
+        return x if self.cos is None else apply_rotary(x, self.cos, self.sin, out)
 
     def row_blocks(self, n_rows: int, batch_heads: int) -> list[slice]:
-        """Query rows cut into blocks of at most about BLOCK_ELEMENTS scores each: blocks of early
-        rows, which see fewer keys, hold more rows."""
+        """Query rows cut into blocks of at most about ``block_budget()`` scores each (and at least its
+        rows): blocks of early rows, which see fewer keys, hold more rows."""
         blocks, start = [], 0
+        budget, min_rows = block_budget()
         while start < n_rows:
-            size = MIN_BLOCK_ROWS
-            while start + size < n_rows and batch_heads * 2 * size * self._key_width(start, 2 * size) <= BLOCK_ELEMENTS:
+            size = min_rows
+            while start + size < n_rows and batch_heads * 2 * size * self._key_width(start, 2 * size) <= budget:
                 size *= 2
             blocks.append(slice(start, min(start + size, n_rows)))
             start += size
@@ -157,22 +163,35 @@ class AttentionContext:
         """Add the mask of one block to its scores (B, H, rows, keys) in place, with the dtype's most
         negative finite number standing in for −∞: softmax gives the same exact zeros (and, on a
         block that fits in cache, PyTorch's CPU softmax ran 7× faster than with −∞), and 0·min is 0
-        where 0·(−∞) would be NaN in the sums the recorder takes over a row."""
+        where 0·(−∞) would be NaN in the sums the recorder takes over a row. A score plus that number
+        is that number (any finite score is far below half its spacing, 2^103 in fp32)."""
         lowest = torch.finfo(scores.dtype).min
         if self.mask is not None:
             return scores.add_(self.mask[:, rows, keys].clamp(min=lowest))
         if self.all_visible:
             return scores
-        # plain causal without a cache: only keys rows.start.. can lie in the future of a row
+        # plain causal without a cache: only keys rows.start.. can lie in the future of a row. Added, not
+        # masked_fill_'d: a broadcast boolean fill ran 10× slower than this add on the same block.
         square = scores[..., rows.start - keys.start:]  # (B, H, rows, rows)
-        square.masked_fill_(self._future(square.shape[-1], scores.device), lowest)
+        square.add_(self._future(square.shape[-1], scores.dtype, scores.device))
         return scores
 
-    def _future(self, n: int, device: torch.device) -> torch.Tensor:
-        """(n, n) True above the diagonal, made once per size and device for every layer of the call."""
-        if (n, device) not in self._futures:
-            self._futures[n, device] = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-        return self._futures[n, device]
+    def _future(self, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """(n, n): the dtype's lowest number above the diagonal, 0 elsewhere, made once per size, dtype
+        and device for every layer of the call."""
+        if (n, dtype, device) not in self._futures:
+            future = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+            self._futures[n, dtype, device] = torch.zeros(n, n, dtype=dtype, device=device).masked_fill_(
+                future, torch.finfo(dtype).min)
+        return self._futures[n, dtype, device]
+
+
+def block_budget() -> tuple[int, int]:
+    """(scores, rows) of a block of the blockwise path: BLOCK_ELEMENTS and MIN_BLOCK_ROWS per torch thread,
+    for up to MAX_BLOCK_THREADS threads (at 8192 keys a block then holds 4 × 32 rows of every head: 38 MB of
+    fp32 scores for SmolLM2's 9 heads)."""
+    threads = min(max(1, torch.get_num_threads()), MAX_BLOCK_THREADS)
+    return BLOCK_ELEMENTS * threads, MIN_BLOCK_ROWS * threads
 
 
 def repeat_kv(x: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -210,7 +229,10 @@ class Attention(nn.Module):
         k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2))  # (B, Hkv, T, D)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
         q, k, v = record.edit("q", q), record.edit("k", k), record.edit("v", v)  # interventions (txviz.causal)
-        q_rot, k_rot = ctx.rotate(q), ctx.rotate(k)
+        # a trace's q_rot/k_rot are computed straight into their kept slots (``place``), not copied there
+        place = getattr(record, "place", None)
+        q_rot = ctx.rotate(q, None if place is None else place("q_rot", q))
+        k_rot = ctx.rotate(k, None if place is None else place("k_rot", k))
         k_all, v_all = cache.update(ctx.start, k_rot, v)  # (B, Hkv, S, D): cached and new, or just new
         record.many(q=q, k=k, v=v, q_rot=q_rot, k_rot=k_rot)
         if record.wants("kv_bytes"):  # a tensor made only when asked for: a plain call makes none
@@ -268,7 +290,8 @@ class Attention(nn.Module):
         b, h, t, d = q.shape
         h_kv, g = self.n_kv_heads, self.n_groups
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
-        out = torch.empty(b, h, t, d, dtype=q.dtype, device=q.device)
+        # (B, H, T, D) viewing a (B, T, H, D) tensor: what forward's transpose to (B, T, H·D) reads without a copy
+        out = torch.empty(b, t, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
         wants_maps = record.wants("attn_probs")  # a recorder taking map blocks (see attention_path)
         blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
         most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)

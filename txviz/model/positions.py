@@ -80,12 +80,21 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Rotate (B, H, T, D) by per-position (T, R) cos/sin: all of each head when R = D, else its first R
-    dims (partial rotary, rotate-half within them) with the other D − R passed through."""
+    dims (partial rotary, rotate-half within them) with the other D − R passed through. ``out``: where
+    to write a whole-head rotation without gradients (a trace's slot for q_rot), else a new tensor."""
     rotary = cos.shape[-1]
-    if rotary == x.shape[-1]:
-        return x * cos + rotate_half(x) * sin
+    if rotary == x.shape[-1] and torch.is_grad_enabled() and any(t.requires_grad for t in (x, cos, sin)):
+        return x * cos + rotate_half(x) * sin  # out= below has no gradient
+    if rotary == x.shape[-1]:  # the same sum, laid out (B, H, T, D) whatever x's strides: q and k arrive
+        # as transposed views of their projections, and attention would copy them into that layout again
+        shape = torch.broadcast_shapes(x.shape, cos.shape)
+        dtype = torch.promote_types(x.dtype, cos.dtype)
+        if out is None or out.shape != shape or out.dtype != dtype or out.device != x.device:
+            out = torch.empty(shape, dtype=dtype, device=x.device)
+        torch.mul(x, cos, out=out)
+        return out.add_(rotate_half(x) * sin)
     rotated, passed = x[..., :rotary], x[..., rotary:]
     return torch.cat((rotated * cos + rotate_half(rotated) * sin, passed), dim=-1)
 
