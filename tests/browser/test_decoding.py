@@ -157,3 +157,45 @@ def check_the_page(server, page, folder, sent_frames) -> None:
     assert page.locator(".st-key-decoding_branch_stop").count() == 0
     page.locator("[data-testid='stColumn']:has-text('The branch from step 0')").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "decoding-branch-stopped.png"))
+
+
+FIT = f"""() => {{
+  const root = document.querySelector('{VIEWER}'), box = (e) => e.getBoundingClientRect();
+  const view = box(root), charts = [...root.querySelectorAll('svg')].map((svg) => {{
+    const frame = box(svg), title = box(svg.querySelector('.dec-title'));
+    const labels = [...svg.querySelectorAll('.dec-label')].map(box);
+    return {{ name: svg.getAttribute('class'), left: frame.left, right: frame.right, top: frame.top, bottom: frame.bottom,
+             title_right: title.right, labels_left: Math.min(...labels.map((r) => r.left), frame.left) }};
+  }});
+  return {{ left: view.left, right: view.right, stacked: root.classList.contains('dec-stacked'), charts }};
+}}"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["left"] < b["right"] - 1 and b["left"] < a["right"] - 1 and a["top"] < b["bottom"] - 1 and b["top"] < a["bottom"] - 1
+
+
+def test_the_viewers_titles_labels_and_charts_stay_inside_at_a_wide_and_a_narrow_width(server, page, default_model_home,
+                                                                                        monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    open_page(page, server)
+    page.locator(".st-key-dec_generate button").first.click()
+    page.wait_for_selector(f"{VIEWER}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    last = page.locator(PILLS).count() - 1  # its row's keys are the most, their bands the narrowest; the first
+    page.locator(PILLS).nth(last).click()  # key's label, the sink token's, is the longest
+    open_step(page, last)
+    for width, stacked in ((1500, False), (900, True)):
+        page.set_viewport_size({"width": width, "height": 1100})
+        page.wait_for_function(f"s => {{ const r = document.querySelector('{VIEWER}'); return r.classList.contains('dec-stacked') "
+                               f"=== s && +r.querySelector('svg.dec-sampler').getAttribute('width') <= r.clientWidth; }}",
+                               arg=stacked, timeout=30_000, polling=POLL_MS)
+        fit = page.evaluate(FIT)
+        assert fit["stacked"] == stacked
+        for chart in fit["charts"]:
+            assert chart["right"] <= fit["right"] + 1, (width, chart)  # no chart runs past the viewer
+            assert chart["title_right"] <= chart["right"] + 1, (width, chart)  # its title is cut to fit, not clipped
+            assert chart["labels_left"] >= chart["left"] - 1, (width, chart)  # the first turned labels are inside
+        for i, a in enumerate(fit["charts"]):
+            assert not any(overlap(a, b) for b in fit["charts"][i + 1:]), (width, fit["charts"])
+    assert page.locator(ERROR).count() == 0

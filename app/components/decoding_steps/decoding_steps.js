@@ -65,22 +65,52 @@ function axisOf(largest) {
   return { top: step * Math.max(1, Math.ceil(largest / step - 1e-9)), step, digits };
 }
 
-function clipped(text, width) {  // a title that fits its chart (12 px text: about 6.6 px a character)
-  const most = Math.floor(width / 6.6);
-  return text.length > most ? `${text.slice(0, most - 1)}…` : text;
+// A chart's title cut to its width, measured in the page's own font once it is on screen (a guess from the
+// number of characters cut too little of a bold 13 px title); the whole title stays in data-title.
+function fitTitle(svg, width) {
+  const title = svg.querySelector(".dec-title"), full = title.dataset.title, room = width - 4;
+  if (title.getComputedTextLength() <= room) return;
+  let low = 1, high = full.length - 1;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    title.textContent = `${full.slice(0, middle)}…`;
+    if (title.getComputedTextLength() <= room) low = middle; else high = middle - 1;
+  }
+  title.textContent = `${full.slice(0, low)}…`;
+}
+
+const LABEL_CHARS = 14, LABEL_CHAR_PX = 6.2, LABEL_COS = Math.cos((40 * Math.PI) / 180);
+const shortLabel = (text) => (text.length > LABEL_CHARS ? `${text.slice(0, LABEL_CHARS - 1)}…` : text);
+
+// The left margin that keeps the first category labels (turned 40° and ending at their tick) inside the
+// chart: a label reaches about its length × cos 40° to the left of its tick.
+function labelMargin(labels, width, margin, every) {
+  let left = margin;
+  for (let pass = 0; pass < 2; pass++) {
+    const band = Math.max(40, width - left - 8) / Math.max(1, labels.length);
+    let most = margin;
+    labels.forEach((text, i) => {
+      if (i % every || i * band > 160) return;
+      most = Math.max(most, Math.ceil(shortLabel(text).length * LABEL_CHAR_PX * LABEL_COS - (i + 0.5) * band + 2));
+    });
+    left = most;
+  }
+  return left;
 }
 
 const fmt = (value, digits) => Number(value).toFixed(digits);
 
 // A bar chart's frame: title, y axis with 4 grid lines, category labels turned under the plot.
 function frame(svg, { width, height, title, yTitle, largest, labels, showLabels, bottom }) {
-  const margin = { l: 46, r: 8, t: 26, b: showLabels ? bottom : 12 }, { top, step, digits } = axisOf(largest);
+  const every = Math.max(1, Math.ceil(11 / ((width - 54) / Math.max(1, labels.length))));  // labels 11 px apart at least
+  const margin = { l: showLabels ? labelMargin(labels, width, 46, every) : 46, r: 8, t: 26, b: showLabels ? bottom : 12 };
+  const { top, step, digits } = axisOf(largest);
   const plotW = Math.max(40, width - margin.l - margin.r), plotH = Math.max(40, height - margin.t - margin.b);
   const y = (v) => margin.t + plotH - (v / top) * plotH, band = plotW / Math.max(1, labels.length);
   const x = (i) => margin.l + i * band;
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
-  const parts = [node("text", { x: 2, y: 16, class: "dec-title" }, clipped(title, width))];
+  const parts = [node("text", { x: 2, y: 16, class: "dec-title", "data-title": title }, title)];
   for (let v = 0; v <= top + step / 2; v += step) {
     parts.push(node("line", { x1: margin.l, x2: margin.l + plotW, y1: y(v), y2: y(v), class: "dec-grid" }),
                node("text", { x: margin.l - 4, y: y(v) + 3, class: "dec-tick", "text-anchor": "end" }, fmt(v, digits)));
@@ -88,12 +118,11 @@ function frame(svg, { width, height, title, yTitle, largest, labels, showLabels,
   parts.push(node("text", { x: 10, y: margin.t + plotH / 2, class: "dec-axis", transform: `rotate(-90 10 ${margin.t + plotH / 2})`,
                             "text-anchor": "middle" }, yTitle));
   if (showLabels) {
-    const every = Math.max(1, Math.ceil(11 / band));  // labels 11 px apart at least: every n-th one on a long row
-    labels.forEach((text, i) => {
+    labels.forEach((text, i) => {  // every n-th one on a long row
       if (i % every) return;
       const cx = x(i) + band / 2, cy = margin.t + plotH + 6;
-      parts.push(node("text", { x: cx, y: cy, class: "dec-tick", "text-anchor": "end", transform: `rotate(-40 ${cx} ${cy})` },
-                      text.length > 14 ? `${text.slice(0, 13)}…` : text));
+      parts.push(node("text", { x: cx, y: cy, class: "dec-tick dec-label", "text-anchor": "end", transform: `rotate(-40 ${cx} ${cy})` },
+                      shortLabel(text)));
     });
   }
   return { parts, x, y, band, margin, plotW, plotH };
@@ -139,6 +168,7 @@ function samplerChart(svg, run, stepIndex, width, onBranch) {
   }
   f.parts.push(legend(series.map(([, title, color]) => [title, color]), f.margin.l, 300 - 4));
   svg.replaceChildren(...f.parts);
+  fitTitle(svg, width);
   svg.dataset.step = String(stepIndex);
 }
 
@@ -174,6 +204,7 @@ function rowChart(svg, run, rows, stepIndex, layer, head, width) {
     f.parts.push(bar);
   });
   svg.replaceChildren(...f.parts);
+  fitTitle(svg, width);
   Object.assign(svg.dataset, { step: String(stepIndex), layer: String(layer), head: String(head) });
 }
 
@@ -192,6 +223,7 @@ function kvChart(svg, run, stepIndex, width) {
   });
   f.parts.push(legend([["measured (the cache's tensors)", TEMPERED], ["formula", CHOSEN]], f.margin.l, 220 - 4));
   svg.replaceChildren(...f.parts);
+  fitTitle(svg, width);
   svg.dataset.step = String(stepIndex);
 }
 
@@ -265,6 +297,7 @@ function headsHover(box, event) {
 }
 
 const MIB = 2 ** 20;
+const MIN_COLUMN = 320, COLUMN_GAP = 24;  // px: a chart narrower than this crowds its labels
 
 function facts(root, run, rows, stepIndex, layer, head) {
   const { header } = run, step = header.steps[stepIndex], token = step.token;
@@ -371,7 +404,10 @@ function paint(root) {
   if (!rowsOf) { root.dataset.waiting = `layer ${state.layer}`; note(root, run, true); return; }
   delete root.dataset.waiting;
   note(root, run, false);
-  const { step, layer, head } = state, width = root.clientWidth || 900, column = Math.max(260, Math.floor((width - 24) / 2));
+  // two columns of charts side by side where both fit, else one above the other at the viewer's width
+  const { step, layer, head } = state, width = root.clientWidth || 900, stacked = width < 2 * MIN_COLUMN + COLUMN_GAP;
+  const column = stacked ? width : Math.floor((width - COLUMN_GAP) / 2);
+  root.classList.toggle("dec-stacked", stacked);
   const shown = `${data.run_id}:${step}:${layer}:${head}:${width}`;
   if (shown === root.txvizShown) return;  // a rerun's echo of what is on screen: nothing to redraw
   root.txvizShown = shown;
@@ -395,10 +431,13 @@ function paint(root) {
 }
 
 function note(root, run, waiting) {
-  const element = root.querySelector(".dec-note"), every = run.header.layers.length === run.header.n_layers;
+  // the layers filed so far for this run (the first blob's, and each one a layer change brought since)
+  const held = [...run.layers.keys()].sort((a, b) => a - b), every = held.length === run.header.n_layers;
+  const element = root.querySelector(".dec-note");
   element.hidden = every && !waiting;
+  element.dataset.held = held.join(",");
   element.textContent = every ? "" : `This run's attention rows are too many to send every layer at once: the browser `
-    + `holds layer ${run.header.layers.join(", ")}; another layer comes from the server (a moment)`
+    + `holds layer${held.length > 1 ? "s" : ""} ${held.join(", ")}; another layer comes from the server (a moment)`
     + (waiting ? ` — layer ${root.txviz.layer} is on its way.` : ".");
 }
 
