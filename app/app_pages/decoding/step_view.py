@@ -17,6 +17,15 @@ from app.ui import state
 from app.ui.widgets import plain
 
 KEPT_TIMINGS = 64  # steps timed without the cache that a session keeps
+HOW_TO_READ = (
+    "**Reading a step.** Pick a generated token (its pill, the slider, or ← / → once the viewer has focus). "
+    "*Top next tokens*: the model's most probable candidates — grey its raw softmax, light blue after the "
+    "temperature, dark blue the distribution the sampler drew from (top-k / top-p cut it at the dashed line, "
+    "then it is renormalised); the drawn token is outlined, and a click on another candidate's bars branches "
+    "from there. *Layer, head*: the attention row of the query that produced this token — its weight on every "
+    "earlier position (grey: keys a sliding window no longer sees). *KV cache per layer*: the bytes the cache "
+    "holds (bars) against the formula (line). *Every head*: the same row for each head of the layer, darker "
+    "for more weight.")
 
 
 @st.fragment
@@ -25,6 +34,7 @@ def draw(view) -> None:
     layer, head = attention.layer_and_head(view)
     blob, layers = attention.blob(view, layer)
     config = view.config
+    st.caption(HOW_TO_READ)
     decoding_steps({"run_id": attention.run_key(view), "step": index, "layer": layer, "head": head,
                     "n_layers": config.n_layers, "n_heads": config.n_heads, "all_layers": len(layers) == config.n_layers},
                    blob, key="dec_steps", n_steps=len(view.run.steps), on_pick=scrubber.picked,

@@ -370,3 +370,14 @@ def test_a_run_stopped_before_its_first_token_says_so(monkeypatch):
     generate(at)
     assert any("stopped before its first token" in i.value for i in at.info) and not at.get("plotly_chart")
     assert viewer(at) is None
+
+
+def test_the_viewer_comes_with_a_few_sentences_on_each_of_its_charts():
+    at = page()
+    assert not any("Reading a step" in c.value for c in at.caption)  # nothing to read before a run
+    generate(at)
+    said = next(c.value for c in at.caption if c.value.startswith("**Reading a step.**"))
+    for chart in ("Top next tokens", "Layer, head", "KV cache per layer", "Every head"):  # the viewer's chart titles
+        assert f"*{chart}*" in said
+    for part in ("dashed line", "outlined", "branches", "sliding window", "formula"):  # what each mark means
+        assert part in said
