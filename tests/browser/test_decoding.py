@@ -199,3 +199,24 @@ def test_the_viewers_titles_labels_and_charts_stay_inside_at_a_wide_and_a_narrow
         for i, a in enumerate(fit["charts"]):
             assert not any(overlap(a, b) for b in fit["charts"][i + 1:]), (width, fit["charts"])
     assert page.locator(ERROR).count() == 0
+
+
+def test_past_the_byte_budget_a_layer_change_brings_that_layer_and_the_note_names_every_layer_held(server, page,
+                                                                                                  default_model_home,
+                                                                                                  monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    open_page(page, server, prompt=" ".join([PROMPT] * 5), dec_new="90")  # 90 steps of 60-150 keys: past 4 MB
+    page.locator(".st-key-dec_generate button").first.click()
+    page.wait_for_selector(f"{VIEWER}[data-painted]", timeout=300_000)
+    wait_idle(page)
+    note = page.locator(f"{VIEWER} .dec-note")
+    assert note.is_visible() and note.get_attribute("data-held") == "0"  # the page's layer only
+    page.locator(f"{VIEWER} .dec-layer").select_option("7")
+    page.wait_for_function(f"() => document.querySelector('{VIEWER} svg.dec-row').dataset.layer === '7'", timeout=60_000,
+                           polling=POLL_MS)
+    assert note.get_attribute("data-held") == "0,7" and "holds layers 0, 7;" in note.inner_text()
+    wait_idle(page)
+    page.locator(f"{VIEWER} .dec-layer").select_option("0")  # a layer the browser holds: drawn without the server
+    page.wait_for_function(f"() => document.querySelector('{VIEWER} svg.dec-row').dataset.layer === '0'", timeout=5_000,
+                           polling=POLL_MS)
+    assert page.locator(ERROR).count() == 0
