@@ -211,6 +211,13 @@ def test_past_the_byte_budget_a_layer_change_brings_that_layer_and_the_note_name
     wait_idle(page)
     note = page.locator(f"{VIEWER} .dec-note")
     assert note.is_visible() and note.get_attribute("data-held") == "0"  # the page's layer only
+    last = page.locator(PILLS).count() - 1
+    page.locator(PILLS).nth(last).click()  # a row too long to label each key: its positions at a round step
+    open_step(page, last)
+    keys = int(page.locator(f"{VIEWER} .dec-heading").inner_text().split("position ")[1].split()[0])
+    positions = drawn(page, f"{VIEWER} svg.dec-row .dec-position", "data-position")
+    assert page.locator(f"{VIEWER} svg.dec-row .dec-label").count() == 0 and positions[0] == 0 and 3 <= len(positions) <= 10
+    assert positions[-1] < keys and len({b - a for a, b in zip(positions, positions[1:])}) == 1
     page.locator(f"{VIEWER} .dec-layer").select_option("7")
     page.wait_for_function(f"() => document.querySelector('{VIEWER} svg.dec-row').dataset.layer === '7'", timeout=60_000,
                            polling=POLL_MS)

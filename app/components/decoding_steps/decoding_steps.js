@@ -103,7 +103,7 @@ const fmt = (value, digits) => Number(value).toFixed(digits);
 // A bar chart's frame: title, y axis with 4 grid lines, category labels turned under the plot.
 function frame(svg, { width, height, title, yTitle, largest, labels, showLabels, bottom }) {
   const every = Math.max(1, Math.ceil(11 / ((width - 54) / Math.max(1, labels.length))));  // labels 11 px apart at least
-  const margin = { l: showLabels ? labelMargin(labels, width, 46, every) : 46, r: 8, t: 26, b: showLabels ? bottom : 12 };
+  const margin = { l: showLabels ? labelMargin(labels, width, 46, every) : 46, r: 8, t: 26, b: showLabels ? bottom : 26 };
   const { top, step, digits } = axisOf(largest);
   const plotW = Math.max(40, width - margin.l - margin.r), plotH = Math.max(40, height - margin.t - margin.b);
   const y = (v) => margin.t + plotH - (v / top) * plotH, band = plotW / Math.max(1, labels.length);
@@ -117,6 +117,13 @@ function frame(svg, { width, height, title, yTitle, largest, labels, showLabels,
   }
   parts.push(node("text", { x: 10, y: margin.t + plotH / 2, class: "dec-axis", transform: `rotate(-90 10 ${margin.t + plotH / 2})`,
                             "text-anchor": "middle" }, yTitle));
+  if (!showLabels) {  // too many to read: their positions at a round step instead, so a reader still knows where a key is
+    const spacing = axisOf(labels.length - 1).step;
+    for (let i = 0; i < labels.length; i += spacing) {
+      parts.push(node("text", { x: x(i) + band / 2, y: margin.t + plotH + 14, class: "dec-tick dec-position",
+                                "text-anchor": "middle", "data-position": i }, String(i)));
+    }
+  }
   if (showLabels) {
     labels.forEach((text, i) => {  // every n-th one on a long row
       if (i % every) return;
