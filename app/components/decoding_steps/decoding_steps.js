@@ -196,7 +196,7 @@ function rowChart(svg, run, rows, stepIndex, layer, head, width) {
   const largest = Math.max(...weights, 1e-6);
   const kind = window_ === null ? "full attention" : `sliding window of ${window_}`;
   const f = frame(svg, { width, height: 260, yTitle: "weight", largest, labels, showLabels: labels.length <= 80, bottom: 60,
-                         title: `Layer ${layer}, head ${head} (${kind}): the query at position ${query} over ${step.position} keys` });
+                         title: `Layer ${layer}, head ${head} (${kind}): query ${query} over ${step.position} keys` });
   if (window_ !== null && query - window_ >= 0) {  // keys k with query − k ≥ window are outside it
     const cut = f.x(query - window_ + 1);
     f.parts.push(node("rect", { x: f.margin.l, y: f.margin.t, width: cut - f.margin.l, height: f.plotH, fill: header.masked_color,
