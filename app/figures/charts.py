@@ -228,8 +228,9 @@ TOKEN_STRIP_CSS = (".txviz-strip{line-height:2.1;overflow-y:auto;padding:2px;bor
 
 
 def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[int] | None = None,
-                     titles: list[str] | None = None, max_height_px: int | None = None) -> str:
-    """Tokens as boxes with their index; special tokens (BOS/sink) in orange, highlights in yellow.
+                     titles: list[str] | None = None, max_height_px: int | None = None, first: int = 0) -> str:
+    """Tokens as boxes with their index (counted from ``first``: a strip that starts mid-run numbers its
+    tokens as the run does); special tokens (BOS/sink) in orange, highlights in yellow.
     ``titles``: each box's tooltip (default "token i"). ``max_height_px``: past it the strip scrolls, so
     a long prompt does not push the charts off the screen. One class per box, styled once: a
     thousand tokens are ~60 KB of HTML, not 200."""
@@ -239,7 +240,7 @@ def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[i
         kind = " class=s" if is_special else (" class=h" if i in highlight else "")
         text = html.escape(visible_controls(token).replace(" ", "␣").replace("\n", "↵")) or "∅"
         title = html.escape(titles[i] if titles is not None else f"token {i}", quote=True)
-        boxes.append(f"<span{kind} title=\"{title}\"><sub>{i}</sub>&nbsp;{text}</span>")
+        boxes.append(f"<span{kind} title=\"{title}\"><sub>{first + i}</sub>&nbsp;{text}</span>")
     height = f" style='max-height:{int(max_height_px)}px'" if max_height_px else ""
     return f"<style>{TOKEN_STRIP_CSS}</style><div class='txviz-strip'{height}>" + "".join(boxes) + "</div>"
 
