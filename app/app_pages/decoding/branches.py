@@ -117,7 +117,7 @@ def side_by_side(view, branched, index: int) -> None:
         texts = decoding.step_tokens(run)[index:]
         column.markdown(f"**{name}** from step {index}")
         column.markdown(charts.token_strip_html(texts, [False] * len(texts), highlight=differ & set(range(len(texts))),
-                                                titles=[f"step {index + i}" for i in range(len(texts))]),
+                                                titles=[f"step {index + i}" for i in range(len(texts))], first=index),
                         unsafe_allow_html=True)
     same = len(set(range(min(len(own), len(other)))) - differ)
     saved = decoding.reaching_seconds(view.run, index)

@@ -7,6 +7,7 @@ the settings travel in the URL. The real models and the browser: tests/browser/t
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -224,6 +225,11 @@ def test_a_branch_continues_on_the_cache_and_equals_a_run_from_scratch():
     assert branched.new_ids[3:] == scratch.new_ids
     said = " ".join(c.value for c in at.caption)
     assert f"reused the cache of {run.steps[2].position} tokens" in said
+    strips = [m.value for m in at.markdown if "txviz-strip" in m.value]  # the run's and the branch's, from step 2
+    assert len(strips) == 2
+    for strip, ids in zip(strips, (run.new_ids, branched.new_ids)):
+        numbers = [int(n) for n in re.findall(r"<sub>(\d+)</sub>", strip)]
+        assert numbers == list(range(2, len(ids)))  # numbered by the run's steps, as the viewer's pills are
 
 
 def test_a_click_on_a_candidates_bar_in_the_viewer_branches_from_its_step():
