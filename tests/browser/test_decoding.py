@@ -227,3 +227,15 @@ def test_past_the_byte_budget_a_layer_change_brings_that_layer_and_the_note_name
     page.wait_for_function(f"() => document.querySelector('{VIEWER} svg.dec-row').dataset.layer === '0'", timeout=5_000,
                            polling=POLL_MS)
     assert page.locator(ERROR).count() == 0
+
+
+def test_the_caches_size_reads_in_the_unit_that_fits_it(server, page, default_model_home, monkeypatch):
+    monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
+    open_page(page, server, dec_new="2")  # a short run: SmolLM2's cache is some hundred KiB
+    page.locator(".st-key-dec_generate button").first.click()
+    page.wait_for_selector(f"{VIEWER}[data-painted]", timeout=180_000)
+    wait_idle(page)
+    cache = page.locator(f"{VIEWER} .dec-cache")
+    measured = int(cache.get_attribute("data-bytes"))
+    value, unit = cache.locator("b").inner_text().split(": ")[1].split()
+    assert measured < 2 ** 20 and unit == "KiB" and float(value) == pytest.approx(measured / 1024, abs=0.05)

@@ -304,6 +304,8 @@ function headsHover(box, event) {
 }
 
 const MIB = 2 ** 20;
+// bytes as MiB from 1 MiB up, else KiB: a zoo model's cache is tens of KiB, which read "0.03 MiB"
+const sized = (bytes) => (bytes >= MIB ? `${fmt(bytes / MIB, 2)} MiB` : `${fmt(bytes / 1024, 1)} KiB`);
 const MIN_COLUMN = 320, COLUMN_GAP = 24;  // px: a chart narrower than this crowds its labels
 
 function facts(root, run, rows, stepIndex, layer, head) {
@@ -325,8 +327,8 @@ function facts(root, run, rows, stepIndex, layer, head) {
   const difference = Math.max(...step.kv.map((m, l) => Math.abs(m - step.formula[l])));
   const windows = header.windows.filter((w) => w !== null);
   cache.innerHTML = "";
-  cache.append(html("b", "", `KV cache: ${fmt(measured / MIB, 2)} MiB`), ` in all; the formula 2 × H_kv × d_head × tokens × `
-    + `${header.element_bytes} B per layer gives ${fmt(formula / MIB, 2)} MiB (largest difference ${difference.toLocaleString("en")} B).`
+  cache.append(html("b", "", `KV cache: ${sized(measured)}`), ` in all; the formula 2 × H_kv × d_head × tokens × `
+    + `${header.element_bytes} B per layer gives ${sized(formula)} (largest difference ${difference.toLocaleString("en")} B).`
     + (windows.length ? ` Sliding layers keep at most ${Math.min(...windows)} tokens.` : ""));
   cache.dataset.bytes = String(measured);
   time.innerHTML = "";
