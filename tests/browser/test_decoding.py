@@ -196,6 +196,10 @@ def test_the_viewers_titles_labels_and_charts_stay_inside_at_a_wide_and_a_narrow
             assert chart["right"] <= fit["right"] + 1, (width, chart)  # no chart runs past the viewer
             assert chart["title_right"] <= chart["right"] + 1, (width, chart)  # its title is cut to fit, not clipped
             assert chart["labels_left"] >= chart["left"] - 1, (width, chart)  # the first turned labels are inside
+        heads = page.evaluate(f"() => {{ const box = document.querySelector('{VIEWER} .dec-heads'), canvas = box.querySelector('canvas'); "
+                              f"return [box.querySelector('.dec-heads-title').getBoundingClientRect().bottom, "
+                              f"canvas.getBoundingClientRect().top + Number(canvas.dataset.rowsTop)]; }}")
+        assert 0 <= heads[1] - heads[0] <= 12, heads  # the heads' rows right under their title, no blank band
         for i, a in enumerate(fit["charts"]):
             assert not any(overlap(a, b) for b in fit["charts"][i + 1:]), (width, fit["charts"])
     assert page.locator(ERROR).count() == 0

@@ -254,7 +254,8 @@ function rampOf(scale) {  // 256 colours along [[position, colour], ...]
 function headsChart(box, run, rowsOf, stepIndex, layer, head, width) {
   const { header } = run, heads = header.n_heads, n = header.steps[stepIndex].position;
   const ramp = box.txvizRamp || (box.txvizRamp = rampOf(header.colorscale));
-  const left = 52, top = 24, cell = 22, height = top + cell * heads + 8, plotW = Math.max(40, width - left - 8);
+  const left = 52, top = 4, cell = 22,  // top: the title is its own element above the canvas
+    height = top + cell * heads + 8, plotW = Math.max(40, width - left - 8);
   const canvas = box.querySelector("canvas"), title = box.querySelector(".dec-heads-title");
   title.textContent = `Every head of layer ${layer}`;
   const ratio = window.devicePixelRatio || 1;
@@ -287,7 +288,8 @@ function headsChart(box, run, rowsOf, stepIndex, layer, head, width) {
   ctx.strokeStyle = CHOSEN;
   ctx.lineWidth = 2;
   ctx.strokeRect(left, top + cell * head, plotW, cell);
-  Object.assign(canvas.dataset, { step: String(stepIndex), layer: String(layer), head: String(head), most: String(most / SCALE) });
+  Object.assign(canvas.dataset, { step: String(stepIndex), layer: String(layer), head: String(head), most: String(most / SCALE),
+                                  rowsTop: String(top) });
   canvas.txvizCells = { left, top, cell, plotW, n, rows, labels: header.labels };
 }
 
