@@ -16,7 +16,10 @@ from app.ui import errors, server_files, sidebar, state  # noqa: E402
 from app.ui.widgets import plain  # noqa: E402
 from txviz.limits import LimitError  # noqa: E402
 
-st.set_page_config(page_title="txviz — inside a transformer", page_icon=":material/biotech:", layout="wide")
+# the favicon is a file the server sends: a Material icon or an emoji as favicon is fetched by the browser from
+# Google's or a CDN's servers, which fails offline and tells them who opened the app
+st.set_page_config(page_title="txviz — inside a transformer", page_icon=str(ROOT / "assets" / "favicon.png"),
+                   layout="wide")
 try:
     cache.limits()
 except LimitError as error:  # the operator's settings, not the visitor's input: say which and stop
