@@ -25,11 +25,11 @@ from txviz.model.kv_cache import kv_elements_per_token_layer, kv_tokens_kept
 from txviz.threads import threads_for_this_run
 
 CANDIDATES = 12  # the most probable tokens each step keeps: the sampler chart's bars, the branches offered
-# Cores a streamed run's one-token steps leave free: the server sends each token and the browser paints it
-# while the next step runs (on a quiet 2-core machine, both cores under torch, the first token reached the
-# screen 0.5 s after the server drew it). A one-token step of SmolLM2 costs about the same CPU on one thread
-# as on two; the prompt's pass and the lens read after the run keep every free core.
-STREAMING_SPARE_CORES = 1
+# Cores a streamed run's one-token steps leave free for the server's send and the browser's paint: none. Measured
+# side by side in chromium on a quiet 2-core machine (SmolLM2, a 64-token prompt, 48 tokens, 6 fresh pages each),
+# one spare core left the first token where it was (0.45 s after the click either way) and made the 48 tokens
+# 14% slower (3.95 s against 3.46 s). The knob stays so the next machine can be measured the same way.
+STREAMING_SPARE_CORES = 0
 SAMPLERS = ("greedy", "sample")
 
 
