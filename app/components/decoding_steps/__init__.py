@@ -32,8 +32,10 @@ from app.ui import state
 HERE = Path(__file__).parent
 NAME = "txviz_decoding_steps"
 
+SCRIPTS = (HERE.parent / "colour_ramp.js", HERE / "decoding_steps.js")  # one module: the colour scales, then the viewer
+
 _mount = st.components.v2.component(
-    NAME, js=(HERE / "decoding_steps.js").read_text(encoding="utf-8"),
+    NAME, js="\n".join(path.read_text(encoding="utf-8") for path in SCRIPTS),
     css=(HERE / "decoding_steps.css").read_text(encoding="utf-8"),
     isolate_styles=False)  # in the page's own DOM, where the tests and the latency probe read the charts
 

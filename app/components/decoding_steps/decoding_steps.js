@@ -234,22 +234,6 @@ function kvChart(svg, run, stepIndex, width) {
   svg.dataset.step = String(stepIndex);
 }
 
-function colorOf(text) {  // "rgb(r,g,b)" or "#rrggbb" -> [r, g, b]
-  if (text.startsWith("#")) return [1, 3, 5].map((i) => parseInt(text.slice(i, i + 2), 16));
-  return text.slice(text.indexOf("(") + 1, text.indexOf(")")).split(",").slice(0, 3).map(Number);
-}
-
-function rampOf(scale) {  // 256 colours along [[position, colour], ...]
-  const stops = scale.map(([at, color]) => [at, colorOf(color)]), ramp = new Uint8ClampedArray(256 * 3);
-  for (let i = 0, s = 0; i < 256; i++) {
-    const at = i / 255;
-    while (s < stops.length - 2 && stops[s + 1][0] < at) s++;
-    const [a, ca] = stops[s], [b, cb] = stops[s + 1], t = b > a ? Math.min(1, Math.max(0, (at - a) / (b - a))) : 0;
-    for (let c = 0; c < 3; c++) ramp[i * 3 + c] = ca[c] + (cb[c] - ca[c]) * t;
-  }
-  return ramp;
-}
-
 // Every head's row of the layer as a heatmap on a canvas (one ImageData scaled up), the chosen head ringed.
 function headsChart(box, run, rowsOf, stepIndex, layer, head, width) {
   const { header } = run, heads = header.n_heads, n = header.steps[stepIndex].position;

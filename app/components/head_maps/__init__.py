@@ -37,10 +37,11 @@ from app.ui import state
 
 HERE = Path(__file__).parent
 NAME = "txviz_head_maps"
-SCRIPTS = ("canvas_heatmap.js", "head_maps.js")  # one module: the drawing, then the component that calls it
+# one module: the colour scales, the drawing, then the component that calls it
+SCRIPTS = (HERE.parent / "colour_ramp.js", HERE / "canvas_heatmap.js", HERE / "head_maps.js")
 
 _mount = st.components.v2.component(
-    NAME, js="\n".join((HERE / name).read_text(encoding="utf-8") for name in SCRIPTS),
+    NAME, js="\n".join(path.read_text(encoding="utf-8") for path in SCRIPTS),
     css=(HERE / "head_maps.css").read_text(encoding="utf-8"),
     isolate_styles=False)  # in the page's own DOM, where the tests and the benchmark find the map
 
