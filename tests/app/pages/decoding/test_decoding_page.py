@@ -130,21 +130,28 @@ def test_tokens_stream_in_before_the_run_ends(monkeypatch):
     assert not any(after for _, after in drawn)  # every token was drawn while the run was under way
 
 
-def test_a_click_mid_run_stops_it_and_keeps_the_tokens_so_far(monkeypatch):
-    """Streamlit ends a script at the st.* call after a click: here the fourth token's strip meets it."""
-    at = page(dec_new=20)
+def click_stop_at_strip(monkeypatch, n: int) -> list[str]:
+    """A Stop click that Streamlit meets at the ``n``-th token strip the script writes (it ends a script at the
+    st.* call after a click); returns the strips written, the ``n``-th included."""
     from streamlit.delta_generator import DeltaGenerator
 
-    markdown, calls = DeltaGenerator.markdown, []
+    markdown, strips = DeltaGenerator.markdown, []
 
-    def clicked_at_the_fourth(self, body, *args, **kwargs):
+    def clicked(self, body, *args, **kwargs):
         if isinstance(body, str) and "txviz-strip" in body:
-            calls.append(body)
-            if len(calls) == 4:
+            strips.append(body)
+            if len(strips) == n:
                 raise StopException()
         return markdown(self, body, *args, **kwargs)
 
-    monkeypatch.setattr(DeltaGenerator, "markdown", clicked_at_the_fourth)
+    monkeypatch.setattr(DeltaGenerator, "markdown", clicked)
+    return strips
+
+
+def test_a_click_mid_run_stops_it_and_keeps_the_tokens_so_far(monkeypatch):
+    """Streamlit ends a script at the st.* call after a click: here the fourth token's strip meets it."""
+    at = page(dec_new=20)
+    click_stop_at_strip(monkeypatch, 4)
     at.button(key="dec_generate").click().run()
     monkeypatch.undo()
     at.run()  # the run after the click
@@ -254,18 +261,7 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
     run = generate(at)
     pick(at, 2)
     other = next(c for c in run.steps[2].candidates if c.id != run.steps[2].token.id)
-    from streamlit.delta_generator import DeltaGenerator
-
-    markdown, strips = DeltaGenerator.markdown, []
-
-    def clicked_at_the_third(self, body, *args, **kwargs):
-        if isinstance(body, str) and "txviz-strip" in body:
-            strips.append(body)
-            if len(strips) == 3:
-                raise StopException()
-        return markdown(self, body, *args, **kwargs)
-
-    monkeypatch.setattr(DeltaGenerator, "markdown", clicked_at_the_third)
+    click_stop_at_strip(monkeypatch, 3)
     pills(at, "dec_branch").set_value(other.id).run()
     monkeypatch.undo()
     at.run()  # the run after the click
