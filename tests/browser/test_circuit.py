@@ -59,11 +59,21 @@ def enter(page, name: str, text: str) -> None:
     wait_idle(page, since=mark)
 
 
+def wait_one_graph(page) -> None:
+    """Wait until the page holds one graph, drawn by the run that ended: the run's end reaches the test a
+    moment before the browser takes out the last run's element (still in the page, marked stale), and a
+    locator that found that one would lose it."""
+    page.wait_for_function("(s) => { const g = document.querySelectorAll(s); "
+                           "return g.length === 1 && g[0].dataset.stale !== 'true'; }",
+                           arg=GRAPH, polling=POLL_MS, timeout=30_000)
+
+
 def run_circuit(page) -> str:
     """Click the run button; the key of the graph it draws."""
     page.locator(".st-key-circuit_run button").click()
     page.wait_for_selector(f"{GRAPH} {CHART}", timeout=120_000)
     wait_idle(page)
+    wait_one_graph(page)
     assert page.locator(ERROR).count() == 0
     [key] = graph_keys(page)
     return key
@@ -72,12 +82,13 @@ def run_circuit(page) -> str:
 def move_slider(page, key: str) -> tuple[int, float]:
     """Press ``key`` on the edge slider; (the edges it shows, the measured faithfulness), once the run is done."""
     slider = page.locator(EDGES)
-    before = slider.get_attribute("aria-valuetext")
+    before, mark = slider.get_attribute("aria-valuetext"), rerun_mark(page)
     slider.focus()
     slider.press(key)
     page.wait_for_function("([s, v]) => document.querySelector(s).getAttribute('aria-valuetext') !== v",
                            arg=[EDGES, before], polling=POLL_MS)
-    wait_idle(page)
+    wait_idle(page, since=mark)  # the slider shows its value at once and asks for its rerun a moment later
+    wait_one_graph(page)
     return int(slider.get_attribute("aria-valuetext").replace(",", "")), measured(page)
 
 
@@ -133,12 +144,15 @@ def test_the_circuit_draws_measures_opens_a_head_and_forgets_nothing_of_the_old_
 
     started = time.perf_counter()
     enter(page, "corrupt", OTHER_CORRUPT)
-    assert graph_keys(page) == [] and page.locator("[data-testid='stMetric']").filter(
+    page.wait_for_function("(s) => document.querySelectorAll(s).length === 0", arg=GRAPH,  # the old one taken out
+                           polling=POLL_MS, timeout=30_000)
+    assert page.locator("[data-testid='stMetric']").filter(
         has_text="Measured faithfulness").count() == 0
     assert page.locator(".st-key-circuit_run button").count() == 1  # asks to run the new pair instead
     second = run_circuit(page)
     assert second != first
     enter(page, "corrupt", CORRUPT)
+    wait_one_graph(page)
     assert graph_keys(page) == [first]  # the first pair's run, kept for it
     times["new pair"] = time.perf_counter() - started
 

@@ -241,10 +241,28 @@ WATCH_FETCHES = """() => {  // every request for a layer: the prompt whose view 
 HELD_OF = "id => [...(window.__txvizHeadMaps.prompts.get(id) || new Map()).keys()].sort((a, b) => a - b)"
 
 
+PREFETCH_STATE = """() => { const root = document.querySelector('.st-key-heatmap .txviz-head-maps');
+  const app = document.querySelector("[data-testid='stApp']");
+  return {dataset: {...root.dataset}, asked: root.txviz.asked, layer: root.txviz.layer,
+          asker: typeof window.__txvizHeadMaps.ask, prompts: [...window.__txvizHeadMaps.prompts.keys()],
+          script: app && app.getAttribute('data-test-script-state'), runs: window.__txvizRuns}; }"""
+
+
+def prefetch_started(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the map has asked for a neighbour layer at least once; on a timeout, say what the map and
+    the page were doing (the map's state, its asker, the script's state)."""
+    try:
+        page.wait_for_function(f"() => Number(document.querySelector('{ROOT}')?.dataset.fetches || 0) >= 1",
+                               timeout=timeout_ms, polling=200)
+    except Exception as error:
+        raise AssertionError(f"no neighbour was asked for: {page.evaluate(PREFETCH_STATE)}") from error
+
+
 def test_a_new_prompt_stops_the_old_prompts_prefetch_then_a_switch_to_a_prefetched_neighbour_sends_nothing_and_a_missing_layer_is_fetched_alone(
         server, page, default_model):
     """One session, one load of the page (a load costs chromium and the server about 2.5 CPU s): the prompt
-    changes while the old prompt's neighbours are being fetched: from the moment the new prompt's view is in
+    changes once the old prompt's prefetch has begun (most often while its neighbours are still on their
+    way; a fast machine may have fetched them all by then): from the moment the new prompt's view is in
     the page, nothing more of the old prompt's comes, and the new one's neighbours are prefetched (±1 then
     ±2, one request per layer, none repeated) without moving the page's head. On the new prompt: ↓ to a
     prefetched neighbour paints with nothing sent, then the page follows; a far layer the browser lacks
@@ -254,7 +272,8 @@ def test_a_new_prompt_stops_the_old_prompts_prefetch_then_a_switch_to_a_prefetch
     open_long_prompt(page, server, old, 3)
     page.evaluate(WATCH_ASKS)
     page.evaluate(WATCH_FETCHES)
-    page.wait_for_selector(f"{ROOT}[data-asked]", timeout=60_000)  # the old prompt's first neighbour on its way
+    # the old prompt's first neighbour asked for: a count that stays (its request may already be answered)
+    prefetch_started(page)
     old_id = page.locator(ROOT).evaluate("root => root.txvizData.prompt_id")
     box = page.locator(".st-key-prompt textarea")
     box.fill(new)

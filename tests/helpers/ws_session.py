@@ -5,8 +5,10 @@ costs it, and the test nothing of a browser's."""
 
 from __future__ import annotations
 
+import http.client
 import re
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from contextlib import contextmanager
@@ -61,24 +63,33 @@ def ws_session(url: str, page: str = "attention", query: str = "", timeout: floa
         yield first, rerun
 
 
+REFUSED_WHILE_SENDING = 0  # what upload() returns when the server refused and closed before reading the body
+
+
 def upload(url: str, session_id: str, data: bytes, name: str = "config.json") -> int:
-    """PUT ``data`` to the upload route as a file of ``session_id`` (the server's XSRF check off); the HTTP
-    status, or 0 when the server closed the connection while the body was still being sent (a refusal on
-    the Content-Length alone, for a body larger than its socket buffers)."""
+    """PUT ``data`` to the upload route as a file of ``session_id`` (the server's XSRF check off): the HTTP
+    status. A server that refuses on the Content-Length alone answers and closes while a large body is still
+    being sent; its answer is read when it arrived before the reset, else this returns REFUSED_WHILE_SENDING
+    (which of the two a client sees is a race between the server's close and the client's last write)."""
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
             "Content-Type: application/json\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(f"{url}/_stcore/upload_file/{session_id}/{uuid.uuid4()}", data=body,
-                                     method="PUT", headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        try:
+            connection.request("PUT", f"/_stcore/upload_file/{session_id}/{uuid.uuid4()}", body=body,
+                               headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the server stopped reading: its answer may still be in the socket
+        try:
+            response = connection.getresponse()
+            response.read()
             return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-    except urllib.error.URLError as error:
-        if isinstance(error.reason, (ConnectionResetError, BrokenPipeError)):
-            return 0
-        raise
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            return REFUSED_WHILE_SENDING
+    finally:
+        connection.close()
 
 
 def uploaded_bytes(url: str) -> int:
