@@ -2,7 +2,9 @@
 length where it misses its target (``txviz bench``: a missed target says what bounds it).
 
 On the loaded model's first full-attention layer, with that layer's own q, k, v on the benchmark's
-prompt, CPU seconds of one thread (the fastest of the repeats):
+prompt, CPU seconds of the process, every thread (the fastest of the repeats; until 2026-12-06 this read
+the calling thread's alone, which with two intra-op threads left out the other thread's share of every
+operation, so a part of the trace's excess that was attention's read as lying outside it):
 
 * ``fused_s``: the plain forward's attention, torch's fused SDPA kernel;
 * ``traced_s``: the traced forward's attention, the blockwise path with every head's summaries;
@@ -90,22 +92,34 @@ def _full_attention_layer(model) -> int:
 
 def _blocks(attn, q, k, v, ctx, *, softmax: bool) -> None:
     """The blockwise path's matrix products over its own blocks (txviz.model.attention._blockwise: the
-    same row blocks, key ranges, grouping of a KV head's query heads and reused buffers), with or
-    without the softmax."""
+    same row blocks, key ranges, grouping of a KV head's query heads, reused buffers and sharing out
+    among worker threads), with or without the softmax."""
+    from txviz.model import block_workers
+
     b, h, t, d = q.shape
     h_kv, g = attn.n_kv_heads, attn.n_groups
     k, v = k.contiguous(), v.contiguous()
-    blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
+    split = block_workers.split_for(q, k, v)
+    blocks = [(rows, ctx.key_range(rows))
+              for rows in ctx.row_blocks(t, b * h, None if split is None else split.threads_each)]
     most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
-    scores_buffer, probs_buffer = torch.empty(most, dtype=q.dtype), torch.empty(most, dtype=torch.float32)
-    for rows, keys in blocks:
-        n, width = rows.stop - rows.start, keys.stop - keys.start
-        scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
-        scores.baddbmm_(q[:, :, rows].reshape(b * h_kv, g * n, d), k[:, :, keys].reshape(b * h_kv, width, d).transpose(1, 2),
-                        beta=0, alpha=attn.scale)
-        weights = torch.softmax(scores, dim=-1, dtype=torch.float32, out=probs_buffer[:scores.numel()].view(scores.shape)) \
-            if softmax else scores
-        torch.matmul(weights.to(q.dtype).view(b, h_kv, g * n, width), v[:, :, keys])
+
+    def run(share) -> None:
+        scores_buffer, probs_buffer = torch.empty(most, dtype=q.dtype), torch.empty(most, dtype=torch.float32)
+        for rows, keys in share:
+            n, width = rows.stop - rows.start, keys.stop - keys.start
+            scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
+            scores.baddbmm_(q[:, :, rows].reshape(b * h_kv, g * n, d),
+                            k[:, :, keys].reshape(b * h_kv, width, d).transpose(1, 2), beta=0, alpha=attn.scale)
+            weights = torch.softmax(scores, dim=-1, dtype=torch.float32,
+                                    out=probs_buffer[:scores.numel()].view(scores.shape)) if softmax else scores
+            torch.matmul(weights.to(q.dtype).view(b, h_kv, g * n, width), v[:, :, keys])
+
+    if split is None or len(blocks) < 3:
+        run(blocks)
+    else:
+        run(blocks[:1])
+        split.run(run, blocks[1:])
 
 
 def lse_route(attn, q, k, v, ctx) -> Callable[[], tuple[torch.Tensor, torch.Tensor]] | None:
@@ -126,13 +140,15 @@ def lse_route(attn, q, k, v, ctx) -> Callable[[], tuple[torch.Tensor, torch.Tens
 
 
 def _fastest(function: Callable[[], object], repeats: int) -> float:
-    """CPU seconds of this thread, the least of ``repeats`` runs after one warm-up."""
+    """CPU seconds of the process (every thread: torch's intra-op threads and the blockwise path's workers
+    work for the caller, which may spend the call waiting), the least of ``repeats`` runs after one
+    warm-up. The job runs alone in a fresh process."""
     function()
     best = float("inf")
     for _ in range(repeats):
-        start = time.thread_time()
+        start = time.process_time()
         function()
-        best = min(best, time.thread_time() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 

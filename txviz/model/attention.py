@@ -35,6 +35,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from txviz.config import ModelConfig
+from txviz.model import block_workers
 from txviz.model.kv_cache import NO_LAYER_CACHE, LayerKVCache, NoLayerCache
 from txviz.model.norm import make_qk_norm
 from txviz.model.positions import apply_rotary
@@ -134,11 +135,11 @@ class AttentionContext:
         """x rotated by this call's RoPE (x itself without RoPE), into ``out`` where it fits (apply_rotary)."""
         return x if self.cos is None else apply_rotary(x, self.cos, self.sin, out)
 
-    def row_blocks(self, n_rows: int, batch_heads: int) -> list[slice]:
-        """Query rows cut into blocks of at most about ``block_budget()`` scores each (and at least its
-        rows): blocks of early rows, which see fewer keys, hold more rows."""
+    def row_blocks(self, n_rows: int, batch_heads: int, threads: int | None = None) -> list[slice]:
+        """Query rows cut into blocks of at most about ``block_budget(threads)`` scores each (and at least
+        its rows): blocks of early rows, which see fewer keys, hold more rows."""
         blocks, start = [], 0
-        budget, min_rows = block_budget()
+        budget, min_rows = block_budget(threads)
         while start < n_rows:
             size = min_rows
             while start + size < n_rows and batch_heads * 2 * size * self._key_width(start, 2 * size) <= budget:
@@ -186,11 +187,11 @@ class AttentionContext:
         return self._futures[n, dtype, device]
 
 
-def block_budget() -> tuple[int, int]:
-    """(scores, rows) of a block of the blockwise path: BLOCK_ELEMENTS and MIN_BLOCK_ROWS per torch thread,
-    for up to MAX_BLOCK_THREADS threads (at 8192 keys a block then holds 4 × 32 rows of every head: 38 MB of
-    fp32 scores for SmolLM2's 9 heads)."""
-    threads = min(max(1, torch.get_num_threads()), MAX_BLOCK_THREADS)
+def block_budget(threads: int | None = None) -> tuple[int, int]:
+    """(scores, rows) of a block of the blockwise path computed with ``threads`` intra-op threads (None:
+    torch's): BLOCK_ELEMENTS and MIN_BLOCK_ROWS per thread, for up to MAX_BLOCK_THREADS threads (at 8192
+    keys a block then holds 4 × 32 rows of every head: 38 MB of fp32 scores for SmolLM2's 9 heads)."""
+    threads = min(max(1, torch.get_num_threads() if threads is None else threads), MAX_BLOCK_THREADS)
     return BLOCK_ELEMENTS * threads, MIN_BLOCK_ROWS * threads
 
 
@@ -284,34 +285,61 @@ class Attention(nn.Module):
         """The eager arithmetic one block of query rows at a time; each block of probabilities goes
         to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
         one matrix product instead of copying K and V g times; the product applies the scale itself
-        (baddbmm's alpha: the eager path's numbers, no pass over the scores). Every block's scores
-        and weights are written into two buffers made once per layer: a fresh block of megabytes
-        per step cost page faults as long as the arithmetic on it."""
+        (baddbmm's alpha: the eager path's numbers, no pass over the scores). On the CPU with several
+        threads the blocks are shared out among worker threads (txviz.model.block_workers), each block
+        sized for its worker's threads; the calling thread computes the first block alone, so whatever
+        the recorder makes on its first block (its stored maps, its summaries' rows) exists before the
+        workers write into it, each into its own rows."""
         b, h, t, d = q.shape
-        h_kv, g = self.n_kv_heads, self.n_groups
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
         # (B, H, T, D) viewing a (B, T, H, D) tensor: what forward's transpose to (B, T, H·D) reads without a copy
         out = torch.empty(b, t, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
-        wants_maps = record.wants("attn_probs")  # a recorder taking map blocks (see attention_path)
-        blocks = [(rows, ctx.key_range(rows)) for rows in ctx.row_blocks(t, b * h)]
+        split = block_workers.split_for(q, k, v)
+        blocks = [(rows, ctx.key_range(rows))
+                  for rows in ctx.row_blocks(t, b * h, None if split is None else split.threads_each)]
         most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
-        scores_buffer = torch.empty(most, dtype=q.dtype, device=q.device)
-        probs_buffer = torch.empty(most, dtype=torch.float32, device=q.device)
+
+        def run(share) -> None:
+            _BlockRun(self, q, k, v, ctx, record, out, most).run(share)
+
+        if split is None or len(blocks) < 3:
+            run(blocks)
+        else:
+            run(blocks[:1])
+            split.run(run, blocks[1:])
+        return out
+
+
+class _BlockRun:
+    """One thread's run through blocks of a layer's rows, with its two block buffers: every block's
+    scores and weights are written into them (a fresh block of megabytes per step cost page faults as
+    long as the arithmetic on it)."""
+
+    def __init__(self, attn: Attention, q, k, v, ctx: AttentionContext, record: LayerRecorderProtocol,
+                 out: torch.Tensor, most: int):
+        self.attn, self.q, self.k, self.v, self.ctx, self.record, self.out = attn, q, k, v, ctx, record, out
+        self.scores_buffer = torch.empty(most, dtype=q.dtype, device=q.device)
+        self.probs_buffer = torch.empty(most, dtype=torch.float32, device=q.device)
+        self.wants_maps = record.wants("attn_probs")  # a recorder taking map blocks (see attention_path)
+
+    def run(self, blocks) -> None:
+        attn, q, k, v, ctx, record = self.attn, self.q, self.k, self.v, self.ctx, self.record
+        b, h, t, d = q.shape
+        h_kv, g = attn.n_kv_heads, attn.n_groups
         for rows, keys in blocks:
             n, width = rows.stop - rows.start, keys.stop - keys.start
             q_block = q[:, :, rows].reshape(b * h_kv, g * n, d)  # (B·Hkv, g·rows, D): a group's heads stacked
             k_block = k[:, :, keys].reshape(b * h_kv, width, d)  # a view: k is contiguous
-            scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
-            if wants_maps:  # the eager path's two roundings (product, then scale): the maps it would keep
-                torch.bmm(q_block, k_block.transpose(1, 2), out=scores).mul_(self.scale)
+            scores = self.scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
+            if self.wants_maps:  # the eager path's two roundings (product, then scale): the maps it would keep
+                torch.bmm(q_block, k_block.transpose(1, 2), out=scores).mul_(attn.scale)
             else:
-                scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=self.scale)
-            scores = ctx.mask_block_(self.cap_scores(scores.view(b, h, n, width)), rows, keys)  # (B, H, rows, keys)
-            probs = self.block_weights(scores, probs_buffer[:scores.numel()].view(scores.shape))
+                scores.baddbmm_(q_block, k_block.transpose(1, 2), beta=0, alpha=attn.scale)
+            scores = ctx.mask_block_(attn.cap_scores(scores.view(b, h, n, width)), rows, keys)  # (B, H, rows, keys)
+            probs = attn.block_weights(scores, self.probs_buffer[:scores.numel()].view(scores.shape))
             weights = probs.to(q.dtype)  # what the eager path records and multiplies V by
-            if wants_maps:
+            if self.wants_maps:
                 record.map_rows(rows, keys, weights, (t, k.shape[2]))
-            record.attention_rows(rows, keys, probs, self.summary_scores(scores, probs))
+            record.attention_rows(rows, keys, probs, attn.summary_scores(scores, probs))
             grouped = torch.matmul(weights.view(b, h_kv, g * n, -1), v[:, :, keys])  # (B, Hkv, g·rows, D)
-            out[:, :, rows] = grouped.view(b, h, n, d)
-        return out
+            self.out[:, :, rows] = grouped.view(b, h, n, d)
