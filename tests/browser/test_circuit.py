@@ -36,6 +36,8 @@ HEAD_NODES = """(selector) => {
                                              y: box.top + layout._size.t + layout.yaxis.d2p(nodes.y[i])}))
     .filter((node) => /^a\\d+\\.h\\d+$/.test(node.name));
 }"""
+STAR = """() => (document.querySelector("[class*='st-key-circuit_curve_'] .js-plotly-plot")?.data ?? [])
+  .filter((t) => t.name === 'chosen circuit').map((t) => [t.x[0], t.y[0]])[0] ?? []"""  # the curve's star
 SEGMENTS = """(selector) => document.querySelector(selector + ' .js-plotly-plot').data
   .filter((t) => t.mode === 'lines').reduce((n, t) => n + t.x.filter((x) => x === null).length, 0)"""
 
@@ -114,8 +116,9 @@ def test_the_circuit_draws_measures_opens_a_head_and_forgets_nothing_of_the_old_
     assert one == 1
     page.wait_for_function(f"(s) => ({SEGMENTS})(s) === 1", arg=GRAPH, polling=POLL_MS, timeout=30_000)  # redrawn: one edge
     assert at_one != pytest.approx(at_all, abs=1e-3)  # the slider re-measured: one edge is not all of them
-    curve = page.evaluate("() => { const t = document.querySelector(\"[class*='st-key-circuit_curve_'] "
-                          ".js-plotly-plot\").data.find((t) => t.name === 'chosen circuit'); return [t.x[0], t.y[0]]; }")
+    # the curve is drawn below the graph, by the same run: its star moved to one edge once it is redrawn
+    page.wait_for_function(f"() => ({STAR})()[0] === 1", polling=POLL_MS, timeout=30_000)
+    curve = page.evaluate(STAR)
     assert curve == pytest.approx([1, at_one], abs=1e-3)  # the curve's star is the circuit measured beside it
     times["slider"] = time.perf_counter() - started
     page.locator(GRAPH).scroll_into_view_if_needed()

@@ -56,6 +56,33 @@ def open_page(page, server, **settings) -> None:
     wait_idle(page)
 
 
+# The viewer's step, layer and head as the page last sent them (the server's view of the step): what the page
+# follows once the viewer, a moment after the reader stopped (its PICK_AFTER_MS), sends the reader's choice
+PAGE_VIEW = f"""([step, layer, head]) => {{ const data = document.querySelector('{VIEWER}')?.txvizData;
+  return data !== undefined && data.step === step && (layer === null || data.layer === layer)
+    && (head === null || data.head === head); }}"""
+# At each change of the sampler chart's step, at once (a mutation's callback runs before any timer of the
+# page's): the frames the page has sent so far. The viewer paints in the click's own handler and sends the
+# step a moment later; a count read from here after the paint would race that send.
+WATCH_STEP_PAINTS = f"""() => {{
+  const send = WebSocket.prototype.send;
+  window.txvizSends = 0;
+  WebSocket.prototype.send = function (...args) {{ window.txvizSends += 1; return send.apply(this, args); }};
+  window.txvizStepPaints = [];
+  new MutationObserver((records) => records.forEach((record) => {{
+    if (record.target.classList.contains('dec-sampler'))
+      window.txvizStepPaints.push({{step: Number(record.target.dataset.step), sends: window.txvizSends}});
+  }})).observe(document.querySelector('{VIEWER}'), {{subtree: true, attributes: true, attributeFilter: ['data-step']}});
+}}"""
+
+
+def page_follows(page, step: int, layer: int | None = None, head: int | None = None) -> None:
+    """Wait until the page has taken the viewer's step (and layer, head) and its rerun is done: the viewer
+    sends them a moment after the reader stopped, so a wait for the rerun alone could end before it is asked."""
+    page.wait_for_function(PAGE_VIEW, arg=[step, layer, head], timeout=60_000, polling=POLL_MS)
+    wait_idle(page)
+
+
 def caption_says(page, pattern: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(f"p => [...document.querySelectorAll(\"{CAPTIONS}\")].some(c => new RegExp(p).test(c.innerText))",
                            arg=pattern, timeout=timeout_ms, polling=POLL_MS)
@@ -64,20 +91,10 @@ def caption_says(page, pattern: str, timeout_ms: int = 120_000) -> None:
 def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_branches(server, page, tmp_path,
                                                                                         default_model_home, monkeypatch):
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
-    folder = artifacts(tmp_path)
-    sent_frames = []
-
-    def count_sent(socket):
-        socket.on("framesent", lambda _: sent_frames.append(1))
-
-    page.on("websocket", count_sent)
-    try:
-        check_the_page(server, page, folder, sent_frames)
-    finally:
-        page.remove_listener("websocket", count_sent)
+    check_the_page(server, page, artifacts(tmp_path))
 
 
-def check_the_page(server, page, folder, sent_frames) -> None:
+def check_the_page(server, page, folder) -> None:
     open_page(page, server)
     started = time.perf_counter()
     page.locator(".st-key-dec_generate button").first.click()
@@ -94,18 +111,21 @@ def check_the_page(server, page, folder, sent_frames) -> None:
 
     words = [label.rsplit(" ", 1)[0] for label in tokens.all_inner_texts()]  # each label ends in its step
     repeated = next((i for i, word in enumerate(words) if word in words[i + 1:]), 2)  # a token written twice, if any
-    for index in (repeated, 2):  # a click on a token opens its own step, not another one that reads alike
-        sent = len(sent_frames)
+    page.evaluate(WATCH_STEP_PAINTS)
+    for index in dict.fromkeys((repeated, 2)):  # a click on a token opens its own step, not another one that reads alike
+        sent, since = page.evaluate("[window.txvizSends, window.txvizStepPaints.length]")
         tokens.nth(index).click()
         open_step(page, index)
-        assert len(sent_frames) == sent  # the charts changed before any message went to the server
+        painted = page.evaluate("([since, step]) => window.txvizStepPaints.slice(since).find((p) => p.step === step)",
+                                [since, index])
+        assert painted == {"step": index, "sends": sent}  # the charts changed before any message went to the server
         step = run.steps[index]
         assert page.locator(f"{VIEWER} .dec-heading").inner_text().startswith(f"Step {index}: the token at position {step.position}")
         raw = drawn(page, f"{VIEWER} svg.dec-sampler rect[data-series='raw']")
         assert raw == pytest.approx([c.prob for c in step.candidates], abs=2e-6)
         assert drawn(page, f"{VIEWER} svg.dec-sampler rect.dec-chosen", "data-token") == [step.token.id]
         assert drawn(page, f"{VIEWER} svg.dec-kv-chart rect.dec-kv", "data-bytes") == list(step.kv_bytes_per_layer)
-        wait_idle(page)
+        page_follows(page, index)
     assert page.locator(f"{VIEWER} .dec-pill[aria-pressed='true']").inner_text().endswith("2")
 
     page.locator(f"{VIEWER} .dec-layer").select_option("5")  # the layer, then the head, after choosing step 2
@@ -114,7 +134,7 @@ def check_the_page(server, page, folder, sent_frames) -> None:
                            f"return s.layer === '5' && s.head === '4'; }}", timeout=30_000, polling=POLL_MS)
     row = drawn(page, f"{VIEWER} svg.dec-row rect.dec-weight")
     assert row == pytest.approx(run.steps[2].attention[5][4].tolist(), abs=QUANTUM)
-    wait_idle(page)
+    page_follows(page, 2, 5, 4)
     page.wait_for_function("() => new URLSearchParams(location.search).get('layer') === '5'", timeout=30_000,
                            polling=POLL_MS)  # the page's layer followed the viewer's (kept in the URL)
     page.screenshot(path=str(folder / "decoding-viewer.png"))
@@ -141,12 +161,11 @@ def check_the_page(server, page, folder, sent_frames) -> None:
 
     page.locator(PILLS).first.click()  # step 0: a branch from there may run 63 steps, time enough to stop it
     open_step(page, 0)
-    page.wait_for_timeout(400)  # the viewer sends the step once the reader stops; the branches follow it
-    wait_idle(page)
+    page_follows(page, 0)  # the viewer sends the step once the reader stops; the branches follow it
     page.wait_for_function("() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Branch from step 0:'))",
                            timeout=30_000, polling=POLL_MS)
     page.locator(".st-key-dec_branch button").first.click()
-    page.wait_for_function(f"() => document.querySelectorAll('{STRIP}').length >= 3", timeout=60_000, polling=POLL_MS)
+    caption_says(page, "branch token ([3-9]|[1-9][0-9]+) of at most", timeout_ms=60_000)  # the branch's own tokens
     page.locator(".st-key-decoding_branch_stop button").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "decoding-branch-streaming.png"))
     page.locator(".st-key-decoding_branch_stop button").first.click()

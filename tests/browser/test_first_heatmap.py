@@ -31,9 +31,12 @@ def test_moe_tradeoffs_and_positions_pages(server, page, tmp_path):
     page.goto(f"{server}/moe")
     wait_idle(page)
     assert page.locator(ERROR).count() == 0
+    # a MoE to route (the loaded model or the zoo's): the routing tab, open first, drew its map. Read before
+    # another tab's run, which takes that map out at its end, a moment after its own chart is drawn
+    routes = page.locator(".st-key-moe_map").count() > 0
     page.get_by_role("tab", name="Capacity vs compute").click()
     page.wait_for_selector(f".st-key-moe_family {CHART}", timeout=120_000)
-    if page.locator(".st-key-moe_map").count():  # a MoE to route: the loaded model or the zoo's
+    if routes:
         page.get_by_role("tab", name="Routing on a text").click()
         page.wait_for_selector(f".st-key-moe_map {CHART}", timeout=60_000)
         page.locator(".st-key-moe_map").scroll_into_view_if_needed()
@@ -45,6 +48,7 @@ def test_moe_tradeoffs_and_positions_pages(server, page, tmp_path):
     wait_idle(page)
     page.get_by_role("tab", name="Context length").click()
     page.wait_for_selector(f".st-key-to_ctx_flops {CHART}", timeout=60_000)
+    wait_idle(page)  # the chart is drawn while the run goes on: the metrics above it may still be loading
     assert "2,304" in page.locator("[data-testid='stMainBlockContainer']").inner_text()  # SmolLM2's T*
     assert page.locator(ERROR).count() == 0
     page.locator(".st-key-to_ctx_flops").scroll_into_view_if_needed()
@@ -99,6 +103,9 @@ def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_map_head_ba
     lines = page.locator(".txviz-head-view line[stroke-width]")
     assert lines.count() > 0 and page.locator(".txviz-head-view text[fill='red']").count() == 1  # the query token
     type_a_prompt(page)
+    # each component paints in the browser after the run's end has reached the page: wait for both paints
+    page.wait_for_function(f"before => ({KEPT})().every(([, painted], i) => painted !== before[i])", arg=before,
+                           timeout=30_000, polling=POLL_MS)
     after = page.evaluate(KEPT)
     assert [kept for kept, _ in after] == [True, True], after
     assert all(painted != old for (_, painted), old in zip(after, before)), (before, after)  # each repainted

@@ -338,7 +338,9 @@ def a_layer_the_browser_lacks_comes_with_the_pick(page, default_model, prompt: s
                                rtol=1e-3, atol=1e-4)
     assert "Layer 10, head 0" in page.locator(f"{ROOT} .gtitle").text_content()
     wait_page_head(page, 10, 0, timeout_ms=60_000)
-    page.wait_for_selector(PREFETCHED, timeout=120_000)  # 10's neighbours, then quiet
+    # 10's neighbours, then quiet: the layers named, since the map's "done" of 4's reach stays on it until the
+    # page's view of layer 10 arrives, and a prefetch still to come would send a frame in the switch below
+    page.wait_for_selector(f"{ROOT}[data-layers='1,2,3,4,5,6,8,9,10,11,12'][data-prefetch='done']", timeout=120_000)
     wait_idle(page)
     assert page.locator(ERROR).count() == 0 and page.evaluate("window.txvizPiledUp") == 0 and "layer=10" in page.url
 

@@ -148,6 +148,12 @@ def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
 
 
 SLIDER_JS = "() => document.querySelector('.st-key-kv_growth .js-plotly-plot')._fullLayout.sliders[0].active"
+# Each frame the animation shows, noted as plotly shows it (a replay's frames last 120 ms: a wait for the slider
+# to be at the start could begin after it has moved on); returns the slider's steps, the frames' names in order
+WATCH_FRAMES = """() => { const plot = document.querySelector('.st-key-kv_growth .js-plotly-plot');
+  window.txvizFrames = [];
+  plot.on('plotly_animatingframe', (event) => window.txvizFrames.push(event.name));
+  return plot._fullLayout.sliders[0].steps.map((step) => step.label); }"""
 
 
 def cache_growth_opens_on_its_tab_and_replays(page, tmp_path) -> None:
@@ -159,10 +165,11 @@ def cache_growth_opens_on_its_tab_and_replays(page, tmp_path) -> None:
     print(f"\nCache growth tab click → animation painted: {time.perf_counter() - started:.1f} s")
     last = page.evaluate(SLIDER_JS)
     assert last > 0
+    steps = page.evaluate(WATCH_FRAMES)
     page.locator(".st-key-kv_growth .updatemenu-button").first.click()  # ▶ Play
-    # every animation frame (playwright's default): the replay's frames are short
-    page.wait_for_function(f"() => ({SLIDER_JS})() < {last}", timeout=10_000)  # it went back to the start…
-    page.wait_for_function(f"() => ({SLIDER_JS})() === {last}", timeout=30_000)  # …and played through
+    page.wait_for_function("name => window.txvizFrames.includes(name)", arg=steps[-1], timeout=30_000, polling=POLL_MS)
+    assert page.evaluate("window.txvizFrames")[0] == steps[0]  # it went back to the start…
+    page.wait_for_function(f"() => ({SLIDER_JS})() === {last}", timeout=30_000, polling=POLL_MS)  # …and played through
     assert page.locator(ERROR).count() == 0
     page.locator(".st-key-kv_growth").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts(tmp_path) / "kv_growth.png"), full_page=False)

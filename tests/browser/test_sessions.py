@@ -90,6 +90,7 @@ def test_two_sessions_each_see_their_own_prompt_and_a_long_generation_does_not_f
     wait_heatmap_with(a, "lighthouse")
     switch_head(b, 2)  # B reruns and still shows its own tokens
     assert "Nairobi" in heatmap_text(b) and "lighthouse" not in heatmap_text(b)
+    wait_idle(a)  # A's link is written at its run's end, after its map: B's switch may be done before that
     assert "lighthouse" in a.url or "lighthouse" in quote(a.url) or "Carol" in a.url
     assert a.locator(ERROR).count() == 0 and b.locator(ERROR).count() == 0
     # B loads the app again, with no prompt in the address: a new session, holding nothing of the last one
