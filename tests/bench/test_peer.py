@@ -81,6 +81,52 @@ def test_rounds_alternate_sides_in_fresh_workers_and_skip_what_would_not_fit():
                                       "n_params": 0}, "maps", peer.PEER, 4096, "fp16-packed") > 30 * 9 * 4096 ** 2 * 4
 
 
+PARTS = {"layer": 0, "tokens": 4096, "n_layers": 30, "fused_s": 0.31, "traced_s": 0.49, "products_s": 0.30,
+         "softmax_s": 0.10, "summaries_s": 0.09}
+
+
+@pytest.mark.parametrize("trace_wall, bounded", [(1.3, True), (1.05, False)])
+def test_a_summaries_miss_is_reported_with_what_bounds_it(trace_wall, bounded):
+    jobs = []
+
+    def spawn(job, python=sys.executable):
+        jobs.append(job)
+        if job.get("kind") == "plan":
+            return {"ids": list(range(job["tokens"])), "n_layers": 30, "n_heads": 9, "d_model": 576,
+                    "vocab_size": 49152, "n_params": 135_000_000}
+        if job.get("kind") == "attention":
+            return {**PARTS, "tokens": len(job["ids"])}
+        wall = trace_wall if job["side"] == "txviz" else 1.0
+        return {"side": job["side"], "wall_s": wall, "cpu_s": 2 * wall, "peak_rss_mb": 900.0, "threads": 2}
+
+    result = peer.run((4096,), repeats=2, workloads=("summaries",), threads=2, spawn=spawn,
+                      importable=lambda python, api: True, folder=lambda source: "/hf", available_bytes=lambda: 12 * 2**30)
+    asked = [job for job in jobs if job.get("kind") == "attention"]
+    text = peer_report.markdown(result)
+    if not bounded:  # met: nothing more is run or said
+        assert asked == [] and "what bounds" not in text
+        return
+    [job] = asked  # one breakdown, of the run's own tokens and threads, in its own process
+    assert job["ids"] == list(range(4096)) and job["threads"] == 2 and job["repeats"] == 2
+    line = next(line for line in text.splitlines() if line.startswith("- 4096 tokens, what bounds"))
+    # describe() is given the rounds' median CPU seconds: the trace's excess over the plain forward (2.6 − 2.0)
+    assert "fused kernel 310.0; traced 490.0 (1.58×)" in line and "trace's 0.60 s over the plain forward" in line
+
+
+def test_the_peer_worker_times_the_attention_layer_on_the_jobs_tokens(monkeypatch):
+    model = random_decoder(tiny_config())
+
+    class Loader:
+        def txviz(self, source):
+            assert source == "default"
+            return model
+
+    parts = peer_worker.attention({"kind": "attention", "source": "default", "threads": None,
+                                   "ids": list(range(1, 40)), "repeats": 1}, loader=Loader())
+    assert parts["tokens"] == 39 and parts["n_layers"] == model.config.n_layers
+    assert {"fused_s", "traced_s", "products_s", "softmax_s", "summaries_s"} <= set(parts)
+
+
 def test_absent_peer_stops_with_one_line_saying_how_to_install(tmp_path, capsys):
     no_lens = tmp_path / "python"
     no_lens.write_text("#!/bin/sh\nexit 1\n")  # an interpreter that cannot import transformer_lens

@@ -8,7 +8,9 @@ during the run slows both alike. A side whose estimated peak memory would not fi
 estimate; a side that might fit is run under a memory ceiling (txviz.bench.peer_memory), so a run
 that does not fit ends in its own process with "ran out of memory at N tokens" and the row says so,
 never waking the kernel's out-of-memory killer. The report (txviz.bench.peer_report) gives medians,
-min–max spreads, peak memory and the ratios against the targets.
+min–max spreads, peak memory and the ratios against the targets; a summaries trace over its target
+against the plain forward also gets one attention layer timed by part (txviz.bench.attention, in a
+fresh process of its own on the same tokens), and the report says what bounds the miss.
 
 TransformerLens is an optional extra (``pip install 'txviz[bench]'``), never a dependency: it must be
 importable by the interpreter that runs its side, this one or the one ``--peer-python`` names; when it
@@ -28,6 +30,7 @@ from typing import Callable
 
 from txviz.bench import peer_lens
 from txviz.bench.peer_memory import MARGIN_BYTES
+from txviz.bench.peer_report import summaries_missed
 
 PEER = "transformer-lens"
 DEFAULT_TOKENS = (1024, 4096)
@@ -120,7 +123,12 @@ def run(tokens=DEFAULT_TOKENS, *, repeats: int = DEFAULT_REPEATS, threads: int |
                         say(outcome["message"])
                     else:
                         runs[side].append(outcome)
-            rows.append({"tokens": n_tokens, "workload": workload, "runs": runs, "skipped": skipped, "failed": failed})
+            row = {"tokens": n_tokens, "workload": workload, "runs": runs, "skipped": skipped, "failed": failed}
+            if summaries_missed(row):  # say what bounds the miss, in a fresh process of its own
+                say(f"{n_tokens} tokens: one attention layer timed by part (txviz.bench.attention)")
+                row["attention_parts"] = spawn({"kind": "attention", "source": source, "threads": threads,
+                                                "ids": base["ids"], "repeats": repeats})
+            rows.append(row)
     return {"peer": PEER, "peer_api": peer_api, "peer_settings": peer_lens.SETTINGS[peer_api],
             "repeats": repeats, "maps": maps, "rows": rows,
             "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "threads": threads,

@@ -38,6 +38,26 @@ def row_ratios(row: dict) -> dict:
             "memory": _ratio(ours and ours["peak_mb"], peer and peer["peak_mb"])}
 
 
+def summaries_missed(row: dict) -> bool:
+    """A summaries row whose trace / plain ratio was measured and is over its target."""
+    if row["workload"] != "summaries":
+        return False
+    ratio = row_ratios(row)["over_plain"]
+    return ratio is not None and ratio > TARGETS["summaries"]["over_plain"]
+
+
+def bound(row: dict) -> str | None:
+    """For a summaries row that missed, what bounds it: the layer's parts, against the CPU seconds of the
+    plain forward and the trace of the same rounds (txviz.bench.attention.describe)."""
+    parts = row.get("attention_parts")
+    if parts is None:
+        return None
+    from txviz.bench.attention import describe
+
+    cpu = {side: side_summary(runs)["cpu_s"] for side, runs in row["runs"].items() if runs}
+    return describe(parts, cpu.get("plain"), cpu.get("txviz"))
+
+
 def _ratio(top, bottom) -> float | None:
     return None if top is None or not bottom else round(top / bottom, 3)
 
@@ -83,6 +103,9 @@ def markdown(result: dict) -> str:
         for side, why in row.get("failed", {}).items():
             lines.append(f"| {row['tokens']} | {row['workload']} | {side} | {why} | | | |")
         lines.append(f"| {row['tokens']} | {row['workload']} | **ratios** | | | | {'; '.join(verdicts(row))} |")
+    bounds = [f"- {row['tokens']} tokens, what bounds the summaries' miss: {text}"
+              for row in result["rows"] if (text := bound(row))]
+    lines += ["", *bounds] if bounds else []
     lines += ["", "Workloads: " + "; ".join(f"{name}: {text}" for name, text in WORK.items()) + ".",
               "speed-up = TransformerLens median wall s / txviz's; memory = txviz median peak / TransformerLens'; "
               "trace / plain = txviz default trace / plain forward, same rounds."]
