@@ -5,6 +5,7 @@ alone where gradients must flow."""
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -79,20 +80,26 @@ def test_the_workers_keep_one_thread_each_and_the_process_keeps_its_count(small_
     assert in_workers == {1} and seen == [2]  # a thread started later starts from the process's count
 
 
-def test_a_workers_error_reaches_the_caller_and_the_next_trace_runs(small_blocks, monkeypatch):
+def test_a_workers_error_reaches_the_caller_stops_the_layer_and_the_next_trace_runs(small_blocks, monkeypatch):
     config = tiny_config()
     model, ids = random_decoder(config), random_ids(config, 48)
     add = summaries.LayerSummaries.add
+    done = []
 
-    def fails_past_row_20(self, rows, keys, probs, scores):
-        if rows.start > 20:
+    def fails_at_one_block(self, rows, keys, probs, scores):
+        if rows.start == 6:  # one block of layer 0, early among them
             raise RuntimeError(f"block at row {rows.start}")
         add(self, rows, keys, probs, scores)
+        time.sleep(0.02)  # every other block takes a while: the failure comes while the other worker works
+        done.append(rows.start)
 
     with torch_threads(2):
-        monkeypatch.setattr(summaries.LayerSummaries, "add", fails_past_row_20)
-        with pytest.raises(RuntimeError, match="block at row"):
+        blocks = len(random_decoder(config).layer_context(0, torch.arange(48), torch.arange(48), torch.float32)
+                     .row_blocks(48, config.n_heads, 1))
+        monkeypatch.setattr(summaries.LayerSummaries, "add", fails_at_one_block)
+        with pytest.raises(RuntimeError, match="block at row 6"):
             trace(model, ids, capture=("head_summaries",))
+        assert len(done) < blocks - 2  # the other worker stopped at its next block, not at the layer's end
         monkeypatch.setattr(summaries.LayerSummaries, "add", add)
         again = trace(model, ids, capture=("head_summaries",))
     assert not again["head_summaries"][:, :, :, 1:, 0].isnan().any()  # every row after the first has an entropy

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, TypeVar
 
@@ -53,10 +53,16 @@ class Split:
 
         def one_worker() -> None:
             with torch.inference_mode(inference), torch.set_grad_enabled(grad):
-                work(queue)
+                try:
+                    work(queue)
+                except BaseException:
+                    queue.close()  # the layer has failed: the other workers stop at their next item
+                    raise
 
         pool = _pool(self.workers, self.threads_each)
-        for future in [pool.submit(one_worker) for _ in range(self.workers)]:
+        futures = [pool.submit(one_worker) for _ in range(self.workers)]
+        wait(futures)  # all of them, even after one failed: none may still write into the layer once this returns
+        for future in futures:
             future.result()
 
 
@@ -85,6 +91,10 @@ class _Queue:
     def __next__(self):
         with self._lock:
             return next(self._items)
+
+    def close(self) -> None:
+        with self._lock:
+            self._items = iter(())
 
 
 def _pool(workers: int, threads_each: int) -> ThreadPoolExecutor:
