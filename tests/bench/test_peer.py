@@ -113,16 +113,14 @@ def test_a_summaries_miss_is_reported_with_what_bounds_it(trace_wall, bounded):
     assert "fused kernel 310.0; traced 490.0 (1.58×)" in line and "trace's 0.60 s over the plain forward" in line
 
 
-def test_the_peer_worker_times_the_attention_layer_on_the_jobs_tokens(monkeypatch):
+def test_the_peer_worker_times_the_attention_layer_on_the_jobs_tokens(monkeypatch, capsys):
+    from txviz.bench import worker
+
     model = random_decoder(tiny_config())
-
-    class Loader:
-        def txviz(self, source):
-            assert source == "default"
-            return model
-
-    parts = peer_worker.attention({"kind": "attention", "source": "default", "threads": None,
-                                   "ids": list(range(1, 40)), "repeats": 1}, loader=Loader())
+    monkeypatch.setattr(worker.LOADER, "ours", lambda source: type("Loaded", (), {"model": model})())
+    assert peer_worker.main({"kind": "attention", "source": "default", "threads": None,
+                             "ids": list(range(1, 40)), "repeats": 1}) == 0
+    parts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert parts["tokens"] == 39 and parts["n_layers"] == model.config.n_layers
     assert {"fused_s", "traced_s", "products_s", "softmax_s", "summaries_s"} <= set(parts)
 

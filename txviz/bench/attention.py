@@ -95,31 +95,29 @@ def _blocks(attn, q, k, v, ctx, *, softmax: bool) -> None:
     same row blocks, key ranges, grouping of a KV head's query heads, reused buffers and sharing out
     among worker threads), with or without the softmax."""
     from txviz.model import block_workers
+    from txviz.model.attention import block_plan
 
     b, h, t, d = q.shape
     h_kv, g = attn.n_kv_heads, attn.n_groups
     k, v = k.contiguous(), v.contiguous()
-    split = block_workers.split_for(q, k, v)
-    blocks = [(rows, ctx.key_range(rows))
-              for rows in ctx.row_blocks(t, b * h, None if split is None else split.threads_each)]
-    most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
+    split, blocks, most = block_plan(ctx, q, k, v)
 
-    def run(share) -> None:
+    def runner():
         scores_buffer, probs_buffer = torch.empty(most, dtype=q.dtype), torch.empty(most, dtype=torch.float32)
-        for rows, keys in share:
-            n, width = rows.stop - rows.start, keys.stop - keys.start
-            scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
-            scores.baddbmm_(q[:, :, rows].reshape(b * h_kv, g * n, d),
-                            k[:, :, keys].reshape(b * h_kv, width, d).transpose(1, 2), beta=0, alpha=attn.scale)
-            weights = torch.softmax(scores, dim=-1, dtype=torch.float32,
-                                    out=probs_buffer[:scores.numel()].view(scores.shape)) if softmax else scores
-            torch.matmul(weights.to(q.dtype).view(b, h_kv, g * n, width), v[:, :, keys])
 
-    if split is None or len(blocks) < 3:
-        run(blocks)
-    else:
-        run(blocks[:1])
-        split.run(run, blocks[1:])
+        def run(share) -> None:
+            for rows, keys in share:
+                n, width = rows.stop - rows.start, keys.stop - keys.start
+                scores = scores_buffer[:b * h * n * width].view(b * h_kv, g * n, width)
+                scores.baddbmm_(q[:, :, rows].reshape(b * h_kv, g * n, d),
+                                k[:, :, keys].reshape(b * h_kv, width, d).transpose(1, 2), beta=0, alpha=attn.scale)
+                weights = torch.softmax(scores, dim=-1, dtype=torch.float32,
+                                        out=probs_buffer[:scores.numel()].view(scores.shape)) if softmax else scores
+                torch.matmul(weights.to(q.dtype).view(b, h_kv, g * n, width), v[:, :, keys])
+
+        return run
+
+    block_workers.run_blocks(split, blocks, runner)
 
 
 def lse_route(attn, q, k, v, ctx) -> Callable[[], tuple[torch.Tensor, torch.Tensor]] | None:

@@ -159,21 +159,12 @@ def plan(job: dict) -> dict:
             "d_model": c.d_model, "vocab_size": c.vocab_size, "n_params": loaded.n_params}
 
 
-def attention(job: dict, *, loader: Loader = Loader()) -> dict:
-    """One attention layer timed by part (txviz.bench.attention): what bounds a summaries trace that misses
-    its target against the plain forward, on the tokens of the run."""
-    from txviz.bench.attention import attention_parts
-
-    if job.get("threads"):
-        torch.set_num_threads(job["threads"])
-    return attention_parts(loader.txviz(job["source"]), torch.tensor(job["ids"])[None], job["repeats"])
-
-
 def main(job: dict) -> int:
     if job.get("kind") == "plan":
         result = plan(job)
-    elif job.get("kind") == "attention":
-        result = attention(job)
+    elif job.get("kind") == "attention":  # what bounds a summaries miss: the main benchmark's own job
+        from txviz.bench.worker import work
+        result = work(job)
     else:
         result = run(job, ceiling=lambda: peer_memory.cap(job.get("headroom_bytes")))  # this process only
     print(json.dumps(result))

@@ -286,30 +286,28 @@ class Attention(nn.Module):
         to ``record.attention_rows`` and is dropped. GQA groups the g query heads of a KV head into
         one matrix product instead of copying K and V g times; the product applies the scale itself
         (baddbmm's alpha: the eager path's numbers, no pass over the scores). On the CPU with several
-        threads the blocks are shared out among worker threads (txviz.model.block_workers), each block
-        sized for its worker's threads; the calling thread computes the first block alone, so whatever
-        the recorder makes on its first block (its stored maps, its summaries' rows) exists before the
-        workers write into it, each into its own rows."""
+        threads the blocks are shared out among worker threads (txviz.model.block_workers.run_blocks),
+        each block sized for its worker's threads, each worker writing its own rows."""
         b, h, t, d = q.shape
         k, v = k.contiguous(), v.contiguous()  # head-major once per layer: a strided K is copied by every matmul
         # (B, H, T, D) viewing a (B, T, H, D) tensor: what forward's transpose to (B, T, H·D) reads without a copy
         out = torch.empty(b, t, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
-        split = block_workers.split_for(q, k, v)
-        blocks = [(rows, ctx.key_range(rows))
-                  for rows in ctx.row_blocks(t, b * h, None if split is None else split.threads_each)]
-        most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
-
-        first = _BlockRun(self, q, k, v, ctx, record, out, most)
-        if split is None or len(blocks) < 3:
-            first.run(blocks)
-            return out
-        first.run(blocks[:1])
-        # every worker's buffers are made here, on the calling thread: glibc gives each thread an arena of
-        # its own and hands a worker's freed megabytes back to the system, so buffers made in the workers
-        # were fresh pages every layer (about 250,000 more page faults per call at 4096 tokens)
-        runs = [first] + [_BlockRun(self, q, k, v, ctx, record, out, most) for _ in range(split.workers - 1)]
-        split.run(lambda share: runs.pop().run(share), blocks[1:])  # list.pop: one run per worker, atomically
+        split, blocks, most = block_plan(ctx, q, k, v)
+        block_workers.run_blocks(split, blocks, lambda: _BlockRun(self, q, k, v, ctx, record, out, most).run)
         return out
+
+
+def block_plan(ctx: AttentionContext, q: torch.Tensor, k: torch.Tensor,
+               v: torch.Tensor) -> tuple[block_workers.Split | None, list[tuple[slice, slice]], int]:
+    """One layer's blocks for the blockwise path: how they are shared out (block_workers.split_for, None:
+    on the calling thread), each block's (rows, keys), sized for the threads that compute it, and the most
+    scores one block holds (the size of its buffers)."""
+    b, h, t, _ = q.shape
+    split = block_workers.split_for(q, k, v)
+    blocks = [(rows, ctx.key_range(rows))
+              for rows in ctx.row_blocks(t, b * h, None if split is None else split.threads_each)]
+    most = max(b * h * (rows.stop - rows.start) * (keys.stop - keys.start) for rows, keys in blocks)
+    return split, blocks, most
 
 
 class _BlockRun:

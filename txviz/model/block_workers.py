@@ -68,6 +68,23 @@ class Split:
             future.result()
 
 
+def run_blocks(split: Split | None, blocks: list[Item], runner: Callable[[], Callable[[Iterable[Item]], None]]) -> None:
+    """Every block through ``runner()``s: each call makes one thread's run (its buffers) on the calling
+    thread, and the run takes blocks one after another. Without a split (or with fewer than three blocks)
+    the caller runs them all. Else the caller runs the first block alone, so whatever a recorder makes on
+    its first block exists before the workers write into it, and the workers share out the rest, one run
+    each. Every run is made here, not in its worker: glibc gives each thread an arena of its own and hands
+    a worker's freed megabytes back to the system, so buffers made in the workers were fresh pages every
+    layer (about 250,000 more page faults per trace at 4096 tokens)."""
+    first = runner()
+    if split is None or len(blocks) < 3:
+        first(blocks)
+        return
+    first(blocks[:1])
+    runs = [first] + [runner() for _ in range(split.workers - 1)]
+    split.run(lambda share: runs.pop()(share), blocks[1:])  # list.pop: one run per worker, atomically
+
+
 def split_for(*tensors: torch.Tensor) -> Split | None:
     """How to share out blocks computed from ``tensors``: None (the caller runs them all with torch's
     threads) on one thread, off the CPU, where gradients must flow (autograd through in-place writes from
