@@ -88,6 +88,21 @@ def caption_says(page, pattern: str, timeout_ms: int = 120_000) -> None:
                            arg=pattern, timeout=timeout_ms, polling=POLL_MS)
 
 
+def pills_of_the_run(page) -> int:
+    """The run's token count as the page's closing caption gives it, once the step viewer shows a pill for
+    each: the viewer draws its pills in the browser after the script's run has ended, so a count read at
+    the end of the rerun alone can come before the first pill."""
+    said = page.evaluate(f"""() => [...document.querySelectorAll("{CAPTIONS}")].map(c => c.innerText)
+      .map(t => t.match(/^(?:Stopped .* after |The model ended its text .* after |)([0-9]+) tokens/)).find(m => m)?.[1]""")
+    assert said is not None, "no caption gives the run's token count"
+    try:
+        page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length === n",
+                               arg=[PILLS, int(said)], timeout=30_000, polling=POLL_MS)
+    except Exception as error:
+        raise AssertionError(f"the viewer shows {page.locator(PILLS).count()} pills for a run of {said} tokens") from error
+    return int(said)
+
+
 def test_tokens_stream_a_stop_keeps_them_a_token_opens_its_step_and_a_candidate_branches(server, page, tmp_path,
                                                                                         default_model_home, monkeypatch):
     monkeypatch.setenv("TXVIZ_HOME", str(default_model_home))
@@ -105,8 +120,8 @@ def check_the_page(server, page, folder) -> None:
     wait_idle(page)
     print(f"\nfirst token on screen {first:.2f} s after Generate; {N_NEW} tokens done {time.perf_counter() - started:.2f} s")
     assert page.locator(ERROR).count() == 0 and page.locator(".st-key-decoding_stop").count() == 0
+    assert pills_of_the_run(page) > 1
     tokens = page.locator(PILLS)
-    assert tokens.count() > 1
     run = library_run(PROMPT, N_NEW)  # the same greedy run made by the library in this process
 
     words = [label.rsplit(" ", 1)[0] for label in tokens.all_inner_texts()]  # each label ends in its step
@@ -155,7 +170,7 @@ def check_the_page(server, page, folder) -> None:
     page.locator(".st-key-decoding_stop button").first.click()
     caption_says(page, "Stopped \\(the Stop button\\) after")
     wait_idle(page)
-    kept = page.locator(PILLS).count()
+    kept = pills_of_the_run(page)
     assert 3 <= kept < 64 and page.locator(ERROR).count() == 0
     page.screenshot(path=str(folder / "decoding-stopped.png"))
 
