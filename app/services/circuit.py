@@ -19,7 +19,6 @@ from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.causal.metric import answer_tokens
 from txviz.circuit.cost import circuit_estimate, circuit_passes
-from txviz.circuit.graph import unsupported
 from txviz.circuit.patching import faithfulness, top_edges
 from txviz.circuit.qk import QKBreakdown, qk_attribution
 from txviz.circuit.report import CircuitResult, circuit_json, measure_circuit
@@ -52,9 +51,6 @@ class CircuitRun:
 
 def prepare(loaded: LoadedModel, request: CircuitRequest, settings: limits_.Limits):
     """(clean encoding, corrupt encoding, answer tokens), or PromptError saying what to change."""
-    reason = unsupported(loaded.config)
-    if reason is not None:
-        raise PromptError(f"Circuits cannot be drawn on this model: {reason}.")
     clean = encode(loaded, request.clean, request.bos, settings)
     corrupt = encode(loaded, request.corrupt, request.bos, settings)
     if len(clean.ids) != len(corrupt.ids):

@@ -14,19 +14,26 @@ from txviz.circuit.pair import CircuitPair
 from txviz.circuit.patching import patched_metric
 
 
-def _pair(variant: str, metric, dtype=torch.float32) -> CircuitPair:
-    model = random_decoder(tiny_config(**CIRCUIT_VARIANTS[variant])).to(dtype)
+def _pair(variant: str, metric, dtype=torch.float32, **overrides) -> CircuitPair:
+    model = random_decoder(tiny_config(**{**CIRCUIT_VARIANTS[variant], **overrides})).to(dtype)
     clean = random_ids(model.config, 9, seed=1)
     corrupt = clean.clone()
     corrupt[0, 2] = (clean[0, 2] + 5) % model.config.vocab_size
     return CircuitPair(model, clean, corrupt, metric)
 
 
+# LayerNorm models, as RMSNorm computes in float32 whatever the dtype: GPT-2's, and OLMo 2's QK-norm across
+# all heads as a LayerNorm in a pre-norm block (the post-norms' frozen scale is taken in float32)
+LAYERNORM_VARIANTS = {"learned": dict(), "olmo2_layernorm": dict(norm="layernorm", pre_norm=True, sandwich_norm=False)}
+
+
+@pytest.mark.parametrize("variant", sorted(LAYERNORM_VARIANTS))
 @pytest.mark.parametrize("metric", [LogitDiff(3, 5), LogProb(7)], ids=["logit_diff", "log_prob"])
-def test_eap_is_the_first_order_term_of_every_edge(metric):
-    """Central differences of the exactly patched metric in each edge's fraction ε, in float64 (the
-    LayerNorm model: RMSNorm computes in float32 whatever the dtype), against the EAP score."""
-    pair = _pair("learned", metric, torch.float64)
+def test_eap_is_the_first_order_term_of_every_edge(metric, variant):
+    """Central differences of the exactly patched metric in each edge's fraction ε, in float64, against
+    the EAP score."""
+    name = "olmo2_like" if variant == "olmo2_layernorm" else variant
+    pair = _pair(name, metric, torch.float64, **LAYERNORM_VARIANTS[variant])
     scores = eap(pair)
     rows, cols = torch.nonzero(pair.graph.valid, as_tuple=True)
     n, h = len(rows), 1e-4
@@ -40,7 +47,7 @@ def test_eap_is_the_first_order_term_of_every_edge(metric):
     assert scores[rows, cols].abs().max() > 1e-2
 
 
-@pytest.mark.parametrize("variant", ["gqa", "gemma_like", "parallel"])
+@pytest.mark.parametrize("variant", ["gqa", "gemma_like", "parallel", "olmoe_like"])
 def test_eap_ig_with_one_step_is_eap(variant):
     pair = _pair(variant, LogitDiff(3, 5))
     assert_close(eap_ig(pair, steps=1), eap(pair))

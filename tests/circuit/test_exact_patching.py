@@ -65,39 +65,46 @@ def _head_write(model, activations, head: int) -> torch.Tensor:
     return norm.weight * writes[head] * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + norm.eps)
 
 
-def _key_input_patched_by_hand(model, pair, source_head: int, layer: int, head: int) -> torch.Tensor:
-    """The model's logits with head ``head``'s key input in ``layer`` changed by (corrupt − clean) of
-    head ``source_head`` of layer 0, the new keys computed here from the model's own activations and
-    handed to the model through its edit seam (head ``head``'s output replaced)."""
+def _input_patched_by_hand(model, pair, source_head: int, layer: int, head: int, input: str) -> torch.Tensor:
+    """The model's logits with head ``head``'s query or key input (``input``) in ``layer`` changed by
+    (corrupt − clean) of head ``source_head`` of layer 0, the new queries or keys computed here from the
+    model's own activations and handed to the model through its edit seam (head ``head``'s output
+    replaced). They are the model's own projection of that input, every head's rows at once, normed as
+    the model norms it (per head, or across heads), of which head ``head``'s (KV) rows are kept."""
     config, attn, block = model.config, model.layers[layer].attn, model.layers[layer]
-    d, dim = config.d_model, config.head_dim
+    dim, kv = config.head_dim, head // config.n_groups
     points = ("head_out", "resid_pre")
     _, clean = run_with_activations(model, pair.clean_ids, points)
     _, corrupt = run_with_activations(model, pair.corrupt_ids, points)
     change = _head_write(model, corrupt, source_head) - _head_write(model, clean, source_head)  # (T, d)
-    x = clean[layer, "resid_pre"][0] + change  # head ``head``'s key input
-    kv = head // config.n_groups
-    k = attn.k_norm(block.attn_norm(x) @ attn.k_proj.weight[kv * dim:(kv + 1) * dim].T)  # (T, D)
+    x = clean[layer, "resid_pre"][0] + change  # head ``head``'s query or key input
+    proj, norm, rows, kept = ((attn.q_proj, attn.q_norm, config.n_heads, head) if input == "q" else
+                              (attn.k_proj, attn.k_norm, config.n_kv_heads, kv))
+    every = proj(block.attn_norm(x)).view(x.shape[0], rows, dim).transpose(0, 1)  # (H or Hkv, T, D)
+    new = norm(every[None])[0, kept]  # (T, D)
     positions = torch.arange(x.shape[0])
     ctx = model.layer_context(layer, positions, positions, x.dtype)
-    k = k if ctx.cos is None else apply_rotary(k[None], ctx.cos, ctx.sin)[0]
+    new = new if ctx.cos is None else apply_rotary(new[None], ctx.cos, ctx.sin)[0]
     recorder = _OneLayer(layer)
     model(pair.clean_ids, record=recorder)
-    q, v = recorder.kept["q_rot"][0, head], recorder.kept["v"][0, kv]
-    scores = attn.cap_scores(q @ k.T * attn.scale) + ctx.causal_mask(q.dtype)[min(head, ctx.causal_mask(q.dtype).shape[0] - 1)]
+    q, k, v = recorder.kept["q_rot"][0, head], recorder.kept["k_rot"][0, kv], recorder.kept["v"][0, kv]
+    q, k = (new, k) if input == "q" else (q, new)
+    mask = ctx.causal_mask(q.dtype)
+    scores = attn.cap_scores(q @ k.T * attn.scale) + mask[min(head, mask.shape[0] - 1)]
     head_out = clean[layer, "head_out"].clone()
     head_out[0, head] = torch.softmax(scores, dim=-1) @ v
     edit = Intervention([[Replace(layer, "head_out", head)]], {(layer, "head_out"): head_out})
     return model(pair.clean_ids, record=edit)[:, -1]
 
 
-@pytest.mark.parametrize("variant", ["gqa", "gemma_like", "learned"])
+@pytest.mark.parametrize("input", ["q", "k"])
+@pytest.mark.parametrize("variant", ["gqa", "gemma_like", "learned", "olmo2_like", "olmoe_like"])
 @torch.no_grad()
-def test_one_patched_edge_is_the_model_with_that_input_recomputed(variant):
+def test_one_patched_edge_is_the_model_with_that_input_recomputed(variant, input):
     model, pair = _pair(variant)
-    edge = pair.graph.edge_mask([("a0.h1", "a1.h2", "k")])
+    edge = pair.graph.edge_mask([("a0.h1", "a1.h2", input)])
     run = run_graph(model, pair.graph, pair.clean_ids, patch=edge[None], corrupt=pair.corrupt.outputs)
-    by_hand = _key_input_patched_by_hand(model, pair, source_head=1, layer=1, head=2)
+    by_hand = _input_patched_by_hand(model, pair, source_head=1, layer=1, head=2, input=input)
     assert_close(run.logits, by_hand, atol=1e-5, rtol=0)
     assert (run.logits - pair.clean.logits).abs().max() > 1e-4  # the edge matters: the check can see it
 

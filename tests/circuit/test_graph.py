@@ -39,13 +39,12 @@ def test_edges_by_name_round_trip_and_later_sources_are_refused():
     assert torch.equal(graph.valid[graph.target_index("a1.h2", "k")], graph.valid[graph.target_index("a1.h0", "q")])
 
 
-def test_a_qk_norm_across_all_heads_has_no_graph_and_says_why():
-    """OLMo 2's QK-norm mixes every head's query (and key) projection: no head has inputs of its own."""
+def test_a_qk_norm_across_all_heads_has_the_same_graph_and_is_marked_for_the_run():
+    """OLMo 2's QK-norm reads every head's rows: the graph's nodes and edges are those of any model of the
+    same shape, and the graph tells the run to project each head's q and k inputs through every head's rows."""
     from tests.helpers.tiny import FAMILY_VARIANTS
-    from txviz.circuit.graph import unsupported
 
-    olmo2 = tiny_config(**FAMILY_VARIANTS["olmo2_like"])
-    assert "normalizes all heads' queries and keys together" in unsupported(olmo2)
-    with pytest.raises(ValueError, match="no circuit graph for model: its QK-norm"):
-        CircuitGraph(olmo2)
-    assert unsupported(tiny_config(**FAMILY_VARIANTS["qwen3_like"])) is None  # per head: heads stay apart
+    olmo2 = CircuitGraph(tiny_config(**FAMILY_VARIANTS["olmo2_like"]))
+    qwen3 = CircuitGraph(tiny_config(**FAMILY_VARIANTS["qwen3_like"]))  # per head: the head's own rows
+    assert olmo2.qk_norm_across_heads and not qwen3.qk_norm_across_heads
+    assert olmo2.sources == qwen3.sources and olmo2.targets == qwen3.targets

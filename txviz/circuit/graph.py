@@ -20,8 +20,16 @@ it ungroups grouped-query attention, which the EAP-IG code follows), so an edge 
 changes the keys h reads and not those of its group mates. With no edge patched the g copies are equal,
 so the clean and corrupt runs are the model's own.
 
-A QK-norm over all heads at once (OLMo 2) makes every head's query and key a function of every head's
-projection: no head has inputs of its own to patch, so such a model has no graph here (``unsupported``).
+A QK-norm over all heads at once (OLMo 2, OLMoE) normalizes the whole query projection, every head's
+rows together, so in the model each head's query depends on every head's part of it. The same rule
+as for the pre-attention norm, which is applied to each head's own input copy, extends to it: head
+h's query is the QK-norm of the whole query projection of head h's own input, of which head h's rows
+are kept; its key the same through every KV head's rows, normed across the KV heads, KV head
+h // g's rows kept. With no edge patched every copy is the same residual stream, so the run is the
+model's own; an edge patched into head h's query changes head h's query alone, through the norm's
+statistic as the model would compute it from that input, and leaves every other head's query as it
+was. A per-head QK-norm is the case where the norm reads the head's own rows only, so only those are
+projected; an across-heads norm makes each head project through all of them (``qk_norm_across_heads``).
 """
 
 from __future__ import annotations
@@ -56,23 +64,19 @@ class Edge:
         return {"source": self.source, "target": self.target, "input": self.input}
 
 
-def unsupported(config: ModelConfig) -> str | None:
-    """Why this model's heads cannot be the graph's nodes, or None when they can."""
-    if config.qk_norm and config.qk_norm_scope == "all_heads":
-        return ("its QK-norm normalizes all heads' queries and keys together (as OLMo 2's does), so no head has "
-                "a query or key input of its own to patch")
-    return None
+def qk_norm_across_heads(config: ModelConfig) -> bool:
+    """Whether the QK-norm normalizes every head's query (and key) together, so that each head's query
+    and key input is projected through every head's rows before the norm (the rule above)."""
+    return bool(config.qk_norm) and config.qk_norm_scope == "all_heads"
 
 
 class CircuitGraph:
     """Sources, targets and edges of one model's config; no tensors of the model."""
 
     def __init__(self, config: ModelConfig):
-        reason = unsupported(config)
-        if reason is not None:
-            raise ValueError(f"no circuit graph for {config.name}: {reason}")
         self.n_layers, self.n_heads = config.n_layers, config.n_heads
         self.parallel = config.parallel_block
+        self.qk_norm_across_heads = qk_norm_across_heads(config)
         h = self.n_heads
         self.sources: tuple[str, ...] = ("embed",) + tuple(
             name for layer in range(self.n_layers) for name in [f"a{layer}.h{i}" for i in range(h)] + [f"m{layer}"])

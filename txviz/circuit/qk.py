@@ -2,9 +2,12 @@
 
 Head h of layer L scores key j from query i as s·(R_i q_i)·(R_j k_j): q_i = QKnorm(W_Q,h · Norm(x_i)) (+
 biases), k_j the same with the head's KV rows, x the residual stream entering the layer, R_i RoPE's
-rotation at position i and s the query scale. The residual stream is the sum of the outputs of every
+rotation at position i and s the query scale. Where the QK-norm spans all heads (OLMo 2, OLMoE), q_i
+is head h's rows of QKnorm(W_Q · Norm(x_i)), every head's rows normed together (k_j the same over the
+KV heads), as in the graph run (txviz.circuit.graph). The residual stream is the sum of the outputs of every
 node before the layer (txviz.circuit.graph), and with the two norms' scales frozen at this run's own
-values (txviz.circuit.frozen) every step is linear in it, so
+values (txviz.circuit.frozen; an across-heads QK-norm's scale is that of the whole projection) every
+step is linear in it, so
 
     score(i, j) = Σ_{u, u'} s·(R_i Q_u)·(R_j K_u')
 
@@ -111,6 +114,15 @@ def _qk_normed(norm, parts: torch.Tensor) -> torch.Tensor:
     return shares if bias is None else torch.cat([shares[:-1], shares[-1:] + bias])
 
 
+def _head_parts(layer, proj, norm, rows: slice, parts: torch.Tensor, across_heads: bool) -> torch.Tensor:
+    """parts (n, d) → (n + 1, D): the head's query (or key) parts after the frozen QK-norm. The parts go
+    through the rows the norm reads together (the head's own, or every head's where the norm spans all
+    heads, its scale then from the whole projection) and the head keeps its own rows of the result."""
+    read = slice(None) if across_heads else rows
+    kept = rows if across_heads else slice(None)
+    return _qk_normed(norm, _parts(layer, proj, read, parts))[:, kept]
+
+
 def _rotated(ctx, x: torch.Tensor, position: int) -> torch.Tensor:
     return x if ctx.cos is None else apply_rotary(x, ctx.cos[position:position + 1], ctx.sin[position:position + 1])
 
@@ -140,8 +152,9 @@ def qk_attribution(model, ids, layer: int, head: int, query: int, key: int, *,
     positions = torch.arange(n_tokens)
     ctx = model.layer_context(layer, positions, positions, outputs.dtype)
 
-    q_parts = _qk_normed(attn.q_norm, _parts(block, attn.q_proj, q_rows, outputs[:n, query]))
-    k_parts = _qk_normed(attn.k_norm, _parts(block, attn.k_proj, kv_rows, outputs[:n, key]))
+    across = graph.qk_norm_across_heads
+    q_parts = _head_parts(block, attn.q_proj, attn.q_norm, q_rows, outputs[:n, query], across)
+    k_parts = _head_parts(block, attn.k_proj, attn.k_norm, kv_rows, outputs[:n, key], across)
     pairs = attn.scale * _rotated(ctx, q_parts, query) @ _rotated(ctx, k_parts, key).T  # (n + 1, n + 1)
 
     recorder = _OneLayer(layer)

@@ -10,10 +10,13 @@ where out_u is u's output in this run, corrupt_u its output in the corrupt run, 
 ε = 1 replaces u's contribution to v's input (and to v's alone) by its corrupt one, ε = 0 keeps it;
 fractions interpolate (integrated gradients, txviz.circuit.eap). Each head's q, k and v inputs go
 through the layer's own norm and that head's rows of the projections, so a patched edge changes the
-input *before* the pre-norm, as it would in the model; the MLP reads its own input the same way; the
-logits read theirs through the final norm. Gemma's post-attention norm is applied to the sum of the
-heads with its scale from that sum, and each head's output is its share (txviz.circuit.frozen), so the
-shares add up to what joins the residual stream. An output-projection bias is split evenly between the
+input *before* the pre-norm, as it would in the model. A QK-norm across all heads (OLMo 2, OLMoE) reads
+every head's rows: head h's query input then goes through the whole query projection, is normed as
+the model norms it, and head h keeps its own rows (its key input the same over the KV heads), so the
+H copies cost H times the model's query and key projections there and nowhere else. The MLP reads its
+own input the same way; the logits read theirs through the final norm. Gemma's post-attention norm is
+applied to the sum of the heads with its scale from that sum, and each head's output is its share
+(txviz.circuit.frozen), so the shares add up to what joins the residual stream. An output-projection bias is split evenly between the
 heads, so it is no edge of its own and is the same in every run.
 
 With no edge patched the run is the model's own forward pass (eager attention: softmax(cap(QKᵀ·s) + M)V,
@@ -101,17 +104,28 @@ def embed_output(model, ids: torch.Tensor) -> torch.Tensor:
     return model.embed_norm(model.positions.add_to_embeddings(x, positions))
 
 
-def attention_heads(layer, ctx, x: torch.Tensor) -> torch.Tensor:
-    """x (B, 3H, T, d): every head's q, k and v inputs (head-major within each) → (B, H, T, d), each
-    head's write into the residual stream."""
+def heads_qkv(layer, ctx, x: torch.Tensor, across_heads: bool = False):
+    """x (B, 3H, T, d): every head's q, k and v inputs (head-major within each) → (q, k, v), each
+    (B, H, T, D): each head's rotated query and key and its value, from that head's own input copies.
+    ``across_heads``: the layer's QK-norm normalizes every head's query (and key) together
+    (txviz.circuit.graph.qk_norm_across_heads)."""
     # legend: B batch, H query heads, Hkv KV heads, g heads per KV head, T tokens, D head_dim, d width
     attn = layer.attn
     h, h_kv, dim = attn.n_heads, attn.n_kv_heads, attn.head_dim
     x_q, x_k, x_v = layer.attn_norm(x).split(h, dim=1)  # (B, H, T, d) each
-    q = _project(x_q, attn.q_proj, h, dim, 1)  # (B, H, T, D)
-    k = _project(x_k, attn.k_proj, h_kv, dim, attn.n_groups)  # KV head j's rows for each of its g heads
-    v = _project(x_v, attn.v_proj, h_kv, dim, attn.n_groups)
-    q, k = ctx.rotate(attn.q_norm(q)), ctx.rotate(attn.k_norm(k))
+    q = _normed_projection(x_q, attn.q_proj, attn.q_norm, h, dim, 1, across_heads)  # (B, H, T, D)
+    k = _normed_projection(x_k, attn.k_proj, attn.k_norm, h_kv, dim, attn.n_groups, across_heads)
+    v = _project(x_v, attn.v_proj, h_kv, dim, attn.n_groups)  # KV head j's rows for each of its g heads
+    return ctx.rotate(q), ctx.rotate(k), v
+
+
+def attention_heads(layer, ctx, x: torch.Tensor, across_heads: bool = False) -> torch.Tensor:
+    """x (B, 3H, T, d): every head's q, k and v inputs (head-major within each) → (B, H, T, d), each
+    head's write into the residual stream."""
+    # legend: B batch, H query heads, T tokens, D head_dim, d width
+    attn = layer.attn
+    h, dim = attn.n_heads, attn.head_dim
+    q, k, v = heads_qkv(layer, ctx, x, across_heads)  # (B, H, T, D) each
     logits = attn.cap_scores(torch.matmul(q, k.transpose(2, 3)) * attn.scale)  # (B, H, T, T)
     # the layer's own weights (a learned sink where it has one): float32, float64 kept for checks
     probs = attn.weights(logits + ctx.causal_mask(logits.dtype), NULL_LAYER_RECORDER).to(q.dtype)
@@ -123,6 +137,22 @@ def attention_heads(layer, ctx, x: torch.Tensor) -> torch.Tensor:
     shares, bias = frozen_shares(layer.post_attn_norm, out, part_dim=1)
     shares = shares if bias is None else shares + bias / h
     return layer.scale_residual(shares)  # × Granite's residual multiplier; the identity elsewhere
+
+
+def _normed_projection(x: torch.Tensor, proj, norm, n_rows: int, dim: int, groups: int,
+                       across_heads: bool) -> torch.Tensor:
+    """x (B, H, T, d) each head's own input → (B, H, T, D) its query (or key) after the QK-norm. The norm
+    reads the rows of the projection it normalizes together: a per-head norm only the head's own (KV)
+    rows, so those alone are projected; a norm across heads every (KV) head's rows, so head i's input goes
+    through all of them, is normed as the model norms its whole projection, and head i keeps the rows
+    of its own (KV) head i // groups."""
+    if not across_heads:
+        return norm(_project(x, proj, n_rows, dim, groups))
+    b, h, t, _ = x.shape
+    every = proj(x).view(b * h, t, n_rows, dim).transpose(1, 2)  # (B·H, R, T, D): one projection per head's input
+    normed = norm(every).view(b, h, n_rows, t, dim)  # (B, H, R, T, D)
+    own = torch.arange(h, device=x.device) // groups
+    return normed[:, torch.arange(h, device=x.device), own]  # (B, H, T, D)
 
 
 def _project(x: torch.Tensor, proj, n_rows: int, dim: int, groups: int) -> torch.Tensor:
@@ -168,7 +198,7 @@ def run_graph(model, graph: CircuitGraph, ids: torch.Tensor, *, patch: torch.Ten
         heads_rows = slice(rows.start, rows.stop - 1)
         x_heads = _minus(x[:, None].expand(-1, 3 * n_heads, -1, -1),
                          patched.delta(heads_rows, graph.layer_start(i)))  # (B, 3H, T, d)
-        heads = attention_heads(layer, ctx, x_heads)  # (B, H, T, d)
+        heads = attention_heads(layer, ctx, x_heads, graph.qk_norm_across_heads)  # (B, H, T, d)
         patched.add(heads)
         mid = x if graph.parallel else x + heads.sum(1)
         x_mlp = _minus(mid, _squeeze(patched.delta(slice(rows.stop - 1, rows.stop), graph.targets[rows.stop - 1].n_sources)))

@@ -1,4 +1,5 @@
-"""The circuit service on a model whose heads have no inputs of their own: it says why before any work."""
+"""The circuit service on a model whose QK-norm normalizes all heads' queries and keys together (OLMo 2,
+OLMoE): it estimates, runs, and breaks down a score, as on any other model."""
 
 from __future__ import annotations
 
@@ -6,15 +7,23 @@ import dataclasses
 
 import pytest
 
-from app.services.circuit import CircuitRequest, estimate
-from app.services.prompts import PromptError
+from app.services.circuit import CircuitRequest, breakdown, estimate, run
+from tests.helpers.tiny import random_decoder
 from txviz import limits
 
 
-def test_a_qk_norm_across_all_heads_is_refused_before_the_estimate(tiny):
-    across_heads = tiny.config.replace(qk_norm=True, qk_norm_scope="all_heads")
-    loaded = dataclasses.replace(tiny, config=across_heads)
-    request = CircuitRequest("the cat sat", "the dog sat", "on", "in", "sink")
-    with pytest.raises(PromptError, match="Circuits cannot be drawn on this model: its QK-norm normalizes all heads"):
-        estimate(loaded, request, limits.current())
-    estimate(tiny, request, limits.current())  # the same request on the model itself is fine
+@pytest.fixture(scope="module")
+def across_heads(tiny):
+    """The tiny zoo model's shape and tokenizer with OLMo 2's block: post-norms only, QK-norm across heads."""
+    config = tiny.config.replace(qk_norm=True, qk_norm_scope="all_heads", pre_norm=False, sandwich_norm=True)
+    return dataclasses.replace(tiny, model=random_decoder(config), config=config)
+
+
+def test_a_qk_norm_across_all_heads_is_estimated_run_and_broken_down(across_heads):
+    request = CircuitRequest("the cat sat on the mat", "the dog sat on the mat", "and", "the", "sink", steps=2)
+    assert estimate(across_heads, request, limits.current()).seconds > 0
+    result = run(across_heads, request, limits.current())
+    scores, graph = result.result.scores, result.result.pair.graph
+    assert graph.qk_norm_across_heads and scores[graph.valid].abs().max() > 0
+    parts = breakdown(across_heads, result, 2, 1, len(result.clean_tokens) - 1, 1)
+    assert parts.sum == pytest.approx(parts.score, abs=1e-5)
