@@ -8,6 +8,13 @@ and v inputs are normed and projected on their own. The ratios below were measur
 the pair 0.46 s, EAP-IG with its 5 steps in one batched forward and backward 2.4–2.9 s, a 10-point curve
 2.0 s (the patched runs start at the first position where the prompts differ), the smallest-circuit search
 from that curve 4.5 s (4 rounds of 8 runs).
+
+Where the QK-norm spans all heads (OLMo 2, OLMoE) every run also projects each head's q and k inputs
+through every head's rows: their FLOPs, in forward passes, are added to every run and once more to each
+interpolation step's backward, and their activations to the memory. Counted by FLOPs this is an upper
+bound: on an OLMo 2-shaped model (d 512, 8 heads of 64, 8 layers, 55 tokens, one thread, AMD EPYC at load
+average about 5) a graph run took 0.6–0.7 forward passes more than with a per-head norm where the FLOPs
+say 1.1, the wide products running faster than the forward's small ones.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from txviz.circuit.eap import SAVED_PER_INPUT, ig_rows
+from txviz.circuit.eap import WIDE_KEPT, ig_row_bytes, ig_rows, wide_projection_width
 from txviz.circuit.patching import CHUNK, curve_sizes
 
 GRAPH_RUN_PASSES = 1.5  # the clean or corrupt graph run, keeping every node's output
@@ -43,15 +50,29 @@ def search_rounds(sizes: Sequence[int], probes: int = CHUNK) -> int:
     return math.ceil(math.log(max(widest, 2)) / math.log(probes + 1))
 
 
+def wide_projection_passes(config, n_tokens: int) -> float:
+    """What one graph run computes beyond the ratios above, in forward passes of ``n_tokens``: where the
+    QK-norm spans all heads, each head's q and k inputs projected through every (KV) head's rows rather
+    than its own (txviz.circuit.runner); 0 elsewhere."""
+    from txviz.capture.cost import capture_cost
+
+    extra = 2 * n_tokens * config.n_layers * config.n_heads * config.d_model * wide_projection_width(config)
+    return extra / capture_cost(config, n_tokens, ("logits",)).flops if extra else 0.0
+
+
 def circuit_passes(config, n_tokens: int, steps: int, *, points: int = 10, search: bool = True) -> dict:
-    """The runs of one circuit report in batches and in forward passes of one prompt, per part."""
+    """The runs of one circuit report in batches and in forward passes of one prompt, per part. The
+    wider projections of a QK-norm across heads are counted once in every run and once more in each
+    step's backward."""
     sizes = curve_sizes(n_edges(config), points)
     rows = ig_rows(config, n_tokens, steps)
     rounds = search_rounds(sizes) if search else 0
+    wide = wide_projection_passes(config, n_tokens)
+    patched = PATCHED_RUN_PASSES + wide
     return {"batches": {"pair": 1, "eap_ig": math.ceil(steps / rows), "curve": math.ceil(len(sizes) / CHUNK),
                         "search": rounds},
-            "passes": {"pair": 2 * GRAPH_RUN_PASSES, "eap_ig": steps * IG_STEP_PASSES,
-                       "curve": len(sizes) * PATCHED_RUN_PASSES, "search": rounds * CHUNK * PATCHED_RUN_PASSES}}
+            "passes": {"pair": 2 * (GRAPH_RUN_PASSES + wide), "eap_ig": steps * (IG_STEP_PASSES + 2 * wide),
+                       "curve": len(sizes) * patched, "search": rounds * CHUNK * patched}}
 
 
 def circuit_estimate(config, clean_ids: Sequence[int], corrupt_ids: Sequence[int], *, steps: int = 5,
@@ -65,9 +86,10 @@ def circuit_estimate(config, clean_ids: Sequence[int], corrupt_ids: Sequence[int
     one = limits.trace_estimate(config, n_tokens, ("logits",), element_bytes=element_bytes, gflops=gflops)
     width = n_tokens * config.d_model * element_bytes
     outputs = n_sources(config) * width  # every node's output at every position, one run
-    backward = ig_rows(config, n_tokens, steps, itemsize=element_bytes) * SAVED_PER_INPUT * width * \
-        config.n_layers * (3 * config.n_heads + 1)
-    patched = CHUNK * 2 * outputs  # a chunk's outputs and their differences from the corrupt run
+    backward = ig_rows(config, n_tokens, steps, itemsize=element_bytes) * ig_row_bytes(config, n_tokens, element_bytes)
+    # a chunk's outputs and their differences from the corrupt run, and one layer's wider projections
+    patched = CHUNK * (2 * outputs + WIDE_KEPT * n_tokens * config.n_heads * wide_projection_width(config) *
+                       element_bytes)
     work = circuit_passes(config, n_tokens, steps, points=points, search=search)
     passes = sum(work["passes"].values())
     what = (f"the work of {passes:,.0f} forward passes of {n_tokens} tokens (two graph runs, EAP-IG with {steps} "
@@ -81,5 +103,6 @@ def qk_estimate(config, n_tokens: int, *, element_bytes: int = 4, gflops: float)
 
     one = limits.trace_estimate(config, n_tokens, ("logits",), element_bytes=element_bytes, gflops=gflops)
     outputs = n_sources(config) * n_tokens * config.d_model * element_bytes
+    passes = GRAPH_RUN_PASSES + wide_projection_passes(config, n_tokens) + 1
     return limits.Estimate(f"one graph run and one forward pass of {n_tokens} tokens", int(one.bytes + outputs),
-                           one.seconds * (GRAPH_RUN_PASSES + 1))
+                           one.seconds * passes)

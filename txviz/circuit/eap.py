@@ -31,6 +31,7 @@ from typing import Callable
 
 import torch
 
+from txviz.circuit.graph import qk_norm_across_heads
 from txviz.circuit.pair import CircuitPair
 from txviz.circuit.runner import run_graph
 
@@ -75,15 +76,34 @@ def ig_patch(pair: CircuitPair, alphas: torch.Tensor) -> torch.Tensor:
 # activations of the model's width: each head's q, k and v input is normed and projected on its own, and
 # autograd keeps about six such tensors of each. Measured on SmolLM2 (55 tokens, float32): 0.55 GB a row.
 SAVED_PER_INPUT = 6
+# Where the QK-norm spans all heads, each head's wider q and k projections (wide_projection_width): autograd
+# keeps the projection and its normed form; a row's peak memory grew by 2 to 2.5 times their size (an
+# OLMo 2-shaped model, d 512, 8 heads, 8 layers, 55 tokens).
+WIDE_KEPT = 3
 ACTIVATION_BUDGET = 1.5 * 2 ** 30  # bytes of a batched backward: SmolLM2's 24-token trophy pair runs its 5 steps at once
+
+
+def wide_projection_width(config) -> int:
+    """Rows of the q and k projections a graph run computes per head and token beyond the head's own
+    (2·D): where the QK-norm spans all heads, each head projects its query input through every head's
+    rows and its key input through every KV head's, (H − 1)·D + (Hkv − 1)·D more; 0 elsewhere."""
+    if not qk_norm_across_heads(config):
+        return 0
+    return (config.n_heads + config.n_kv_heads - 2) * config.head_dim
+
+
+def ig_row_bytes(config, n_tokens: int, itemsize: int = 4) -> int:
+    """What one batch row of the backward holds: SAVED_PER_INPUT model-wide tensors per target input,
+    and WIDE_KEPT of each head's wider projections where the QK-norm spans all heads."""
+    inputs = config.n_layers * (3 * config.n_heads + 1)
+    wide = config.n_layers * config.n_heads * wide_projection_width(config) * WIDE_KEPT
+    return n_tokens * itemsize * (inputs * config.d_model * SAVED_PER_INPUT + wide)
 
 
 def ig_rows(config, n_tokens: int, steps: int, budget: float = ACTIVATION_BUDGET, itemsize: int = 4) -> int:
     """How many interpolation steps share one forward and backward: as many as fit ``budget`` (batching
     is faster: SmolLM2's 5 steps on 55 tokens took 7.8 CPU s at once, 13.4 one by one, but 3.7 GB)."""
-    inputs = config.n_layers * (3 * config.n_heads + 1)
-    per_row = n_tokens * inputs * config.d_model * itemsize * SAVED_PER_INPUT
-    return max(1, min(steps, int(budget // per_row)))
+    return max(1, min(steps, int(budget // ig_row_bytes(config, n_tokens, itemsize))))
 
 
 def eap_ig(pair: CircuitPair, steps: int = 5, *, batch: int | None = None,
