@@ -4,10 +4,10 @@ Head h of layer L scores key j from query i as s·(R_i q_i)·(R_j k_j): q_i = QK
 biases), k_j the same with the head's KV rows, x the residual stream entering the layer, R_i RoPE's
 rotation at position i and s the query scale. Where the QK-norm spans all heads (OLMo 2, OLMoE), q_i
 is head h's rows of QKnorm(W_Q · Norm(x_i)), every head's rows normed together (k_j the same over the
-KV heads), as in the graph run (txviz.circuit.graph). The residual stream is the sum of the outputs of every
-node before the layer (txviz.circuit.graph), and with the two norms' scales frozen at this run's own
-values (txviz.circuit.frozen; an across-heads QK-norm's scale is that of the whole projection) every
-step is linear in it, so
+KV heads), as in the graph run. The residual stream is the sum of the outputs of every node before the
+layer (txviz.circuit.graph), and with the two norms' scales frozen at this run's own values
+(txviz.circuit.frozen; an across-heads QK-norm's scale is that of the whole projection) every step is
+linear in it, so
 
     score(i, j) = Σ_{u, u'} s·(R_i Q_u)·(R_j K_u')
 

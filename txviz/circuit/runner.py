@@ -16,8 +16,8 @@ the model norms it, and head h keeps its own rows (its key input the same over t
 H copies cost H times the model's query and key projections there and nowhere else. The MLP reads its
 own input the same way; the logits read theirs through the final norm. Gemma's post-attention norm is
 applied to the sum of the heads with its scale from that sum, and each head's output is its share
-(txviz.circuit.frozen), so the shares add up to what joins the residual stream. An output-projection bias is split evenly between the
-heads, so it is no edge of its own and is the same in every run.
+(txviz.circuit.frozen), so the shares add up to what joins the residual stream. An output-projection
+bias is split evenly between the heads, so it is no edge of its own and is the same in every run.
 
 With no edge patched the run is the model's own forward pass (eager attention: softmax(cap(QKᵀ·s) + M)V,
 the mask with ALiBi and sliding windows from the model's own AttentionContext), up to float rounding of
