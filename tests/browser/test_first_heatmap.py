@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.browser import (CHART, ERROR, POLL_MS, artifacts, browser_available, open_from_sidebar, wait_idle,
-                                   wait_page_head)
+                                   wait_page_head, wait_until_drawn)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -65,6 +65,11 @@ def test_moe_tradeoffs_and_positions_pages(server, page, tmp_path):
 CELL_JS = """([layer, head]) => document.querySelector('.st-key-head_grid canvas').txvizCellCenter(layer, head)"""
 
 
+MAP_PAINTED = """() => {  // the layer and head the map marks as painted (app/components/head_maps), and its paint
+  const d = document.querySelector('.st-key-heatmap .txviz-head-maps')?.dataset;
+  return [d?.layer, d?.head, d?.painted]; }"""
+
+
 def click_grid(page, layer: float, head: float, *, from_cell: tuple[int, int]) -> None:
     """Move onto the grid inside ``from_cell``, then to (layer, head) in cell units, and click there; the
     hover on the way names the cell under the pointer."""
@@ -103,9 +108,13 @@ def a_typed_prompt_repaints_the_grid_and_head_view_in_place_then_the_map_head_ba
     lines = page.locator(".txviz-head-view line[stroke-width]")
     assert lines.count() > 0 and page.locator(".txviz-head-view text[fill='red']").count() == 1  # the query token
     type_a_prompt(page)
-    # each component paints in the browser after the run's end has reached the page: wait for both paints
-    page.wait_for_function(f"before => ({KEPT})().every(([, painted], i) => painted !== before[i])", arg=before,
-                           timeout=30_000, polling=POLL_MS)
+    # each component paints in the browser after the run's end has reached the page: wait for both paints,
+    # the head view's with the new prompt's tokens (a repaint of the old figure, on a change of the page's
+    # width, would count as a paint too)
+    wait_until_drawn(page, f"before => ({KEPT})().every(([, painted], i) => painted !== before[i]) "
+                     "&& document.querySelector('.txviz-head-view').textContent.includes('Alice')", before,
+               seen=f"() => [({KEPT})(), document.querySelector('.txviz-head-view').textContent.slice(0, 120)]",
+               what="the grid and the head view repainted, the head view with the new prompt's tokens")
     after = page.evaluate(KEPT)
     assert [kept for kept, _ in after] == [True, True], after
     assert all(painted != old for (_, painted), old in zip(after, before)), (before, after)  # each repainted
@@ -207,8 +216,9 @@ def clicks_on_the_head_grid_open_exactly_that_head(page, tmp_path) -> None:
         wait_idle(page)
         timings.append(time.perf_counter() - started)
         assert page.locator(ERROR).count() == 0
-        painted = page.locator(".st-key-heatmap .txviz-head-maps").get_attribute("data-head")
-        assert painted == str(cell[1]), (layer, head)
+        # the map draws its title at once and marks the layer and head it painted a frame later
+        wait_until_drawn(page, f"([l, h]) => ({MAP_PAINTED})().join(':').startsWith(`${{l}}:${{h}}:`)", list(cell),
+                         seen=MAP_PAINTED, what=f"the map painted layer {cell[0]}, head {cell[1]} (a click at {layer}, {head})")
         wait_page_head(page, cell[0], cell[1], timeout_ms=60_000)
         assert f"layer={cell[0]}" in page.url or cell[0] == 0, page.url  # the link follows the click
     print(f"\nclick on the grid → that head's map drawn: {min(timings):.2f}–{max(timings):.2f} s")

@@ -186,6 +186,20 @@ def wait_idle(page, timeout_ms: int = 120_000, since: int | None = None) -> None
     page.wait_for_function(SETTLED, timeout=timeout_ms, polling=POLL_MS)
 
 
+def wait_until_drawn(page, condition: str, arg=None, *, seen: str, what: str, timeout_ms: int = 30_000) -> None:
+    """Wait until ``condition`` (a JavaScript function of ``arg``) holds in the page. For what the browser
+    draws after the run has ended (a custom component once its data has come, a plotly chart once it has
+    mounted), which ``wait_idle`` does not wait for. On a timeout, fail saying ``what`` was awaited and what
+    ``seen`` (a JavaScript function of ``arg``) reads in the page then."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(condition, arg=arg, timeout=timeout_ms, polling=POLL_MS)
+    except PlaywrightTimeout as error:
+        raise AssertionError(f"{what}: not so after {timeout_ms / 1000:.0f} s; the page shows "
+                             f"{page.evaluate(seen, arg)!r}") from error
+
+
 def wait_sessions_left(url: str, timeout: float = 60.0) -> None:
     """Wait until the server has let go of every tab that left: its ``active_sessions`` gauge (Streamlit's
     /_stcore/metrics) is 0, so each of their websockets is closed and its script stopped. (A session that left
