@@ -14,7 +14,7 @@ import pytest
 
 from app.services.zoo import zoo_path
 from tests.helpers.browser import (CHART, ERROR, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle,
-                                  wait_page_head)
+                                  wait_page_head, wait_until_drawn)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -38,7 +38,7 @@ HEAD_NODES = """(selector) => {
 }"""
 STAR = """() => (document.querySelector("[class*='st-key-circuit_curve_'] .js-plotly-plot")?.data ?? [])
   .filter((t) => t.name === 'chosen circuit').map((t) => [t.x[0], t.y[0]])[0] ?? []"""  # the curve's star
-SEGMENTS = """(selector) => document.querySelector(selector + ' .js-plotly-plot').data
+SEGMENTS = """(selector) => (document.querySelector(selector + ' .js-plotly-plot')?.data ?? [])
   .filter((t) => t.mode === 'lines').reduce((n, t) => n + t.x.filter((x) => x === null).length, 0)"""
 
 
@@ -94,6 +94,17 @@ def move_slider(page, key: str) -> tuple[int, float]:
     return int(slider.get_attribute("aria-valuetext").replace(",", "")), measured(page)
 
 
+def wait_graph_of(page, edges: int) -> None:
+    """Wait until plotly has drawn the graph of a circuit of ``edges`` edges (one segment per edge drawn, at
+    most the page's MAX_DRAWN): plotly redraws the graph in the browser after the run that sent it has
+    ended, and until then the graph holds the last run's edges and nodes."""
+    from app.app_pages.heads.circuit_graph import MAX_DRAWN
+
+    drawn = min(edges, MAX_DRAWN)
+    wait_until_drawn(page, f"([s, n]) => ({SEGMENTS})(s) === n", [GRAPH, drawn], seen=f"([s]) => ({SEGMENTS})(s)",
+                     what=f"the graph drawn with {drawn} edges, the circuit of {edges}")
+
+
 def test_the_circuit_draws_measures_opens_a_head_and_forgets_nothing_of_the_old_pair(server, page, tmp_path):
     times, started = {}, time.perf_counter()
     page.goto(f"{server}/heads?model={quote(str(zoo_path('base_long')))}")
@@ -124,7 +135,7 @@ def test_the_circuit_draws_measures_opens_a_head_and_forgets_nothing_of_the_old_
     page.locator(GRAPH).scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts(tmp_path) / "circuit_one_edge.png"), full_page=False)
 
-    move_slider(page, "End")
+    wait_graph_of(page, move_slider(page, "End")[0])  # every node of the circuit in the graph, where it is drawn
     started = time.perf_counter()
     page.locator(GRAPH).scroll_into_view_if_needed()
     heads = page.evaluate(HEAD_NODES, GRAPH)

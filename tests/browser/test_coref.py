@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, wait_idle
+from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, wait_idle, wait_until_drawn
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -147,7 +147,10 @@ def the_trophy_pair_shows_its_logit_difference_agreement_and_causal_heads(page, 
           f"\ntop heads by patching: {top}\nL9 H4 among them: {'L9 H4 (' in top}")
     assert looks and estimate and top.startswith("L")
     for chart in ("causal_chart_left", "causal_chart_right", "causal_residual"):  # drawn, not only sent
-        assert page.locator(f".st-key-{chart} {CHART}").count() >= 1, chart
+        # plotly draws each chart once it is in the page, after the run has ended
+        wait_until_drawn(page, "(s) => document.querySelector(s) !== null", f".st-key-{chart} {CHART}",
+                         seen=f"() => document.querySelector('.st-key-{chart}')?.innerHTML.slice(0, 200) ?? 'no element'",
+                         what=f"{chart} drawn")
 
 
 def a_typed_sentence_ranks_heads_from_its_pronoun_to_its_antecedent(page, tmp_path) -> None:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, POLL_MS, artifacts, browser_available, streamlit_server, wait_idle
+from tests.helpers.browser import (CHART, ERROR, POLL_MS, artifacts, browser_available, streamlit_server, wait_idle,
+                                   wait_until_drawn)
 
 pytestmark = [pytest.mark.browser, pytest.mark.default_model]
 
@@ -103,8 +104,11 @@ def a_long_prompt_is_drawn_pooled_with_an_exact_region(page, gguf_path, tmp_path
     assert f"{n:,}² × 4 bytes" in body  # the tokens the page traced
     assert "Keeping every map would take" in body and "all maps stored as fp16 lower triangles" in body
     assert f"the largest weight in each {block} × {block} block" in body
-    title = page.locator(".st-key-heatmap").inner_text()
-    assert f"each cell = {block}×{block} tokens" in title
+    # the pooled map is a new plotly chart in the heatmap's place: plotly draws its title once it is in the
+    # page, after the run (the region below may be drawn first)
+    wait_until_drawn(page, "t => document.querySelector('.st-key-heatmap')?.innerText.includes(t)",
+                     f"each cell = {block}×{block} tokens", seen="() => document.querySelector('.st-key-heatmap')?.innerText",
+                     what=f"the pooled map's title for {block} × {block} blocks")
     region = page.locator(".st-key-region_query input")
     region.fill("100")
     region.press("Enter")

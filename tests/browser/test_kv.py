@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tests.helpers.browser import CHART, ERROR, IDLE, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle
+from tests.helpers.browser import (CHART, ERROR, IDLE, POLL_MS, artifacts, browser_available, rerun_mark, wait_idle,
+                                   wait_until_drawn)
 from tests.helpers.published_hf_configs import LLAMA_3_8B
 from txviz.analysis.kv.presets import PRESETS
 
@@ -123,7 +124,10 @@ def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
              "array.json": "[1, 2, 3]", "huge.json": "{" + " " * (2 << 20) + "}"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    assert page.locator(f".st-key-mem_total {CHART}").count() > 0  # the last upload's numbers, drawn
+    # the last upload's numbers, drawn: plotly draws the chart once it is in the page, after the run
+    wait_until_drawn(page, "(s) => document.querySelector(s) !== null", f".st-key-mem_total {CHART}",
+                     seen="() => document.querySelector('.st-key-mem_total')?.innerHTML.slice(0, 200) ?? 'no chart element'",
+                     what="the upload's bill chart drawn")
     page.locator(".st-key-mem_source").get_by_text("Your config.json").click()  # chosen already: no rerun
     upload = page.locator(".st-key-mem_upload input[type=file]")
     for name in ("broken.json", "list_type.json", "array.json"):
@@ -133,7 +137,10 @@ def a_malformed_or_huge_config_upload_gets_a_message(page, tmp_path) -> None:
         page.wait_for_function(f"() => document.body.innerText.includes('Could not read {name}')",
                                timeout=60_000, polling=POLL_MS)
         assert page.locator(ERROR).count() == 0, name
-        assert page.locator(f".st-key-mem_total {CHART}").count() == 0  # no numbers for a file it cannot read
+        # no numbers for a file it cannot read: the last file's chart, left out of this run, is taken out of
+        # the page a moment after the run's end has reached the test
+        wait_until_drawn(page, "(s) => document.querySelectorAll(s).length === 0", f".st-key-mem_total {CHART}",
+                         seen="(s) => document.querySelectorAll(s).length", what=f"no bill chart for {name}")
     upload.set_input_files(str(tmp_path / "huge.json"))  # over the 1 MB limit: refused before it is read
     page.wait_for_function("() => /1(\\.0)?\\s?MB|too large|larger/i.test(document.body.innerText)",
                            timeout=60_000, polling=POLL_MS)
