@@ -25,8 +25,11 @@ def draw(source: str, loaded) -> DecodingInputs:
                                    help="Greedy takes the most probable token every step. Sampling divides the "
                                         "logits by the temperature, keeps the top-k tokens and the top-p nucleus, "
                                         "renormalises and draws one with the seed.") or "greedy"
-    chat = c3.toggle("Chat template", key="dec_chat", disabled=not has_template,
-                     help="Wrap the prompt as a user message." if has_template else "This model has no chat template.")
+    if has_template:
+        chat = c3.toggle("Chat template", key="dec_chat", help="Wrap the prompt as a user message.")
+    else:  # shown off, as the run is made; the reader's choice waits in dec_chat for a model that has a template
+        chat = c3.toggle("Chat template", value=False, disabled=True, key="dec_chat_none",
+                         help="This model has no chat template: the prompt goes in as it is.")
     sampling = _sampling_controls() if sampler == "sample" else {}
     return DecodingInputs(source=source, prompt=state.get("prompt"), bos=state.get("bos"),
                           chat=bool(chat and has_template), max_new_tokens=int(n_new), sampler=sampler, **sampling)

@@ -1,0 +1,53 @@
+"""The Decoding page's settings read what the model allows: the chat template toggle shows what the run
+does (off on a model without a template, the reader's choice kept for a model with one), a link's
+nonsense numbers fall back to the defaults, and the new tokens stop at what the model's context holds."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from app.app_pages.decoding import settings
+from tests.helpers.apptest import no_errors, open_at, pick_model
+from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
+from txviz.lab.corpus import sample_text
+from txviz.loading import fetch
+from txviz.loading.sources import KNOWN_MODELS
+from txviz.loading.zoo import SHIPPED_ZOO
+
+pytestmark = pytest.mark.skipif(not (SHIPPED_ZOO / "base").is_dir(), reason="the zoo is not shipped")
+
+
+@pytest.fixture
+def home_with_template(tmp_path, monkeypatch):
+    """A cache whose default model is a tiny stand-in with SmolLM2's ChatML template (the zoo has none)."""
+    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
+    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
+    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
+    config = tiny(name="tiny-smollm2")
+    write_gguf(tmp_path / KNOWN_MODELS["smollm2-135m"].filename, config, weights_of(config))
+    import streamlit as st
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def chat_toggle(at):
+    return next(toggle for toggle in at.toggle if toggle.label == "Chat template")
+
+
+def test_the_chat_toggle_reads_off_on_a_model_without_a_template_and_comes_back_on(home_with_template):
+    at = open_at("decoding", prompt="the the", timeout=300)
+    no_errors(at)
+    assert chat_toggle(at).value is True and not chat_toggle(at).proto.disabled
+    default = at.sidebar.selectbox(key="model_choice").value
+    pick_model(at, "base").run()
+    no_errors(at)
+    shown = chat_toggle(at)
+    assert shown.value is False and shown.proto.disabled  # the run goes in without a template: the toggle says so
+    assert at.session_state["dec_chat"] is True  # the reader's choice, for a model that has one
+    at.sidebar.selectbox(key="model_choice").set_value(default).run()
+    no_errors(at)
+    assert chat_toggle(at).value is True and not chat_toggle(at).proto.disabled
