@@ -19,6 +19,7 @@ that returns what it made).
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from contextlib import contextmanager
@@ -53,6 +54,15 @@ def _as_bool(raw: str) -> bool:
     if raw.lower() in ("0", "false", "no", "off"):
         return False
     raise ValueError(raw)
+
+
+def _finite(raw: str) -> float:
+    """A number a link may carry: "nan" and "inf" parse as floats but are no setting (a clamp turned a nan
+    temperature into the slider's low end)."""
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(raw)
+    return value
 
 
 @dataclass(frozen=True)
@@ -97,9 +107,9 @@ FIELDS: dict[str, Field] = {
     "dec_new": Field(48, int),  # new tokens
     "dec_chat": Field(True, _as_bool, lambda value: "1" if value else "0"),  # wrapped in the chat template, where one is
     "dec_sampler": Field("greedy", choices=("greedy", "sample")),
-    "dec_temp": Field(1.0, float),
+    "dec_temp": Field(1.0, _finite),
     "dec_top_k": Field(0, int),  # 0: no top-k cut
-    "dec_top_p": Field(1.0, float),  # 1: no top-p cut
+    "dec_top_p": Field(1.0, _finite),  # 1: no top-p cut
     "dec_seed": Field(0, int),
 }
 DEFAULTS = {key: field.default for key, field in FIELDS.items()}

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from app.app_pages.decoding import settings
-from tests.helpers.apptest import no_errors, open_at, pick_model
+from tests.helpers.apptest import aim_at, app_on, no_errors, open_at, pick_model
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.lab.corpus import sample_text
 from txviz.loading import fetch
@@ -51,3 +51,15 @@ def test_the_chat_toggle_reads_off_on_a_model_without_a_template_and_comes_back_
     at.sidebar.selectbox(key="model_choice").set_value(default).run()
     no_errors(at)
     assert chat_toggle(at).value is True and not chat_toggle(at).proto.disabled
+
+
+@pytest.mark.parametrize("nonsense", ["nan", "inf", "-inf", "abc"])
+def test_a_links_nonsense_temperature_or_top_p_opens_on_the_defaults(nonsense):
+    at = aim_at(app_on(str(SHIPPED_ZOO / "base"), sample_text(3), timeout=300), "decoding")
+    for key, value in {"dec_sampler": "sample", "dec_temp": nonsense, "dec_top_p": nonsense}.items():
+        at.query_params[key] = value
+    at.run()
+    no_errors(at)
+    assert (at.slider(key="dec_temp").value, at.slider(key="dec_top_p").value) == (1.0, 1.0)  # not a clamp's end
+    at.slider(key="dec_temp").set_value(0.5).run()
+    assert at.slider(key="dec_temp").value == 0.5 and at.slider(key="dec_top_p").value == 1.0
