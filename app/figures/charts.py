@@ -23,6 +23,12 @@ def token_labels(tokens: list[str]) -> list[str]:
     return [f"{i}:{plotly_text(t)}" for i, t in enumerate(tokens)]
 
 
+def readable(token: str) -> str:
+    """A token as the app's strips and pills show it: a space as ␣, a line end as ↵, control characters
+    named, nothing as ∅ (a label's leading space is otherwise invisible: " the" and "the" read alike)."""
+    return visible_controls(token).replace(" ", "␣").replace("\n", "↵") or "∅"
+
+
 def plotly_text(text) -> str:
     """``text`` as written in a plotly label or title: its tags and entities shown, not applied."""
     return html.escape(str(text), quote=False)
@@ -238,7 +244,7 @@ def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[i
     boxes = []
     for i, (token, is_special) in enumerate(zip(tokens, special)):
         kind = " class=s" if is_special else (" class=h" if i in highlight else "")
-        text = html.escape(visible_controls(token).replace(" ", "␣").replace("\n", "↵")) or "∅"
+        text = html.escape(readable(token))
         title = html.escape(titles[i] if titles is not None else f"token {i}", quote=True)
         boxes.append(f"<span{kind} title=\"{title}\"><sub>{first + i}</sub>&nbsp;{text}</span>")
     height = f" style='max-height:{int(max_height_px)}px'" if max_height_px else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures.charts import colorscale, token_labels, unvalidated
+from app.figures.charts import colorscale, readable, token_labels, unvalidated
 
 CHOSEN = "#e8590c"
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
@@ -21,7 +21,7 @@ def _scale(name: str) -> list[list]:
 def lens_strip(values: np.ndarray, first_top1: list[int | None], tokens: list[str], *, by: str) -> object:
     """Generated tokens (rows) × lens points (columns: the embedding, then after each layer), coloured by
     the chosen token's rank (log scale; 1 is best) or probability; a ring where it first became top-1."""
-    labels = token_labels(tokens)
+    labels = token_labels([readable(token) for token in tokens])  # as the step viewer's pills read them
     points = ["embed"] + [f"L{i}" for i in range(values.shape[1] - 1)]
     by_rank = by == "rank"
     z = np.log10(np.maximum(values, 1)) if by_rank else values

@@ -29,3 +29,10 @@ def test_an_unvalidated_figure_is_the_validated_one():
 def test_the_lens_strip_rings_the_first_top1_point_of_each_token():
     ring = lens().to_dict()["data"][1]
     assert list(ring["x"]) == ["L2", "embed", "L5", "L1"] and len(ring["y"]) == 4
+
+
+def test_the_lens_strip_rows_show_a_tokens_spaces_and_line_ends_as_the_pills_do():
+    tokens = [" the", "'t", "\n", "", "a<b"]
+    rows = decoding_charts.lens_strip(RNG.integers(1, 500, (5, 7)).astype(float), [None] * 5, tokens,
+                                      by="rank").to_dict()["data"][0]["y"]
+    assert list(rows) == ["0:␣the", "1:'t", "2:↵", "3:∅", "4:a&lt;b"]  # " the" no longer reads like "the"

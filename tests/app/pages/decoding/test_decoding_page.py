@@ -346,7 +346,7 @@ def test_smollm2_in_its_chat_template_generates_what_the_library_does(default_mo
     assert run.new_ids == reference(at).new_ids and "Paris" in tokenizer.decode(list(run.new_ids))
     pick(at, 2)
     no_errors(at)
-    assert chart(at, "dec_lens_strip")["data"][0]["y"][2].endswith(run.steps[2].token.text)
+    assert chart(at, "dec_lens_strip")["data"][0]["y"][2].endswith(payload.label(run.steps[2].token.text, run.new_ids[2]))
 
 
 def test_a_step_is_timed_without_the_cache_once_on_a_click(monkeypatch):
