@@ -62,8 +62,11 @@ def test_prompt_checks_say_the_count_the_limit_and_the_knob():
         check_prompt_tokens(49, config, long, long=True)
     with pytest.raises(LimitExceeded, match=r"65 tokens; the model's context is 64"):
         check_prompt_tokens(65, config, Limits())
-    with pytest.raises(LimitExceeded, match=r"30 tokens \+ 40 new = 70; the model's context is 64"):
-        check_prompt_tokens(30, config, Limits(), n_new=40)
+    with pytest.raises(LimitExceeded, match=r"30 tokens \+ 40 new = 70; the model's context is 64 tokens\. "
+                                            r"Ask for at most 34 new tokens, or shorten the prompt\.$"):
+        check_prompt_tokens(30, config, Limits(), n_new=40)  # the prompt fits: the new tokens are the knob
+    with pytest.raises(LimitExceeded, match=r"64 tokens \+ 1 new = 65; the model's context is 64 tokens\. Shorten it\.$"):
+        check_prompt_tokens(64, config, Limits(), n_new=1)
     with pytest.raises(LimitExceeded, match=r"at most 8 \(TXVIZ_MAX_NEW_TOKENS\)"):
         check_prompt_tokens(4, config, limits, n_new=9)
     with pytest.raises(LimitExceeded, match=r"101 characters.*TXVIZ_MAX_PROMPT_CHARS"):

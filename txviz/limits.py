@@ -148,7 +148,9 @@ def check_prompt_tokens(n_tokens: int, config: ModelConfig, limits: Limits, *, n
     total = n_tokens + n_new
     what = f"The prompt has {n_tokens:,} tokens" + (f" + {n_new:,} new = {total:,}" if n_new else "")
     if total > config.max_seq_len:
-        raise LimitExceeded(f"{what}; the model's context is {config.max_seq_len:,} tokens. Shorten it.")
+        room = config.max_seq_len - n_tokens  # the new tokens that fit after the prompt: the knob to turn, when any
+        turn = f"Ask for at most {room:,} new tokens, or shorten the prompt." if n_new and room > 0 else "Shorten it."
+        raise LimitExceeded(f"{what}; the model's context is {config.max_seq_len:,} tokens. {turn}")
     name = "max_long_tokens" if long else "max_prompt_tokens"
     most = getattr(limits, name)
     if n_tokens > most:

@@ -16,7 +16,7 @@ SAMPLER_NAMES = {"greedy": "greedy", "sample": "sample"}
 
 
 def draw(source: str, loaded) -> DecodingInputs:
-    most_new = min(MOST_NEW, cache.limits().max_new_tokens)
+    most_new = min(MOST_NEW, cache.limits().max_new_tokens, loaded.config.max_seq_len - 1)  # one prompt token at least
     has_template = bool(loaded.tokenizer.chat_template)
     c1, c2, c3 = st.columns([3, 2, 2])
     state.within("dec_new", 1, most_new)

@@ -63,3 +63,19 @@ def test_a_links_nonsense_temperature_or_top_p_opens_on_the_defaults(nonsense):
     assert (at.slider(key="dec_temp").value, at.slider(key="dec_top_p").value) == (1.0, 1.0)  # not a clamp's end
     at.slider(key="dec_temp").set_value(0.5).run()
     assert at.slider(key="dec_temp").value == 0.5 and at.slider(key="dec_top_p").value == 1.0
+
+
+def test_the_new_tokens_end_inside_the_models_context_and_past_it_the_page_names_the_knob():
+    at = aim_at(app_on(str(SHIPPED_ZOO / "base"), sample_text(3), timeout=300), "decoding")
+    at.query_params["dec_new"] = "99999"
+    at.run()
+    no_errors(at)
+    from app.services.models import load_model
+
+    context = load_model(str(SHIPPED_ZOO / "base")).config.max_seq_len
+    assert context < settings.MOST_NEW  # the zoo's context is shorter than the slider's usual end
+    assert at.slider(key="dec_new").max == context - 1 and at.slider(key="dec_new").value == context - 1
+    warning = " ".join(w.value for w in at.warning)
+    assert "Ask for at most" in warning and "Shorten it." not in warning  # the prompt fits: fewer new tokens do
+    at.slider(key="dec_new").set_value(8).run()
+    assert not at.warning and at.button(key="dec_generate").label == "Generate"
