@@ -18,7 +18,8 @@ SAMPLER_NAMES = {"greedy": "greedy", "sample": "sample"}
 def draw(source: str, loaded) -> DecodingInputs:
     most_new = min(MOST_NEW, cache.limits().max_new_tokens, loaded.config.max_seq_len - 1)  # one prompt token at least
     has_template = bool(loaded.tokenizer.chat_template)
-    c1, c2, c3 = st.columns([3, 2, 2])
+    # the toggle goes under the sampler: three columns clipped "sample" and "Chat template" in an 800 px window
+    c1, c2 = st.columns([3, 2])
     state.within("dec_new", 1, most_new)
     n_new = bounded_slider(c1, "New tokens", 1, most_new, key="dec_new")
     sampler = c2.segmented_control("Sampler", SAMPLERS, key="dec_sampler", format_func=SAMPLER_NAMES.get,
@@ -26,9 +27,9 @@ def draw(source: str, loaded) -> DecodingInputs:
                                         "logits by the temperature, keeps the top-k tokens and the top-p nucleus, "
                                         "renormalises and draws one with the seed.") or "greedy"
     if has_template:
-        chat = c3.toggle("Chat template", key="dec_chat", help="Wrap the prompt as a user message.")
+        chat = c2.toggle("Chat template", key="dec_chat", help="Wrap the prompt as a user message.")
     else:  # shown off, as the run is made; the reader's choice waits in dec_chat for a model that has a template
-        chat = c3.toggle("Chat template", value=False, disabled=True, key="dec_chat_none",
+        chat = c2.toggle("Chat template", value=False, disabled=True, key="dec_chat_none",
                          help="This model has no chat template: the prompt goes in as it is.")
     sampling = _sampling_controls() if sampler == "sample" else {}
     return DecodingInputs(source=source, prompt=state.get("prompt"), bos=state.get("bos"),

@@ -79,3 +79,13 @@ def test_the_new_tokens_end_inside_the_models_context_and_past_it_the_page_names
     assert "Ask for at most" in warning and "Shorten it." not in warning  # the prompt fits: fewer new tokens do
     at.slider(key="dec_new").set_value(8).run()
     assert not at.warning and at.button(key="dec_generate").label == "Generate"
+
+
+def test_the_chat_toggle_sits_under_the_sampler_so_an_800px_window_clips_neither():
+    at = aim_at(app_on(str(SHIPPED_ZOO / "base"), sample_text(3), timeout=300), "decoding")
+    at.run()
+    no_errors(at)
+    sampler_column = next(column for column in at.columns
+                          if any(group.key == "dec_sampler" for group in column.get("button_group")))
+    assert [toggle.label for toggle in sampler_column.toggle] == ["Chat template"]
+    assert len([column for column in at.columns if column.get("slider") or column.get("button_group")]) == 2
