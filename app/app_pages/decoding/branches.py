@@ -1,6 +1,7 @@
 """Branches: another of the chosen step's candidates, continued from there on the run's cache of every
 token before it (only the steps after run), shown beside the run's own continuation with the tokens where
-the two differ marked. Kept for this session by (inputs, step, token).
+the two differ marked. Kept for this session by (inputs, step, token); one a Stop cut short can be run
+again (Branch again).
 
 A click on a candidate lands in the step's fragment, but a branch streams outside it: Streamlit lets no
 click inside a fragment interrupt that fragment's run, so a Stop there could not stop anything. The click
@@ -56,6 +57,13 @@ def draw(view, index: int) -> None:
         state.put("_decoding_branch_asked", key)
         st.rerun(scope="app")  # the page body streams it, where a Stop can reach it
     side_by_side(view, branched, index)
+    if branched.stop_reason == "stopped":  # else a stopped branch stays cut short for the rest of the session
+        st.button("Branch again", key="dec_branch_again", on_click=_forget, args=(key,),
+                  help="Runs this branch again from its step, to its end (the Stop ended it early).")
+
+
+def _forget(key: tuple) -> None:
+    state.put("_decoding_branches", {k: v for k, v in state.get("_decoding_branches", {}).items() if k != key})
 
 
 def stream_asked(view) -> None:

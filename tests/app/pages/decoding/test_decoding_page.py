@@ -279,6 +279,12 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
     assert "It was stopped" in " ".join(c.value for c in at.caption)
     at.run()
     assert at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)] is branched  # not run again
+    at.button(key="dec_branch_again").click().run()  # the reader asks for the whole branch after all
+    no_errors(at)
+    whole = at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)]
+    assert whole.stop_reason != "stopped" and whole.new_ids[:5] == branched.new_ids
+    assert len(whole.steps) == N_NEW or whole.stop_reason == "stop_id"
+    assert "It was stopped" not in " ".join(c.value for c in at.caption) and "dec_branch_again" not in [b.key for b in at.button]
 
 
 def test_a_new_seed_or_prompt_never_shows_the_old_generation():
