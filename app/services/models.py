@@ -1,7 +1,8 @@
 """The models a session can look at: a known model by name ("default" is SmolLM2, "gemma3-270m" …, see
-txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model directories; and the
-catalog the sidebar offers (the known models, then every model discovered in those directories, a broken
-file listed with its reason, never offered)."""
+txviz.loading.sources.KNOWN_MODELS), or a path confined to the allowed model directories (a zoo or cache
+model by its short form, ``zoo:moe_top2``, which a link names); and the catalog the sidebar offers (the
+known models, then every model discovered in those directories, a broken file listed with its reason,
+never offered)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from txviz.loading.hub_id import looks_like_hub_id
 from txviz.loading.hub_policy import HubPolicy
 from txviz.loading.known import load_known_model
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.sources import (DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, confine, discover,
-                                   known_model)
+from txviz.loading.sources import (DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, ModelSource, discover,
+                                   known_model, link_name, locate)
 from txviz.loading.zoo import is_txviz_dir
 
 Describe = Callable[[str, int], str]  # (a zoo directory, the version of its config.json) -> its one-line description
@@ -28,13 +29,14 @@ def is_known(source: str) -> bool:
 
 
 def load_model(source: str) -> LoadedModel:
-    """A known model's name (fetched if needed, loaded from its cached float32 copy), else a path,
-    confined whatever the URL says, whose header passes the discovery check before it is loaded."""
+    """A known model's name (fetched if needed, loaded from its cached float32 copy), else a path or a
+    short form (``zoo:moe_top2``, txviz.loading.sources), confined whatever the URL says, whose header
+    passes the discovery check before it is loaded."""
     if is_known(source):
         return load_known_model(known_model(source))
     if looks_like_hub_id(source):
         return load_hub(source)
-    path = confine(source)
+    path = locate(source)
     reason = preflight.problem(path)  # its header, parsed in a capped child first (kept per file version)
     if reason:
         raise ModelLoadError(reason)
@@ -107,7 +109,7 @@ def label(source: ModelSource, describe_dir: Describe) -> str:
 
 
 def model_options(describe_dir: Describe) -> tuple[dict[str, str], dict[str, str]]:
-    """(label → source of the models offered, label → reason of the files found broken). Discovered files
+    """(label → source of the models offered (a zoo or cache model by its short form, which a link names), label → reason of the files found broken). Discovered files
     are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
     a broken one is listed with its reason, never offered for a one-click load."""
     options, broken = known_options(), {}
@@ -118,5 +120,5 @@ def model_options(describe_dir: Describe) -> tuple[dict[str, str], dict[str, str
         if verdicts[source.path]:
             broken[source.label] = verdicts[source.path]
         else:
-            options.setdefault(label(source, describe_dir), source.path)
+            options.setdefault(label(source, describe_dir), link_name(source.path))  # what the link will name
     return options, broken

@@ -15,7 +15,7 @@ from txviz.lab.tokenizer import UNKNOWN, unknown_words
 from txviz.loading.display_name import display_name
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.hub_id import looks_like_hub_id
-from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, confine, known_model
+from txviz.loading.sources import DEFAULT_MODEL_NAME, DEFAULT_SOURCE, KNOWN_MODELS, known_model, link_name, locate
 
 CUSTOM = "Path…"
 HUB = "Hugging Face Hub…"
@@ -29,12 +29,19 @@ def _show_broken(broken: dict[str, str]) -> None:
             st.caption(f"**{plain(label)}** — {plain(reason)}")
 
 
+def _one_name_per_model() -> None:
+    """One model, one name in the link (and one cache entry): the default model as "default", a model in
+    the zoo or the cache by its short form (``zoo:moe_top2``), which opens on another checkout too (an
+    older link's absolute path is rewritten so)."""
+    source = state.get("model")
+    state.put("model", DEFAULT_SOURCE if source == DEFAULT_MODEL_NAME else link_name(source))
+
+
 def _pick_model() -> None:
     options, broken = models.model_options(cache.zoo_description)
     hub_on = models.hub_policy().enabled
     labels = list(options) + [CUSTOM] + [HUB] * hub_on
-    if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
-        state.put("model", DEFAULT_SOURCE)
+    _one_name_per_model()
     current = state.get("model")
     index = next((i for i, label in enumerate(labels) if options.get(label) == current),
                  labels.index(HUB) if hub_on and looks_like_hub_id(current) else labels.index(CUSTOM))
@@ -52,7 +59,7 @@ def _pick_model() -> None:
             state.put("model", typed)
         elif typed:
             try:
-                state.put("model", str(confine(typed)))
+                state.put("model", link_name(str(locate(typed))))
             except ModelLoadError as error:
                 st.error(f"{plain(error)}. Showing the default model.")
                 state.put("model", "default")
@@ -114,8 +121,7 @@ def render() -> None:
         # drawn, the fetch's bar and the load's spinner the only thing in the sidebar meanwhile: a prompt
         # box (or the picker's search box) shown during that load took a sentence whose Enter then waited
         # for the load. (A Hub id is fetched by the picker first; later loads follow the picker's choice.)
-        if state.get("model") == DEFAULT_MODEL_NAME:  # a link may name the default: one model, one cache entry
-            state.put("model", DEFAULT_SOURCE)
+        _one_name_per_model()
         source = state.get("model")
         first = not state.has("model_choice") and not looks_like_hub_id(source)
         loaded = _load_model() if first else None

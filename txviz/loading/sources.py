@@ -11,6 +11,21 @@ shipped zoo (``assets/zoo``) and the directories in ``TXVIZ_MODEL_DIRS`` (separa
 and refuses it unless it lies inside one of them, and, for a directory, unless every entry in it
 (config, weights, tokenizer) resolves inside one too: a symlink cannot lead a loader out.
 ``discover()`` lists the loadable models found there: .gguf files and directories with a config.json.
+
+A link (the app's ``model=`` URL key) names a model in one of these forms, so that it opens on another
+checkout or machine:
+
+- a known model's name (``default``, ``gemma3-270m``) or a Hub id (``org/name@commit``);
+- ``zoo:<name>``: a model inside the shipped zoo of the running txviz (``zoo:moe_top2``), wherever its
+  checkout lies;
+- ``cache:<path>``: a model inside the cache directory of the running server (``cache:mine.gguf``);
+- an absolute path, for a model in a ``TXVIZ_MODEL_DIRS`` directory: those are the operator's, chosen
+  per machine, so no name would mean the same on another one. Older links' absolute paths into the zoo
+  or the cache still open, and ``link_name`` turns them into the short forms.
+
+The colon keeps the short forms apart from Hub ids (which never hold one). ``locate`` resolves a short
+form against the directory it names (refusing ``..`` and absolute parts) and then confines it like any
+path.
 """
 
 from __future__ import annotations
@@ -18,7 +33,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from txviz.loading.errors import ModelLoadError
 from txviz.loading.home import txviz_home
@@ -141,6 +156,41 @@ def confine(path: str | Path, roots: list[Path] | None = None) -> Path:
     except OSError as exc:  # a name too long for the OS, no permission
         raise ModelLoadError(f"cannot use the model path {text[:200]!r}: {exc.strerror or exc}") from None
     return resolved
+
+
+def _link_roots() -> dict[str, Path]:
+    """The short forms' directories, read when asked (a checkout moved, a home set by the operator)."""
+    return {"zoo": SHIPPED_ZOO, "cache": txviz_home()}
+
+
+def locate(text: str) -> Path:
+    """The confined path ``text`` names: ``zoo:<name>`` and ``cache:<path>`` inside their directory, else a
+    path as ``confine`` takes it."""
+    scheme, colon, rest = str(text).partition(":")
+    root = _link_roots().get(scheme) if colon else None
+    if root is None:
+        return confine(text)
+    parts = PurePosixPath(rest.replace("\\", "/")).parts
+    if not parts or parts[0] == "/" or ".." in parts or "\x00" in rest:
+        raise ModelLoadError(f"{str(text)[:200]!r} must name a model inside the {scheme} directory")
+    return confine(Path(root).joinpath(*parts))
+
+
+def link_name(source: str) -> str:
+    """The short form of an absolute path inside the zoo or the cache (``zoo:moe_top2``); anything else as
+    it is (a known name, a Hub id, a path in TXVIZ_MODEL_DIRS, a path that does not resolve)."""
+    try:
+        path = Path(source)
+        if not path.is_absolute():
+            return source
+        resolved = path.resolve()
+        for scheme, root in _link_roots().items():
+            root = Path(root).resolve()
+            if resolved != root and resolved.is_relative_to(root):
+                return f"{scheme}:{resolved.relative_to(root).as_posix()}"
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a name too long, a NUL character
+        pass
+    return source
 
 
 def _within(path: Path, roots: list[Path]) -> bool:
