@@ -65,6 +65,23 @@ def _finite(raw: str) -> float:
     return value
 
 
+# The largest whole number a browser's number box holds exactly (JavaScript's Number.MAX_SAFE_INTEGER):
+# past it 99999999999999999999 shows as 18446744073709552000 and the box sends back something else.
+# torch.Generator.manual_seed takes 0 to 2**64 - 1 (a negative seed wraps around to one of those), so the
+# seeds a link may carry are the box's: 0 to this.
+MAX_EXACT_INT = 2 ** 53 - 1
+
+
+def _whole(low: int, high: int = MAX_EXACT_INT) -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high`` (others are no setting: the field falls back to its default)."""
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(raw)
+        return value
+    return parse
+
+
 @dataclass(frozen=True)
 class Field:
     """One URL-backed session key. ``choices``: the values it may take (others fall back to the default)."""
@@ -108,9 +125,9 @@ FIELDS: dict[str, Field] = {
     "dec_chat": Field(True, _as_bool, lambda value: "1" if value else "0"),  # wrapped in the chat template, where one is
     "dec_sampler": Field("greedy", choices=("greedy", "sample")),
     "dec_temp": Field(1.0, _finite),
-    "dec_top_k": Field(0, int),  # 0: no top-k cut
+    "dec_top_k": Field(0, _whole(0)),  # 0: no top-k cut; a negative k is no setting (the sampler refuses it)
     "dec_top_p": Field(1.0, _finite),  # 1: no top-p cut
-    "dec_seed": Field(0, int),
+    "dec_seed": Field(0, _whole(0)),
 }
 DEFAULTS = {key: field.default for key, field in FIELDS.items()}
 URL_KEYS = tuple(FIELDS)

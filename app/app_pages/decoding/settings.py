@@ -48,5 +48,6 @@ def _sampling_controls() -> dict:
                             help="Keep only the k most probable tokens.")
     top_p = c3.slider("Top-p (1: off)", 0.05, 1.0, step=0.05, key="dec_top_p",
                       help="Keep the most probable tokens until their probability reaches p (the nucleus).")
-    seed = c4.number_input("Seed", min_value=0, step=1, key="dec_seed", help="The same seed draws the same tokens.")
+    seed = c4.number_input("Seed", min_value=0, max_value=state.MAX_EXACT_INT, step=1, key="dec_seed",
+                           help="The same seed draws the same tokens.")
     return {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p), "seed": int(seed)}

@@ -1,6 +1,6 @@
 """The Decoding page's settings read what the model allows: the chat template toggle shows what the run
 does (off on a model without a template, the reader's choice kept for a model with one), a link's
-nonsense numbers fall back to the defaults, and the new tokens stop at what the model's context holds."""
+nonsense numbers fall back to the defaults (a seed the number box cannot hold exactly among them), and the new tokens stop at what the model's context holds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import shutil
 import pytest
 
 from app.app_pages.decoding import settings
+from app.ui import state
 from tests.helpers.apptest import aim_at, app_on, no_errors, open_at, pick_model
+from tests.helpers.spy import spy
 from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.lab.corpus import sample_text
 from txviz.loading import fetch
@@ -63,6 +65,43 @@ def test_a_links_nonsense_temperature_or_top_p_opens_on_the_defaults(nonsense):
     assert (at.slider(key="dec_temp").value, at.slider(key="dec_top_p").value) == (1.0, 1.0)  # not a clamp's end
     at.slider(key="dec_temp").set_value(0.5).run()
     assert at.slider(key="dec_temp").value == 0.5 and at.slider(key="dec_top_p").value == 1.0
+
+
+def sampling_link(**settings_in_url):
+    at = aim_at(app_on(str(SHIPPED_ZOO / "base"), sample_text(3), timeout=300), "decoding")
+    for key, value in {"dec_sampler": "sample", **settings_in_url}.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999", str(state.MAX_EXACT_INT + 1), "-1", "1.5", "1e3"])
+def test_a_links_seed_the_box_cannot_hold_exactly_opens_on_the_default(monkeypatch, seed):
+    runs = spy(monkeypatch, settings, "draw")
+    at = sampling_link(dec_seed=seed)
+    no_errors(at)
+    assert at.number_input(key="dec_seed").value == 0 and runs.last.seed == 0
+    assert "dec_seed" not in at.query_params
+    at.slider(key="dec_temp").set_value(0.5).run()  # the next interaction keeps it
+    assert runs.last.seed == 0 and runs.last.temperature == 0.5
+
+
+def test_the_largest_seed_the_box_holds_exactly_is_kept():
+    at = sampling_link(dec_seed=str(state.MAX_EXACT_INT))
+    no_errors(at)
+    assert at.number_input(key="dec_seed").value == state.MAX_EXACT_INT == at.number_input(key="dec_seed").max
+    at.number_input(key="dec_seed").set_value(7).run()
+    assert at.query_params["dec_seed"] == "7"
+
+
+@pytest.mark.parametrize("top_k", ["-3", "99999999999999999999"])
+def test_a_links_top_k_that_is_no_setting_opens_on_the_default(monkeypatch, top_k):
+    runs = spy(monkeypatch, settings, "draw")
+    at = sampling_link(dec_sampler="greedy", dec_top_k=top_k)  # the sampler's boxes not drawn: nothing clamps it
+    no_errors(at)
+    assert at.session_state["dec_top_k"] == 0 and "dec_top_k" not in at.query_params
+    at = sampling_link(dec_top_k=top_k)
+    no_errors(at)
+    assert at.number_input(key="dec_top_k").value == 0 and runs.last.top_k == 0
 
 
 def test_the_new_tokens_end_inside_the_models_context_and_past_it_the_page_names_the_knob():
