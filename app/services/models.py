@@ -109,9 +109,10 @@ def label(source: ModelSource, describe_dir: Describe) -> str:
 
 
 def model_options(describe_dir: Describe) -> tuple[dict[str, str], dict[str, str]]:
-    """(label → source of the models offered (a zoo or cache model by its short form, which a link names), label → reason of the files found broken). Discovered files
-    are checked by their header in a capped child process (txviz.loading.preflight, once per file version):
-    a broken one is listed with its reason, never offered for a one-click load."""
+    """(label → source of the models offered, a zoo or cache model by the short form a link names;
+    label → reason of the files found broken). Discovered files are checked by their header in a capped
+    child process (txviz.loading.preflight, once per file version): a broken one is listed with its
+    reason, never offered for a one-click load."""
     options, broken = known_options(), {}
     known = known_files()
     sources = [source for source in discover() if not is_known_file(source.path, known)]
