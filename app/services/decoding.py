@@ -21,6 +21,7 @@ from txviz.decoding import Decoding, DecodingStep, StepRecordRequest, branch, de
 from txviz.generate import Sampling
 from txviz.loading.errors import TokenizerError
 from txviz.loading.loaded import LoadedModel
+from txviz.loading.tokenizer.chat_prompt import wrap_prompt
 from txviz.model.kv_cache import kv_elements_per_token_layer, kv_tokens_kept
 from txviz.threads import threads_for_this_run
 
@@ -62,21 +63,13 @@ def prompt_ids(loaded: LoadedModel, inputs: DecodingInputs, settings: limits_.Li
     tokenizer = loaded.tokenizer
     encode(loaded, inputs.prompt, inputs.bos, settings)  # the prompt itself: empty, too long, not text
     try:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": inputs.prompt}]) if inputs.chat else inputs.prompt
+        text, bos = wrap_prompt(tokenizer, inputs.prompt, inputs.bos, inputs.chat)
     except TokenizerError as error:
         raise PromptError(f"Cannot wrap the prompt in the chat template: {error}") from None
-    encoding = encode(loaded, text, _bos_before(tokenizer, text, inputs), settings, n_new=inputs.max_new_tokens)
+    encoding = encode(loaded, text, bos, settings, n_new=inputs.max_new_tokens)
     within_budget(limits_.generation_estimate(loaded.config, len(encoding.ids), inputs.max_new_tokens,
                                               element_bytes=loaded.dtype.itemsize, gflops=settings.gflops), settings)
     return list(encoding.ids)
-
-
-def _bos_before(tokenizer, text: str, inputs: DecodingInputs) -> str:
-    """The BOS policy for the text the model reads: a chat template that opens with the model's BOS holds
-    it already (SmolLM2's ChatML opens with <|im_start|>, its BOS), and a second in front would double it."""
-    if inputs.chat and inputs.bos == "bos" and tokenizer.encode(text).ids[:1] == (tokenizer.bos_id,):
-        return "none"
-    return inputs.bos
 
 
 def record_request(config) -> StepRecordRequest:

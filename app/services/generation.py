@@ -9,6 +9,7 @@ from app.services.prompts import PromptError, encode, within_budget
 from txviz.threads import threads_for_this_run
 from txviz import limits as limits_
 from txviz.loading.loaded import LoadedModel
+from txviz.loading.tokenizer.chat_prompt import wrap_prompt
 from txviz.loading.errors import TokenizerError
 
 
@@ -23,7 +24,7 @@ def generate_from_prompt(loaded: LoadedModel, prompt: str, bos: str, settings: l
     tokenizer = loaded.tokenizer
     encode(loaded, prompt, bos, settings)  # the prompt itself: empty, too long, not text
     try:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}]) if chat else prompt
+        text, bos = wrap_prompt(tokenizer, prompt, bos, chat)
     except TokenizerError as error:
         raise PromptError(f"Cannot wrap the prompt in the chat template: {error}") from None
     encoding = encode(loaded, text, bos, settings, n_new=max_new_tokens)

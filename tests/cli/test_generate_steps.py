@@ -36,11 +36,12 @@ def run_cli(capsys, *argv: str) -> str:
 
 def test_without_candidates_the_output_is_the_plain_generation_byte_for_byte(capsys, loaded):
     sampler = SAMPLERS["sampled"]
-    result = generate(loaded.model, torch.tensor(loaded.tokenizer.encode(PROMPT, bos="none").ids), N_NEW,
+    prompt_ids = list(loaded.tokenizer.encode(PROMPT, bos="none").ids)
+    result = generate(loaded.model, torch.tensor(prompt_ids), N_NEW,
                       sampling=Sampling(temperature=1.3, top_k=12, top_p=0.9, seed=5),
                       stop_ids=(loaded.tokenizer.eos_id,))
     text = loaded.tokenizer.decode(list(result.new_ids), skip_special=True)
-    expected = {"prompt": PROMPT, "text": text, "new_ids": list(result.new_ids),
+    expected = {"prompt": PROMPT, "prompt_ids": prompt_ids, "text": text, "new_ids": list(result.new_ids),
                 "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
     assert run_cli(capsys, "--json", *sampler) == json.dumps(expected) + "\n"
     assert run_cli(capsys, *sampler) == text + "\n"

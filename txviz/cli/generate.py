@@ -29,6 +29,7 @@ def register(command) -> None:
 
 def cmd_generate(args) -> dict:
     from txviz.generate import Sampling, generate
+    from txviz.loading.tokenizer.chat_prompt import wrap_prompt
     from txviz import limits
     with_steps = wants_steps(args)
     settings = limits.current()
@@ -36,10 +37,7 @@ def cmd_generate(args) -> dict:
     loaded = model_options.load_model(args)
     record = step_request(args, loaded.config) if with_steps else None
     tokenizer = loaded.tokenizer
-    prompt = args.prompt
-    if args.chat:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}])
-    args.bos = resolve_bos(args.bos, tokenizer)
+    prompt, args.bos = wrap_prompt(tokenizer, args.prompt, resolve_bos(args.bos, tokenizer), args.chat)
     ids = torch.tensor(tokenizer.encode(prompt, bos=args.bos).ids)
     check_context(len(ids), max(0, args.max_new_tokens), loaded.config.max_seq_len)
     limits.check_prompt_tokens(len(ids), loaded.config, settings, n_new=max(0, args.max_new_tokens))
@@ -55,7 +53,7 @@ def cmd_generate(args) -> dict:
     text = tokenizer.decode(new_ids, skip_special=True)
     if not args.json:
         print(text)
-    return {"prompt": prompt, "text": text, "new_ids": new_ids,
+    return {"prompt": prompt, "prompt_ids": ids.tolist(), "text": text, "new_ids": new_ids,
             "kv_cache_bytes": [step.cache_bytes for step in result.steps]}
 
 
@@ -72,5 +70,5 @@ def _generate_with_steps(args, loaded, prompt: str, ids, sampling, stop, record)
     if not args.json:
         print(text)
         print_steps(steps)
-    return {"prompt": prompt, "text": text, "new_ids": new_ids,
+    return {"prompt": prompt, "prompt_ids": ids.tolist(), "text": text, "new_ids": new_ids,
             "kv_cache_bytes": [step.kv_bytes for step in run.steps], "steps": steps}
