@@ -130,7 +130,8 @@ def side_by_side(view, branched, index: int) -> None:
     same = len(set(range(min(len(own), len(other)))) - differ)
     saved = decoding.reaching_seconds(view.run, index)
     after = len(branched.steps) - index - 1
-    stopped = " It was stopped (the Stop button); its tokens so far are kept." if branched.stop_reason == "stopped" else ""
+    stopped = (" It was stopped by a click (the Stop button, or any other click while it ran); its tokens so far "
+               "are kept.") if branched.stop_reason == "stopped" else ""
     st.caption(plain(
         f"They differ first at step {index + (first or 0)}; {same} of the steps after agree token for token "
         f"(yellow: differ). The branch reused the cache of {branched.reused_tokens} tokens, which the run spent "

@@ -75,7 +75,8 @@ def stream(loaded, inputs: decoding.DecodingInputs, ids: list[int]):
 
 def say_how_it_ended(run, tokenizer) -> None:
     n = len(run.steps)
-    ended = {"stopped": f"Stopped (the Stop button) after {n} tokens: they are kept.",
+    ended = {"stopped": f"Stopped after {n} tokens by a click (the Stop button, or any other click while it ran, "
+                        "such as a changed setting): they are kept.",
              "stop_id": f"The model ended its text ({plain(tokenizer.display(run.new_ids[-1]))}) after {n} tokens.",
              "max_new_tokens": f"{n} tokens generated."}[run.stop_reason]
     st.caption(f"{ended} {run.total_seconds:.2f} s in all; the logit lens was read once the tokens were drawn.")

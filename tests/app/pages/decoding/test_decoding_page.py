@@ -161,7 +161,7 @@ def test_a_click_mid_run_stops_it_and_keeps_the_tokens_so_far(monkeypatch):
     assert run.new_ids == reference(at).new_ids[:4]
     assert all(step.lens is not None for step in run.steps)  # the lens is read for what was kept
     assert viewer(at)["step"] == 0 and len(records(at)[0]["steps"]) == 4
-    assert "Stopped (the Stop button) after 4 tokens" in " ".join(c.value for c in at.caption)
+    assert "Stopped after 4 tokens by a click" in " ".join(c.value for c in at.caption)
 
 
 def test_a_step_chosen_in_the_viewer_reruns_no_model_and_the_server_parts_follow_it(monkeypatch):
@@ -276,7 +276,7 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
                      record=decoding.record_request(loaded.config), stop_ids=(loaded.tokenizer.eos_id,))
     assert branched.new_ids[:3] == run.new_ids[:2] + (other.id,) and branched.new_ids[3:] == scratch.new_ids[:2]
     assert "_decoding_branch_asked" not in at.session_state and "decoding_branch_stop" not in [b.key for b in at.button]
-    assert "It was stopped" in " ".join(c.value for c in at.caption)
+    assert "It was stopped by a click" in " ".join(c.value for c in at.caption)
     at.run()
     assert at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)] is branched  # not run again
     at.button(key="dec_branch_again").click().run()  # the reader asks for the whole branch after all
