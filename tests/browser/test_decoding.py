@@ -149,6 +149,12 @@ def check_the_page(server, page, folder) -> None:
                            f"return s.layer === '5' && s.head === '4'; }}", timeout=30_000, polling=POLL_MS)
     row = drawn(page, f"{VIEWER} svg.dec-row rect.dec-weight")
     assert row == pytest.approx(run.steps[2].attention[5][4].tolist(), abs=QUANTUM)
+    said = page.locator(f"{VIEWER} .dec-facts p").nth(1)  # the row's sum the viewer computed, as far as its steps tell
+    keys, summed = len(row), float(run.steps[2].attention[5][4].sum())
+    assert int(said.get_attribute("data-keys")) == keys
+    assert float(said.get_attribute("data-within")) == pytest.approx(keys * QUANTUM / 2)
+    assert float(said.get_attribute("data-sum")) == pytest.approx(summed, abs=keys * QUANTUM / 2 + 1e-9)
+    assert f"sums to {float(said.get_attribute('data-sum')):.3f} (± " in said.inner_text()
     page_follows(page, 2, 5, 4)
     page.wait_for_function("() => new URLSearchParams(location.search).get('layer') === '5'", timeout=30_000,
                            polling=POLL_MS)  # the page's layer followed the viewer's (kept in the URL)

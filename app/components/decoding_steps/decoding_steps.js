@@ -307,8 +307,13 @@ function facts(root, run, rows, stepIndex, layer, head) {
   drawn.dataset.prob = String(token.prob);
   let strongest = 0, sum = 0;
   rows.forEach((q, k) => { sum += q; if (q > rows[strongest]) strongest = k; });
+  // each weight is held to the nearest 1/SCALE, so the sum of n of them is known to n / (2 SCALE) only: a
+  // long row reads 1.0003 from the rounding alone, and a fourth decimal would claim more than the data holds
+  const within = rows.length / (2 * SCALE);
   attention.textContent = `Head ${head} looks most at position ${strongest} (${JSON.stringify(header.labels[strongest])}, weight `
-    + `${fmt(rows[strongest] / SCALE, 2)}); its row sums to ${fmt(sum / SCALE, 4)}.`;
+    + `${fmt(rows[strongest] / SCALE, 2)}); its row sums to ${fmt(sum / SCALE, 3)} (± ${Number(within.toPrecision(1))}, `
+    + `the rounding of its ${rows.length.toLocaleString("en")} weights, each held in steps of 1/${SCALE}).`;
+  Object.assign(attention.dataset, { sum: String(sum / SCALE), within: String(within), keys: String(rows.length) });
   const measured = step.kv.reduce((a, b) => a + b, 0), formula = step.formula.reduce((a, b) => a + b, 0);
   const difference = Math.max(...step.kv.map((m, l) => Math.abs(m - step.formula[l])));
   const windows = header.windows.filter((w) => w !== null);
