@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from difflib import SequenceMatcher
+from typing import Callable, Sequence
 
 import torch
 
@@ -118,9 +119,53 @@ def branch_seconds(branched: Decoding) -> float:
     return sum(s.seconds for s in branched.steps[branched.branched_at:])
 
 
-def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
-    """The first index where two continuations differ (one ending first counts), None when equal."""
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
+@dataclass(frozen=True)
+class BranchComparison:
+    """The run's tokens from a branch's step on beside the branch's (offsets from that step). At offset 0
+    the branch took another candidate, so the two always differ there; after it a branch often says the
+    same words a token earlier or later ("and six, are the most…" beside "six, seven, … are the most…"),
+    which a step-by-step comparison would call different to the end. So the two are compared as texts
+    (difflib's longest matching stretches, after offset 0): ``shared`` holds each stretch as
+    (run offset, branch offset, length), and ``*_differ`` the offsets of each side in no stretch.
+
+    A side stopped by a click made no tokens past its end: the other's tokens after the last stretch, past
+    as many as the stopped side still has there, are not compared (``*_compared``: how many of each side's
+    tokens are), so they are not marked as differing from tokens never made. A side that ended on its own
+    (its end-of-text token) did end there, and the other going on is a difference. ``again``: the first
+    offset after 0 where they differ (the two read alike up to it, step for step), None when they never do.
+    ``rejoin``: (run offset, branch offset) of the stretch that runs to the end of both compared parts, the
+    point from which they read the same tokens again; None when they end differently."""
+
+    run_compared: int
+    branch_compared: int
+    run_differ: frozenset[int]
+    branch_differ: frozenset[int]
+    shared: tuple[tuple[int, int, int], ...]
+    again: int | None
+    rejoin: tuple[int, int] | None
+
+
+def compare_branch(run_ids: Sequence[int], branch_ids: Sequence[int], *, run_cut: bool,
+                   branch_cut: bool) -> BranchComparison:
+    """``run_ids`` and ``branch_ids`` from the branch's step on; ``*_cut``: that side was stopped by a click."""
+    run_ids, branch_ids = list(run_ids), list(branch_ids)
+    matcher = SequenceMatcher(None, run_ids[1:], branch_ids[1:], autojunk=False)
+    shared = tuple((a + 1, b + 1, n) for a, b, n in matcher.get_matching_blocks() if n)
+    run_end, branch_end = (shared[-1][0] + shared[-1][2], shared[-1][1] + shared[-1][2]) if shared else (1, 1)
+    both_left = min(len(run_ids) - run_end, len(branch_ids) - branch_end)  # tokens after the last stretch
+    run_compared = min(len(run_ids), run_end + both_left) if branch_cut else len(run_ids)
+    branch_compared = min(len(branch_ids), branch_end + both_left) if run_cut else len(branch_ids)
+    run_differ = _outside(shared, 0, run_compared)
+    branch_differ = _outside(shared, 1, branch_compared)
+    again = min((run_differ | branch_differ) - {0}, default=None)
+    ends_alike = shared and (run_end, branch_end) == (run_compared, branch_compared)
+    return BranchComparison(run_compared, branch_compared, run_differ, branch_differ, shared, again,
+                            (shared[-1][0], shared[-1][1]) if ends_alike else None)
+
+
+def _outside(shared: tuple[tuple[int, int, int], ...], side: int, compared: int) -> frozenset[int]:
+    inside = {stretch[side] + i for stretch in shared for i in range(stretch[2])}
+    return frozenset(i for i in range(compared) if i not in inside)
 
 
 def seconds_without_cache(loaded: LoadedModel, source_run: Decoding, step: int) -> float:
@@ -146,6 +191,6 @@ def step_tokens(run_: Decoding) -> list[str]:
 
 
 __all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "branch_seconds",
-           "first_difference",
+           "BranchComparison", "compare_branch",
            "kv_formula_per_layer", "prompt_ids", "reaching_seconds", "record_request", "run", "seconds_without_cache",
            "step_tokens", "streaming_step_threads"]

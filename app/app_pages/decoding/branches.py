@@ -114,26 +114,54 @@ def _keep(view, key: tuple, branched) -> None:
 
 
 def side_by_side(view, branched, index: int) -> None:
-    """The run's tokens from step ``index`` on beside the branch's, each token that differs from the
-    other's at the same step marked; what the branch reused and what it ran."""
+    """The run's tokens from step ``index`` on beside the branch's, each token the other's text does not
+    have at that point marked (only what both sides say something about); what the branch reused and
+    what it ran."""
     own, other = view.run.new_ids[index:], branched.new_ids[index:]
-    first = decoding.first_difference(own, other)
-    differ = {i for i in range(max(len(own), len(other)))
-              if i >= len(own) or i >= len(other) or own[i] != other[i]}
+    comparison = decoding.compare_branch(own, other, run_cut=view.run.stop_reason == "stopped",
+                                         branch_cut=branched.stop_reason == "stopped")
     left, right = st.columns(2, gap="medium")
-    for column, name, run in ((left, "The run", view.run), (right, "The branch", branched)):
+    for column, name, run, differ in ((left, "The run", view.run, comparison.run_differ),
+                                      (right, "The branch", branched, comparison.branch_differ)):
         texts = decoding.step_tokens(run)[index:]
         column.markdown(f"**{name}** from step {index}")
-        column.markdown(charts.token_strip_html(texts, [False] * len(texts), highlight=differ & set(range(len(texts))),
+        column.markdown(charts.token_strip_html(texts, [False] * len(texts), highlight=set(differ),
                                                 titles=[f"step {index + i}" for i in range(len(texts))], first=index),
                         unsafe_allow_html=True)
-    same = len(set(range(min(len(own), len(other)))) - differ)
     saved = decoding.reaching_seconds(view.run, index)
     after = len(branched.steps) - index - 1
     stopped = (" It was stopped by a click (the Stop button, or any other click while it ran); its tokens so far "
                "are kept.") if branched.stop_reason == "stopped" else ""
     st.caption(plain(
-        f"They differ first at step {index + (first or 0)}; {same} of the steps after agree token for token "
-        f"(yellow: differ). The branch reused the cache of {branched.reused_tokens} tokens, which the run spent "
-        f"{saved:.2f} s putting there, and ran only its {after} steps after step {index} "
-        f"({decoding.branch_seconds(branched):.2f} s).{stopped}"))
+        f"{how_they_compare(comparison, index, len(own), len(other))} The branch reused the cache of "
+        f"{branched.reused_tokens} tokens, which the run spent {saved:.2f} s putting there, and ran only its {after} "
+        f"steps after step {index} ({decoding.branch_seconds(branched):.2f} s).{stopped}"))
+
+
+def how_they_compare(comparison, index: int, n_run: int, n_branch: int) -> str:
+    """The comparison in words: how long the two read alike after the branch's own step, how much of the
+    branch's later text the run has too and whether they end alike, and which tokens were left out
+    because the other side was stopped before making their counterparts."""
+    said = f"At step {index} the branch took another token."
+    if comparison.again is None:
+        said += (f" After it the two read the same tokens, step for step, as far as both go (step "
+                 f"{index + comparison.run_compared - 1})." if comparison.run_compared > 1 else "")
+    elif comparison.branch_compared <= 1:
+        said += " The branch ended there (its end-of-text token); the run went on."
+    else:
+        shared = sum(n for *_, n in comparison.shared)
+        alike = (f" After it they read the same tokens up to step {index + comparison.again - 1}, then differ"
+                 if comparison.again > 1 else " After it they differ at once")
+        said += (f"{alike}; {shared} of the branch's {comparison.branch_compared - 1} later tokens are in the run's "
+                 f"text too, in the same order (yellow: the rest, on either side)")
+        if comparison.rejoin is not None:
+            run_at, branch_at = (index + offset for offset in comparison.rejoin)
+            said += (f"; from the branch's step {branch_at} (the run's step {run_at}) on, they read the same "
+                     f"tokens as far as both go")
+        said += "."
+    for side, n, compared, other in (("run", n_run, comparison.run_compared, "branch"),
+                                     ("branch", n_branch, comparison.branch_compared, "run")):
+        if n > compared:
+            said += (f" The {side}'s steps {index + compared}–{index + n - 1} are not compared: the {other} was "
+                     f"stopped before it made their counterparts.")
+    return said

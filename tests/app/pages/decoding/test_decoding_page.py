@@ -276,7 +276,16 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
                      record=decoding.record_request(loaded.config), stop_ids=(loaded.tokenizer.eos_id,))
     assert branched.new_ids[:3] == run.new_ids[:2] + (other.id,) and branched.new_ids[3:] == scratch.new_ids[:2]
     assert "_decoding_branch_asked" not in at.session_state and "decoding_branch_stop" not in [b.key for b in at.button]
-    assert "It was stopped by a click" in " ".join(c.value for c in at.caption)
+    said = " ".join(c.value for c in at.caption).replace("\\", "")  # the caption's Markdown escapes
+    assert "It was stopped by a click" in said
+    # the run's later tokens are not marked against tokens the branch never made
+    compared = decoding.compare_branch(run.new_ids[2:], branched.new_ids[2:], run_cut=False, branch_cut=True)
+    assert compared.run_compared < len(run.new_ids) - 2
+    assert (f"The run's steps {2 + compared.run_compared}–{len(run.new_ids) - 1} are not compared: the branch was "
+            f"stopped") in said
+    run_strip, = [m.value for m in at.markdown if "txviz-strip" in m.value and "<sub>2</sub>" in m.value
+                  and m.value.count("<span") == len(run.new_ids) - 2]
+    assert run_strip.count(" class=h") == len(compared.run_differ) <= compared.run_compared
     at.run()
     assert at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)] is branched  # not run again
     at.button(key="dec_branch_again").click().run()  # the reader asks for the whole branch after all
