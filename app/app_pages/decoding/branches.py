@@ -1,7 +1,6 @@
 """Branches: another of the chosen step's candidates, continued from there on the run's cache of every
-token before it (only the steps after run), shown beside the run's own continuation with the tokens where
-the two differ marked. Kept for this session by (inputs, step, token); one a Stop cut short can be run
-again (Branch again).
+token before it (only the steps after run), shown beside the run's own continuation (branch_beside).
+Kept for this session by (inputs, step, token); one a Stop cut short can be run again (Branch again).
 
 A click on a candidate lands in the step's fragment, but a branch streams outside it: Streamlit lets no
 click inside a fragment interrupt that fragment's run, so a Stop there could not stop anything. The click
@@ -14,11 +13,10 @@ import time
 
 import streamlit as st
 
-from app.app_pages.decoding import scrubber
+from app.app_pages.decoding import branch_beside, scrubber
 from app.figures import charts
 from app.services import decoding
 from app.ui import state
-from app.ui.widgets import plain
 
 KEPT_BRANCHES = 16
 BRANCHING = state.StoppableRun("decoding_branch", "Ends the branch after the token under way; its tokens so far are kept.")
@@ -56,7 +54,7 @@ def draw(view, index: int) -> None:
     if branched is None:
         state.put("_decoding_branch_asked", key)
         st.rerun(scope="app")  # the page body streams it, where a Stop can reach it
-    side_by_side(view, branched, index)
+    branch_beside.draw(view, branched, index)
     if branched.stop_reason == "stopped":  # else a stopped branch stays cut short for the rest of the session
         st.button("Branch again", key="dec_branch_again", on_click=_forget, args=(key,),
                   help="Runs this branch again from its step, to its end (the Stop ended it early).")
@@ -111,57 +109,3 @@ def _keep(view, key: tuple, branched) -> None:
     while len(kept) >= KEPT_BRANCHES:
         kept.pop(next(iter(kept)))
     state.put("_decoding_branches", {**kept, key: branched})
-
-
-def side_by_side(view, branched, index: int) -> None:
-    """The run's tokens from step ``index`` on beside the branch's, each token the other's text does not
-    have at that point marked (only what both sides say something about); what the branch reused and
-    what it ran."""
-    own, other = view.run.new_ids[index:], branched.new_ids[index:]
-    comparison = decoding.compare_branch(own, other, run_cut=view.run.stop_reason == "stopped",
-                                         branch_cut=branched.stop_reason == "stopped")
-    left, right = st.columns(2, gap="medium")
-    for column, name, run, differ in ((left, "The run", view.run, comparison.run_differ),
-                                      (right, "The branch", branched, comparison.branch_differ)):
-        texts = decoding.step_tokens(run)[index:]
-        column.markdown(f"**{name}** from step {index}")
-        column.markdown(charts.token_strip_html(texts, [False] * len(texts), highlight=set(differ),
-                                                titles=[f"step {index + i}" for i in range(len(texts))], first=index),
-                        unsafe_allow_html=True)
-    saved = decoding.reaching_seconds(view.run, index)
-    after = len(branched.steps) - index - 1
-    stopped = (" It was stopped by a click (the Stop button, or any other click while it ran); its tokens so far "
-               "are kept.") if branched.stop_reason == "stopped" else ""
-    st.caption(plain(
-        f"{how_they_compare(comparison, index, len(own), len(other))} The branch reused the cache of "
-        f"{branched.reused_tokens} tokens, which the run spent {saved:.2f} s putting there, and ran only its {after} "
-        f"steps after step {index} ({decoding.branch_seconds(branched):.2f} s).{stopped}"))
-
-
-def how_they_compare(comparison, index: int, n_run: int, n_branch: int) -> str:
-    """The comparison in words: how long the two read alike after the branch's own step, how much of the
-    branch's later text the run has too and whether they end alike, and which tokens were left out
-    because the other side was stopped before making their counterparts."""
-    said = f"At step {index} the branch took another token."
-    if comparison.again is None:
-        said += (f" After it the two read the same tokens, step for step, as far as both go (step "
-                 f"{index + comparison.run_compared - 1})." if comparison.run_compared > 1 else "")
-    elif comparison.branch_compared <= 1:
-        said += " The branch ended there (its end-of-text token); the run went on."
-    else:
-        shared = sum(n for *_, n in comparison.shared)
-        alike = (f" After it they read the same tokens up to step {index + comparison.again - 1}, then differ"
-                 if comparison.again > 1 else " After it they differ at once")
-        said += (f"{alike}; {shared} of the branch's {comparison.branch_compared - 1} later tokens are in the run's "
-                 f"text too, in the same order (yellow: the rest, on either side)")
-        if comparison.rejoin is not None:
-            run_at, branch_at = (index + offset for offset in comparison.rejoin)
-            said += (f"; from the branch's step {branch_at} (the run's step {run_at}) on, they read the same "
-                     f"tokens as far as both go")
-        said += "."
-    for side, n, compared, other in (("run", n_run, comparison.run_compared, "branch"),
-                                     ("branch", n_branch, comparison.branch_compared, "run")):
-        if n > compared:
-            said += (f" The {side}'s steps {index + compared}–{index + n - 1} are not compared: the {other} was "
-                     f"stopped before it made their counterparts.")
-    return said
