@@ -28,8 +28,8 @@ def draw(view, branched, index: int) -> None:
                         unsafe_allow_html=True)
     saved = decoding.reaching_seconds(view.run, index)
     after = len(branched.steps) - index - 1
-    stopped = (" It was stopped by a click (the Stop button, or any other click while it ran); its tokens so far "
-               "are kept.") if branched.stop_reason == "stopped" else ""
+    stopped = (" It was stopped by a click (the Stop button, or any other click while it ran, such as a changed "
+               "setting); its tokens so far are kept.") if branched.stop_reason == "stopped" else ""
     st.caption(plain(
         f"{how_they_compare(comparison, index, len(own), len(other))} The branch reused the cache of "
         f"{branched.reused_tokens} tokens, which the run spent {saved:.2f} s putting there, and ran only its {after} "

@@ -57,7 +57,7 @@ def draw(view, index: int) -> None:
     branch_beside.draw(view, branched, index)
     if branched.stop_reason == "stopped":  # else a stopped branch stays cut short for the rest of the session
         st.button("Branch again", key="dec_branch_again", on_click=_forget, args=(key,),
-                  help="Runs this branch again from its step, to its end (the Stop ended it early).")
+                  help="Runs this branch again from its step, to its end (a click stopped it early).")
 
 
 def _forget(key: tuple) -> None:

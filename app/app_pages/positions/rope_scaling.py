@@ -74,11 +74,13 @@ def scaling_losses(view: PositionsView, run: tuple) -> dict | None:
 
 
 def say_stopped(stopped: tuple) -> None:
-    """What the run a Stop click ended left: the scalings it scored (kept), and what a new run does."""
+    """What the run a click ended left (the Stop button's, or any other click while it ran, such as a
+    changed setting): the scalings it scored (kept), and what a new run does."""
     kinds, at_factor = pos.SCALING_KINDS, cache.scaling_losses_kept(*stopped)
     _, text, factor, _ = stopped
     rest = [kind for kind in kinds if kind not in at_factor]
-    what = f"Scoring '{text}' at factor {factor:g} was stopped (the Stop button)"
+    what = (f"Scoring '{text}' at factor {factor:g} was stopped by a click (the Stop button, or any other click "
+            f"while it ran, such as a changed setting)")
     if not at_factor:
         st.info(f"{what} before its first scaling was scored: nothing was kept. A new run scores all "
                 f"{len(kinds)} scalings.")

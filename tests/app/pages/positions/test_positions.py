@@ -117,7 +117,8 @@ def test_a_scaling_run_stopped_between_scalings_says_what_was_kept_and_scores_on
     at.run()
     no_errors(at)
     said = " ".join(i.value for i in at.info)
-    assert "Scoring '" in said and "at factor 8 was stopped (the Stop button) after 2 of the 5 scalings" in said
+    assert "Scoring '" in said and ("at factor 8 was stopped by a click (the Stop button, or any other click while it "
+                                    "ran, such as a changed setting) after 2 of the 5 scalings") in said
     assert "“none” (no scaling), “linear” were scored and kept." in said
     assert "A new run scores only the other 3: “ntk”, “yarn”, “llama3”." in said
     assert at.button(key="rope_scaling_run").label.startswith("Score the text under the other 3 scalings (≈ ")
@@ -139,7 +140,8 @@ def test_a_scaling_run_stopped_before_its_first_scaling_says_nothing_was_kept():
     at.run()
     no_errors(at)
     said = " ".join(i.value for i in at.info)
-    assert "was stopped (the Stop button) before its first scaling was scored: nothing was kept." in said
+    assert ("was stopped by a click (the Stop button, or any other click while it ran, such as a changed setting) "
+            "before its first scaling was scored: nothing was kept.") in said
     assert "A new run scores all 5 scalings." in said and "none" not in said.replace("nothing", "")
 
 
