@@ -230,20 +230,24 @@ TOKEN_STRIP_CSS = (".txviz-strip{line-height:2.1;overflow-y:auto;padding:2px;bor
                    ".txviz-strip span{display:inline-block;margin:2px;padding:2px 5px;border-radius:4px;"
                    "background:#e7f5ff;font-family:monospace;font-size:13px;white-space:pre;unicode-bidi:isolate}"
                    ".txviz-strip span.s{background:#ffd8a8}.txviz-strip span.h{background:#fff3bf}"
+                   ".txviz-strip span.g{background:#f1f3f5;color:#adb5bd;border:1px dashed #ced4da}"
                    ".txviz-strip sub{color:#868e96}")
 
 
 def token_strip_html(tokens: list[str], special: list[bool], *, highlight: set[int] | None = None,
-                     titles: list[str] | None = None, max_height_px: int | None = None, first: int = 0) -> str:
+                     greyed: set[int] | None = None, titles: list[str] | None = None,
+                     max_height_px: int | None = None, first: int = 0) -> str:
     """Tokens as boxes with their index (counted from ``first``: a strip that starts mid-run numbers its
-    tokens as the run does); special tokens (BOS/sink) in orange, highlights in yellow.
+    tokens as the run does); special tokens (BOS/sink) in orange, highlights in yellow, ``greyed`` ones
+    (left out of what the strip's caption says about them) grey with a dashed border.
     ``titles``: each box's tooltip (default "token i"). ``max_height_px``: past it the strip scrolls, so
     a long prompt does not push the charts off the screen. One class per box, styled once: a
     thousand tokens are ~60 KB of HTML, not 200."""
-    highlight = highlight or set()
+    highlight, greyed = highlight or set(), greyed or set()
     boxes = []
     for i, (token, is_special) in enumerate(zip(tokens, special)):
-        kind = " class=s" if is_special else (" class=h" if i in highlight else "")
+        kind = (" class=s" if is_special else " class=g" if i in greyed else " class=h" if i in highlight
+                else "")
         text = html.escape(readable(token))
         title = html.escape(titles[i] if titles is not None else f"token {i}", quote=True)
         boxes.append(f"<span{kind} title=\"{title}\"><sub>{first + i}</sub>&nbsp;{text}</span>")

@@ -195,6 +195,10 @@ def check_the_page(server, page, folder) -> None:
     branch_tokens = page.locator("[data-testid='stColumn']:has-text('The branch from step 0') .txviz-strip span").count()
     assert 3 <= branch_tokens < 64 and page.locator(ERROR).count() == 0
     assert page.locator(".st-key-decoding_branch_stop").count() == 0
+    boxes = page.eval_on_selector_all(".txviz-strip span[title^='step ']", "els => els.map(e => [e.className, e.title,"
+                                      " getComputedStyle(e).borderStyle])")
+    assert boxes and all((kind == "g") == ("not compared: the" in title) for kind, title, _ in boxes)
+    assert all(border == "dashed" for kind, _, border in boxes if kind == "g")  # the greyed look is drawn
     page.locator("[data-testid='stColumn']:has-text('The branch from step 0')").first.scroll_into_view_if_needed()
     page.screenshot(path=str(folder / "decoding-branch-stopped.png"))
 

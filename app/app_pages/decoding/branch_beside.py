@@ -13,18 +13,21 @@ from app.ui.widgets import plain
 
 def draw(view, branched, index: int) -> None:
     """The run's tokens from step ``index`` on beside the branch's, each token the other's text does not
-    have at that point marked (only what both sides say something about); what the branch reused and
-    what it ran."""
+    have at that point marked (only what both sides say something about), the tokens past what was
+    compared greyed (the other side was stopped before making their counterparts); what the branch
+    reused and what it ran."""
     own, other = view.run.new_ids[index:], branched.new_ids[index:]
     comparison = decoding.compare_branch(own, other, run_cut=view.run.stop_reason == "stopped",
                                          branch_cut=branched.stop_reason == "stopped")
     left, right = st.columns(2, gap="medium")
-    for column, name, run, differ in ((left, "The run", view.run, comparison.run_differ),
-                                      (right, "The branch", branched, comparison.branch_differ)):
+    for column, name, run, differ, compared, other in (
+            (left, "The run", view.run, comparison.run_differ, comparison.run_compared, "branch"),
+            (right, "The branch", branched, comparison.branch_differ, comparison.branch_compared, "run")):
         texts = decoding.step_tokens(run)[index:]
         column.markdown(f"**{name}** from step {index}")
         column.markdown(charts.token_strip_html(texts, [False] * len(texts), highlight=set(differ),
-                                                titles=[f"step {index + i}" for i in range(len(texts))], first=index),
+                                                greyed=set(range(compared, len(texts))),
+                                                titles=strip_titles(index, len(texts), compared, other), first=index),
                         unsafe_allow_html=True)
     saved = decoding.reaching_seconds(view.run, index)
     after = len(branched.steps) - index - 1
@@ -34,6 +37,12 @@ def draw(view, branched, index: int) -> None:
         f"{how_they_compare(comparison, index, len(own), len(other))} The branch reused the cache of "
         f"{branched.reused_tokens} tokens, which the run spent {saved:.2f} s putting there, and ran only its {after} "
         f"steps after step {index} ({decoding.branch_seconds(branched):.2f} s).{stopped}"))
+
+
+def strip_titles(index: int, n: int, compared: int, other: str) -> list[str]:
+    """Each token's tooltip: its step, and for one past what was compared, why it was not."""
+    return [f"step {index + i}" + ("" if i < compared else f" · not compared: the {other} was stopped before it "
+                                                            f"made its counterpart") for i in range(n)]
 
 
 def how_they_compare(comparison, index: int, n_run: int, n_branch: int) -> str:

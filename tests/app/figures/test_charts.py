@@ -74,6 +74,16 @@ def test_token_strip_scrolls_and_carries_tooltips():
     assert len(charts.token_strip_html(["tok"] * 1000, [False] * 1000)) < 60_000  # styled once, not per box
 
 
+def test_token_strip_greys_the_tokens_it_is_given_apart_from_highlights_and_sinks():
+    html = charts.token_strip_html(["<|endoftext|>", "a", "b", "c", "d"], [True, False, False, False, False],
+                                   highlight={1, 3}, greyed={0, 3, 4}, titles=[f"t{i}" for i in range(5)])
+    boxes = html.split("<span")[1:]
+    kinds = [box.split(" title=")[0].strip() for box in boxes]
+    assert kinds == ["class=s", "class=h", "", "class=g", "class=g"]  # a sink stays a sink; grey wins over yellow
+    assert "span.g{" in html and html.count("class=g") == 2
+    assert charts.token_strip_html(["a", "b"], [False, False], greyed=set()).count("class=g") == 0
+
+
 def test_log_axis_ticks_once_per_decade():
     assert charts.log_axis([1, 10, 1e4])["dtick"] == 1
     assert charts.log_axis([1e-3, 1e9])["dtick"] == 2  # twelve decades: every other one

@@ -286,6 +286,14 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
     run_strip, = [m.value for m in at.markdown if "txviz-strip" in m.value and "<sub>2</sub>" in m.value
                   and m.value.count("<span") == len(run.new_ids) - 2]
     assert run_strip.count(" class=h") == len(compared.run_differ) <= compared.run_compared
+    boxes = run_strip.split("<span")[1:]  # the run's tokens past what was compared are greyed, and say why
+    greyed = [i for i, box in enumerate(boxes) if box.startswith(" class=g")]
+    assert greyed == list(range(compared.run_compared, len(run.new_ids) - 2))
+    assert all("not compared: the branch was stopped" in boxes[i] for i in greyed)
+    assert not any("not compared" in box for i, box in enumerate(boxes) if i not in greyed)
+    branch_strip, = [m.value for m in at.markdown if "txviz-strip" in m.value and "<sub>2</sub>" in m.value
+                     and m.value.count("<span") == len(branched.new_ids) - 2]
+    assert " class=g" not in branch_strip  # the run was not stopped: every branch token was compared
     at.run()
     assert at.session_state["_decoding_branches"][(inputs, run.new_ids, 2, other.id)] is branched  # not run again
     at.button(key="dec_branch_again").click().run()  # the reader asks for the whole branch after all
