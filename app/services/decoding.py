@@ -73,6 +73,32 @@ def prompt_ids(loaded: LoadedModel, inputs: DecodingInputs, settings: limits_.Li
     return list(encoding.ids)
 
 
+@dataclass(frozen=True)
+class TokensRead:
+    """How many tokens the model reads for a run, beside the sidebar's count of the prompt alone (its text
+    and the BOS policy's token): ``template`` the chat template's own tokens around the prompt (0 without
+    it), ``first_in_template`` the policy's token when it is the template's first one, so it is not
+    prepended again (else None)."""
+
+    read: int
+    sidebar: int
+    template: int
+    first_in_template: int | None
+
+
+def tokens_read(loaded: LoadedModel, inputs: DecodingInputs, ids: Sequence[int]) -> TokensRead:
+    """``ids`` (``prompt_ids``'s) told apart: the prompt's own tokens, the policy's first token, the template's."""
+    tokenizer = loaded.tokenizer
+    sidebar = len(tokenizer.encode(inputs.prompt, bos=inputs.bos).ids)
+    if not inputs.chat:
+        return TokensRead(len(ids), sidebar, 0, None)
+    bare = len(tokenizer.encode(inputs.prompt, bos="none").ids)
+    _, bos = wrap_prompt(tokenizer, inputs.prompt, inputs.bos, inputs.chat)
+    prepended = sidebar - bare if bos == inputs.bos else 0  # the policy's token, unless the template holds it
+    held = {"bos": tokenizer.bos_id, "sink": tokenizer.sink_id}.get(inputs.bos) if bos != inputs.bos else None
+    return TokensRead(len(ids), sidebar, len(ids) - bare - prepended, held)
+
+
 def record_request(config) -> StepRecordRequest:
     """Every step: the candidates, the attention row of every layer and head, the lens after the run."""
     return StepRecordRequest(candidates=CANDIDATES, lens=True, lens_after_run=True,

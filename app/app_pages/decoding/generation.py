@@ -50,7 +50,22 @@ def draw(loaded, inputs: decoding.DecodingInputs):
         run = stream(loaded, inputs, ids)
     elif run is None:
         st.info(f"Press **Generate** to write up to {inputs.max_new_tokens} tokens after the prompt's {len(ids)}.")
+    say_tokens_read(decoding.tokens_read(loaded, inputs, ids), loaded.tokenizer)
     return run
+
+
+def say_tokens_read(read: decoding.TokensRead, tokenizer) -> None:
+    """How many tokens the model reads, and why that is not the sidebar's count when it is not."""
+    said = f"The model reads **{read.read} tokens**"
+    if read.read == read.sidebar and not read.template:
+        st.caption(f"{said}, the sidebar's count: the prompt as it is.")
+        return
+    said += (f", not the sidebar's {read.sidebar}: the chat template wraps the prompt in {read.template} tokens of "
+             "its own (the user's turn markers, and any system text the template adds)")
+    if read.first_in_template is not None:
+        said += (f"; the template opens with {plain(tokenizer.display(read.first_in_template))}, the token the "
+                 "sidebar counts before the prompt, so it is not put in front a second time")
+    st.caption(said + ".")
 
 
 def stream(loaded, inputs: decoding.DecodingInputs, ids: list[int]):

@@ -4,36 +4,17 @@ nonsense numbers fall back to the defaults (a seed the number box cannot hold ex
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from app.app_pages.decoding import settings
 from app.ui import state
 from tests.helpers.apptest import aim_at, app_on, no_errors, open_at, pick_model
+from tests.helpers.chatml_home import home_with_template  # noqa: F401  (a fixture)
 from tests.helpers.spy import spy
-from tests.helpers.tiny_gguf import tiny, weights_of, write_gguf
 from txviz.lab.corpus import sample_text
-from txviz.loading import fetch
-from txviz.loading.sources import KNOWN_MODELS
 from txviz.loading.zoo import SHIPPED_ZOO
 
 pytestmark = pytest.mark.skipif(not (SHIPPED_ZOO / "base").is_dir(), reason="the zoo is not shipped")
-
-
-@pytest.fixture
-def home_with_template(tmp_path, monkeypatch):
-    """A cache whose default model is a tiny stand-in with SmolLM2's ChatML template (the zoo has none)."""
-    monkeypatch.setenv("TXVIZ_HOME", str(tmp_path))
-    monkeypatch.delenv("TXVIZ_DEFAULT_GGUF", raising=False)
-    monkeypatch.setattr(fetch, "download_wheel", lambda *a, **k: pytest.fail("a cached model was fetched again"))
-    config = tiny(name="tiny-smollm2")
-    write_gguf(tmp_path / KNOWN_MODELS["smollm2-135m"].filename, config, weights_of(config))
-    import streamlit as st
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
-    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def chat_toggle(at):
