@@ -69,6 +69,8 @@ def how_they_compare(comparison, index: int, n_run: int, n_branch: int) -> str:
     for side, n, compared, other in (("run", n_run, comparison.run_compared, "branch"),
                                      ("branch", n_branch, comparison.branch_compared, "run")):
         if n > compared:
-            said += (f" The {side}'s steps {index + compared}–{index + n - 1} are not compared: the {other} was "
-                     f"stopped before it made their counterparts.")
+            first, last = index + compared, index + n - 1
+            steps = f"step {first} is" if first == last else f"steps {first}–{last} are"
+            said += (f" The {side}'s {steps} not compared: the {other} was stopped before it made "
+                     f"{'its counterpart' if first == last else 'their counterparts'}.")
     return said

@@ -281,8 +281,9 @@ def test_a_click_mid_branch_stops_it_and_keeps_its_tokens_so_far(monkeypatch):
     # the run's later tokens are not marked against tokens the branch never made
     compared = decoding.compare_branch(run.new_ids[2:], branched.new_ids[2:], run_cut=False, branch_cut=True)
     assert compared.run_compared < len(run.new_ids) - 2
-    assert (f"The run's steps {2 + compared.run_compared}–{len(run.new_ids) - 1} are not compared: the branch was "
-            f"stopped") in said
+    first, last = 2 + compared.run_compared, len(run.new_ids) - 1
+    steps = f"step {first} is" if first == last else f"steps {first}–{last} are"
+    assert f"The run's {steps} not compared: the branch was stopped" in said
     run_strip, = [m.value for m in at.markdown if "txviz-strip" in m.value and "<sub>2</sub>" in m.value
                   and m.value.count("<span") == len(run.new_ids) - 2]
     assert run_strip.count(" class=h") == len(compared.run_differ) <= compared.run_compared
