@@ -22,7 +22,7 @@ from txviz.decoding import Decoding, DecodingStep, StepRecordRequest, branch, de
 from txviz.generate import Sampling
 from txviz.loading.errors import TokenizerError
 from txviz.loading.loaded import LoadedModel
-from txviz.loading.tokenizer.chat_prompt import wrap_prompt
+from txviz.loading.tokenizer.chat_prompt import policy_token, wrap_prompt
 from txviz.model.kv_cache import kv_elements_per_token_layer, kv_tokens_kept
 from txviz.threads import threads_for_this_run
 
@@ -59,10 +59,17 @@ class DecodingInputs:
 
 
 def prompt_ids(loaded: LoadedModel, inputs: DecodingInputs, settings: limits_.Limits) -> list[int]:
-    """The prompt's ids (wrapped as a user message with ``chat``), or a PromptError: empty, too long, a
-    run over the memory budget."""
+    """The ids the model reads for ``inputs`` (``prompt_reading``'s)."""
+    return prompt_reading(loaded, inputs, settings)[0]
+
+
+def prompt_reading(loaded: LoadedModel, inputs: DecodingInputs,
+                   settings: limits_.Limits) -> tuple[list[int], TokensRead]:
+    """(the ids the model reads, how they differ from the sidebar's count): the prompt checked, wrapped in
+    the chat template where asked (rendered once: each render runs the template in a child process, about
+    0.1 s), encoded with the BOS policy, and the run's estimate within the budget; PromptError otherwise."""
     tokenizer = loaded.tokenizer
-    encode(loaded, inputs.prompt, inputs.bos, settings)  # the prompt itself: empty, too long, not text
+    own = encode(loaded, inputs.prompt, inputs.bos, settings)  # the prompt itself: empty, too long, not text
     try:
         text, bos = wrap_prompt(tokenizer, inputs.prompt, inputs.bos, inputs.chat)
     except TokenizerError as error:
@@ -70,7 +77,8 @@ def prompt_ids(loaded: LoadedModel, inputs: DecodingInputs, settings: limits_.Li
     encoding = encode(loaded, text, bos, settings, n_new=inputs.max_new_tokens)
     within_budget(limits_.generation_estimate(loaded.config, len(encoding.ids), inputs.max_new_tokens,
                                               element_bytes=loaded.dtype.itemsize, gflops=settings.gflops), settings)
-    return list(encoding.ids)
+    ids = list(encoding.ids)
+    return ids, _tokens_read(tokenizer, inputs, ids, sidebar=len(own.ids), held=bos != inputs.bos)
 
 
 @dataclass(frozen=True)
@@ -86,17 +94,15 @@ class TokensRead:
     first_in_template: int | None
 
 
-def tokens_read(loaded: LoadedModel, inputs: DecodingInputs, ids: Sequence[int]) -> TokensRead:
-    """``ids`` (``prompt_ids``'s) told apart: the prompt's own tokens, the policy's first token, the template's."""
-    tokenizer = loaded.tokenizer
-    sidebar = len(tokenizer.encode(inputs.prompt, bos=inputs.bos).ids)
+def _tokens_read(tokenizer, inputs: DecodingInputs, ids: list[int], *, sidebar: int, held: bool) -> TokensRead:
+    """``ids`` told apart: the prompt's own tokens, the policy's token (``held``: the template's first
+    token is that one, so it was not prepended), the template's."""
     if not inputs.chat:
         return TokensRead(len(ids), sidebar, 0, None)
     bare = len(tokenizer.encode(inputs.prompt, bos="none").ids)
-    _, bos = wrap_prompt(tokenizer, inputs.prompt, inputs.bos, inputs.chat)
-    prepended = sidebar - bare if bos == inputs.bos else 0  # the policy's token, unless the template holds it
-    held = {"bos": tokenizer.bos_id, "sink": tokenizer.sink_id}.get(inputs.bos) if bos != inputs.bos else None
-    return TokensRead(len(ids), sidebar, len(ids) - bare - prepended, held)
+    prepended = 0 if held else sidebar - bare
+    return TokensRead(len(ids), sidebar, len(ids) - bare - prepended,
+                      policy_token(tokenizer, inputs.bos) if held else None)
 
 
 def record_request(config) -> StepRecordRequest:
@@ -218,5 +224,5 @@ def step_tokens(run_: Decoding) -> list[str]:
 
 __all__ = ["CANDIDATES", "SAMPLERS", "DecodingInputs", "DecodingStep", "PromptError", "branch_run", "branch_seconds",
            "BranchComparison", "compare_branch",
-           "kv_formula_per_layer", "prompt_ids", "reaching_seconds", "record_request", "run", "seconds_without_cache",
+           "TokensRead", "kv_formula_per_layer", "prompt_ids", "prompt_reading", "reaching_seconds", "record_request", "run", "seconds_without_cache",
            "step_tokens", "streaming_step_threads"]

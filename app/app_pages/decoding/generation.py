@@ -35,7 +35,7 @@ def keep_run(inputs: decoding.DecodingInputs, run) -> None:
 def draw(loaded, inputs: decoding.DecodingInputs):
     """The run of ``inputs``: generated now on a click, else the one kept; None when there is none yet."""
     try:
-        ids = decoding.prompt_ids(loaded, inputs, cache.limits())
+        ids, read = decoding.prompt_reading(loaded, inputs, cache.limits())
     except PromptError as error:
         st.warning(plain(error))
         return None
@@ -50,7 +50,7 @@ def draw(loaded, inputs: decoding.DecodingInputs):
         run = stream(loaded, inputs, ids)
     elif run is None:
         st.info(f"Press **Generate** to write up to {inputs.max_new_tokens} tokens after the prompt's {len(ids)}.")
-    say_tokens_read(decoding.tokens_read(loaded, inputs, ids), loaded.tokenizer)
+    say_tokens_read(read, loaded.tokenizer)
     return run
 
 

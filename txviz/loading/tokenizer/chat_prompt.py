@@ -18,7 +18,13 @@ def wrap_prompt(tokenizer: Tokenizer, prompt: str, bos: BosPolicy, chat: bool) -
     if not chat:
         return prompt, bos
     text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
-    prepended = {"bos": tokenizer.bos_id, "sink": tokenizer.sink_id}.get(bos)
+    prepended = policy_token(tokenizer, bos)
     if prepended is not None and tokenizer.encode(text).ids[:1] == (prepended,):
         return text, "none"
     return text, bos
+
+
+def policy_token(tokenizer: Tokenizer, bos: BosPolicy) -> int | None:
+    """The token ``bos`` puts in front of a prompt: the BOS for "bos", the sink for "sink"; None for the
+    policies that decide by the tokenizer or add nothing."""
+    return {"bos": tokenizer.bos_id, "sink": tokenizer.sink_id}.get(bos)
